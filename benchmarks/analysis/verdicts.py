@@ -1,0 +1,306 @@
+"""Bottleneck verdicts: which engine limit binds at a point, from the engine samples and config.
+
+Order of precedence (the first that holds is the verdict; the others that also hold are listed
+in evidence["also"]):
+
+1. client_bound: the client-honesty flag is set. The timings themselves may be wrong, so no
+   engine conclusion is safe until the client is fixed.
+2. kv_capacity: peak KV usage near full, or preemptions. Memory is the hard limit: when it
+   binds, running falls below max_num_seqs for a reason no scheduler setting removes, and a
+   pinned scheduler cap on a full KV cache could not be raised usefully.
+3. scheduler_cap: running pinned at max_num_seqs while requests wait. The headroom case:
+   the engine admits too few of the queued requests.
+4. token_budget (full evidence): running below the cap, requests wait, KV not full, and steps
+   average near max_num_batched_tokens.
+5. saturated: against the previous load level of the same config, more load added under
+   SATURATION_GAIN_PCT throughput and only waiting time and latency. After the named limits
+   because a named limit says what to change; saturation says only "stop adding load".
+6. token_budget (partial evidence): as 4, but without per-step token counts, so the step
+   condition could not be checked; marked partial.
+7. underloaded: nothing waits and the engine has room (running below the cap, KV not full).
+8. unclear: none of the above holds; evidence["why"] says what is missing or odd.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from benchmarks.analysis import sentences
+from benchmarks.analysis.errors import AnalysisError
+from benchmarks.analysis.selection import DEFAULT_THROUGHPUT_GAIN_PCT
+from benchmarks.analysis.types import (
+    PointFigures,
+    SettingChange,
+    SweepStep,
+    SweepSummary,
+    Verdict,
+    VerdictKind,
+)
+
+# KV usage (0-1) at or above which the cache counts as full: vLLM preempts when a step finds no
+# free block, and 5% of blocks is less than one more request's worth on a busy engine.
+KV_FULL = 0.95
+
+# Mean running >= this fraction of max_num_seqs counts as pinned: ramp-up at the start of a
+# burst and the drain at its end pull the mean below the cap even when it is pinned between.
+PINNED_FRACTION = 0.9
+
+# Requests wait when on average at least one is waiting. The peak alone would call every burst
+# point queued: a burst makes a momentary queue at its start even on an idle engine.
+WAITING_MEAN_MIN = 1.0
+
+# Steps averaging >= this fraction of max_num_batched_tokens fill the token budget (steps
+# during ramp-up and drain are smaller, as for PINNED_FRACTION).
+TOKEN_BUDGET_FRACTION = 0.9
+
+# Saturated: the step from the previous load level added less than this much throughput ...
+SATURATION_GAIN_PCT = DEFAULT_THROUGHPUT_GAIN_PCT
+# ... while median end-to-end latency grew at least this much (or more requests waited).
+# Lower than the knee's 20%: the verdict says "more load only adds waiting", not "where to stop".
+SATURATION_LATENCY_GROWTH_PCT = 5.0
+
+
+def _evidence(point: PointFigures) -> dict[str, Any]:
+    return {
+        "max_num_seqs": point.max_num_seqs,
+        "max_num_batched_tokens": point.max_num_batched_tokens,
+        "queue_samples": point.queue_samples,
+        "mean_running": point.mean_running,
+        "peak_running": point.peak_running,
+        "mean_waiting": point.mean_waiting,
+        "peak_waiting": point.peak_waiting,
+        "mean_kv_usage": point.mean_kv_usage,
+        "peak_kv_usage": point.peak_kv_usage,
+        "preemptions": point.preemptions,
+        "mean_tokens_per_step": point.mean_tokens_per_step,
+        "client_saturated": point.client_saturated,
+    }
+
+
+def _has_engine_data(point: PointFigures) -> bool:
+    return (
+        point.queue_samples > 0
+        and point.mean_running is not None
+        and point.peak_running is not None
+        and point.mean_waiting is not None
+    )
+
+
+def _saturation(point: PointFigures, previous: PointFigures) -> dict[str, Any]:
+    """Throughput gain and latency growth from the previous load level of the same config."""
+    if previous.config_label != point.config_label:
+        raise AnalysisError(
+            f"previous point {previous.key} is another engine config than {point.key}; "
+            "saturation compares load levels of one config"
+        )
+    if previous.offered_concurrency >= point.offered_concurrency:
+        raise AnalysisError(
+            f"previous point {previous.key} is not at a lower load level than {point.key}"
+        )
+    if previous.output_throughput <= 0:
+        raise AnalysisError(f"previous point {previous.key} has zero throughput")
+    gain = (point.output_throughput - previous.output_throughput) / previous.output_throughput * 100
+    growth = None
+    if point.median_e2el_ms is not None and previous.median_e2el_ms:
+        growth = (point.median_e2el_ms - previous.median_e2el_ms) / previous.median_e2el_ms * 100
+    return {
+        "previous_key": previous.key,
+        "throughput_gain_pct": gain,
+        "latency_growth_pct": growth,
+        "previous_mean_waiting": previous.mean_waiting,
+    }
+
+
+def _conditions(point: PointFigures, evidence: dict[str, Any]) -> dict[str, bool]:
+    """Which verdicts hold (True) at this point; token_budget_partial is the unchecked-step form."""
+    assert point.mean_running is not None and point.peak_running is not None
+    assert point.mean_waiting is not None
+    cap, budget = point.max_num_seqs, point.max_num_batched_tokens
+    waits = point.mean_waiting >= WAITING_MEAN_MIN
+    kv_full = (point.peak_kv_usage is not None and point.peak_kv_usage >= KV_FULL) or (
+        point.preemptions is not None and point.preemptions > 0
+    )
+    pinned = (
+        cap is not None
+        and point.peak_running >= cap
+        and point.mean_running >= PINNED_FRACTION * cap
+    )
+    budget_suspect = cap is not None and not pinned and waits and not kv_full
+    steps_known = point.mean_tokens_per_step is not None and budget is not None
+    steps_full = steps_known and point.mean_tokens_per_step >= TOKEN_BUDGET_FRACTION * budget  # type: ignore[operator]
+
+    saturated = False
+    if "throughput_gain_pct" in evidence:
+        previous_waiting = evidence["previous_mean_waiting"]
+        growth = evidence["latency_growth_pct"]
+        saturated = evidence["throughput_gain_pct"] < SATURATION_GAIN_PCT and (
+            (growth is not None and growth >= SATURATION_LATENCY_GROWTH_PCT)
+            or (previous_waiting is not None and point.mean_waiting > previous_waiting)
+        )
+    return {
+        "kv_capacity": kv_full,
+        "scheduler_cap": pinned and waits,
+        "token_budget": budget_suspect and steps_full,
+        "saturated": saturated,
+        "token_budget_partial": budget_suspect and not steps_known,
+        "underloaded": not waits and not kv_full and (cap is None or point.peak_running < cap),
+    }
+
+
+def _unclear_why(point: PointFigures) -> str:
+    assert point.mean_waiting is not None and point.peak_running is not None
+    waits = point.mean_waiting >= WAITING_MEAN_MIN
+    if waits and point.max_num_seqs is None:
+        return (
+            "requests wait but max_num_seqs is not recorded, so the scheduler cap and "
+            "token budget cannot be judged"
+        )
+    if waits:
+        return (
+            "requests wait with running below max_num_seqs, KV not full and steps below the "
+            "token budget; compare with the next load level"
+        )
+    return "running reached max_num_seqs but nothing waits: the load just fills the engine"
+
+
+# The order in which holding conditions decide the verdict (module docstring).
+PRECEDENCE: tuple[str, ...] = (
+    "kv_capacity",
+    "scheduler_cap",
+    "token_budget",
+    "saturated",
+    "token_budget_partial",
+    "underloaded",
+)
+
+
+def verdict(point: PointFigures, previous: PointFigures | None = None) -> Verdict:
+    """The binding limit at one point, with the evidence numbers next to it.
+
+    previous: the point at the next lower load level of the same config (and repeat), needed
+    to call a point saturated. Raises AnalysisError when the point has no engine samples
+    (unless the client flag already decides), or when previous is not a lower level of the
+    same config.
+    """
+    evidence = _evidence(point)
+    kind: VerdictKind
+    partial = False
+    if point.client_saturated:
+        kind = "client_bound"
+        # The client's timings may be wrong, so no engine condition is evaluated beside it.
+        evidence["also"] = []
+    else:
+        if not _has_engine_data(point):
+            raise AnalysisError(
+                f"point {point.key} has no engine samples (running/waiting from /metrics); "
+                "a bottleneck verdict needs them"
+            )
+        if previous is not None:
+            evidence.update(_saturation(point, previous))
+        holds = _conditions(point, evidence)
+        first = next((name for name in PRECEDENCE if holds[name]), None)
+        # Other verdicts that hold too, by kind (the unchecked token budget as token_budget).
+        evidence["also"] = [
+            "token_budget" if name == "token_budget_partial" else name
+            for name in PRECEDENCE
+            if holds[name] and name != first
+        ]
+        if first is None:
+            kind = "unclear"
+            evidence["why"] = _unclear_why(point)
+        elif first == "token_budget_partial":
+            kind, partial = "token_budget", True
+        else:
+            kind = first  # type: ignore[assignment]
+    return Verdict(
+        key=point.key,
+        config_label=point.config_label,
+        max_num_seqs=point.max_num_seqs,
+        max_num_batched_tokens=point.max_num_batched_tokens,
+        offered_concurrency=point.offered_concurrency,
+        output_throughput=point.output_throughput,
+        kind=kind,
+        evidence=evidence,
+        partial=partial,
+        sentence=sentences.verdict_sentence(kind, evidence, partial),
+    )
+
+
+def verdicts_for_sweep(points: Sequence[PointFigures]) -> dict[str, Verdict]:
+    """A verdict for every point, each compared with the previous load level of its own config
+    and repeat. Points without engine samples raise, as in verdict()."""
+    groups: dict[tuple[str, int], list[PointFigures]] = {}
+    for point in points:
+        groups.setdefault((point.config_label, point.repeat), []).append(point)
+    out: dict[str, Verdict] = {}
+    for group in groups.values():
+        ordered = sorted(group, key=lambda p: p.offered_concurrency)
+        previous = None
+        for point in ordered:
+            if previous is not None and previous.offered_concurrency == point.offered_concurrency:
+                raise AnalysisError(
+                    f"points {previous.key} and {point.key} share config, repeat and load level"
+                )
+            out[point.key] = verdict(point, previous)
+            previous = point
+    return out
+
+
+def _order(value: int | None) -> float:
+    return float("inf") if value is None else float(value)
+
+
+def _step(a: Verdict, b: Verdict) -> SweepStep:
+    changes = [
+        SettingChange(setting=name, before=getattr(a, name), after=getattr(b, name))
+        for name in ("max_num_seqs", "max_num_batched_tokens")
+        if getattr(a, name) != getattr(b, name)
+    ]
+    if not changes:
+        # The configs differ in some other setting; name them by their labels.
+        changes = [
+            SettingChange(setting="the engine config", before=a.config_label, after=b.config_label)
+        ]
+    return SweepStep(
+        from_key=a.key,
+        to_key=b.key,
+        from_config=a.config_label,
+        to_config=b.config_label,
+        changes=tuple(changes),
+        from_kind=a.kind,
+        to_kind=b.kind,
+        from_throughput=a.output_throughput,
+        to_throughput=b.output_throughput,
+        sentence=sentences.sweep_step_sentence(
+            [(c.setting, c.before, c.after) for c in changes], a.kind, b.kind
+        ),
+    )
+
+
+def summarize_sweep_change(verdicts: Sequence[Verdict]) -> SweepSummary:
+    """What the sweep changed: "raising max_num_seqs from 256 to 1024 moved the bottleneck from
+    the scheduler cap to saturation".
+
+    Each config is represented by its verdict at its highest load level (the bottleneck under
+    the most load; among repeats there, the lowest throughput, as capacity uses). Configs are
+    ordered by max_num_seqs, then max_num_batched_tokens; steps join neighbours and overall
+    joins the first and the last.
+    """
+    by_config: dict[str, Verdict] = {}
+    for v in verdicts:
+        held = by_config.get(v.config_label)
+        if held is None or (v.offered_concurrency, -v.output_throughput) > (
+            held.offered_concurrency,
+            -held.output_throughput,
+        ):
+            by_config[v.config_label] = v
+    if len(by_config) < 2:
+        raise AnalysisError("the sweep has one engine config: there is no change to summarize")
+    ordered = sorted(
+        by_config.values(),
+        key=lambda v: (_order(v.max_num_seqs), _order(v.max_num_batched_tokens), v.config_label),
+    )
+    steps = tuple(_step(a, b) for a, b in zip(ordered, ordered[1:], strict=False))
+    overall = steps[0] if len(steps) == 1 else _step(ordered[0], ordered[-1])
+    return SweepSummary(steps=steps, overall=overall, sentence=overall.sentence)

@@ -1,0 +1,185 @@
+"""Controlled comparisons and dated references, on the case study's figures."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from benchmarks.analysis.compare import compare, compare_factors, compare_reference
+from benchmarks.analysis.errors import AnalysisError
+from benchmarks.analysis.sentences import factors_sentence
+from benchmarks.analysis.types import (
+    UNIT_OUTPUT_TPS,
+    UNIT_OUTPUT_TPS_PER_GPU,
+    Measured,
+    Reference,
+    RunFacts,
+    WorkloadShape,
+)
+from tests.analysis.helpers import facts, point
+
+ALL_LABELS = (
+    "GPU SKU",
+    "GPU count",
+    "runtime",
+    "runtime version",
+    "checkpoint",
+    "checkpoint revision",
+    "precision",
+    "KV dtype",
+    "request count",
+    "spec",
+    "host",
+)
+
+
+def initial():
+    return point("seqs=256", 2000, 18_000, median_e2el_ms=16_000)
+
+
+def tuned():
+    return point("seqs=1024", 2000, 42_000, median_e2el_ms=12_000)
+
+
+def test_compare_gives_improvement_ratio_and_latency_before_and_after():
+    c = compare(
+        Measured(facts=facts(), figures=initial()), Measured(facts=facts(), figures=tuned())
+    )
+    assert (c.baseline_throughput, c.candidate_throughput) == (18_000, 42_000)
+    assert c.improvement_pct == pytest.approx(24_000 / 18_000 * 100)  # 133.3%
+    assert c.ratio == pytest.approx(42_000 / 18_000)  # 2.33x
+    assert (c.baseline_median_e2el_ms, c.candidate_median_e2el_ms) == (16_000, 12_000)
+    assert c.latency_change_pct == pytest.approx(-25.0)
+    assert c.controlled is True
+    assert c.matching == ALL_LABELS
+    assert c.differing == () and c.unknown == ()
+    assert c.sentence.startswith("controlled: same GPU SKU, GPU count, runtime")
+    assert c.sentence.endswith("request count, spec and host")
+
+
+def test_compare_is_not_controlled_when_a_factor_differs_and_names_it():
+    c = compare(
+        Measured(facts=facts(), figures=initial()),
+        Measured(facts=facts(runtime_version="0.11.2", host="gpu-host-2"), figures=tuned()),
+    )
+    assert c.controlled is False
+    assert c.differing == ("runtime version", "host")
+    assert c.sentence.endswith("; runtime version and host differ")
+    rows = {r.name: r for r in c.factors}
+    assert (rows["host"].baseline, rows["host"].candidate, rows["host"].status) == (
+        "gpu-host-1",
+        "gpu-host-2",
+        "differ",
+    )
+    assert rows["workload"].baseline == "63-66 in / 256 out"
+    assert rows["gpu_sku"].status == "match"
+
+
+def test_compare_treats_an_unrecorded_factor_as_unknown_not_as_a_match():
+    c = compare(
+        Measured(facts=facts(host=None), figures=initial()),
+        Measured(facts=facts(), figures=tuned()),
+    )
+    assert c.controlled is False
+    assert c.unknown == ("host",)
+    assert c.sentence.endswith("; host not recorded on both sides")
+
+
+def test_compare_refuses_a_zero_baseline_and_missing_latency():
+    zero = point("zero", 1, 0.0, median_e2el_ms=1_000)
+    with pytest.raises(AnalysisError, match="zero output throughput"):
+        compare(Measured(facts=facts(), figures=zero), Measured(facts=facts(), figures=tuned()))
+    no_latency = point("nolat", 1, 100.0)
+    with pytest.raises(AnalysisError, match="nolat has no median_e2el_ms"):
+        compare(
+            Measured(facts=facts(), figures=initial()), Measured(facts=facts(), figures=no_latency)
+        )
+
+
+def test_the_factors_sentence_reads_like_the_write_up():
+    assert (
+        factors_sentence(["GPU SKU", "spec"], ["runtime version", "host"], [])
+        == "same GPU SKU and spec; runtime version and host differ"
+    )
+    assert factors_sentence([], ["host"], []) == "host differs"
+
+
+def test_compare_factors_sees_equal_workload_shapes_as_matching():
+    a = RunFacts(
+        workload=WorkloadShape(input_tokens_min=1000, input_tokens_max=1000, output_tokens=1000)
+    )
+    b = RunFacts(
+        workload=WorkloadShape(input_tokens_min=1000, input_tokens_max=1000, output_tokens=1000)
+    )
+    rows = {r.name: r.status for r in compare_factors(a, b)}
+    assert rows["workload"] == "match"
+    assert rows["host"] == "unknown"
+
+
+SPEC_1K = WorkloadShape(input_tokens_min=1000, input_tokens_max=1000, output_tokens=1000)
+
+
+def vendor_reference(**overrides):
+    values = dict(
+        name="Vendor per-GPU figure",
+        value=6_250.0,
+        unit=UNIT_OUTPUT_TPS_PER_GPU,
+        recorded_on=date(2025, 3, 1),
+        no_longer_listed_on=date(2025, 8, 15),
+        gpu_sku="NVIDIA RTX PRO 6000 Blackwell Server Edition",
+        runtime="vllm/vllm-openai",
+        runtime_version="0.9.0",
+        workload=SPEC_1K,
+    )
+    values.update(overrides)
+    return Reference(**values)
+
+
+def local_1k(gpu_count=1, throughput=5_000.0):
+    return Measured(
+        facts=facts(workload=SPEC_1K, gpu_count=gpu_count),
+        figures=point("local", 64, throughput, workload=SPEC_1K, gpu_count=gpu_count),
+    )
+
+
+def test_reference_comparison_keeps_dates_ratio_and_what_matches():
+    r = compare_reference(local_1k(), vendor_reference())
+    assert r.local_value == 5_000
+    assert r.reference_value == 6_250
+    assert r.ratio == pytest.approx(0.8)
+    assert r.difference_pct == pytest.approx(-20.0)
+    assert r.recorded_on == date(2025, 3, 1)
+    assert r.no_longer_listed_on == date(2025, 8, 15)
+    assert r.matching == ("GPU SKU", "runtime", "spec")
+    assert r.differing == ("runtime version",)
+    assert "host" in r.unknown and "checkpoint" in r.unknown
+    assert r.sentence.startswith(
+        "Vendor per-GPU figure, recorded on 2025-03-01, no longer listed since 2025-08-15: "
+        "same GPU SKU, runtime and spec; runtime version differs; "
+    )
+
+
+def test_reference_comparison_per_gpu_divides_a_node_result_by_its_gpus():
+    r = compare_reference(local_1k(gpu_count=8, throughput=40_000.0), vendor_reference())
+    assert r.local_value == 5_000
+    assert r.ratio == pytest.approx(0.8)
+
+
+def test_reference_comparison_in_total_tokens_uses_the_whole_throughput():
+    r = compare_reference(
+        local_1k(gpu_count=8, throughput=40_000.0),
+        vendor_reference(unit=UNIT_OUTPUT_TPS, value=50_000.0, no_longer_listed_on=None),
+    )
+    assert r.local_value == 40_000
+    assert r.ratio == pytest.approx(0.8)
+    assert "no longer listed" not in r.sentence
+
+
+def test_a_reference_refuses_an_unknown_unit_reversed_dates_and_a_non_positive_value():
+    with pytest.raises(AnalysisError, match="unit 'requests/s'"):
+        vendor_reference(unit="requests/s")
+    with pytest.raises(AnalysisError, match="before it was recorded"):
+        vendor_reference(no_longer_listed_on=date(2025, 1, 1))
+    with pytest.raises(AnalysisError, match="value must be > 0"):
+        vendor_reference(value=0.0)

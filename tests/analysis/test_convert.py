@@ -1,0 +1,142 @@
+"""From a runner PointResult to the analysis inputs."""
+
+from __future__ import annotations
+
+from benchmarks.analysis.convert import (
+    from_point_result,
+    replica_figures_from_point_result,
+    run_facts_from_point_result,
+)
+from benchmarks.analysis.types import WorkloadShape
+from runner.schema import (
+    Checkpoint,
+    ClientHealth,
+    EngineConfig,
+    EngineInfo,
+    Hardware,
+    LoadSpec,
+    Metrics,
+    PointResult,
+    Provenance,
+    QueueSummary,
+    ReplicaResult,
+    Window,
+    WorkloadSpec,
+    point_key,
+)
+
+
+def metrics(**overrides):
+    values = dict(
+        duration=10.0,
+        completed=64,
+        failed=0,
+        short_responses=0,
+        valid=True,
+        total_input_tokens=4096,
+        total_output_tokens=8192,
+        request_throughput=6.4,
+        output_throughput=819.2,
+        total_token_throughput=1228.8,
+        median_ttft_ms=50.0,
+        p95_ttft_ms=90.0,
+        p99_ttft_ms=99.0,
+        median_tpot_ms=5.0,
+        p95_tpot_ms=7.0,
+        p99_tpot_ms=8.0,
+        median_e2el_ms=700.0,
+        p95_e2el_ms=900.0,
+        p99_e2el_ms=990.0,
+    )
+    values.update(overrides)
+    return Metrics(**values)
+
+
+def result(provenance=True, **overrides):
+    config = EngineConfig(max_num_seqs=8, max_num_batched_tokens=2048, kv_cache_dtype="auto")
+    load = LoadSpec(shape="concurrency", num_requests=64, concurrency=16)
+    values = dict(
+        key=point_key(config, load, 1),
+        engine_config=config,
+        load=load,
+        workload=WorkloadSpec(output_tokens=128),
+        repeat=1,
+        metrics=metrics(),
+        queue=QueueSummary(
+            samples=20,
+            mean_running=7.5,
+            mean_waiting=8.0,
+            peak_running=8,
+            peak_waiting=15,
+            peak_kv_usage=0.3,
+            mean_kv_usage=0.2,
+            preemptions=0,
+            generation_tokens=8192,
+        ),
+        client=ClientHealth(saturated=True, reasons=["loop lag"]),
+    )
+    if provenance:
+        values["provenance"] = Provenance(
+            hardware=Hardware(host="box", gpu_count=0, cpu_model="Xeon"),
+            engine=EngineInfo(launch_style="cpu", version="0.32.0", cache_dtype="auto"),
+            checkpoint=Checkpoint(model="/tiny-model", precision="bf16"),
+            client_version="0.1",
+            started_at="2026-11-30T00:00:00Z",
+        )
+    values.update(overrides)
+    return PointResult(**values)
+
+
+def test_point_figures_mirror_the_metrics_and_queue_summary():
+    f = from_point_result(result())
+    assert f.key == "seqs=8,tokens=2048,kv=auto|concurrency 16 x 64|r1"
+    assert f.config_label == "seqs=8,tokens=2048,kv=auto"
+    assert (f.max_num_seqs, f.max_num_batched_tokens) == (8, 2048)
+    assert f.offered_concurrency == 16
+    assert f.output_throughput == 819.2
+    assert (f.median_e2el_ms, f.p99_ttft_ms, f.median_tpot_ms) == (700.0, 99.0, 5.0)
+    assert (f.queue_samples, f.mean_running, f.peak_waiting, f.peak_kv_usage) == (20, 7.5, 15, 0.3)
+    assert f.workload == WorkloadShape(input_tokens_min=63, input_tokens_max=66, output_tokens=128)
+    assert (f.gpu_count, f.replicas, f.repeat) == (1, 1, 1)
+    assert f.valid is True and f.client_saturated is True
+    assert f.mean_tokens_per_step is None
+
+
+def test_gpu_count_is_replicas_times_tensor_parallel_size():
+    config = EngineConfig(max_num_seqs=8, tensor_parallel_size=2)
+    assert from_point_result(result(engine_config=config, replicas=4)).gpu_count == 8
+
+
+def test_run_facts_read_the_provenance():
+    facts = run_facts_from_point_result(result())
+    assert facts.gpu_sku == "CPU only (Xeon)"
+    assert (facts.runtime, facts.runtime_version) == ("vllm", "0.32.0")
+    assert (facts.checkpoint, facts.checkpoint_revision, facts.precision) == (
+        "/tiny-model",
+        None,
+        "bf16",
+    )
+    assert (facts.kv_dtype, facts.request_count, facts.host, facts.gpu_count) == (
+        "auto",
+        64,
+        "box",
+        1,
+    )
+
+
+def test_run_facts_without_provenance_leave_the_unrecorded_factors_unknown():
+    facts = run_facts_from_point_result(result(provenance=False))
+    assert facts.host is None and facts.runtime_version is None and facts.gpu_sku is None
+    assert facts.request_count == 64
+
+
+def test_replica_figures_carry_each_replicas_window_and_metrics():
+    replicas = [
+        ReplicaResult(
+            replica=1, base_url="http://b", window=Window(start=1.0, end=11.5), metrics=metrics()
+        ),
+        ReplicaResult(replica=0, base_url="http://a"),
+    ]
+    figures = replica_figures_from_point_result(result(per_replica=replicas, replicas=2))
+    assert figures[0].window_seconds == 10.5 and figures[0].output_throughput == 819.2
+    assert figures[1].output_throughput is None and figures[1].valid is None

@@ -1,0 +1,295 @@
+"""Operating point selection: knee, SLO, Pareto frontier and override, on hand-computed cases."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.analysis.errors import AnalysisError
+from benchmarks.analysis.selection import (
+    knee,
+    override,
+    pareto_choice,
+    pareto_frontier,
+    slo,
+)
+from tests.analysis.helpers import point
+
+
+def case_study_levels():
+    # The case study's shape: the last step adds 400 / 46,000 = 0.87% throughput while median
+    # latency goes 20,000 -> 29,800 ms = +49%.
+    return [
+        point("c500", 500, 30_000, median_e2el_ms=10_000),
+        point("c1000", 1000, 40_000, median_e2el_ms=14_000),
+        point("c2000", 2000, 46_000, median_e2el_ms=20_000),
+        point("c4000", 4000, 46_400, median_e2el_ms=29_800),
+    ]
+
+
+def test_knee_chooses_the_point_before_the_step_that_stops_paying():
+    sel = knee(case_study_levels())
+    assert sel.method == "knee"
+    assert sel.chosen_key == "c2000"
+    assert sel.reason == "the point before the saturation knee"
+    assert sel.sentence == "beyond this point: +0.9% output tokens/s for +49% median latency"
+    assert sel.params == {"throughput_gain_pct": 2.0, "latency_growth_pct": 20.0}
+    assert sel.evidence["knee_found"] is True
+    assert sel.evidence["to_key"] == "c4000"
+    assert sel.evidence["throughput_gain_pct"] == pytest.approx(400 / 46_000 * 100)
+    assert sel.evidence["latency_growth_pct"] == pytest.approx(49.0)
+    assert len(sel.evidence["steps"]) == 3
+
+
+def test_knee_does_not_depend_on_input_order():
+    assert knee(list(reversed(case_study_levels()))).chosen_key == "c2000"
+
+
+def test_knee_stops_at_the_first_qualifying_step():
+    levels = case_study_levels() + [point("c8000", 8000, 46_500, median_e2el_ms=60_000)]
+    assert knee(levels).chosen_key == "c2000"
+
+
+def test_knee_needs_both_a_small_gain_and_a_large_latency_growth():
+    # Flat throughput but latency only +10%: not a knee at 20%.
+    levels = [
+        point("a", 1, 100, median_e2el_ms=1000),
+        point("b", 2, 150, median_e2el_ms=1100),
+        point("c", 4, 151, median_e2el_ms=1210),
+    ]
+    sel = knee(levels)
+    assert sel.reason == "no knee within the sweep"
+    assert sel.chosen_key == "c"
+    assert sel.evidence["knee_found"] is False
+    assert sel.sentence.startswith("no knee within the sweep")
+
+
+def test_knee_thresholds_are_parameters():
+    levels = [
+        point("a", 1, 100, median_e2el_ms=1000),
+        point("b", 2, 150, median_e2el_ms=1100),
+        point("c", 4, 151, median_e2el_ms=1210),
+    ]
+    sel = knee(levels, throughput_gain_pct=2.0, latency_growth_pct=5.0)
+    assert sel.chosen_key == "b"
+    assert sel.params == {"throughput_gain_pct": 2.0, "latency_growth_pct": 5.0}
+
+
+def test_knee_without_a_knee_uses_the_highest_throughput_point():
+    levels = [
+        point("a", 1, 100, median_e2el_ms=1000),
+        point("b", 2, 200, median_e2el_ms=1500),
+        point("c", 4, 190, median_e2el_ms=1600),  # dropped, but latency only +6.7%
+    ]
+    sel = knee(levels)
+    assert sel.chosen_key == "b"
+    assert sel.reason == "no knee within the sweep"
+
+
+def test_knee_walks_across_configs_by_max_num_seqs_at_one_load():
+    levels = [
+        point(
+            "s1024",
+            2000,
+            46_000,
+            max_num_seqs=1024,
+            config_label="seqs=1024",
+            median_e2el_ms=20_000,
+        ),
+        point(
+            "s256", 2000, 18_000, max_num_seqs=256, config_label="seqs=256", median_e2el_ms=16_000
+        ),
+        point(
+            "s2048",
+            2000,
+            46_100,
+            max_num_seqs=2048,
+            config_label="seqs=2048",
+            median_e2el_ms=31_000,
+        ),
+    ]
+    assert knee(levels).chosen_key == "s1024"
+
+
+def test_knee_refuses_fewer_than_three_levels():
+    with pytest.raises(AnalysisError, match="at least 3 load levels; got 2"):
+        knee(case_study_levels()[:2])
+
+
+def test_knee_counts_only_valid_points_and_says_how_many_were_excluded():
+    levels = case_study_levels()[:3]
+    levels[1] = point("c1000", 1000, 40_000, median_e2el_ms=14_000, valid=False)
+    with pytest.raises(AnalysisError, match=r"got 2 valid point\(s\) \(1 invalid excluded\)"):
+        knee(levels)
+
+
+def test_knee_refuses_missing_latency_data():
+    levels = case_study_levels()
+    levels[2] = point("c2000", 2000, 46_000)
+    with pytest.raises(AnalysisError, match="c2000 has no median_e2el_ms"):
+        knee(levels)
+
+
+def test_knee_refuses_two_points_at_one_load_level():
+    levels = case_study_levels() + [point("c2000r1", 2000, 45_000, median_e2el_ms=20_500, repeat=1)]
+    with pytest.raises(AnalysisError, match="same load level"):
+        knee(levels)
+
+
+def slo_points():
+    return [
+        point("a", 1, 1000, p99_e2el_ms=5_000, p95_ttft_ms=100, median_ttft_ms=50),
+        point("b", 2, 2000, p99_e2el_ms=12_000, p95_ttft_ms=300, median_ttft_ms=120),
+        point("c", 4, 3000, p99_e2el_ms=18_000, p95_ttft_ms=450, median_ttft_ms=200),
+        point("d", 8, 3500, p99_e2el_ms=26_000, p95_ttft_ms=480, median_ttft_ms=260),
+        point("e", 16, 3600, p99_e2el_ms=40_000, p95_ttft_ms=900, median_ttft_ms=400),
+    ]
+
+
+def test_slo_chooses_the_highest_throughput_within_all_limits_and_names_the_binding_one():
+    sel = slo(slo_points(), {"p99_e2el_ms": 20_000, "p95_ttft_ms": 500})
+    assert sel.method == "slo"
+    assert sel.chosen_key == "c"
+    # At c: p99 e2el 18,000 / 20,000 = 0.9, p95 ttft 450 / 500 = 0.9 -> tie, first wins;
+    # the next faster point d breaks only the e2el limit, so e2el binds.
+    assert sel.evidence["binding_metric"] == "p99_e2el_ms"
+    assert sel.evidence["next_key"] == "d"
+    assert sel.evidence["next_violations"] == {"p99_e2el_ms": 26_000}
+    assert sel.evidence["utilisation"] == {
+        "p99_e2el_ms": pytest.approx(0.9),
+        "p95_ttft_ms": pytest.approx(0.9),
+    }
+    assert sel.params == {"limits": {"p99_e2el_ms": 20_000, "p95_ttft_ms": 500}}
+    assert sel.sentence == (
+        "highest output throughput within p99_e2el_ms <= 20,000 ms and p95_ttft_ms <= 500 ms; "
+        "p99_e2el_ms binds (18,000 of 20,000 ms here); the next faster point (d) reaches "
+        "p99_e2el_ms 26,000 ms"
+    )
+
+
+def test_slo_closest_limit_can_differ_from_the_one_that_excludes_the_next_point():
+    sel = slo(slo_points(), {"p99_e2el_ms": 30_000, "p95_ttft_ms": 500})
+    # d: e2el 26,000/30,000 = 0.867, ttft 480/500 = 0.96 -> ttft closest; e breaks both, but
+    # ttft by 900/500 = 1.8x against e2el 40,000/30,000 = 1.33x, so ttft binds.
+    assert sel.chosen_key == "d"
+    assert sel.evidence["closest_metric"] == "p95_ttft_ms"
+    assert sel.evidence["binding_metric"] == "p95_ttft_ms"
+    assert list(sel.evidence["next_violations"]) == ["p95_ttft_ms", "p99_e2el_ms"]
+
+
+def test_slo_at_the_fastest_point_says_no_faster_point_exists():
+    sel = slo(slo_points(), {"p99_e2el_ms": 60_000})
+    assert sel.chosen_key == "e"
+    assert sel.evidence["next_key"] is None
+    assert sel.evidence["binding_metric"] == "p99_e2el_ms"
+    assert sel.sentence.endswith("no faster point in the sweep")
+
+
+def test_slo_accepts_p50_for_median():
+    sel = slo(slo_points(), {"p50_ttft_ms": 150})
+    assert sel.chosen_key == "b"
+    assert sel.evidence["values"] == {"p50_ttft_ms": 120}
+
+
+def test_slo_says_how_far_off_when_no_point_meets_the_limits():
+    with pytest.raises(
+        AnalysisError,
+        match=r"no point meets the limits: lowest p99_e2el_ms is 5,000 ms \(limit 1,000\)",
+    ):
+        slo(slo_points(), {"p99_e2el_ms": 1_000})
+
+
+def test_slo_refuses_a_missing_metric():
+    points = slo_points() + [point("f", 32, 3700, p99_e2el_ms=41_000)]
+    with pytest.raises(AnalysisError, match="f has no p95_ttft_ms"):
+        slo(points, {"p95_ttft_ms": 500})
+
+
+def test_slo_refuses_an_unknown_metric_and_a_bad_limit():
+    with pytest.raises(AnalysisError, match="unknown latency metric 'p42_ttft_ms'"):
+        slo(slo_points(), {"p42_ttft_ms": 500})
+    with pytest.raises(AnalysisError, match="positive number of ms"):
+        slo(slo_points(), {"p95_ttft_ms": 0})
+    with pytest.raises(AnalysisError, match="at least one latency limit"):
+        slo(slo_points(), {})
+
+
+def test_slo_ignores_invalid_points():
+    points = slo_points()
+    points[2] = point("c", 4, 3000, p99_e2el_ms=18_000, p95_ttft_ms=450, valid=False)
+    sel = slo(points, {"p99_e2el_ms": 20_000, "p95_ttft_ms": 500})
+    assert sel.chosen_key == "b"
+    assert sel.evidence["excluded_invalid"] == ["c"]
+
+
+def pareto_points():
+    return [
+        point("A", 1, 1000, median_tpot_ms=10),  # 100 tok/s/user
+        point("B", 2, 2000, median_tpot_ms=20),  # 50
+        point("C", 3, 1500, median_tpot_ms=25),  # 40: B beats it on both axes
+        point("D", 4, 3000, median_tpot_ms=50),  # 20
+    ]
+
+
+def test_pareto_frontier_keeps_undominated_points_in_chart_order():
+    frontier = pareto_frontier(pareto_points())
+    assert [f.key for f in frontier] == ["A", "B", "D"]
+    assert [f.tokens_per_user for f in frontier] == [100, 50, 20]
+    assert [f.output_throughput_per_gpu for f in frontier] == [1000, 2000, 3000]
+
+
+def test_pareto_frontier_divides_throughput_by_gpus_used():
+    frontier = pareto_frontier([point("two", 1, 4000, median_tpot_ms=10, gpu_count=2)])
+    assert frontier[0].output_throughput_per_gpu == 2000
+
+
+def test_pareto_frontier_keeps_a_point_equal_on_one_axis_and_better_on_the_other():
+    frontier = pareto_frontier(
+        [point("x", 1, 1000, median_tpot_ms=10), point("y", 2, 1000, median_tpot_ms=5)]
+    )
+    assert [f.key for f in frontier] == ["y"]
+
+
+def test_pareto_frontier_refuses_missing_tpot():
+    with pytest.raises(AnalysisError, match="B has no median_tpot_ms"):
+        pareto_frontier([point("A", 1, 1000, median_tpot_ms=10), point("B", 2, 2000)])
+
+
+def test_pareto_choice_takes_most_throughput_per_gpu_at_the_per_user_target():
+    sel = pareto_choice(pareto_points(), min_tokens_per_user=45)
+    assert sel.method == "pareto"
+    assert sel.chosen_key == "B"
+    assert sel.params == {"min_tokens_per_user": 45}
+    assert [f["key"] for f in sel.evidence["frontier"]] == ["A", "B", "D"]
+    assert sel.sentence == (
+        "highest output tokens/s per GPU on the Pareto frontier with at least 45.0 tokens/s "
+        "per user: 2,000 per GPU at 50.0 tokens/s per user"
+    )
+
+
+def test_pareto_choice_refuses_an_unreachable_target():
+    with pytest.raises(AnalysisError, match="the most is 100$"):
+        pareto_choice(pareto_points(), min_tokens_per_user=150)
+
+
+def test_override_keeps_the_reason_and_what_it_replaced():
+    previous = knee(case_study_levels())
+    sel = override(case_study_levels(), "c1000", "  customer needs p99 under 15 s  ", previous)
+    assert sel.method == "override"
+    assert sel.chosen_key == "c1000"
+    assert sel.reason == "customer needs p99 under 15 s"
+    assert sel.params == {
+        "reason": "customer needs p99 under 15 s",
+        "replaces_method": "knee",
+        "replaces_key": "c2000",
+    }
+    assert sel.sentence == "chosen by an engineer: customer needs p99 under 15 s"
+
+
+def test_override_refuses_a_blank_reason_an_unknown_key_and_an_invalid_point():
+    levels = case_study_levels() + [point("bad", 8000, 10, valid=False)]
+    with pytest.raises(AnalysisError, match="written reason"):
+        override(levels, "c1000", "   ")
+    with pytest.raises(AnalysisError, match="nope is not part"):
+        override(levels, "nope", "because")
+    with pytest.raises(AnalysisError, match="not a valid run"):
+        override(levels, "bad", "because")

@@ -1,0 +1,25 @@
+"""The sentence builders' formatting rules."""
+
+from __future__ import annotations
+
+from benchmarks.analysis.sentences import join_names, num, pct, sweep_step_sentence
+
+
+def test_percentages_keep_one_decimal_only_below_ten():
+    assert (pct(0.87), pct(49.2), pct(-25.0), pct(-3.04)) == ("+0.9%", "+49%", "-25%", "-3.0%")
+
+
+def test_numbers_get_thousands_separators():
+    assert (num(46_000), num(12.345), num(999.6)) == ("46,000", "12.3", "1,000")
+
+
+def test_names_are_joined_as_prose():
+    assert join_names([]) == ""
+    assert join_names(["a"]) == "a"
+    assert join_names(["a", "b", "c"]) == "a, b and c"
+
+
+def test_a_lowered_setting_says_lowering():
+    assert sweep_step_sentence([("max_num_seqs", 1024, 256)], "saturated", "scheduler_cap") == (
+        "lowering max_num_seqs from 1024 to 256 moved the bottleneck from saturation to the scheduler cap"
+    )

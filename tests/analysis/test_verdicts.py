@@ -1,0 +1,317 @@
+"""Bottleneck verdicts: every kind on a hand-built point, the precedence, and the sweep summary."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.analysis.errors import AnalysisError
+from benchmarks.analysis.verdicts import summarize_sweep_change, verdict, verdicts_for_sweep
+from tests.analysis.helpers import point
+
+
+def engine(key="p", offered=2000, throughput=18_000, **kwargs):
+    """A point with engine samples: by default a quiet engine with room (cap 256, budget 2048)."""
+    values = dict(
+        config_label="seqs=256",
+        max_num_seqs=256,
+        max_num_batched_tokens=2048,
+        queue_samples=40,
+        mean_running=10.0,
+        peak_running=12.0,
+        mean_waiting=0.0,
+        peak_waiting=0.0,
+        peak_kv_usage=0.08,
+        mean_kv_usage=0.05,
+        preemptions=0.0,
+        median_e2el_ms=10_000.0,
+    )
+    values.update(kwargs)
+    return point(key, offered, throughput, **values)
+
+
+PINNED = dict(
+    mean_running=240.0,
+    peak_running=256.0,
+    mean_waiting=1_500.0,
+    peak_waiting=1_744.0,
+    peak_kv_usage=0.4,
+)
+BELOW_CAP_WAITING = dict(
+    mean_running=150.0,
+    peak_running=180.0,
+    mean_waiting=400.0,
+    peak_waiting=900.0,
+    peak_kv_usage=0.6,
+)
+
+
+def test_a_saturated_client_is_the_verdict_even_without_engine_samples():
+    v = verdict(engine(client_saturated=True, queue_samples=0, mean_running=None, **{}))
+    assert v.kind == "client_bound"
+    assert v.sentence.startswith("client-bound: the load generator was saturated")
+
+
+def test_a_saturated_client_wins_over_every_engine_limit():
+    v = verdict(engine(client_saturated=True, preemptions=5.0, **PINNED))
+    assert v.kind == "client_bound"
+
+
+def test_near_full_kv_is_kv_capacity():
+    v = verdict(engine(**{**PINNED, "peak_kv_usage": 0.97}))
+    assert v.kind == "kv_capacity"
+    assert "scheduler_cap" in v.evidence["also"]
+    assert v.sentence == "KV capacity: peak KV usage 97% and 0.0 preemptions"
+
+
+def test_preemptions_alone_are_kv_capacity():
+    v = verdict(
+        engine(preemptions=12.0, peak_kv_usage=0.8, **{k: PINNED[k] for k in ("mean_waiting",)})
+    )
+    assert v.kind == "kv_capacity"
+    assert v.evidence["preemptions"] == 12
+    assert v.sentence == "KV capacity: peak KV usage 80% and 12.0 preemptions"
+
+
+def test_running_pinned_at_max_num_seqs_while_requests_wait_is_the_scheduler_cap():
+    v = verdict(engine(**PINNED))
+    assert v.kind == "scheduler_cap"
+    assert v.partial is False
+    assert v.evidence["mean_running"] == 240 and v.evidence["max_num_seqs"] == 256
+    assert v.sentence == (
+        "scheduler cap: running pinned at max_num_seqs (mean 240, peak 256 of 256) "
+        "while 1,500 requests wait on average"
+    )
+
+
+def test_running_below_ninety_percent_of_the_cap_is_not_pinned():
+    # 0.9 x 256 = 230.4: a mean of 230 is below it.
+    v = verdict(engine(**{**PINNED, "mean_running": 230.0}))
+    assert v.kind == "token_budget"
+
+
+def test_pinned_running_without_waiting_requests_is_not_the_scheduler_cap():
+    v = verdict(engine(**{**PINNED, "mean_waiting": 0.5, "peak_waiting": 30.0}))
+    assert v.kind == "unclear"
+    assert "nothing waits" in v.evidence["why"]
+
+
+def test_steps_at_the_token_budget_with_room_under_the_cap_is_the_token_budget():
+    # 0.9 x 2048 = 1843.2: steps averaging 2,000 fill the budget.
+    v = verdict(engine(mean_tokens_per_step=2_000.0, **BELOW_CAP_WAITING))
+    assert v.kind == "token_budget"
+    assert v.partial is False
+    assert v.sentence == (
+        "token budget: running 150 of 256 on average with 400 waiting and KV at 60% peak; "
+        "steps average 2,000 of 2048 batched tokens"
+    )
+
+
+def test_token_budget_without_step_counts_says_its_evidence_is_partial():
+    v = verdict(engine(**BELOW_CAP_WAITING))
+    assert v.kind == "token_budget"
+    assert v.partial is True
+    assert v.sentence.endswith("no per-step token counts, so the evidence is partial")
+
+
+def test_steps_well_below_the_budget_leave_the_verdict_unclear():
+    v = verdict(engine(mean_tokens_per_step=900.0, **BELOW_CAP_WAITING))
+    assert v.kind == "unclear"
+    assert "steps below the token budget" in v.evidence["why"]
+
+
+def test_more_load_for_no_throughput_is_saturated():
+    previous = engine(
+        "lo", 1000, 41_800, median_e2el_ms=8_000.0, mean_tokens_per_step=900.0, **BELOW_CAP_WAITING
+    )
+    current = engine(
+        "hi",
+        2000,
+        42_000,
+        median_e2el_ms=12_000.0,
+        mean_tokens_per_step=900.0,
+        **{**BELOW_CAP_WAITING, "mean_waiting": 1_200.0},
+    )
+    v = verdict(current, previous)
+    assert v.kind == "saturated"
+    assert v.evidence["previous_key"] == "lo"
+    assert v.evidence["throughput_gain_pct"] == pytest.approx(200 / 41_800 * 100)  # 0.48%
+    assert v.evidence["latency_growth_pct"] == pytest.approx(50.0)
+    assert (
+        v.sentence
+        == "saturated: +0.5% output tokens/s over the previous load level for +50% median latency"
+    )
+
+
+def test_saturation_outranks_a_token_budget_it_cannot_confirm():
+    previous = engine("lo", 1000, 41_800, median_e2el_ms=8_000.0, **BELOW_CAP_WAITING)
+    current = engine("hi", 2000, 42_000, median_e2el_ms=12_000.0, **BELOW_CAP_WAITING)
+    assert verdict(current, previous).kind == "saturated"
+
+
+def test_a_pinned_scheduler_cap_outranks_saturation_and_lists_it():
+    previous = engine("lo", 1000, 17_950, median_e2el_ms=8_000.0, **PINNED)
+    current = engine("hi", 2000, 18_000, median_e2el_ms=16_000.0, **PINNED)
+    v = verdict(current, previous)
+    assert v.kind == "scheduler_cap"
+    assert v.evidence["also"] == ["saturated"]
+
+
+def test_a_real_throughput_gain_is_not_saturation():
+    previous = engine(
+        "lo", 1000, 30_000, median_e2el_ms=8_000.0, mean_tokens_per_step=900.0, **BELOW_CAP_WAITING
+    )
+    current = engine(
+        "hi", 2000, 42_000, median_e2el_ms=12_000.0, mean_tokens_per_step=900.0, **BELOW_CAP_WAITING
+    )
+    assert verdict(current, previous).kind == "unclear"
+
+
+def test_nothing_waiting_and_room_in_the_engine_is_underloaded():
+    v = verdict(engine(mean_waiting=0.2, peak_waiting=40.0))
+    assert v.kind == "underloaded"
+    assert (
+        v.sentence == "underloaded: nothing waits (mean 0.2) and the engine has room "
+        "(peak running 12.0 of 256, peak KV 8%)"
+    )
+
+
+def test_waiting_requests_with_an_unknown_cap_are_unclear_and_say_why():
+    v = verdict(engine(max_num_seqs=None, **BELOW_CAP_WAITING))
+    assert v.kind == "unclear"
+    assert "max_num_seqs is not recorded" in v.sentence
+
+
+def test_a_verdict_refuses_a_point_without_engine_samples():
+    with pytest.raises(AnalysisError, match="no engine samples"):
+        verdict(engine(queue_samples=0))
+
+
+def test_a_verdict_refuses_a_previous_point_of_another_config_or_a_higher_load():
+    with pytest.raises(AnalysisError, match="another engine config"):
+        verdict(engine("hi", 2000), engine("lo", 1000, config_label="seqs=1024"))
+    with pytest.raises(AnalysisError, match="not at a lower load level"):
+        verdict(engine("hi", 2000), engine("lo", 4000))
+
+
+def sweep():
+    return [
+        engine("s256|1000", 1000, 17_900, median_e2el_ms=9_000.0, **PINNED),
+        engine("s256|2000", 2000, 18_000, median_e2el_ms=16_000.0, **PINNED),
+        engine(
+            "s1024|1000",
+            1000,
+            41_800,
+            config_label="seqs=1024",
+            max_num_seqs=1024,
+            max_num_batched_tokens=8192,
+            median_e2el_ms=8_000.0,
+            mean_tokens_per_step=900.0,
+            **{**BELOW_CAP_WAITING, "mean_running": 700.0, "peak_running": 900.0},
+        ),
+        engine(
+            "s1024|2000",
+            2000,
+            42_000,
+            config_label="seqs=1024",
+            max_num_seqs=1024,
+            max_num_batched_tokens=8192,
+            median_e2el_ms=12_000.0,
+            mean_tokens_per_step=900.0,
+            **{
+                **BELOW_CAP_WAITING,
+                "mean_running": 700.0,
+                "peak_running": 900.0,
+                "mean_waiting": 1_200.0,
+            },
+        ),
+    ]
+
+
+def test_verdicts_for_a_sweep_compare_each_level_with_the_previous_of_its_own_config():
+    verdicts = verdicts_for_sweep(sweep())
+    assert verdicts["s256|2000"].kind == "scheduler_cap"
+    assert verdicts["s256|2000"].evidence["previous_key"] == "s256|1000"
+    assert verdicts["s1024|2000"].kind == "saturated"
+    assert verdicts["s1024|2000"].evidence["previous_key"] == "s1024|1000"
+    assert "previous_key" not in verdicts["s1024|1000"].evidence
+
+
+def test_the_sweep_summary_says_what_raising_max_num_seqs_changed():
+    summary = summarize_sweep_change(list(verdicts_for_sweep(sweep()).values()))
+    assert summary.sentence == (
+        "raising max_num_seqs from 256 to 1024 and max_num_batched_tokens from 2048 to 8192 "
+        "moved the bottleneck from the scheduler cap to saturation"
+    )
+    assert (summary.overall.from_key, summary.overall.to_key) == ("s256|2000", "s1024|2000")
+    assert (summary.overall.from_throughput, summary.overall.to_throughput) == (18_000, 42_000)
+    assert len(summary.steps) == 1
+
+
+def test_the_sweep_summary_names_only_the_setting_that_changed():
+    points = sweep()
+    points = [
+        (
+            p
+            if p.config_label == "seqs=256"
+            else point(
+                p.key,
+                p.offered_concurrency,
+                p.output_throughput,
+                **{
+                    **{
+                        f: getattr(p, f)
+                        for f in p.__dataclass_fields__
+                        if f not in ("key", "offered_concurrency", "output_throughput")
+                    },
+                    "max_num_batched_tokens": 2048,
+                },
+            )
+        )
+        for p in points
+    ]
+    summary = summarize_sweep_change(list(verdicts_for_sweep(points).values()))
+    assert summary.sentence == (
+        "raising max_num_seqs from 256 to 1024 moved the bottleneck from the scheduler cap to saturation"
+    )
+
+
+def test_the_sweep_summary_walks_configs_in_order_and_says_when_nothing_moved():
+    verdicts = list(verdicts_for_sweep(sweep()).values())
+    extra = verdict(
+        engine(
+            "s512|2000",
+            2000,
+            30_000,
+            config_label="seqs=512",
+            max_num_seqs=512,
+            **{**PINNED, "mean_running": 500.0, "peak_running": 512.0},
+        )
+    )
+    summary = summarize_sweep_change(verdicts + [extra])
+    assert [s.sentence for s in summary.steps] == [
+        "raising max_num_seqs from 256 to 512 left the bottleneck at the scheduler cap",
+        "raising max_num_seqs from 512 to 1024 and max_num_batched_tokens from 2048 to 8192 "
+        "moved the bottleneck from the scheduler cap to saturation",
+    ]
+    assert summary.overall.from_key == "s256|2000" and summary.overall.to_key == "s1024|2000"
+
+
+def test_the_sweep_summary_names_configs_that_differ_in_another_setting():
+    a = verdict(engine("a", 2000, config_label="seqs=256,kv=auto", **PINNED))
+    b = verdict(engine("b", 2000, config_label="seqs=256,kv=fp8", mean_waiting=0.0))
+    summary = summarize_sweep_change([a, b])
+    assert summary.sentence == (
+        "changing the engine config from seqs=256,kv=auto to seqs=256,kv=fp8 moved the bottleneck "
+        "from the scheduler cap to no limit (underloaded)"
+    )
+
+
+def test_the_sweep_summary_needs_two_configs():
+    with pytest.raises(AnalysisError, match="one engine config"):
+        summarize_sweep_change([verdict(engine(**PINNED))])
+
+
+def test_an_unconfirmed_token_budget_beside_saturation_is_listed_as_also_holding():
+    previous = engine("lo", 1000, 41_800, median_e2el_ms=8_000.0, **BELOW_CAP_WAITING)
+    current = engine("hi", 2000, 42_000, median_e2el_ms=12_000.0, **BELOW_CAP_WAITING)
+    assert verdict(current, previous).evidence["also"] == ["token_budget"]
