@@ -316,6 +316,9 @@ class EngineSample(Schema):
     preemptions_total: float | None = None
     prompt_tokens_total: float | None = None
     generation_tokens_total: float | None = None
+    # vllm:iteration_tokens_total histogram's running sum and count (tokens scheduled per step)
+    iteration_tokens_sum: float | None = None
+    iteration_tokens_count: float | None = None
     replica: int = 0
 
 
@@ -329,6 +332,9 @@ class QueueSummary(Schema):
     mean_kv_usage: float | None = None
     preemptions: float | None = None
     generation_tokens: float | None = None
+    # From the vllm:iteration_tokens_total histogram (sum / count over the window): how close
+    # the engine's steps came to max_num_batched_tokens, the token-budget evidence.
+    mean_tokens_per_step: float | None = None
 
 
 class Metrics(Schema):

