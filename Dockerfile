@@ -1,0 +1,13 @@
+# One image for the web and the workers. Web: the default slim Python base. GPU worker:
+# --build-arg BASE_IMAGE=vllm/vllm-openai:<tag>, so vLLM and CUDA come from the official image.
+ARG BASE_IMAGE=python:3.11-slim
+FROM ${BASE_IMAGE}
+WORKDIR /app
+ENV PYTHONUNBUFFERED=1 DJANGO_SETTINGS_MODULE=config.settings
+COPY requirements.txt .
+RUN python3 -m pip install --no-cache-dir -r requirements.txt
+COPY . .
+RUN SECRET_KEY=collectstatic DEBUG=0 python3 manage.py collectstatic --noinput
+# The vLLM image's entrypoint starts a server; ours are the commands in docker-compose.yml.
+ENTRYPOINT []
+CMD ["gunicorn", "config.wsgi", "--bind", "0.0.0.0:8000"]

@@ -1,0 +1,2 @@
+"""The Django app: persists and presents what the runner returns. Analysis lives in
+benchmarks/analysis/ (pure functions, no Django)."""

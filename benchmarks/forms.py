@@ -1,0 +1,285 @@
+"""The launch form (/runs/new/) and the import form, with an error on the field that is wrong."""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+import pydantic
+from django import forms
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from benchmarks import plans
+from benchmarks.models import Benchmark, Checkpoint, Node, Runtime, Workload
+from runner import schema
+
+MAX_REPEATS = 10
+MAX_LEVELS = 20
+MAX_CONFIGS = 20
+
+# Workload presets. "case-study" is the engagement Headroom was built from: about 2,000 requests
+# queued at once, 63-66 input tokens, 256 output tokens forced with ignore_eos, temperature 0,
+# thinking off. "reference-1k-1k" matches the vendors' published 1,000 in / 1,000 out spec.
+WORKLOAD_PRESETS: dict[str, dict[str, Any]] = {
+    "case-study": {
+        "prompt_source": "case_study",
+        "input_tokens_min": 63,
+        "input_tokens_max": 66,
+        "output_tokens": 256,
+        "request_count": 2000,
+        "temperature": 0.0,
+        "ignore_eos": True,
+        "thinking": False,
+        "endpoint": "chat",
+        "stream": True,
+        "load_shape": "burst",
+        "dataset_path": "",
+    },
+    "reference-1k-1k": {
+        "prompt_source": "random",
+        "input_tokens_min": 1000,
+        "input_tokens_max": 1000,
+        "output_tokens": 1000,
+        "request_count": 1000,
+        "temperature": 0.0,
+        "ignore_eos": True,
+        "thinking": False,
+        "endpoint": "completions",
+        "stream": True,
+        "load_shape": "burst",
+        "dataset_path": "",
+    },
+}
+WORKLOAD_FIELDS = tuple(WORKLOAD_PRESETS["case-study"])
+
+
+class NodeChoiceField(forms.ModelChoiceField):
+    def label_from_instance(self, node: Node) -> str:
+        status = "" if node.is_alive() else " - no worker heartbeat"
+        return f"{node.queue}: {node.hardware_label()}{status}"
+
+
+def parse_numbers(text: str, *, integers: bool, limit: int) -> list[float]:
+    """'256, 512 1024' -> [256, 512, 1024]; ValidationError names the bad item."""
+    items = text.replace(",", " ").split()
+    if not items:
+        raise ValidationError("Enter at least one value.")
+    if len(items) > limit:
+        raise ValidationError(f"At most {limit} values.")
+    values: list[float] = []
+    for item in items:
+        try:
+            value = int(item) if integers else float(item)
+        except ValueError:
+            kind = "a whole number" if integers else "a number"
+            raise ValidationError(f"{item!r} is not {kind}.") from None
+        if value <= 0:
+            raise ValidationError(f"{item} must be greater than zero.")
+        values.append(value)
+    if len(set(values)) != len(values):
+        raise ValidationError("Each value once, please.")
+    return values
+
+
+class LaunchForm(forms.Form):
+    name = forms.CharField(max_length=200, required=False, help_text="optional; a label for lists")
+    node = NodeChoiceField(
+        queryset=Node.objects.all(),
+        help_text="runs on this node's worker",
+        error_messages={"invalid_choice": "Unknown node: it is not registered (any more)."},
+    )
+    checkpoint = forms.ModelChoiceField(queryset=Checkpoint.objects.all())
+    runtime = forms.ModelChoiceField(queryset=Runtime.objects.all())
+
+    workload_preset = forms.ChoiceField(
+        choices=[("case-study", "Case study: ~2,000 x (63-66 in / 256 out), burst")]
+        + [("reference-1k-1k", "Reference spec: 1,000 in / 1,000 out")]
+        + [("custom", "Custom (fields below)")],
+        initial="case-study",
+    )
+    prompt_source = forms.ChoiceField(choices=Workload.PromptSource.choices, required=False)
+    dataset_path = forms.CharField(max_length=500, required=False)
+    input_tokens_min = forms.IntegerField(min_value=1, required=False)
+    input_tokens_max = forms.IntegerField(min_value=1, required=False)
+    output_tokens = forms.IntegerField(min_value=1, required=False)
+    request_count = forms.IntegerField(min_value=1, max_value=1_000_000, required=False)
+    temperature = forms.FloatField(min_value=0, required=False)
+    ignore_eos = forms.BooleanField(required=False, initial=True)
+    thinking = forms.BooleanField(required=False)
+    endpoint = forms.ChoiceField(choices=Workload.Endpoint.choices, required=False)
+    stream = forms.BooleanField(required=False, initial=True)
+    load_shape = forms.ChoiceField(choices=Workload.LoadShape.choices, required=False)
+
+    max_num_seqs = forms.CharField(
+        label="--max-num-seqs values",
+        required=False,
+        help_text="one engine config per value, e.g. 256, 512, 1024; blank = engine default",
+    )
+    max_num_batched_tokens = forms.IntegerField(
+        label="--max-num-batched-tokens", min_value=1, required=False
+    )
+    gpu_memory_utilization = forms.FloatField(
+        label="--gpu-memory-utilization", min_value=0.05, max_value=1.0, required=False
+    )
+    max_model_len = forms.IntegerField(label="--max-model-len", min_value=1, required=False)
+    num_gpu_blocks_override = forms.IntegerField(
+        label="--num-gpu-blocks-override", min_value=1, required=False
+    )
+    extra_args = forms.CharField(
+        label="Extra engine flags", required=False, help_text="e.g. --enforce-eager"
+    )
+
+    load_levels = forms.CharField(
+        help_text="burst: request counts; concurrency: in-flight limits; rate: requests/s"
+    )
+    repeats = forms.IntegerField(min_value=1, max_value=MAX_REPEATS, initial=1)
+    replicas = forms.IntegerField(min_value=1, max_value=64, initial=1)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for name, value in WORKLOAD_PRESETS["case-study"].items():
+            self.fields[name].initial = value
+        self.fields["load_levels"].initial = "2000"
+
+    # -- field cleaning ---------------------------------------------------------------------
+
+    def clean_max_num_seqs(self) -> list[int]:
+        text = self.cleaned_data["max_num_seqs"]
+        if not text.strip():
+            return []
+        return [int(v) for v in parse_numbers(text, integers=True, limit=MAX_CONFIGS)]
+
+    def clean_extra_args(self) -> list[str]:
+        try:
+            return shlex.split(self.cleaned_data["extra_args"])
+        except ValueError as exc:
+            raise ValidationError(f"Cannot split these flags: {exc}.") from None
+
+    # -- cross-field checks -----------------------------------------------------------------
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        workload = self._clean_workload(data)
+        if workload is None:
+            return data
+        data["workload"] = workload
+        node = data.get("node")
+        if node and data.get("replicas") and data["replicas"] > node.max_replicas():
+            self.add_error(
+                "replicas", f"{node.queue} has {node.max_replicas()} GPU(s): at most that many."
+            )
+        if node and data.get("runtime") and node.launch_style == "docker" and not data["runtime"].image:
+            self.add_error("runtime", f"{node.queue} starts engines from an image; pick one with it.")
+        levels = self._clean_levels(data, workload)
+        configs = self._clean_engine_configs(data)
+        if levels is None or configs is None or self.errors:
+            return data
+        try:
+            data["plan"] = plans.build_plan(
+                name=data.get("name") or f"{data['checkpoint'].repo} on {node.queue}",
+                node=node,
+                runtime=data["runtime"],
+                checkpoint=data["checkpoint"],
+                workload=workload,
+                engine_configs=configs,
+                load_levels=levels,
+                repeats=data["repeats"],
+                replicas=data["replicas"],
+            )
+        except pydantic.ValidationError as exc:
+            self.add_error(None, _pydantic_message(exc))
+        return data
+
+    def _clean_workload(self, data: dict[str, Any]) -> Workload | None:
+        preset = data.get("workload_preset")
+        if preset is None:
+            return None
+        if preset != "custom":
+            return Workload(name=preset, **WORKLOAD_PRESETS[preset])
+        values = {name: data.get(name) for name in WORKLOAD_FIELDS}
+        for name in ("prompt_source", "input_tokens_min", "input_tokens_max", "output_tokens",
+                     "request_count", "temperature", "endpoint", "load_shape"):
+            if values[name] in (None, "") and name not in self.errors:
+                self.add_error(name, "Required for a custom workload.")
+        if self.errors:
+            return None
+        if values["input_tokens_max"] < values["input_tokens_min"]:
+            self.add_error("input_tokens_max", "Must be at least the minimum input tokens.")
+        if values["thinking"] and values["endpoint"] != "chat":
+            self.add_error("thinking", "Thinking is a chat template switch: use the chat endpoint.")
+        if values["prompt_source"] == "dataset" and not values["dataset_path"]:
+            self.add_error("dataset_path", "A dataset workload needs a JSONL path on the node.")
+        return None if self.errors else Workload(name="custom", **values)
+
+    def _clean_levels(self, data: dict[str, Any], workload: Workload) -> list[float] | None:
+        if "load_levels" not in data:
+            return None
+        try:
+            return parse_numbers(
+                data["load_levels"],
+                integers=workload.load_shape != Workload.LoadShape.RATE,
+                limit=MAX_LEVELS,
+            )
+        except ValidationError as exc:
+            self.add_error("load_levels", exc)
+            return None
+
+    def _clean_engine_configs(self, data: dict[str, Any]) -> list[schema.EngineConfig] | None:
+        if "max_num_seqs" not in data or "extra_args" not in data:
+            return None
+        shared = {
+            "max_num_batched_tokens": data.get("max_num_batched_tokens"),
+            "gpu_memory_utilization": data.get("gpu_memory_utilization"),
+            "max_model_len": data.get("max_model_len"),
+            "num_gpu_blocks_override": data.get("num_gpu_blocks_override"),
+            "extra_args": data["extra_args"],
+        }
+        configs = []
+        for seqs in data["max_num_seqs"] or [None]:
+            try:
+                configs.append(schema.EngineConfig(max_num_seqs=seqs, **shared))
+            except pydantic.ValidationError as exc:
+                for error in exc.errors():
+                    field = str(error["loc"][0]) if error["loc"] else "max_num_batched_tokens"
+                    field = field if field in self.fields else None
+                    message = error["msg"].removeprefix("Value error, ")
+                    if field is None or message not in " ".join(self.errors.get(field, [])):
+                        self.add_error(field, message)
+                return None
+        return configs
+
+    def save(self, user: Any) -> Benchmark:
+        """Create the workload and the queued benchmark in one transaction (no enqueue here)."""
+        data = self.cleaned_data
+        plan: schema.SweepPlan = data["plan"]
+        workload: Workload = data["workload"]
+        fields = {name: getattr(workload, name) for name in WORKLOAD_FIELDS}
+        with transaction.atomic():
+            workload, _ = Workload.objects.get_or_create(name=workload.name, **fields)
+            return Benchmark.objects.create(
+                name=plan.name,
+                node=data["node"],
+                hardware=data["node"].hardware_label(),
+                runtime=data["runtime"],
+                checkpoint=data["checkpoint"],
+                workload=workload,
+                plan=plan.model_dump(mode="json"),
+                points_total=plans.points_total(plan),
+                created_by=user if user.is_authenticated else None,
+            )
+
+
+def _pydantic_message(exc: pydantic.ValidationError) -> str:
+    parts = []
+    for error in exc.errors():
+        where = ".".join(str(part) for part in error["loc"])
+        parts.append(f"{where}: {error['msg']}" if where else error["msg"])
+    return "; ".join(parts)
+
+
+class ImportForm(forms.Form):
+    file = forms.FileField(
+        help_text="A Headroom results file (JSONL) or vllm bench serve --save-result JSON"
+    )
+    name = forms.CharField(max_length=200, required=False)

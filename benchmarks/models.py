@@ -1,0 +1,474 @@
+"""What Headroom stores: nodes, what ran (runtime, checkpoint, workload), runs and their points.
+
+Integrity lives in the database (constraints in Meta). Per-request records and engine samples
+sit in PointData as compressed column arrays (see benchmarks/storage.py) so that listing and
+charting runs never reads them.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+REVISION_REGEX = r"^[0-9a-f]{40}$"
+
+
+class Node(models.Model):
+    """A host known by its Celery queue; its worker registers and refreshes it when it starts."""
+
+    class LaunchStyle(models.TextChoices):
+        CPU = "cpu", "vLLM on the CPU (stands in for a GPU)"
+        SERVE = "serve", "vLLM installed on the host"
+        DOCKER = "docker", "vLLM container image"
+
+    queue = models.SlugField(max_length=100, unique=True)
+    hostname = models.CharField(max_length=255, blank=True)
+    launch_style = models.CharField(
+        max_length=10, choices=LaunchStyle.choices, default=LaunchStyle.CPU
+    )
+    gpu_name = models.CharField(max_length=200, blank=True)
+    gpu_count = models.PositiveSmallIntegerField(default=0)
+    gpu_memory_mib = models.PositiveIntegerField(null=True, blank=True)
+    driver_version = models.CharField(max_length=50, blank=True)
+    cuda_version = models.CharField(max_length=50, blank=True)
+    cpu_model = models.CharField(max_length=200, blank=True)
+    cpu_count = models.PositiveSmallIntegerField(null=True, blank=True)
+    registered_at = models.DateTimeField(default=timezone.now)
+    last_heartbeat_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["queue"]
+
+    def __str__(self) -> str:
+        return f"{self.queue} ({self.hardware_label()})"
+
+    def hardware_label(self) -> str:
+        if self.gpu_count and self.gpu_name:
+            return f"{self.gpu_count} x {self.gpu_name}"
+        return f"CPU only{': ' + self.cpu_model if self.cpu_model else ''}"
+
+    def max_replicas(self) -> int:
+        return max(self.gpu_count, 1)
+
+    def is_alive(self) -> bool:
+        if self.last_heartbeat_at is None:
+            return False
+        stale = timedelta(seconds=settings.HEADROOM_STALE_AFTER_S)
+        return timezone.now() - self.last_heartbeat_at < stale
+
+
+class Runtime(models.Model):
+    """The serving engine that ran: vllm, its version, and the image (with digest) if any."""
+
+    engine = models.CharField(max_length=50, default="vllm")
+    version = models.CharField(max_length=50)
+    image = models.CharField(max_length=300, blank=True, help_text="e.g. vllm/vllm-openai:v0.11.0")
+    digest = models.CharField(max_length=100, blank=True, help_text="sha256:...")
+
+    class Meta:
+        ordering = ["engine", "-version"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["engine", "version", "image", "digest"], name="runtime_unique"
+            ),
+            models.CheckConstraint(
+                condition=Q(digest="") | Q(digest__startswith="sha256:"),
+                name="runtime_digest_sha256",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        image = f" ({self.image})" if self.image else ""
+        return f"{self.engine} {self.version}{image}"
+
+
+class Checkpoint(models.Model):
+    """Model weights pinned to a revision, with the precision and KV-cache dtype served."""
+
+    repo = models.CharField(max_length=300, help_text="Hub repo id or local path")
+    revision = models.CharField(
+        max_length=40, blank=True, help_text="40-hex commit; blank only for a local path"
+    )
+    precision = models.CharField(max_length=50, blank=True, help_text="e.g. bf16, FP8, NVFP4")
+    kv_cache_dtype = models.CharField(max_length=50, blank=True, help_text="e.g. fp8; blank=auto")
+
+    class Meta:
+        ordering = ["repo", "revision"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["repo", "revision", "precision", "kv_cache_dtype"],
+                name="checkpoint_unique",
+            ),
+            # A branch or tag can move; only a commit id pins the weights that ran.
+            models.CheckConstraint(
+                condition=Q(revision="") | Q(revision__regex=REVISION_REGEX),
+                name="checkpoint_revision_is_commit",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        revision = f"@{self.revision[:8]}" if self.revision else ""
+        precision = f" {self.precision}" if self.precision else ""
+        return f"{self.repo}{revision}{precision}"
+
+
+class Workload(models.Model):
+    """What the client sends: prompt and output spec, request count and load shape."""
+
+    class PromptSource(models.TextChoices):
+        CASE_STUDY = "case_study", "Case study (one guide text, new request id)"
+        RANDOM = "random", "Random tokens"
+        DATASET = "dataset", "Dataset (JSONL)"
+
+    class Endpoint(models.TextChoices):
+        COMPLETIONS = "completions", "/v1/completions"
+        CHAT = "chat", "/v1/chat/completions"
+
+    class LoadShape(models.TextChoices):
+        BURST = "burst", "Burst (all queued at once)"
+        CONCURRENCY = "concurrency", "Closed loop (fixed concurrency)"
+        RATE = "rate", "Open loop (request rate)"
+
+    name = models.CharField(max_length=100, default="custom")
+    prompt_source = models.CharField(
+        max_length=20, choices=PromptSource.choices, default=PromptSource.CASE_STUDY
+    )
+    dataset_path = models.CharField(max_length=500, blank=True)
+    input_tokens_min = models.PositiveIntegerField(default=63)
+    input_tokens_max = models.PositiveIntegerField(default=66)
+    output_tokens = models.PositiveIntegerField(default=256)
+    request_count = models.PositiveIntegerField(default=2000)
+    temperature = models.FloatField(default=0.0)
+    ignore_eos = models.BooleanField(default=True)
+    thinking = models.BooleanField(default=False, help_text="chat only: enable_thinking")
+    endpoint = models.CharField(
+        max_length=20, choices=Endpoint.choices, default=Endpoint.COMPLETIONS
+    )
+    stream = models.BooleanField(default=True)
+    load_shape = models.CharField(max_length=20, choices=LoadShape.choices, default=LoadShape.BURST)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(input_tokens_max__gte=models.F("input_tokens_min")),
+                name="workload_input_range",
+            ),
+            models.CheckConstraint(condition=Q(output_tokens__gt=0), name="workload_output_pos"),
+            models.CheckConstraint(condition=Q(request_count__gt=0), name="workload_requests_pos"),
+            models.CheckConstraint(condition=Q(temperature__gte=0), name="workload_temp_nonneg"),
+            models.CheckConstraint(
+                condition=~Q(prompt_source="dataset") | ~Q(dataset_path=""),
+                name="workload_dataset_has_path",
+            ),
+            # Thinking is a chat-template switch; on /v1/completions it would be silently ignored.
+            models.CheckConstraint(
+                condition=Q(thinking=False) | Q(endpoint="chat"), name="workload_thinking_on_chat"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.spec_label()}, {self.request_count} requests, {self.load_shape}"
+
+    def spec_label(self) -> str:
+        return f"{self.input_tokens_min}-{self.input_tokens_max} in / {self.output_tokens} out"
+
+
+class BenchmarkQuerySet(models.QuerySet["Benchmark"]):
+    def for_list(self) -> BenchmarkQuerySet:
+        """The run list: one query with everything a row shows, newest first."""
+        return self.select_related("node", "runtime", "checkpoint", "workload").order_by(
+            "-created_at"
+        )
+
+    def active(self) -> BenchmarkQuerySet:
+        return self.exclude(state__in=Benchmark.FINAL_STATES)
+
+
+class Benchmark(models.Model):
+    """One launched (or imported) sweep and its lifecycle.
+
+    States and the only allowed transitions, each made by one conditional UPDATE:
+
+        queued  -> running     the worker claims it (claim_benchmark)
+        queued  -> cancelled   cancelled before any worker picked it up
+        running -> succeeded   run_plan finished every point
+        running -> failed      the runner raised, a time limit hit, or the reaper found its
+                               heartbeat stale (the worker died); finished points are kept
+        running -> cancelled   the user asked, the runner stopped the engine
+
+    succeeded, failed and cancelled are final. Error detail is kept apart from the state in
+    error_type / error_message / error_detail. Imported runs are created as succeeded.
+    """
+
+    class State(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+
+    class Source(models.TextChoices):
+        LAUNCHED = "launched"
+        IMPORTED = "imported"
+
+    FINAL_STATES = (State.SUCCEEDED, State.FAILED, State.CANCELLED)
+
+    code = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    name = models.CharField(max_length=200)
+    source = models.CharField(max_length=10, choices=Source.choices, default=Source.LAUNCHED)
+    node = models.ForeignKey(Node, models.PROTECT, null=True, blank=True)
+    runtime = models.ForeignKey(Runtime, models.PROTECT, null=True, blank=True)
+    checkpoint = models.ForeignKey(Checkpoint, models.PROTECT, null=True, blank=True)
+    workload = models.ForeignKey(Workload, models.PROTECT)
+    plan = models.JSONField(help_text="The runner.schema.SweepPlan this run launched")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, models.SET_NULL, null=True, blank=True
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    state = models.CharField(max_length=10, choices=State.choices, default=State.QUEUED)
+    cancel_requested = models.BooleanField(default=False)
+    progress = models.FloatField(default=0.0)
+    progress_note = models.CharField(max_length=300, blank=True)
+    points_done = models.PositiveIntegerField(default=0)
+    points_total = models.PositiveIntegerField(default=0)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    celery_task_id = models.CharField(max_length=50, blank=True)
+    error_type = models.CharField(max_length=100, blank=True)
+    error_message = models.TextField(blank=True)
+    error_detail = models.TextField(blank=True, help_text="traceback or engine log tail")
+
+    # Denormalized from the points as they are stored, so the run list filters and shows them
+    # without touching the Point table (10,000 runs on the first page must stay fast).
+    hardware = models.CharField(max_length=200, blank=True, help_text="e.g. 8 x NVIDIA H200")
+    best_output_throughput = models.FloatField(null=True, blank=True)
+
+    objects = BenchmarkQuerySet.as_manager()
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(state__in=["queued", "running", "succeeded", "failed", "cancelled"]),
+                name="benchmark_state_known",
+            ),
+            models.CheckConstraint(
+                condition=Q(progress__gte=0) & Q(progress__lte=1), name="benchmark_progress_0_1"
+            ),
+            models.CheckConstraint(
+                condition=Q(points_done__lte=models.F("points_total")) | Q(source="imported"),
+                name="benchmark_points_done_le_total",
+            ),
+            # A launched run must say where and what it ran; an import may not know.
+            models.CheckConstraint(
+                condition=Q(source="imported")
+                | (Q(node__isnull=False) & Q(runtime__isnull=False) & Q(checkpoint__isnull=False)),
+                name="benchmark_launched_is_complete",
+            ),
+            models.CheckConstraint(
+                condition=Q(finished_at__isnull=True)
+                | Q(state__in=["succeeded", "failed", "cancelled"]),
+                name="benchmark_finished_only_when_final",
+            ),
+        ]
+        indexes = [
+            # Run list, newest first, optionally filtered by state.
+            models.Index(fields=["-created_at"], name="benchmark_created"),
+            models.Index(fields=["state", "-created_at"], name="benchmark_state_created"),
+            # Run list filtered by hardware.
+            models.Index(fields=["hardware", "-created_at"], name="benchmark_hardware_created"),
+            # The reaper: running runs with an old heartbeat.
+            models.Index(
+                fields=["heartbeat_at"],
+                name="benchmark_running_heartbeat",
+                condition=Q(state="running"),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.state})"
+
+    @property
+    def is_final(self) -> bool:
+        return self.state in self.FINAL_STATES
+
+
+
+class Point(models.Model):
+    """One measured point: an engine config under one load level, one repeat, N replicas.
+
+    Every aggregate of runner.schema.Metrics is a real column so points sort, filter and chart
+    without decoding anything; the per-request records and samples are in PointData.
+    """
+
+    benchmark = models.ForeignKey(Benchmark, models.CASCADE, related_name="points")
+    key = models.CharField(max_length=500)
+    plan_name = models.CharField(max_length=200, default="sweep")
+    source = models.CharField(max_length=30, default="headroom")
+    engine_label = models.CharField(max_length=300)
+    engine_config = models.JSONField()
+    load_label = models.CharField(max_length=100)
+    load = models.JSONField()
+    offered_concurrency = models.FloatField()
+    workload = models.JSONField()
+    repeat = models.PositiveIntegerField(default=0)
+    replicas = models.PositiveSmallIntegerField(default=1)
+    t0_monotonic = models.FloatField(default=0.0)
+    window_start = models.FloatField(null=True, blank=True)
+    window_end = models.FloatField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    # runner.schema.Metrics, field for field.
+    duration = models.FloatField()
+    completed = models.PositiveIntegerField()
+    failed = models.PositiveIntegerField()
+    short_responses = models.PositiveIntegerField()
+    valid = models.BooleanField()
+    total_input_tokens = models.BigIntegerField()
+    total_output_tokens = models.BigIntegerField()
+    request_throughput = models.FloatField()
+    output_throughput = models.FloatField()
+    total_token_throughput = models.FloatField()
+    mean_ttft_ms = models.FloatField(null=True, blank=True)
+    median_ttft_ms = models.FloatField(null=True, blank=True)
+    std_ttft_ms = models.FloatField(null=True, blank=True)
+    p90_ttft_ms = models.FloatField(null=True, blank=True)
+    p95_ttft_ms = models.FloatField(null=True, blank=True)
+    p99_ttft_ms = models.FloatField(null=True, blank=True)
+    mean_tpot_ms = models.FloatField(null=True, blank=True)
+    median_tpot_ms = models.FloatField(null=True, blank=True)
+    std_tpot_ms = models.FloatField(null=True, blank=True)
+    p90_tpot_ms = models.FloatField(null=True, blank=True)
+    p95_tpot_ms = models.FloatField(null=True, blank=True)
+    p99_tpot_ms = models.FloatField(null=True, blank=True)
+    mean_itl_ms = models.FloatField(null=True, blank=True)
+    median_itl_ms = models.FloatField(null=True, blank=True)
+    std_itl_ms = models.FloatField(null=True, blank=True)
+    p90_itl_ms = models.FloatField(null=True, blank=True)
+    p95_itl_ms = models.FloatField(null=True, blank=True)
+    p99_itl_ms = models.FloatField(null=True, blank=True)
+    mean_e2el_ms = models.FloatField(null=True, blank=True)
+    median_e2el_ms = models.FloatField(null=True, blank=True)
+    std_e2el_ms = models.FloatField(null=True, blank=True)
+    p90_e2el_ms = models.FloatField(null=True, blank=True)
+    p95_e2el_ms = models.FloatField(null=True, blank=True)
+    p99_e2el_ms = models.FloatField(null=True, blank=True)
+    max_send_lag_ms = models.FloatField(null=True, blank=True)
+
+    # Whether the client could have distorted the timings (runner.schema.ClientHealth).
+    client_saturated = models.BooleanField(default=False)
+    client = models.JSONField(default=dict)
+    queue = models.JSONField(default=dict, help_text="runner.schema.QueueSummary")
+    per_replica = models.JSONField(default=list)
+    provenance = models.JSONField(null=True, blank=True)
+    notes = models.JSONField(default=list)
+
+    class Meta:
+        # Measurement order, which is the plan's order: engine configs as the user listed them
+        # (256 before 1024, not as strings sort), loads ascending, then repeats.
+        ordering = ["id"]
+        constraints = [
+            # A point key is unique within its run; this is also what makes resume skip it.
+            # Its index serves "points of this benchmark" on the run page.
+            models.UniqueConstraint(fields=["benchmark", "key"], name="point_key_per_benchmark"),
+            models.CheckConstraint(condition=Q(duration__gte=0), name="point_duration_nonneg"),
+            models.CheckConstraint(condition=Q(replicas__gte=1), name="point_replicas_pos"),
+        ]
+
+    def __str__(self) -> str:
+        return self.key
+
+
+class PointData(models.Model):
+    """The bulky part of a point, read only for downloads and the per-point samples chart.
+
+    `requests` and `samples` are zlib-compressed .npz archives of column arrays
+    (benchmarks/storage.py): one array per RequestRecord / EngineSample field.
+    """
+
+    point = models.OneToOneField(Point, models.CASCADE, primary_key=True, related_name="data")
+    request_count = models.PositiveIntegerField()
+    sample_count = models.PositiveIntegerField()
+    requests = models.BinaryField()
+    samples = models.BinaryField()
+
+
+class Caveat(models.Model):
+    """A limit on what a number means, shown next to it: on a whole run or on one point."""
+
+    class Kind(models.TextChoices):
+        SCOPE = "scope"
+        METHOD = "method"
+        LIMITATION = "limitation"
+
+    benchmark = models.ForeignKey(
+        Benchmark, models.CASCADE, null=True, blank=True, related_name="caveats"
+    )
+    point = models.ForeignKey(Point, models.CASCADE, null=True, blank=True, related_name="caveats")
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    code = models.SlugField(max_length=50, help_text="stable name, e.g. cpu-engine")
+    text = models.TextField()
+    automatic = models.BooleanField(default=False, help_text="added by Headroom, not a person")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["kind", "code"]
+        constraints = [
+            models.CheckConstraint(
+                condition=(Q(benchmark__isnull=False) & Q(point__isnull=True))
+                | (Q(benchmark__isnull=True) & Q(point__isnull=False)),
+                name="caveat_exactly_one_target",
+            ),
+            models.UniqueConstraint(
+                fields=["point", "code"],
+                condition=Q(point__isnull=False),
+                name="caveat_code_once_per_point",
+            ),
+            models.UniqueConstraint(
+                fields=["benchmark", "code"],
+                condition=Q(benchmark__isnull=False),
+                name="caveat_code_once_per_benchmark",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.text}"
+
+
+class ExternalReference(models.Model):
+    """A dated public figure (a vendor's published number) kept with what it measured."""
+
+    source = models.CharField(max_length=200)
+    url = models.URLField(max_length=1000)
+    recorded_on = models.DateField(help_text="when we read the figure on the page")
+    value = models.FloatField()
+    unit = models.CharField(max_length=50, default="output tokens/s per GPU")
+    gpu_name = models.CharField(max_length=200)
+    gpu_count = models.PositiveSmallIntegerField(default=1)
+    runtime = models.CharField(max_length=100, blank=True)
+    runtime_version = models.CharField(max_length=50, blank=True)
+    workload_spec = models.CharField(max_length=200, help_text="e.g. 1000 in / 1000 out")
+    notes = models.TextField(blank=True)
+    no_longer_listed_on = models.DateField(
+        null=True, blank=True, help_text="first date the figure was no longer shown"
+    )
+
+    class Meta:
+        ordering = ["-recorded_on"]
+        constraints = [
+            models.CheckConstraint(condition=Q(value__gt=0), name="reference_value_pos"),
+            models.CheckConstraint(
+                condition=Q(no_longer_listed_on__isnull=True)
+                | Q(no_longer_listed_on__gte=models.F("recorded_on")),
+                name="reference_unlisted_after_recorded",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.source} {self.recorded_on}: {self.value} {self.unit}"

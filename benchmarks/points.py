@@ -1,0 +1,158 @@
+"""Persist runner.schema.PointResult objects as Point rows, and read them back.
+
+Used by the worker task (one point as it finishes) and by imports (every point of a file).
+"""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.db.models import F, Q
+from django.db.models.functions import Greatest
+
+from benchmarks import storage
+from benchmarks.models import Benchmark, Caveat, Point, PointData
+from runner.schema import Metrics, PointResult, Window
+
+METRIC_FIELDS: tuple[str, ...] = tuple(Metrics.model_fields)
+
+
+def automatic_caveats(result: PointResult) -> list[tuple[str, str, str]]:
+    """(code, kind, text) for what limits this point's meaning; shown next to its numbers."""
+    caveats = []
+    style = result.provenance.engine.launch_style if result.provenance else None
+    if style == "cpu":
+        caveats.append(
+            (
+                "cpu-engine",
+                Caveat.Kind.LIMITATION,
+                "CPU engine stands in for a GPU: the shape of the curves is real, "
+                "the absolute numbers say nothing about GPU throughput.",
+            )
+        )
+    if result.client.saturated:
+        reasons = "; ".join(result.client.reasons) or "client CPU or event-loop lag"
+        caveats.append(
+            (
+                "client-saturated",
+                Caveat.Kind.METHOD,
+                f"Client saturated ({reasons}): per-token timings may be distorted.",
+            )
+        )
+    metrics = result.metrics
+    if not metrics.valid:
+        caveats.append(
+            (
+                "invalid-point",
+                Caveat.Kind.LIMITATION,
+                f"Not a valid run: {metrics.failed} failed and {metrics.short_responses} short "
+                f"responses of {metrics.completed + metrics.failed} requests.",
+            )
+        )
+    if result.source == "vllm-bench-import":
+        caveats.append(
+            (
+                "vllm-bench-import",
+                Caveat.Kind.SCOPE,
+                "Imported from vllm bench serve: no engine queue samples, provenance only as "
+                "far as the file records it.",
+            )
+        )
+    return caveats
+
+
+def store_point(benchmark: Benchmark, result: PointResult) -> Point:
+    """Save one point, its compressed records, its automatic caveats; bump the run's counters."""
+    metrics = result.metrics.model_dump()
+    window = result.window
+    with transaction.atomic():
+        point = Point.objects.create(
+            benchmark=benchmark,
+            key=result.key,
+            plan_name=result.plan_name,
+            source=result.source,
+            engine_label=result.engine_config.label(),
+            engine_config=result.engine_config.model_dump(mode="json"),
+            load_label=result.load.label(),
+            load=result.load.model_dump(mode="json"),
+            offered_concurrency=result.load.offered_concurrency(),
+            workload=result.workload.model_dump(mode="json"),
+            repeat=result.repeat,
+            replicas=result.replicas,
+            t0_monotonic=result.t0_monotonic,
+            window_start=window.start if window else None,
+            window_end=window.end if window else None,
+            client_saturated=result.client.saturated,
+            client=result.client.model_dump(mode="json"),
+            queue=result.queue.model_dump(mode="json"),
+            per_replica=[r.model_dump(mode="json") for r in result.per_replica],
+            provenance=result.provenance.model_dump(mode="json") if result.provenance else None,
+            notes=list(result.notes),
+            **metrics,
+        )
+        PointData.objects.create(
+            point=point,
+            request_count=len(result.requests),
+            sample_count=len(result.samples),
+            requests=storage.encode_requests(result.requests),
+            samples=storage.encode_samples(result.samples),
+        )
+        Caveat.objects.bulk_create(
+            Caveat(point=point, code=code, kind=kind, text=text, automatic=True)
+            for code, kind, text in automatic_caveats(result)
+        )
+        _count_point(benchmark, result)
+    return point
+
+
+def _count_point(benchmark: Benchmark, result: PointResult) -> None:
+    """One UPDATE, so a concurrent progress write cannot lose the count."""
+    changes: dict[str, object] = {
+        "points_done": F("points_done") + 1,
+        "best_output_throughput": Greatest(
+            F("best_output_throughput"), result.metrics.output_throughput
+        ),
+    }
+    if benchmark.source == Benchmark.Source.IMPORTED:
+        changes["points_total"] = F("points_total") + 1
+    Benchmark.objects.filter(pk=benchmark.pk).update(**changes)
+    # Greatest() with NULL is NULL on PostgreSQL and SQLite alike: fill the first value.
+    Benchmark.objects.filter(pk=benchmark.pk, best_output_throughput__isnull=True).update(
+        best_output_throughput=result.metrics.output_throughput
+    )
+    hardware = result.provenance.hardware if result.provenance else None
+    if hardware and hardware.gpu_name:
+        label = f"{hardware.gpu_count} x {hardware.gpu_name}"
+        # The hardware the point measured on is the truth, whatever the node row said.
+        Benchmark.objects.filter(pk=benchmark.pk).filter(~Q(hardware=label)).update(
+            hardware=label
+        )
+
+
+def point_to_result(point: Point, data: PointData | None = None) -> PointResult:
+    """Rebuild the PointResult exactly as the runner produced it (for downloads)."""
+    data = data or PointData.objects.get(point=point)
+    window = None
+    if point.window_start is not None and point.window_end is not None:
+        window = Window(start=point.window_start, end=point.window_end)
+    return PointResult.model_validate(
+        {
+            "key": point.key,
+            "plan_name": point.plan_name,
+            "engine_config": point.engine_config,
+            "load": point.load,
+            "workload": point.workload,
+            "repeat": point.repeat,
+            "replicas": point.replicas,
+            "t0_monotonic": point.t0_monotonic,
+            "window": window,
+            "metrics": {name: getattr(point, name) for name in METRIC_FIELDS},
+            "queue": point.queue,
+            "client": point.client,
+            "per_replica": point.per_replica,
+            "provenance": point.provenance,
+            "samples": storage.decode_samples(data.samples),
+            "requests": storage.decode_requests(data.requests),
+            "source": point.source,
+            "notes": point.notes,
+        }
+    )

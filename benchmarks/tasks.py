@@ -1,0 +1,199 @@
+"""The Celery side: one task that runs a benchmark, and the worker's node registration.
+
+The task takes an id, claims the row with a conditional UPDATE and hands the work to one plain
+function, execute_benchmark(), which calls the runner through its one seam (run_plan) and stores
+each point as soon as it arrives: a worker killed mid-sweep keeps every finished point.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import traceback
+from types import TracebackType
+
+from celery import shared_task
+from celery.exceptions import SoftTimeLimitExceeded
+from celery.signals import worker_ready
+from django.conf import settings
+from django.db import connection
+from django.utils import timezone
+
+from benchmarks import lifecycle
+from benchmarks.models import Benchmark
+from benchmarks.points import store_point
+from runner.schema import SweepPlan
+from runner.sweep import Cancelled, Progress, run_plan
+
+log = logging.getLogger(__name__)
+State = Benchmark.State
+
+# The worker's node heartbeat also runs the reaper, but not on every beat (every ~30 s).
+REAP_EVERY_BEATS = 15
+
+
+@shared_task(bind=True, name="benchmarks.tasks.run_benchmark")
+def run_benchmark(self, benchmark_id: int) -> None:
+    if not lifecycle.claim(benchmark_id, self.request.id or ""):
+        # Delivered twice, cancelled while queued, or deleted: nothing to do, and no error.
+        log.info("benchmark %s not claimable; another delivery has it or it is final", benchmark_id)
+        return
+    execute_benchmark(benchmark_id)
+
+
+def execute_benchmark(benchmark_id: int) -> str:
+    """Run a claimed (running) benchmark to a final state; returns that state."""
+    benchmark = Benchmark.objects.get(pk=benchmark_id)
+    plan = SweepPlan.model_validate(benchmark.plan)
+    workdir = settings.HEADROOM_WORK_DIR / str(benchmark.code)
+    workdir.mkdir(parents=True, exist_ok=True)
+    # Points already stored (a resumed run) are not measured again.
+    skip_keys = frozenset(benchmark.points.values_list("key", flat=True))
+    cancel = threading.Event()
+    with RunMonitor(benchmark_id, cancel) as monitor:
+        try:
+            for result in run_plan(
+                plan, workdir, skip_keys=skip_keys, cancel=cancel, on_progress=monitor.report
+            ):
+                store_point(benchmark, result)
+        except Cancelled:
+            lifecycle.finish(benchmark_id, State.CANCELLED, note="cancelled; engine stopped")
+            return State.CANCELLED
+        except SoftTimeLimitExceeded:
+            lifecycle.finish(
+                benchmark_id,
+                State.FAILED,
+                error_type="TimeLimitExceeded",
+                error_message=f"The run passed its soft time limit "
+                f"({settings.CELERY_TASK_SOFT_TIME_LIMIT} s). Finished points are kept.",
+            )
+            return State.FAILED
+        except Exception as exc:  # noqa: BLE001 - any runner failure is recorded on the row
+            log.exception("benchmark %s failed", benchmark_id)
+            detail = traceback.format_exc()
+            log_tail = getattr(exc, "log_tail", None)
+            if log_tail:
+                detail += f"\n--- engine log tail ---\n{log_tail}"
+            lifecycle.finish(
+                benchmark_id,
+                State.FAILED,
+                error_type=type(exc).__name__,
+                error_message=str(exc) or type(exc).__name__,
+                error_detail=detail,
+            )
+            return State.FAILED
+    lifecycle.finish(benchmark_id, State.SUCCEEDED, note="all points measured")
+    return State.SUCCEEDED
+
+
+class RunMonitor:
+    """A thread beside the sweep: heartbeat, progress and cancel, all through the database.
+
+    The runner calls `report` from inside its client's event loop, where a database query
+    would both be refused by Django (async context) and stall the requests being timed. So
+    `report` only keeps the latest Progress in memory; this thread writes it with the
+    heartbeat every HEADROOM_HEARTBEAT_S, and turns a cancel request from the page into the
+    runner's cancel Event. The thread lives in the task's process and dies with it: that is
+    what lets the reaper tell a dead worker from a long engine start.
+    """
+
+    def __init__(self, benchmark_id: int, cancel: threading.Event) -> None:
+        self.benchmark_id = benchmark_id
+        self.cancel = cancel
+        self.latest: Progress | None = None
+        self.written: Progress | None = None
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="headroom-monitor", daemon=True)
+
+    def report(self, progress: Progress) -> None:
+        self.latest = progress  # one attribute store: safe from any thread, never blocks
+
+    def __enter__(self) -> RunMonitor:
+        self.thread.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop.set()
+        self.thread.join(timeout=settings.HEADROOM_HEARTBEAT_S + 5)
+
+    def _run(self) -> None:
+        try:
+            while not self.stop.wait(settings.HEADROOM_HEARTBEAT_S):
+                self.beat_once()
+        finally:
+            connection.close()  # this thread's own connection
+
+    def beat_once(self) -> None:
+        rows = Benchmark.objects.filter(pk=self.benchmark_id, state=State.RUNNING)
+        changes: dict[str, object] = {"heartbeat_at": timezone.now()}
+        progress = self.latest
+        if progress is not None and progress != self.written:
+            changes["progress"] = progress_fraction(progress)
+            changes["progress_note"] = progress.note[:300]
+            self.written = progress
+        rows.update(**changes)
+        if rows.filter(cancel_requested=True).exists():
+            self.cancel.set()
+
+
+def progress_fraction(progress: Progress) -> float:
+    """Finished points plus the finished share of the current point's requests, over all."""
+    if not progress.points_total:
+        return 0.0
+    within = progress.requests_done / progress.requests_total if progress.requests_total else 0.0
+    return min(max((progress.points_done + within) / progress.points_total, 0.0), 1.0)
+
+
+def collect_hardware_facts() -> dict[str, object] | None:
+    """GPU facts from runner.provenance (engineer B's module); None if it is not there yet."""
+    try:
+        from runner.provenance import collect_hardware
+    except ImportError:
+        log.warning("runner.provenance.collect_hardware missing: node registered without GPU facts")
+        return None
+    hardware = collect_hardware()
+    return hardware.model_dump() if hasattr(hardware, "model_dump") else dict(hardware)
+
+
+class NodeHeartbeat(threading.Thread):
+    """In the worker's main process: keeps the node's heartbeat fresh and reaps dead runs."""
+
+    def __init__(self, queue: str) -> None:
+        super().__init__(name="headroom-node-heartbeat", daemon=True)
+        self.queue = queue
+
+    def run(self) -> None:
+        beats = 0
+        while True:
+            time.sleep(settings.HEADROOM_HEARTBEAT_S)
+            try:
+                lifecycle.touch_node(self.queue)
+                beats += 1
+                if beats % REAP_EVERY_BEATS == 0:
+                    lifecycle.reap_stale()
+            except Exception:  # noqa: BLE001 - a database blip must not end the heartbeat
+                log.exception("node heartbeat failed")
+                connection.close()
+
+
+@worker_ready.connect
+def register_worker_node(sender: object = None, **_: object) -> None:
+    queue = settings.HEADROOM_NODE_QUEUE
+    consumed = {q.name for q in getattr(getattr(sender, "task_consumer", None), "queues", [])}
+    if consumed and queue not in consumed:
+        # The node would be offered in the form while nobody listens on its queue.
+        log.error("HEADROOM_NODE_QUEUE=%s but this worker consumes %s: start it with -Q %s",
+                  queue, sorted(consumed), queue)
+    node = lifecycle.register_node(queue, settings.HEADROOM_LAUNCH_STYLE, collect_hardware_facts())
+    orphans = lifecycle.fail_orphans(node)
+    lifecycle.reap_stale()
+    log.info("node %s registered (%s); %d orphaned run(s) failed", queue, node, orphans)
+    # Pool children may be forked later from this process: they must not share its socket.
+    connection.close()
+    NodeHeartbeat(queue).start()

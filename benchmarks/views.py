@@ -1,0 +1,273 @@
+"""Server-rendered pages and the small JSON views they poll. Every page needs a login."""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+import tempfile
+from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlencode
+from uuid import UUID
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.core.serializers.json import DjangoJSONEncoder
+from django.db.models import Q
+from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+from kombu.exceptions import OperationalError as BrokerError
+
+from benchmarks import charts, lifecycle
+from benchmarks.forms import ImportForm, LaunchForm
+from benchmarks.imports import ImportFileError, import_file
+from benchmarks.models import Benchmark, Caveat, Checkpoint, Point, PointData, Runtime
+from benchmarks.points import METRIC_FIELDS, point_to_result
+
+log = logging.getLogger(__name__)
+
+RUNS_PER_PAGE = 50
+
+
+def _get_benchmark_for_user(request: HttpRequest, code: UUID) -> Benchmark:
+    """Every logged-in teammate sees every run: Headroom is a team's shared lab notebook."""
+    queryset = Benchmark.objects.select_related("node", "runtime", "checkpoint", "workload")
+    return get_object_or_404(queryset, code=code)
+
+
+@login_required
+def runs(request: HttpRequest) -> HttpResponse:
+    queryset = Benchmark.objects.for_list()
+    filters = {
+        "model": request.GET.get("model", ""),
+        "hardware": request.GET.get("hardware", ""),
+        "runtime": request.GET.get("runtime", ""),
+        "state": request.GET.get("state", ""),
+    }
+    if filters["model"].isdigit():
+        queryset = queryset.filter(checkpoint_id=int(filters["model"]))
+    if filters["hardware"]:
+        queryset = queryset.filter(hardware=filters["hardware"])
+    if filters["runtime"].isdigit():
+        queryset = queryset.filter(runtime_id=int(filters["runtime"]))
+    if filters["state"] in Benchmark.State.values:
+        queryset = queryset.filter(state=filters["state"])
+    page = Paginator(queryset, RUNS_PER_PAGE).get_page(request.GET.get("page"))
+    query = urlencode({key: value for key, value in filters.items() if value})
+    ctx = {
+        "page": page,
+        "filters": filters,
+        "query": query,
+        "checkpoints": Checkpoint.objects.all(),
+        "runtimes": Runtime.objects.all(),
+        "hardware_choices": Benchmark.objects.exclude(hardware="")
+        .order_by("hardware")
+        .values_list("hardware", flat=True)
+        .distinct(),
+        "states": Benchmark.State.values,
+    }
+    return render(request, "runs/list.html", ctx)
+
+
+@login_required
+def run_new(request: HttpRequest) -> HttpResponse:
+    form = LaunchForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        benchmark = form.save(request.user)  # committed: a worker can always find the row
+        try:
+            lifecycle.enqueue_benchmark(benchmark)
+        except BrokerError as exc:
+            # Nothing half-created: the queued row would never run, so it goes.
+            log.error("broker unreachable at submit: %s", exc)
+            benchmark.delete()
+            form.add_error(
+                None,
+                "The task queue (broker) is unreachable, so nothing was launched. "
+                f"Check that Redis is running at {settings.CELERY_BROKER_URL.split('@')[-1]}.",
+            )
+        else:
+            messages.success(request, f"Queued on {benchmark.node.queue}.")
+            return redirect("run_detail", code=benchmark.code)
+    return render(request, "runs/new.html", {"form": form}, status=400 if form.errors else 200)
+
+
+@login_required
+def run_import(request: HttpRequest) -> HttpResponse:
+    form = ImportForm(request.POST or None, request.FILES or None)
+    if request.method == "POST" and form.is_valid():
+        upload = form.cleaned_data["file"]
+        if upload.size > settings.HEADROOM_MAX_UPLOAD_BYTES:
+            form.add_error("file", "This file is larger than the upload limit.")
+        else:
+            benchmark = _import_upload(request, form, upload)
+            if benchmark is not None:
+                messages.success(request, f"Imported {benchmark.points_done} point(s).")
+                return redirect("run_detail", code=benchmark.code)
+    return render(request, "runs/import.html", {"form": form}, status=400 if form.errors else 200)
+
+
+def _import_upload(request: HttpRequest, form: ImportForm, upload) -> Benchmark | None:
+    # The importer reads paths; keep the original suffix, it tells JSONL from JSON.
+    suffix = Path(upload.name).suffix[:10]
+    with tempfile.NamedTemporaryFile(suffix=suffix) as handle:
+        for chunk in upload.chunks():
+            handle.write(chunk)
+        handle.flush()
+        try:
+            return import_file(
+                Path(handle.name),
+                name=form.cleaned_data["name"] or upload.name,
+                user=request.user,
+            )
+        except ImportFileError as exc:
+            message = str(exc).replace(handle.name, upload.name)
+            form.add_error("file", f"Cannot import {upload.name}: {message}")
+            return None
+
+
+@login_required
+def run_detail(request: HttpRequest, code: UUID) -> HttpResponse:
+    benchmark = _get_benchmark_for_user(request, code)
+    points = list(benchmark.points.defer("provenance", "per_replica"))
+    caveats = Caveat.objects.filter(Q(benchmark=benchmark) | Q(point__benchmark=benchmark))
+    point_caveats: dict[int, list[Caveat]] = defaultdict(list)
+    run_caveats = []
+    for caveat in caveats:
+        if caveat.point_id:
+            point_caveats[caveat.point_id].append(caveat)
+        else:
+            run_caveats.append(caveat)
+    for point in points:
+        point.caveat_list = point_caveats.get(point.pk, [])
+    # The same caveat on many points (e.g. CPU engine) is listed once in the caveats section.
+    distinct_point_caveats = {c.code: c for cs in point_caveats.values() for c in cs}
+    provenance = (
+        benchmark.points.exclude(provenance=None).values_list("provenance", flat=True).first()
+    )
+    ctx = {
+        "benchmark": benchmark,
+        "points": points,
+        "run_caveats": run_caveats,
+        "point_caveats": sorted(distinct_point_caveats.values(), key=lambda c: c.code),
+        "provenance": provenance,
+        "throughput_figure": charts.throughput_figure(points),
+        "sampled_points": [p for p in points if p.queue.get("samples")],
+    }
+    return render(request, "runs/detail.html", ctx)
+
+
+@login_required
+def run_progress(request: HttpRequest, code: UUID) -> JsonResponse:
+    b = _get_benchmark_for_user(request, code)
+    return JsonResponse(
+        {
+            "state": b.state,
+            "final": b.is_final,
+            "progress": b.progress,
+            "progress_note": b.progress_note,
+            "points_done": b.points_done,
+            "points_total": b.points_total,
+            "heartbeat_at": b.heartbeat_at.isoformat() if b.heartbeat_at else None,
+            "cancel_requested": b.cancel_requested,
+            "error_type": b.error_type,
+            "error_message": b.error_message,
+        }
+    )
+
+
+@login_required
+def point_samples(request: HttpRequest, code: UUID, point_id: int) -> JsonResponse:
+    benchmark = _get_benchmark_for_user(request, code)
+    # Only the samples column: the request records of a big point stay on disk.
+    blob = get_object_or_404(
+        PointData.objects.filter(point__benchmark=benchmark).values_list("samples", flat=True),
+        point_id=point_id,
+    )
+    return JsonResponse(charts.samples_figure(blob))
+
+
+@login_required
+@require_POST
+def run_cancel(request: HttpRequest, code: UUID) -> HttpResponse:
+    benchmark = _get_benchmark_for_user(request, code)
+    outcome = lifecycle.request_cancel(benchmark)
+    messages.info(request, f"Run is {outcome}.")
+    return redirect("run_detail", code=benchmark.code)
+
+
+def _benchmark_summary(benchmark: Benchmark) -> dict[str, object]:
+    return {
+        "code": str(benchmark.code),
+        "name": benchmark.name,
+        "source": benchmark.source,
+        "state": benchmark.state,
+        "node": benchmark.node.queue if benchmark.node else None,
+        "hardware": benchmark.hardware,
+        "runtime": str(benchmark.runtime) if benchmark.runtime else None,
+        "checkpoint": str(benchmark.checkpoint) if benchmark.checkpoint else None,
+        "workload": str(benchmark.workload),
+        "plan": benchmark.plan,
+        "created_at": benchmark.created_at.isoformat(),
+        "finished_at": benchmark.finished_at.isoformat() if benchmark.finished_at else None,
+        "error_type": benchmark.error_type,
+        "error_message": benchmark.error_message,
+        "caveats": [
+            {"kind": c.kind, "code": c.code, "text": c.text} for c in benchmark.caveats.all()
+        ],
+    }
+
+
+@login_required
+def run_json(request: HttpRequest, code: UUID) -> StreamingHttpResponse:
+    """The run and every point in full (runner.schema.PointResult), streamed point by point."""
+    benchmark = _get_benchmark_for_user(request, code)
+
+    def body() -> Iterator[str]:
+        head = json.dumps({"benchmark": _benchmark_summary(benchmark)}, cls=DjangoJSONEncoder)
+        yield head[:-1] + ', "points": ['
+        for i, point in enumerate(benchmark.points.select_related("data")):
+            yield ("," if i else "") + point_to_result(point, point.data).model_dump_json()
+        yield "]}"
+
+    response = StreamingHttpResponse(body(), content_type="application/json")
+    response["Content-Disposition"] = f'attachment; filename="headroom-{benchmark.code}.json"'
+    return response
+
+
+class _Echo:
+    def write(self, value: str) -> str:
+        return value
+
+
+CSV_COLUMNS = (
+    "key", "engine_label", "load_label", "offered_concurrency", "repeat", "replicas",
+    "client_saturated",
+) + METRIC_FIELDS
+
+
+@login_required
+def run_csv(request: HttpRequest, code: UUID) -> StreamingHttpResponse:
+    """One row per point with every aggregate, for a spreadsheet."""
+    benchmark = _get_benchmark_for_user(request, code)
+    writer = csv.writer(_Echo())
+    caveats: dict[int, list[str]] = defaultdict(list)
+    for point_id, caveat_code in Caveat.objects.filter(point__benchmark=benchmark).values_list(
+        "point_id", "code"
+    ):
+        caveats[point_id].append(caveat_code)
+
+    def rows() -> Iterator[str]:
+        yield writer.writerow(CSV_COLUMNS + ("caveats",))
+        points = Point.objects.filter(benchmark=benchmark).only("pk", *CSV_COLUMNS)
+        for point in points:
+            values = [getattr(point, column) for column in CSV_COLUMNS]
+            yield writer.writerow(values + [" ".join(caveats[point.pk])])
+
+    response = StreamingHttpResponse(rows(), content_type="text/csv")
+    response["Content-Disposition"] = f'attachment; filename="headroom-{benchmark.code}.csv"'
+    return response

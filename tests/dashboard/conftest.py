@@ -1,0 +1,112 @@
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+
+@pytest.fixture
+def owner(db):
+    return get_user_model().objects.create_user("owner", password="owner-password")
+
+
+@pytest.fixture
+def teammate(db):
+    return get_user_model().objects.create_user("teammate", password="teammate-password")
+
+
+@pytest.fixture
+def owner_client(owner) -> Client:
+    client = Client()
+    client.force_login(owner)
+    return client
+
+
+# ---------------------------------------------------------------------------------------------
+# A real Celery worker process, for the engine and browser tests.
+# Run those tests under `flock /tmp/headroom-engine.lock`: the worker starts real vLLM engines.
+# ---------------------------------------------------------------------------------------------
+
+import os  # noqa: E402
+import signal  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+import uuid  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from django.conf import settings  # noqa: E402
+from django.db import connection  # noqa: E402
+
+WORKER_START_TIMEOUT_S = 120
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir() -> Path:
+    from runner.tinymodel import build_tiny_model
+
+    # Idempotent and shared with the runner's tests (make tiny-model): built once per checkout.
+    default = Path(settings.BASE_DIR) / "var" / "tiny-model"
+    return build_tiny_model(Path(os.environ.get("HEADROOM_TINY_MODEL", default)))
+
+
+@pytest.fixture
+def celery_worker_queue(transactional_db, tmp_path):
+    """Start `celery worker` on a fresh queue against the test database; yield the queue name.
+
+    The worker registers its Node on start; the fixture waits for that row. The worker runs in
+    its own process group, and only that group is stopped afterwards.
+    """
+    from benchmarks.models import Node
+
+    queue = f"e2e-{uuid.uuid4().hex[:8]}"
+    db = connection.settings_dict
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT'] or 5432}/{db['NAME']}",
+        "HEADROOM_NODE_QUEUE": queue,
+        "HEADROOM_LAUNCH_STYLE": "cpu",
+        "HEADROOM_WORK_DIR": str(tmp_path / "work"),
+        "HEADROOM_HEARTBEAT_S": "2",
+        "HEADROOM_STALE_AFTER_S": "120",
+    }
+    log_path = tmp_path / "worker.log"
+    command = [
+        sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", queue,
+        "--concurrency", "1", "--prefetch-multiplier", "1", "--pool", "prefork",
+        "--without-gossip", "--without-mingle", "--loglevel", "INFO",
+    ]
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                   cwd=settings.BASE_DIR, start_new_session=True)
+    try:
+        deadline = time.monotonic() + WORKER_START_TIMEOUT_S
+        while not Node.objects.filter(queue=queue, last_heartbeat_at__isnull=False).exists():
+            if process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"worker did not register its node:\n{log_path.read_text()[-4000:]}")
+            time.sleep(0.5)
+        yield queue
+    finally:
+        _stop_group(process)
+        print(f"--- worker log ---\n{log_path.read_text()[-6000:]}")
+
+
+def _stop_group(process: subprocess.Popen) -> None:
+    if process.poll() is not None:
+        return
+    os.killpg(process.pid, signal.SIGTERM)  # warm shutdown: the task stops its engines
+    try:
+        process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
+
+
+def wait_until_final(benchmark, timeout_s: float):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        benchmark.refresh_from_db()
+        if benchmark.is_final:
+            return benchmark
+        time.sleep(1)
+    pytest.fail(f"run still {benchmark.state} after {timeout_s} s: {benchmark.progress_note}")

@@ -1,0 +1,74 @@
+"""A person's path in headless Debian Chromium: log in, fill the form, watch the run finish,
+find the chart drawn. Needs a real worker and engine: run under flock /tmp/headroom-engine.lock.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from benchmarks.models import Checkpoint, Node, Runtime
+
+pytestmark = [pytest.mark.browser, pytest.mark.engine, pytest.mark.django_db(transaction=True)]
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run",
+]
+RUN_TIMEOUT_MS = 900_000
+
+
+@pytest.fixture
+def page():
+    sync_api = pytest.importorskip("playwright.sync_api")
+    if not os.path.exists(CHROMIUM):
+        pytest.skip("install Debian's chromium: apt-get install chromium chromium-driver")
+    # Playwright's sync API runs an event loop in this thread; the ORM calls in this test are
+    # plain blocking calls made between browser steps, never inside the loop.
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield browser.new_page()
+        finally:
+            browser.close()
+    os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+
+
+def test_a_person_launches_a_sweep_and_sees_its_chart(
+    live_server, celery_worker_queue, tiny_model_dir, owner, page
+):
+    from playwright.sync_api import expect
+
+    node = Node.objects.get(queue=celery_worker_queue)
+    checkpoint = Checkpoint.objects.create(repo=str(tiny_model_dir))
+    runtime = Runtime.objects.create(engine="vllm", version="0.32.0")
+
+    page.goto(f"{live_server.url}/runs/")
+    page.fill("#id_username", "owner")
+    page.fill("#id_password", "owner-password")
+    page.click("button[type=submit]")
+    expect(page.locator("h1")).to_have_text("Runs")
+
+    page.goto(f"{live_server.url}/runs/new/")
+    page.select_option("#id_node", str(node.pk))
+    page.select_option("#id_checkpoint", str(checkpoint.pk))
+    page.select_option("#id_runtime", str(runtime.pk))
+    page.select_option("#id_workload_preset", "custom")
+    page.click("details summary")
+    page.fill("#id_input_tokens_min", "20")
+    page.fill("#id_input_tokens_max", "24")
+    page.fill("#id_output_tokens", "16")
+    page.fill("#id_request_count", "8")
+    page.select_option("#id_endpoint", "completions")
+    page.fill("#id_max_num_seqs", "4")
+    page.fill("#id_load_levels", "8")
+    page.click("#launch-form button[type=submit]")
+
+    expect(page.locator("#run-state")).to_have_text("succeeded", timeout=RUN_TIMEOUT_MS)
+    expect(page.locator("#throughput-chart .main-svg").first).to_be_visible()
+    expect(page.locator("#samples-chart .main-svg").first).to_be_visible(timeout=30_000)
+    expect(page.locator("table.points tbody tr")).to_have_count(1)
+    page.goto("about:blank")  # stop polling before the live server and database go away

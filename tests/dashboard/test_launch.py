@@ -1,0 +1,130 @@
+"""The launch form: field errors, the row before the message, the node's own queue."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+import redis
+from django.conf import settings
+
+from benchmarks.models import Benchmark, Workload
+from config.celery import app as celery_app
+
+from .factories import make_checkpoint, make_node, make_runtime
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def node():
+    # A queue no worker consumes: the message stays in Redis for the test to find.
+    return make_node(f"test-{uuid.uuid4().hex[:8]}", gpu_count=2)
+
+
+@pytest.fixture
+def broker(node):
+    client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    yield client
+    client.delete(node.queue)
+
+
+def form_data(target, **overrides):
+    data = {
+        "node": target.pk,
+        "checkpoint": make_checkpoint().pk,
+        "runtime": make_runtime().pk,
+        "workload_preset": "case-study",
+        "max_num_seqs": "256, 512, 1024",
+        "max_num_batched_tokens": "8192",
+        "load_levels": "1000 2000",
+        "repeats": "2",
+        "replicas": "1",
+    }
+    data.update(overrides)
+    return data
+
+
+def test_launching_creates_the_run_and_puts_only_its_id_on_the_node_queue(owner_client, node, broker):
+    response = owner_client.post("/runs/new/", form_data(node))
+    benchmark = Benchmark.objects.get()
+    assert response.status_code == 302
+    assert response["Location"] == f"/runs/{benchmark.code}/"
+    assert benchmark.state == "queued"
+    assert benchmark.points_total == 3 * 2 * 2
+    assert [c["max_num_seqs"] for c in benchmark.plan["engine_configs"]] == [256, 512, 1024]
+    assert benchmark.plan["engine_configs"][0]["kv_cache_dtype"] == "fp8"  # from the checkpoint
+    assert benchmark.celery_task_id
+    assert broker.llen(node.queue) == 1
+    message = broker.lindex(node.queue, 0).decode()
+    assert benchmark.celery_task_id in message
+
+
+def test_a_custom_workload_with_a_rate_shape_builds_rate_loads(owner_client, node, broker):
+    data = form_data(node, workload_preset="custom", prompt_source="random", input_tokens_min=128,
+                     input_tokens_max=128, output_tokens=64, request_count=500, temperature=0,
+                     endpoint="completions", load_shape="rate", load_levels="2.5, 5",
+                     stream="on", ignore_eos="on")
+    assert owner_client.post("/runs/new/", data).status_code == 302
+    plan = Benchmark.objects.get().plan
+    assert [load["rate"] for load in plan["loads"]] == [2.5, 5.0]
+    assert Workload.objects.get().load_shape == "rate"
+
+
+@pytest.mark.parametrize(
+    "overrides, field, message",
+    [
+        ({"max_num_seqs": "256, lots"}, "max_num_seqs", "not a whole number"),
+        ({"max_num_seqs": "0"}, "max_num_seqs", "greater than zero"),
+        ({"max_num_seqs": "1024", "max_num_batched_tokens": "512"}, "max_num_batched_tokens",
+         "must be >= max_num_seqs"),
+        ({"extra_args": "--max-num-seqs 5"}, "extra_args", "has its own field"),
+        ({"extra_args": "--turbo"}, "extra_args", "unknown engine flag"),
+        ({"load_levels": ""}, "load_levels", "required"),
+        ({"load_levels": "1000, 1000"}, "load_levels", "Each value once"),
+        ({"repeats": "0"}, "repeats", "greater than or equal to 1"),
+        ({"replicas": "3"}, "replicas", "at most that many"),
+        ({"node": "999999"}, "node", "Unknown node"),
+        ({"gpu_memory_utilization": "1.5"}, "gpu_memory_utilization", "less than or equal"),
+    ],
+)
+def test_a_bad_value_gets_an_error_on_its_field_and_creates_nothing(
+    owner_client, node, overrides, field, message
+):
+    response = owner_client.post("/runs/new/", form_data(node, **overrides))
+    assert response.status_code == 400
+    errors = " ".join(response.context["form"].errors.get(field, []))
+    assert message in errors
+    assert not Benchmark.objects.exists()
+
+
+def test_a_custom_workload_reports_each_inconsistent_field(owner_client, node):
+    data = form_data(node, workload_preset="custom", prompt_source="dataset", input_tokens_min=100,
+                     input_tokens_max=50, output_tokens=16, request_count=10, temperature=0,
+                     endpoint="completions", load_shape="burst", thinking="on")
+    form = owner_client.post("/runs/new/", data).context["form"]
+    assert "at least the minimum" in form.errors["input_tokens_max"][0]
+    assert "chat endpoint" in form.errors["thinking"][0]
+    assert "JSONL path" in form.errors["dataset_path"][0]
+    assert not Benchmark.objects.exists()
+
+
+@pytest.fixture
+def broker_down(monkeypatch):
+    """Point the Celery app at a port where nothing listens, as when Redis is down."""
+    dead = "redis://127.0.0.1:1/0"
+    # Celery reads CELERY_BROKER_URL from the environment before its own configuration.
+    monkeypatch.setenv("CELERY_BROKER_URL", dead)
+    original = celery_app.conf.broker_url
+    celery_app.conf.broker_url = dead
+    yield
+    celery_app.conf.broker_url = original
+
+
+def test_a_broker_that_is_down_gets_a_clear_message_and_leaves_nothing_behind(
+    owner_client, node, broker_down
+):
+    response = owner_client.post("/runs/new/", form_data(node))
+    assert response.status_code == 400
+    assert "broker" in " ".join(response.context["form"].non_field_errors())
+    assert not Benchmark.objects.exists()

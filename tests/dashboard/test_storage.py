@@ -1,0 +1,92 @@
+import pytest
+
+from benchmarks import storage
+from benchmarks.models import Caveat, PointData
+from benchmarks.points import point_to_result, store_point
+from runner import schema
+
+from .factories import make_benchmark, make_point_result, make_requests, make_samples
+
+
+def test_requests_survive_the_column_encoding_with_missing_values_and_ragged_chunks():
+    records = make_requests(6, output_tokens=3, failed=2)
+    records.append(schema.RequestRecord(index=6, intended_send=1.0, chunk_times=[1.5],
+                                        chunk_tokens=[5], output_tokens=5, status=200))
+    assert storage.decode_requests(storage.encode_requests(records)) == records
+
+
+def test_the_request_encoding_covers_every_field_of_the_schema():
+    assert set(storage.REQUEST_FIELDS) == set(schema.RequestRecord.model_fields)
+
+
+def test_samples_keep_every_schema_field_including_the_newer_ones():
+    sample = schema.EngineSample(t=1.0, running=3, **{
+        name: 7.0 for name in schema.EngineSample.model_fields if name not in ("t", "running", "replica")
+    }, replica=2)
+    assert storage.decode_samples(storage.encode_samples([sample])) == [sample]
+
+
+def test_an_empty_point_encodes_to_empty_lists():
+    assert storage.decode_requests(storage.encode_requests([])) == []
+    assert storage.decode_samples(storage.encode_samples([])) == []
+
+
+def test_samples_survive_the_column_encoding():
+    samples = make_samples(30)
+    assert storage.decode_samples(storage.encode_samples(samples)) == samples
+
+
+def test_a_large_point_is_stored_far_smaller_than_its_json():
+    records = make_requests(4096, output_tokens=64)
+    json_size = sum(len(r.model_dump_json()) for r in records)
+    assert len(storage.encode_requests(records)) < json_size / 4
+
+
+@pytest.mark.django_db
+def test_a_stored_point_reads_back_exactly_as_the_runner_produced_it():
+    benchmark = make_benchmark(state="running")
+    result = make_point_result(requests=25, samples=40)
+    point = store_point(benchmark, result)
+    assert point_to_result(point) == result
+    data = PointData.objects.get(point=point)
+    assert (data.request_count, data.sample_count) == (25, 40)
+
+
+@pytest.mark.django_db
+def test_storing_a_point_counts_it_and_keeps_the_best_throughput():
+    benchmark = make_benchmark(state="running")
+    store_point(benchmark, make_point_result(max_num_seqs=256, output_throughput=1000.0))
+    store_point(benchmark, make_point_result(max_num_seqs=512, output_throughput=3000.0))
+    store_point(benchmark, make_point_result(max_num_seqs=1024, output_throughput=2000.0))
+    benchmark.refresh_from_db()
+    assert benchmark.points_done == 3
+    assert benchmark.best_output_throughput == 3000.0
+
+
+@pytest.mark.django_db
+def test_a_cpu_point_gets_the_cpu_caveat_and_a_gpu_point_does_not():
+    benchmark = make_benchmark(state="running")
+    cpu = store_point(benchmark, make_point_result(max_num_seqs=8, launch_style="cpu"))
+    gpu = store_point(benchmark, make_point_result(max_num_seqs=16, launch_style="serve"))
+    assert list(cpu.caveats.values_list("code", flat=True)) == ["cpu-engine"]
+    assert not gpu.caveats.exists()
+
+
+@pytest.mark.django_db
+def test_a_saturated_client_and_an_invalid_point_get_their_caveats():
+    benchmark = make_benchmark(state="running")
+    point = store_point(
+        benchmark,
+        make_point_result(launch_style="serve", saturated=True, valid=False, failed=3),
+    )
+    caveats = {c.code: c for c in Caveat.objects.filter(point=point)}
+    assert set(caveats) == {"client-saturated", "invalid-point"}
+    assert "event-loop lag" in caveats["client-saturated"].text
+    assert "3 failed" in caveats["invalid-point"].text
+
+
+def test_every_metrics_aggregate_has_its_own_point_column():
+    from benchmarks.models import Point
+
+    columns = {field.name for field in Point._meta.get_fields()}
+    assert set(schema.Metrics.model_fields) <= columns

@@ -1,0 +1,208 @@
+"""The worker task, with the runner's run_plan replaced by a generator of factory points."""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+
+import pytest
+from celery.exceptions import SoftTimeLimitExceeded
+from django.utils import timezone
+
+from benchmarks import lifecycle, tasks
+from benchmarks.models import Benchmark, Node
+from runner.sweep import Cancelled, Progress
+
+from .factories import make_benchmark, make_node, make_point_result
+
+pytestmark = pytest.mark.django_db
+
+
+class FakeRunPlan:
+    """Records its calls and yields the points it is given, then does what `then` says."""
+
+    def __init__(self, points, then=None):
+        self.points = points
+        self.then = then
+        self.calls = []
+
+    def __call__(self, plan, workdir, *, skip_keys, cancel, on_progress):
+        self.calls.append({"plan": plan, "skip_keys": skip_keys})
+        for i, point in enumerate(self.points):
+            on_progress(Progress(i, len(self.points), 5, 10, f"measuring {point.key}"))
+            yield point
+        if self.then is not None:
+            self.then(cancel)
+
+
+@pytest.fixture(autouse=True)
+def work_dir(settings, tmp_path):
+    settings.HEADROOM_WORK_DIR = tmp_path
+
+
+def install(monkeypatch, fake):
+    monkeypatch.setattr(tasks, "run_plan", fake)
+    return fake
+
+
+def test_a_claimed_run_stores_each_point_and_succeeds(monkeypatch):
+    benchmark = make_benchmark()
+    fake = install(monkeypatch, FakeRunPlan(
+        [make_point_result(max_num_seqs=256), make_point_result(max_num_seqs=512)]))
+    tasks.run_benchmark.apply(args=[benchmark.pk])
+    benchmark.refresh_from_db()
+    assert benchmark.state == "succeeded"
+    assert benchmark.points.count() == 2
+    assert benchmark.progress == 1.0
+    assert benchmark.started_at and benchmark.finished_at
+    assert fake.calls[0]["plan"].name == "test sweep"
+
+
+def test_a_task_delivered_twice_runs_the_sweep_once(monkeypatch):
+    benchmark = make_benchmark()
+    fake = install(monkeypatch, FakeRunPlan([make_point_result()]))
+    tasks.run_benchmark.apply(args=[benchmark.pk])
+    tasks.run_benchmark.apply(args=[benchmark.pk])
+    assert len(fake.calls) == 1
+    assert Benchmark.objects.get(pk=benchmark.pk).points.count() == 1
+
+
+def test_a_run_cancelled_while_queued_never_starts(monkeypatch):
+    benchmark = make_benchmark()
+    fake = install(monkeypatch, FakeRunPlan([make_point_result()]))
+    assert lifecycle.request_cancel(benchmark) == "cancelled"
+    tasks.run_benchmark.apply(args=[benchmark.pk])
+    assert fake.calls == []
+    assert Benchmark.objects.get(pk=benchmark.pk).state == "cancelled"
+
+
+def test_a_task_for_a_deleted_run_exits_cleanly(monkeypatch):
+    fake = install(monkeypatch, FakeRunPlan([]))
+    result = tasks.run_benchmark.apply(args=[987654])
+    assert result.successful() and fake.calls == []
+
+
+def test_a_runner_error_fails_the_run_and_keeps_the_finished_points(monkeypatch):
+    class EngineDied(RuntimeError):
+        log_tail = "torch.OutOfMemoryError: CUDA out of memory"
+
+    def explode(cancel):
+        raise EngineDied("engine exited with code 1")
+
+    benchmark = make_benchmark()
+    install(monkeypatch, FakeRunPlan([make_point_result()], then=explode))
+    tasks.run_benchmark.apply(args=[benchmark.pk])
+    benchmark.refresh_from_db()
+    assert benchmark.state == "failed"
+    assert benchmark.error_type == "EngineDied"
+    assert benchmark.error_message == "engine exited with code 1"
+    assert "CUDA out of memory" in benchmark.error_detail
+    assert benchmark.points.count() == 1
+
+
+def test_a_soft_time_limit_fails_the_run_with_the_reason(monkeypatch):
+    def time_out(cancel):
+        raise SoftTimeLimitExceeded()
+
+    benchmark = make_benchmark()
+    install(monkeypatch, FakeRunPlan([make_point_result()], then=time_out))
+    tasks.run_benchmark.apply(args=[benchmark.pk])
+    benchmark.refresh_from_db()
+    assert (benchmark.state, benchmark.error_type) == ("failed", "TimeLimitExceeded")
+    assert benchmark.points.count() == 1
+
+
+def test_resuming_skips_the_points_already_stored(monkeypatch):
+    from benchmarks.points import store_point
+
+    benchmark = make_benchmark()
+    stored = store_point(benchmark, make_point_result(max_num_seqs=256))
+    fake = install(monkeypatch, FakeRunPlan([]))
+    tasks.run_benchmark.apply(args=[benchmark.pk])
+    assert fake.calls[0]["skip_keys"] == frozenset({stored.key})
+
+
+def test_progress_reported_by_the_runner_is_written_with_the_next_heartbeat():
+    benchmark = make_benchmark(state="running")
+    monitor = tasks.RunMonitor(benchmark.pk, threading.Event())
+    monitor.report(Progress(1, 4, 50, 100, "measuring burst 2000"))
+    benchmark.refresh_from_db()
+    assert benchmark.progress == 0.0  # report() itself never touches the database
+    monitor.beat_once()
+    benchmark.refresh_from_db()
+    assert benchmark.progress == pytest.approx((1 + 0.5) / 4)
+    assert benchmark.progress_note == "measuring burst 2000"
+    assert benchmark.heartbeat_at is not None
+
+
+def test_report_is_safe_to_call_inside_the_runners_event_loop():
+    import asyncio
+
+    benchmark = make_benchmark(state="running")
+    monitor = tasks.RunMonitor(benchmark.pk, threading.Event())
+
+    async def client_loop():
+        monitor.report(Progress(0, 1, 1, 2, "request done"))
+
+    asyncio.run(client_loop())
+    assert monitor.latest.note == "request done"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_cancel_request_reaches_the_runner_and_the_run_ends_cancelled(monkeypatch, settings):
+    settings.HEADROOM_HEARTBEAT_S = 0.05
+    seen = threading.Event()
+
+    def wait_for_cancel(cancel):
+        lifecycle.request_cancel(Benchmark.objects.get(pk=benchmark.pk))  # the user clicks
+        if cancel.wait(timeout=10):
+            seen.set()
+            raise Cancelled()
+
+    benchmark = make_benchmark()
+    install(monkeypatch, FakeRunPlan([make_point_result()], then=wait_for_cancel))
+    tasks.run_benchmark.apply(args=[benchmark.pk])
+    benchmark.refresh_from_db()
+    assert seen.is_set()
+    assert benchmark.state == "cancelled"
+    assert benchmark.points.count() == 1
+
+
+def test_the_reaper_fails_only_runs_with_a_stale_heartbeat(settings):
+    settings.HEADROOM_STALE_AFTER_S = 300
+    node = make_node()
+    now = timezone.now()
+    stale = make_benchmark(node=node, state="running", heartbeat_at=now - timedelta(seconds=301))
+    fresh = make_benchmark(node=node, state="running", heartbeat_at=now - timedelta(seconds=10))
+    assert lifecycle.reap_stale(now) == 1
+    stale.refresh_from_db()
+    fresh.refresh_from_db()
+    assert (stale.state, stale.error_type) == ("failed", "WorkerLost")
+    assert "Finished points are kept" in stale.error_message
+    assert fresh.state == "running"
+
+
+def test_a_reaped_run_is_not_turned_back_into_a_success_by_its_late_worker():
+    benchmark = make_benchmark(state="running", heartbeat_at=timezone.now() - timedelta(days=1))
+    lifecycle.reap_stale()
+    assert lifecycle.finish(benchmark.pk, "succeeded") is False
+    assert Benchmark.objects.get(pk=benchmark.pk).state == "failed"
+
+
+def test_a_worker_registers_its_node_and_refreshes_it_on_restart():
+    node = lifecycle.register_node("gpu-b", "serve", {"host": "b.lab", "gpu_name": "NVIDIA H200",
+                                                      "gpu_count": 8, "gpu_memory_mib": 143771})
+    assert (node.gpu_count, node.hostname, node.launch_style) == (8, "b.lab", "serve")
+    again = lifecycle.register_node("gpu-b", "serve", {"host": "b.lab", "gpu_name": "NVIDIA H200",
+                                                       "gpu_count": 7})
+    assert again.pk == node.pk and again.gpu_count == 7
+    assert Node.objects.count() == 1
+
+
+def test_a_restarted_worker_fails_the_run_its_predecessor_left_running():
+    node = make_node("gpu-c")
+    orphan = make_benchmark(node=node, state="running", heartbeat_at=timezone.now())
+    other = make_benchmark(node=make_node("gpu-d"), state="running", heartbeat_at=timezone.now())
+    assert lifecycle.fail_orphans(node) == 1
+    assert Benchmark.objects.get(pk=orphan.pk).state == "failed"
+    assert Benchmark.objects.get(pk=other.pk).state == "running"
