@@ -1,0 +1,607 @@
+"""The load generator: send a workload to one or more vLLM servers and record every request.
+
+`run_load` is the entry point. Shapes (LoadSpec): burst (all requests at t0), closed-loop
+concurrency, and open-loop rate with gamma inter-arrivals precomputed from the workload seed.
+Latency is always measured from the intended send time, and the send lag is recorded.
+
+Processes: with one target and ClientSpec.processes == 1 the load runs in this process. Otherwise
+each target gets ClientSpec.processes worker processes ("spawn" context: the caller has threads),
+every worker runs its share of that target's requests, and all are released at one common t0
+on time.monotonic(), which is system-wide on Linux, so records from every process share a clock.
+Request indices: each target runs requests 0..N-1 (the full load spec against its replica).
+
+Honesty: every worker measures its own CPU use and event-loop lag (ClientHealth) and the result
+says the client was saturated when either could distort the per-token timings.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import multiprocessing
+import queue as queue_module
+import resource
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import orjson
+
+from runner import httpstream
+from runner.responses import ResponseCollector, endpoint_path, request_body
+from runner.schema import ClientHealth, ClientSpec, LoadSpec, RequestRecord, WorkloadSpec
+from runner.workloads import Prompt
+
+# A worker's busiest core above this fraction cannot promise on-time stamps.
+SATURATED_CPU_FRACTION = 0.9
+# Event-loop lag (overshoot of a short sleep) that distorts per-token times: vLLM inter-token
+# gaps are ~5-50 ms, so a 99th-percentile lag of 5 ms is already a 10-100% error on some of them.
+SATURATED_LOOP_LAG_P99_MS = 5.0
+LOOP_TICK_S = 0.005
+# Workers are released this long after the last one says it is ready, so t0 is in the future for
+# all of them when it arrives.
+START_DELAY_S = 0.25
+# Spawned workers import numpy, pydantic and orjson before they are ready.
+READY_TIMEOUT_S = 120.0
+CANCEL_POLL_S = 0.05
+PROGRESS_INTERVAL_S = 0.1
+# How long a dead worker's result may still be in flight in the queue before it counts as lost.
+DEAD_WORKER_GRACE_S = 2.0
+
+
+@dataclass
+class Target:
+    replica: int
+    base_url: str
+    model: str
+
+
+@dataclass
+class LoadOutcome:
+    records: list[RequestRecord]
+    health: ClientHealth
+    t0: float  # the monotonic start instant; record times are relative to it
+
+
+class ClientError(RuntimeError):
+    """The client itself failed (a worker could not start); no request was sent."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Plans: who sends what, when
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Item:
+    index: int
+    prompt: Prompt
+    offset: float | None  # intended send, seconds after t0; None in a closed loop
+
+
+@dataclass
+class _Job:
+    target: Target
+    items: list[_Item]
+    concurrency: int | None  # closed loop slots; None for burst/rate
+
+
+def send_offsets(load: LoadSpec, seed: int) -> list[float] | None:
+    """Intended send times (s after t0): zeros for a burst, gamma arrivals for a rate, None for
+    a closed loop (there the send time is when a slot frees). The first rate request goes at 0,
+    as in `vllm bench serve`; burstiness is the gamma shape (1.0 = Poisson)."""
+    n = load.num_requests
+    if load.shape == "burst":
+        return [0.0] * n
+    if load.shape == "concurrency":
+        return None
+    assert load.rate is not None
+    rng = np.random.default_rng(seed)
+    gaps = rng.gamma(shape=load.burstiness, scale=1.0 / (load.rate * load.burstiness), size=n - 1)
+    return [0.0, *np.cumsum(gaps).tolist()]
+
+
+def plan_jobs(
+    targets: list[Target], load: LoadSpec, client: ClientSpec, prompts: list[Prompt], seed: int
+) -> list[_Job]:
+    """One job per worker: client.processes per target, requests dealt round-robin.
+
+    A rate schedule is split without changing any send time; a closed loop of C splits into
+    per-worker loops whose slots add up to C (an approximation of one global loop).
+    """
+    n = load.num_requests
+    if len(prompts) < n:
+        raise ValueError(f"{n} requests need {n} prompts, got {len(prompts)}")
+    offsets = send_offsets(load, seed)
+    per_target = min(client.processes, n, load.concurrency or n)
+    jobs = []
+    for target in targets:
+        for w in range(per_target):
+            items = [
+                _Item(i, prompts[i], offsets[i] if offsets is not None else None)
+                for i in range(w, n, per_target)
+            ]
+            slots = None
+            if load.shape == "concurrency":
+                assert load.concurrency is not None
+                slots = load.concurrency // per_target + (w < load.concurrency % per_target)
+            jobs.append(_Job(target, items, slots))
+    return jobs
+
+
+# ---------------------------------------------------------------------------------------------
+# One request
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Context:
+    """What every request of a job shares."""
+
+    job: _Job
+    workload: WorkloadSpec
+    client: ClientSpec
+    t0: float
+    url: httpstream.Url = field(init=False)
+    chat: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.url = httpstream.parse_url(self.job.target.base_url, endpoint_path(self.workload))
+        self.chat = self.workload.endpoint == "chat"
+
+
+async def _one_request(ctx: _Context, item: _Item, intended: float) -> RequestRecord:
+    """Send one request; every outcome, including cancellation, becomes a record."""
+    collector = ResponseCollector(item.index, ctx.job.target.replica, ctx.t0, ctx.chat)
+    collector.intended = intended
+    body = request_body(ctx.workload, ctx.job.target.model, item.prompt)
+    result: httpstream.HttpResult | None = None
+    try:
+        collector.actual = time.monotonic() - ctx.t0
+        result = await httpstream.post(
+            ctx.url,
+            body,
+            collector.on_event,
+            sse=ctx.workload.stream,
+            stall_timeout_s=ctx.client.stall_timeout_s,
+            request_timeout_s=ctx.client.request_timeout_s,
+        )
+        if not ctx.workload.stream and result.error is None:
+            collector.on_json_body(result.body, result.ended_at or time.monotonic())
+    except httpstream.StreamAbort as exc:
+        return collector.record(result, str(exc))
+    except asyncio.CancelledError:
+        return collector.record(result, "cancelled")
+    except Exception as exc:  # a client bug must not lose the other requests
+        return collector.record(result, f"client error: {exc!r}")
+    return collector.record(result, None)
+
+
+# ---------------------------------------------------------------------------------------------
+# One job on one event loop
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _JobStats:
+    cpu_seconds: float = 0.0
+    wall_seconds: float = 0.0
+    lags_ms: list[float] = field(default_factory=list)
+
+
+async def _tick_loop_lag(lags_ms: list[float]) -> None:
+    """Record how late a short sleep wakes up: the event loop's own queueing delay."""
+    while True:
+        before = time.monotonic()
+        await asyncio.sleep(LOOP_TICK_S)
+        lags_ms.append(max(0.0, (time.monotonic() - before - LOOP_TICK_S) * 1000))
+
+
+class _Run:
+    """The shared state of one job on its loop: finished records and the stop flag."""
+
+    def __init__(self, ctx: _Context, on_done: Callable[[], None]) -> None:
+        self.ctx = ctx
+        self.on_done = on_done
+        self.records: list[RequestRecord] = []
+        self.remaining = len(ctx.job.items)
+        self.finished = asyncio.Event()
+        self.stopping = False
+        if self.remaining == 0:
+            self.finished.set()
+
+    async def request(self, item: _Item, intended: float) -> None:
+        record = await _one_request(self.ctx, item, intended)
+        self.records.append(record)
+        self.remaining -= 1
+        self.on_done()
+        if self.remaining == 0:
+            self.finished.set()
+
+
+async def _dispatch_scheduled(run: _Run, tasks: list[asyncio.Task[None]]) -> None:
+    """Burst and rate: start each request at its intended time (t0 + offset)."""
+    t0 = run.ctx.t0
+    for item in sorted(run.ctx.job.items, key=lambda it: it.offset or 0.0):
+        offset = item.offset or 0.0
+        await _sleep_until(t0 + offset)
+        if run.stopping:
+            return
+        tasks.append(asyncio.create_task(run.request(item, offset)))
+
+
+async def _closed_loop_slot(run: _Run, pending: list[_Item]) -> None:
+    """One closed-loop slot: take the next request as soon as the previous one finished."""
+    while pending and not run.stopping:
+        item = pending.pop(0)
+        await run.request(item, time.monotonic() - run.ctx.t0)
+
+
+async def run_job(
+    job: _Job,
+    workload: WorkloadSpec,
+    client: ClientSpec,
+    t0: float,
+    is_cancelled: Callable[[], bool],
+    on_done: Callable[[], None],
+) -> tuple[list[RequestRecord], _JobStats]:
+    """Run one job from t0 on the running loop; returns a record for every item, always."""
+    await _sleep_until(t0)
+    run = _Run(_Context(job, workload, client, t0), on_done)
+    stats = _JobStats()
+    cpu_start = time.thread_time()  # this thread's CPU: the loop's, not the caller's other threads
+    ticker = asyncio.create_task(_tick_loop_lag(stats.lags_ms))
+    tasks: list[asyncio.Task[None]] = []
+    if job.concurrency is None:
+        tasks.append(asyncio.create_task(_dispatch_scheduled(run, tasks)))
+    else:
+        pending = list(job.items)
+        tasks.extend(
+            asyncio.create_task(_closed_loop_slot(run, pending)) for _ in range(job.concurrency)
+        )
+    cancelled = False
+    while not run.finished.is_set():
+        if is_cancelled():
+            cancelled = run.stopping = True
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            break
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(CANCEL_POLL_S):
+                await run.finished.wait()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    ticker.cancel()
+    records = run.records + _unsent_records(job, run.records, t0, cancelled)
+    stats.cpu_seconds = time.thread_time() - cpu_start
+    stats.wall_seconds = time.monotonic() - t0
+    records.sort(key=lambda r: r.index)
+    return records, stats
+
+
+def _unsent_records(
+    job: _Job, records: list[RequestRecord], t0: float, cancelled: bool
+) -> list[RequestRecord]:
+    """Records for the items that never got a request (cancelled before their send time)."""
+    have = {r.index for r in records}
+    error = "cancelled" if cancelled else "not sent"
+    return [
+        RequestRecord(
+            index=item.index,
+            replica=job.target.replica,
+            intended_send=item.offset if item.offset is not None else time.monotonic() - t0,
+            error=error,
+        )
+        for item in job.items
+        if item.index not in have
+    ]
+
+
+def _new_loop() -> asyncio.AbstractEventLoop:
+    """uvloop when installed (it comes with vLLM's uvicorn): bench/client_events.py measured it
+    delivering SSE events with lower delay than the stdlib loop. Its timers tick in whole
+    milliseconds, so scheduled sends re-check the clock (see _sleep_until)."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
+
+
+async def _sleep_until(deadline: float) -> None:
+    """Sleep until time.monotonic() >= deadline; a millisecond timer can wake a little early."""
+    while (delay := deadline - time.monotonic()) > 0:
+        await asyncio.sleep(delay)
+
+
+def _run_job_blocking(
+    job: _Job,
+    workload: WorkloadSpec,
+    client: ClientSpec,
+    t0: float,
+    is_cancelled: Callable[[], bool],
+    on_done: Callable[[], None],
+) -> tuple[list[RequestRecord], _JobStats]:
+    loop = _new_loop()
+    try:
+        return loop.run_until_complete(run_job(job, workload, client, t0, is_cancelled, on_done))
+    finally:
+        loop.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# Health
+# ---------------------------------------------------------------------------------------------
+
+
+def job_health(stats: _JobStats) -> dict[str, float | None]:
+    cpu = stats.cpu_seconds / stats.wall_seconds if stats.wall_seconds > 0 else None
+    lags = np.asarray(stats.lags_ms)
+    return {
+        "cpu_fraction": cpu,
+        "lag_p99_ms": float(np.percentile(lags, 99)) if lags.size else None,
+        "lag_max_ms": float(lags.max()) if lags.size else None,
+    }
+
+
+def merge_health(per_worker: list[dict[str, float | None]]) -> ClientHealth:
+    """The busiest worker speaks for the client: one saturated process distorts its requests."""
+
+    def worst(key: str) -> float | None:
+        values = [h[key] for h in per_worker if h[key] is not None]
+        return max(values) if values else None  # type: ignore[type-var]
+
+    cpu, lag_p99, lag_max = worst("cpu_fraction"), worst("lag_p99_ms"), worst("lag_max_ms")
+    reasons = []
+    if cpu is not None and cpu > SATURATED_CPU_FRACTION:
+        reasons.append(
+            f"a client process used {cpu:.0%} of a core (limit {SATURATED_CPU_FRACTION:.0%}): "
+            "arrival stamps may be late; use more client processes"
+        )
+    if lag_p99 is not None and lag_p99 > SATURATED_LOOP_LAG_P99_MS:
+        # High lag with low own CPU means other processes (often the engine on the same host)
+        # took the client's core: say so, since more client processes would not help then.
+        cause = (
+            "; the client itself was mostly idle, so other processes on this host starved it"
+            if cpu is not None and cpu < SATURATED_CPU_FRACTION / 2
+            else ""
+        )
+        reasons.append(
+            f"event-loop lag p99 {lag_p99:.1f} ms (limit {SATURATED_LOOP_LAG_P99_MS:g} ms): "
+            f"per-token times are distorted{cause}"
+        )
+    return ClientHealth(
+        processes=len(per_worker),
+        cpu_fraction=cpu,
+        loop_lag_p99_ms=lag_p99,
+        loop_lag_max_ms=lag_max,
+        saturated=bool(reasons),
+        reasons=reasons,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Entry point
+# ---------------------------------------------------------------------------------------------
+
+
+def run_load(
+    targets: list[Target],
+    workload: WorkloadSpec,
+    load: LoadSpec,
+    client: ClientSpec,
+    prompts: list[Prompt],
+    *,
+    cancel: threading.Event | None = None,
+    on_request_done: Callable[[int, int], None] | None = None,
+) -> LoadOutcome:
+    """Run the load against every target and return every request's record.
+
+    Bad servers never raise: each request ends as a record (error set). Raises ValueError for a
+    plan that cannot run and ClientError when a client worker process fails to start.
+
+    Call it from a thread with no running event loop. In-process runs (one target, one process)
+    share the GIL with the caller's other threads; ClientHealth's loop lag shows when that hurts.
+    Lifts this process's open-files soft limit to the hard limit (a burst holds N sockets).
+    """
+    if not targets:
+        raise ValueError("run_load needs at least one target")
+    _raise_open_files_limit()
+    jobs = plan_jobs(targets, load, client, prompts, workload.seed)
+    total = sum(len(job.items) for job in jobs)
+    cancel = cancel or threading.Event()
+    progress = on_request_done or (lambda done, total: None)
+    if len(jobs) == 1:
+        return _run_in_process(jobs[0], workload, client, cancel, progress, total)
+    return _run_processes(jobs, workload, client, cancel, progress, total)
+
+
+def _raise_open_files_limit() -> None:
+    """A burst of N requests holds N sockets at once; lift the soft limit to the hard one."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+def _run_in_process(
+    job: _Job,
+    workload: WorkloadSpec,
+    client: ClientSpec,
+    cancel: threading.Event,
+    progress: Callable[[int, int], None],
+    total: int,
+) -> LoadOutcome:
+    done = 0
+
+    def on_done() -> None:
+        nonlocal done
+        done += 1
+        progress(done, total)
+
+    t0 = time.monotonic() + 0.01  # leave the loop a moment to start before the first send
+    records, stats = _run_job_blocking(job, workload, client, t0, cancel.is_set, on_done)
+    return LoadOutcome(records=records, health=merge_health([job_health(stats)]), t0=t0)
+
+
+def _run_processes(
+    jobs: list[_Job],
+    workload: WorkloadSpec,
+    client: ClientSpec,
+    cancel: threading.Event,
+    progress: Callable[[int, int], None],
+    total: int,
+) -> LoadOutcome:
+    ctx = multiprocessing.get_context("spawn")
+    events: Any = ctx.Queue()
+    stop = ctx.Event()
+    pipes = [ctx.Pipe(duplex=False) for _ in jobs]
+    procs = [
+        ctx.Process(
+            target=_worker_main,
+            args=(w, job, workload, client, pipes[w][0], events, stop),
+            daemon=True,
+            name=f"headroom-client-{w}",
+        )
+        for w, job in enumerate(jobs)
+    ]
+    for proc in procs:
+        proc.start()
+    try:
+        if not _wait_ready(procs, events, cancel):
+            t0 = time.monotonic()
+            results = [(_lost_records(job, t0, "cancelled"), {}) for job in jobs]
+        else:
+            t0 = time.monotonic() + START_DELAY_S
+            for _, sender in pipes:
+                sender.send(t0)
+            results = _collect(jobs, procs, events, cancel, stop, progress, total, t0)
+    finally:
+        stop.set()
+        for proc in procs:
+            proc.join(timeout=5)
+            if proc.is_alive():
+                proc.kill()
+                proc.join()
+    records = sorted(
+        (r for recs, _ in results for r in recs), key=lambda r: (r.replica, r.index)
+    )
+    healths = [h or {"cpu_fraction": None, "lag_p99_ms": None, "lag_max_ms": None} for _, h in results]
+    return LoadOutcome(records=records, health=merge_health(healths), t0=t0)
+
+
+def _wait_ready(procs: list[Any], events: Any, cancel: threading.Event) -> bool:
+    """True when every worker is ready, False when cancelled first; ClientError on failure."""
+    ready: set[int] = set()
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while len(ready) < len(procs):
+        if cancel.is_set():
+            return False
+        if time.monotonic() > deadline:
+            raise ClientError(f"client workers not ready after {READY_TIMEOUT_S:g} s")
+        try:
+            message = events.get(timeout=0.1)
+        except queue_module.Empty:
+            dead = [p.name for p in procs if p.exitcode is not None]
+            if dead:
+                raise ClientError(f"client worker(s) exited before starting: {dead}") from None
+            continue
+        if message[0] == "ready":
+            ready.add(message[1])
+        elif message[0] == "error":
+            raise ClientError(f"client worker {message[1]} failed to start:\n{message[2]}")
+    return True
+
+
+def _collect(
+    jobs: list[_Job],
+    procs: list[Any],
+    events: Any,
+    cancel: threading.Event,
+    stop: Any,
+    progress: Callable[[int, int], None],
+    total: int,
+    t0: float,
+) -> list[tuple[list[RequestRecord], dict[str, float | None]]]:
+    """Gather every worker's result; a worker that dies leaves error records, never a hang."""
+    results: dict[int, tuple[list[RequestRecord], dict[str, float | None]]] = {}
+    done_by_worker = [0] * len(jobs)
+    dead_since: dict[int, float] = {}
+    while len(results) < len(jobs):
+        if cancel.is_set():
+            stop.set()
+        try:
+            message = events.get(timeout=0.1)
+        except queue_module.Empty:
+            message = None
+        if message is not None:
+            kind, w = message[0], message[1]
+            if kind == "progress":
+                done_by_worker[w] = message[2]
+                progress(sum(done_by_worker), total)
+            elif kind == "result":
+                payload = orjson.loads(message[2])
+                recs = [RequestRecord.model_validate(r) for r in payload["records"]]
+                results[w] = (recs, payload["health"])
+            elif kind == "error":
+                results[w] = (_lost_records(jobs[w], t0, f"client worker failed: {message[2]}"), {})
+        now = time.monotonic()
+        for w, proc in enumerate(procs):
+            if w in results or proc.exitcode is None:
+                continue
+            if now - dead_since.setdefault(w, now) > DEAD_WORKER_GRACE_S:
+                reason = f"client worker died (exit code {proc.exitcode})"
+                results[w] = (_lost_records(jobs[w], t0, reason), {})
+    return [results[w] for w in range(len(jobs))]
+
+
+def _lost_records(job: _Job, t0: float, reason: str) -> list[RequestRecord]:
+    return [
+        RequestRecord(
+            index=item.index,
+            replica=job.target.replica,
+            intended_send=item.offset if item.offset is not None else 0.0,
+            error=reason,
+        )
+        for item in job.items
+    ]
+
+
+def _worker_main(
+    w: int,
+    job: _Job,
+    workload: WorkloadSpec,
+    client: ClientSpec,
+    start_conn: Any,
+    events: Any,
+    stop: Any,
+) -> None:
+    """A spawned client worker: say ready, wait for t0, run the job, send the records back."""
+    try:
+        _raise_open_files_limit()
+        events.put(("ready", w))
+        while not start_conn.poll(0.1):
+            if stop.is_set():
+                return
+        t0 = start_conn.recv()
+        done = 0
+        last_sent = 0.0
+
+        def on_done() -> None:
+            nonlocal done, last_sent
+            done += 1
+            now = time.monotonic()
+            if now - last_sent >= PROGRESS_INTERVAL_S or done == len(job.items):
+                last_sent = now
+                events.put(("progress", w, done))
+
+        records, stats = _run_job_blocking(job, workload, client, t0, stop.is_set, on_done)
+        payload = {"records": [r.model_dump() for r in records], "health": job_health(stats)}
+        events.put(("result", w, orjson.dumps(payload)))
+    except BaseException:
+        with contextlib.suppress(Exception):
+            events.put(("error", w, traceback.format_exc()))
+        raise

