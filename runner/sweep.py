@@ -1,0 +1,319 @@
+"""Sweeps: engine configs x load levels x repeats, and synchronized node runs.
+
+`run_plan` is the one seam between the Django world and the runner: it takes a plan and yields
+each measured point as soon as it finishes. The engine is restarted for every engine config
+(settings such as max_num_seqs only apply at start-up); load levels and repeats of one config
+share that engine, run in ascending load order.
+
+With `plan.replicas > 1` every point is a node run: N independent engines (one per GPU, or per
+tensor-parallel group), one client process per replica, all released at one common instant.
+Node throughput is all completed output tokens over ONE common window, from the first request
+sent to the last completion, never the sum of per-replica rates.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from runner import __version__
+from runner.engine import EngineError, RunningEngine, engines
+from runner.loadgen import LoadOutcome, Target, run_load
+from runner.metrics import aggregate, window_of
+from runner.provenance import collect_hardware, package_versions, utc_now
+from runner.sampler import QueueSampler, summarize
+from runner.schema import (
+    EngineConfig,
+    EngineSample,
+    LoadSpec,
+    PointResult,
+    Provenance,
+    QueueSummary,
+    ReplicaResult,
+    SweepPlan,
+    point_key,
+)
+from runner.workloads import Prompt, build_prompts, token_counter_for
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Progress:
+    """What the runner is doing now; the dashboard copies it onto the benchmark row."""
+
+    points_done: int
+    points_total: int
+    requests_done: int
+    requests_total: int
+    note: str
+
+
+@dataclass(frozen=True)
+class PlannedPoint:
+    config: EngineConfig
+    load: LoadSpec
+    repeat: int
+
+    @property
+    def key(self) -> str:
+        return point_key(self.config, self.load, self.repeat)
+
+
+class Cancelled(Exception):
+    """The caller asked to stop; the engine was stopped and finished points were kept."""
+
+
+class SweepIncomplete(Exception):
+    """Some engine configs could not be measured; the others' points were still yielded."""
+
+    def __init__(self, failures: list[str]):
+        self.failures = failures
+        super().__init__("; ".join(failures))
+
+
+def plan_points(plan: SweepPlan) -> list[PlannedPoint]:
+    """Every point of the plan in run order: per config, loads ascending, then repeats."""
+    loads = sorted(plan.loads, key=lambda load: (load.offered_concurrency(), load.num_requests))
+    return [
+        PlannedPoint(config, load, repeat)
+        for config in plan.engine_configs
+        for load in loads
+        for repeat in range(plan.repeats)
+    ]
+
+
+def run_plan(
+    plan: SweepPlan,
+    workdir: Path,
+    *,
+    skip_keys: frozenset[str] = frozenset(),
+    cancel: threading.Event | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
+) -> Iterator[PointResult]:
+    """Run every point of the plan not in skip_keys, yielding each one as soon as it finishes.
+
+    Engine logs go under workdir/logs. An engine config whose engine fails to start, or dies
+    mid-point, is recorded and the sweep moves on to the next config; SweepIncomplete is raised
+    at the end naming them. Cancelled is raised when cancel is set (engines stopped first).
+    """
+    cancel = cancel or threading.Event()
+    report = on_progress or (lambda progress: None)
+    todo = [p for p in plan_points(plan) if p.key not in skip_keys]
+    total = len(todo)
+    done = 0
+    failures: list[str] = []
+    prompts: list[Prompt] | None = None
+    hardware = collect_hardware()
+    packages = package_versions()
+
+    for config in _unique_configs(todo):
+        group = [p for p in todo if p.config is config]
+        if cancel.is_set():
+            raise Cancelled()
+        report(Progress(done, total, 0, 0, f"starting engine {config.label()}"))
+        log_dir = workdir / "logs" / _slug(config.label())
+        measured = 0
+        try:
+            with engines(
+                plan.launch, plan.checkpoint, config, replicas=plan.replicas, log_dir=log_dir
+            ) as running:
+                if prompts is None:
+                    prompts = _build_prompts(plan, running[0])
+                _warm_up(plan, running, prompts, cancel)
+                for planned in group:
+                    if cancel.is_set():
+                        raise Cancelled()
+                    context = _PointContext(plan, planned, done, total, report)
+                    point = _measure_point(context, running, prompts, cancel)
+                    point.provenance = Provenance(
+                        hardware=hardware,
+                        engine=running[0].info,
+                        checkpoint=plan.checkpoint,
+                        packages=packages,
+                        client_version=f"headroom-runner {__version__}",
+                        started_at=context.started_at,
+                        finished_at=utc_now(),
+                    )
+                    done += 1
+                    measured += 1
+                    yield point
+                    dead = [e.replica for e in running if not e.alive()]
+                    if dead:
+                        raise EngineError(f"engine replica(s) {dead} exited during the point")
+                    report(Progress(done, total, 0, 0, f"finished {planned.key}"))
+        except EngineError as exc:
+            log.warning("engine config %s failed: %s", config.label(), exc)
+            failures.append(f"{config.label()}: {exc}")
+            done += len(group) - measured  # the config's remaining points cannot be measured
+    if failures:
+        raise SweepIncomplete(failures)
+
+
+@dataclass
+class _PointContext:
+    plan: SweepPlan
+    planned: PlannedPoint
+    done: int
+    total: int
+    report: Callable[[Progress], None]
+    started_at: str = ""
+
+    def __post_init__(self) -> None:
+        self.started_at = utc_now()
+
+
+def _measure_point(
+    context: _PointContext,
+    running: list[RunningEngine],
+    prompts: list[Prompt],
+    cancel: threading.Event,
+) -> PointResult:
+    plan, planned = context.plan, context.planned
+    targets = [Target(e.replica, e.base_url, e.served_model) for e in running]
+    requests_total = planned.load.num_requests * len(targets)
+
+    def on_request_done(requests_done: int, _total: int) -> None:
+        context.report(
+            Progress(context.done, context.total, requests_done, requests_total, planned.key)
+        )
+
+    # The sampler stamps absolute monotonic times; they are rebased on the client's t0 below.
+    sampler = QueueSampler([(e.replica, e.base_url) for e in running], plan.sample_interval_s, 0.0)
+    sampler.start()
+    try:
+        outcome = run_load(
+            targets,
+            plan.workload,
+            planned.load,
+            plan.client,
+            prompts[: planned.load.num_requests],
+            cancel=cancel,
+            on_request_done=on_request_done,
+        )
+    finally:
+        raw_samples = sampler.stop()
+    if cancel.is_set():
+        raise Cancelled()
+    samples = [s.model_copy(update={"t": s.t - outcome.t0}) for s in raw_samples]
+    return _point_from_outcome(plan, planned, running, outcome, samples)
+
+
+def _point_from_outcome(
+    plan: SweepPlan,
+    planned: PlannedPoint,
+    running: list[RunningEngine],
+    outcome: LoadOutcome,
+    samples: list[EngineSample],
+) -> PointResult:
+    records = sorted(outcome.records, key=lambda r: (r.replica, r.index))
+    window = window_of(records)
+    per_replica = []
+    for engine in running:
+        mine = [r for r in records if r.replica == engine.replica]
+        replica_window = window_of(mine)
+        per_replica.append(
+            ReplicaResult(
+                replica=engine.replica,
+                base_url=engine.base_url,
+                window=replica_window,
+                metrics=aggregate(mine, plan.workload) if mine else None,
+                queue=_queue(samples, engine.replica, replica_window),
+            )
+        )
+    notes = []
+    if len(running) > 1:
+        notes.append(
+            f"node run: {len(running)} replicas released together; throughput is all output "
+            "tokens over one common window"
+        )
+    return PointResult(
+        key=planned.key,
+        plan_name=plan.name,
+        engine_config=planned.config,
+        load=planned.load,
+        workload=plan.workload,
+        repeat=planned.repeat,
+        replicas=len(running),
+        t0_monotonic=outcome.t0,
+        window=window,
+        metrics=aggregate(records, plan.workload),
+        queue=_node_queue([r.queue for r in per_replica]),
+        client=outcome.health,
+        per_replica=per_replica,
+        samples=samples,
+        requests=records,
+        notes=notes,
+    )
+
+
+def _queue(samples: list[EngineSample], replica: int, window) -> QueueSummary:
+    mine = [s for s in samples if s.replica == replica]
+    if window is None or not mine:
+        return QueueSummary(samples=len(mine))
+    return summarize(mine, window.start, window.end)
+
+
+def _node_queue(summaries: list[QueueSummary]) -> QueueSummary:
+    """A node's queue: sums of the replicas' means and counters, the highest of their peaks."""
+    if len(summaries) == 1:
+        return summaries[0]
+
+    def total(name: str) -> float | None:
+        values = [getattr(s, name) for s in summaries if getattr(s, name) is not None]
+        return sum(values) if values else None
+
+    def highest(name: str) -> float | None:
+        values = [getattr(s, name) for s in summaries if getattr(s, name) is not None]
+        return max(values) if values else None
+
+    def mean(name: str) -> float | None:
+        values = [getattr(s, name) for s in summaries if getattr(s, name) is not None]
+        return sum(values) / len(values) if values else None
+
+    return QueueSummary(
+        samples=sum(s.samples for s in summaries),
+        mean_running=total("mean_running"),
+        mean_waiting=total("mean_waiting"),
+        peak_running=highest("peak_running"),
+        peak_waiting=highest("peak_waiting"),
+        peak_kv_usage=highest("peak_kv_usage"),
+        mean_kv_usage=mean("mean_kv_usage"),
+        preemptions=total("preemptions"),
+        generation_tokens=total("generation_tokens"),
+    )
+
+
+def _build_prompts(plan: SweepPlan, engine: RunningEngine) -> list[Prompt]:
+    """Prompts for the largest load, calibrated once with the served model's own tokenizer."""
+    largest = max(load.num_requests for load in plan.loads)
+    count = max(largest, plan.warmup_requests)
+    counter = token_counter_for(engine.base_url, engine.served_model, plan.workload)
+    return build_prompts(plan.workload, count, counter)
+
+
+def _warm_up(
+    plan: SweepPlan, running: list[RunningEngine], prompts: list[Prompt], cancel: threading.Event
+) -> None:
+    """Requests that warm the engine; their results are discarded and never stored."""
+    if not plan.warmup_requests:
+        return
+    targets = [Target(e.replica, e.base_url, e.served_model) for e in running]
+    load = LoadSpec(shape="burst", num_requests=plan.warmup_requests)
+    run_load(targets, plan.workload, load, plan.client, prompts[: load.num_requests], cancel=cancel)
+
+
+def _unique_configs(points: list[PlannedPoint]) -> list[EngineConfig]:
+    configs: list[EngineConfig] = []
+    for point in points:
+        if not any(point.config is seen for seen in configs):
+            configs.append(point.config)
+    return configs
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9=.-]+", "_", text)[:80] or "defaults"

@@ -1,0 +1,179 @@
+"""The whole runner on real vLLM CPU engines serving the tiny model.
+
+The case-study effect, for real: with max_num_seqs 4 a burst of 64 requests mostly waits, with
+32 the engine admits them and output throughput rises. Engines are started once per engine
+config for the whole test session (the sweep fixture is session-scoped).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from runner.schema import (
+    Checkpoint,
+    ClientSpec,
+    EngineConfig,
+    EngineLaunch,
+    LoadSpec,
+    PointResult,
+    SweepPlan,
+    WorkloadSpec,
+)
+from runner.sweep import run_plan
+
+pytestmark = pytest.mark.engine
+
+OUTPUT_TOKENS = 64
+BURST = 64
+
+
+def cpu_plan(model_dir: Path, configs: list[EngineConfig], *, replicas: int = 1) -> SweepPlan:
+    return SweepPlan(
+        name="test",
+        checkpoint=Checkpoint(model=str(model_dir), served_model_name="tiny"),
+        launch=EngineLaunch(style="cpu", startup_timeout_s=300),
+        engine_configs=configs,
+        loads=[LoadSpec(shape="burst", num_requests=BURST)],
+        workload=WorkloadSpec(input_tokens_min=20, input_tokens_max=24, output_tokens=OUTPUT_TOKENS),
+        client=ClientSpec(request_timeout_s=120, stall_timeout_s=60),
+        replicas=replicas,
+        sample_interval_s=0.25,
+    )
+
+
+@pytest.fixture(scope="session")
+def seqs_sweep(tiny_model: Path, tmp_path_factory) -> dict[int, PointResult]:
+    plan = cpu_plan(tiny_model, [EngineConfig(max_num_seqs=4), EngineConfig(max_num_seqs=32)])
+    workdir = tmp_path_factory.mktemp("sweep")
+    points = list(run_plan(plan, workdir))
+    return {p.engine_config.max_num_seqs: p for p in points}
+
+
+def test_more_admitted_sequences_raise_output_throughput(seqs_sweep):
+    assert seqs_sweep[32].metrics.output_throughput > seqs_sweep[4].metrics.output_throughput
+
+
+def test_the_small_engine_keeps_requests_waiting_while_running_stays_at_its_cap(seqs_sweep):
+    samples = [s for s in seqs_sweep[4].samples if s.running is not None]
+    assert max(s.waiting for s in samples) > 0
+    assert max(s.running for s in samples) == 4
+    # While requests wait the engine runs exactly its cap; a scrape can land between one
+    # request finishing and the next being admitted, so a few samples may show 3.
+    busy = [s for s in samples if s.waiting and s.waiting > 0]
+    assert busy and all(s.running <= 4 for s in busy)
+    assert sum(s.running == 4 for s in busy) >= 0.8 * len(busy)
+    assert seqs_sweep[4].queue.peak_waiting > 0
+
+
+def test_every_request_reaches_max_tokens(seqs_sweep):
+    for point in seqs_sweep.values():
+        assert point.metrics.valid, point.metrics
+        assert point.metrics.completed == BURST
+        assert all(r.output_tokens == OUTPUT_TOKENS for r in point.requests)
+
+
+def test_aggregates_match_an_independent_recomputation(seqs_sweep):
+    for point in seqs_sweep.values():
+        requests = point.requests
+        start = min(r.actual_send for r in requests)
+        end = max(r.completed_at for r in requests)
+        tokens = sum(r.output_tokens for r in requests)
+        metrics = point.metrics
+        assert metrics.total_output_tokens == tokens
+        assert metrics.duration == pytest.approx(end - start)
+        assert metrics.output_throughput == pytest.approx(tokens / (end - start))
+        ttft_ms = np.array([r.ttft for r in requests]) * 1000
+        e2el_ms = np.array([r.e2el for r in requests]) * 1000
+        assert metrics.median_ttft_ms == pytest.approx(np.median(ttft_ms))
+        assert metrics.p99_e2el_ms == pytest.approx(np.percentile(e2el_ms, 99))
+        tpot_ms = (e2el_ms - ttft_ms) / (OUTPUT_TOKENS - 1)
+        assert metrics.mean_tpot_ms == pytest.approx(tpot_ms.mean())
+
+
+def test_provenance_records_engine_and_host(seqs_sweep):
+    provenance = seqs_sweep[4].provenance
+    assert provenance.engine.launch_style == "cpu"
+    assert provenance.engine.version
+    assert provenance.engine.num_gpu_blocks
+    assert provenance.hardware.host
+    assert provenance.checkpoint.served_model_name == "tiny"
+
+
+def test_two_replicas_share_one_common_window(tiny_model, tmp_path):
+    plan = cpu_plan(tiny_model, [EngineConfig(max_num_seqs=16)], replicas=2)
+    (point,) = list(run_plan(plan, tmp_path))
+    assert point.replicas == 2 and len(point.per_replica) == 2
+    starts = [r.window.start for r in point.per_replica]
+    ends = [r.window.end for r in point.per_replica]
+    assert point.window.start == pytest.approx(min(starts))
+    assert point.window.end == pytest.approx(max(ends))
+    tokens = sum(r.metrics.total_output_tokens for r in point.per_replica)
+    assert point.metrics.total_output_tokens == tokens == 2 * BURST * OUTPUT_TOKENS
+    assert point.metrics.output_throughput == pytest.approx(tokens / point.window.seconds)
+    summed_rates = sum(r.metrics.output_throughput for r in point.per_replica)
+    assert point.metrics.output_throughput <= summed_rates
+
+
+def test_killing_the_runner_mid_point_leaves_no_engine_behind(tiny_model, tmp_path):
+    out = tmp_path / "killed.jsonl"
+    command = [
+        sys.executable, "-m", "runner", "bench",
+        "--model", str(tiny_model), "--served-model-name", "tiny",
+        "--max-num-seqs", "4", "--num-requests", "256",
+        "--input-tokens", "20-24", "--output-tokens", "128",
+        "--out", str(out), "--workdir", str(tmp_path / "work"),
+    ]  # fmt: skip
+    # Every process the runner starts inherits this marker: the engine, its EngineCore (which
+    # renames itself, so its command line would not tell), a guard.
+    marker = f"headroom-test-{uuid.uuid4()}"
+    env = {**os.environ, "HEADROOM_TEST_MARKER": marker}
+    runner = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _wait_for_requests_in_flight(tmp_path / "work", timeout=300)
+        assert _processes_marked(marker), "the engine should be running before the kill"
+        runner.send_signal(signal.SIGKILL)
+        runner.wait(timeout=10)
+        deadline = time.monotonic() + 30
+        while _processes_marked(marker) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert _processes_marked(marker) == []
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+
+
+def _wait_for_requests_in_flight(workdir: Path, timeout: float) -> None:
+    """Wait until the engine log shows it serving completions."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for log in workdir.glob("logs/**/*.log"):
+            if "/v1/completions" in log.read_text(errors="replace"):
+                time.sleep(1.0)
+                return
+        time.sleep(0.5)
+    raise AssertionError("the engine never started serving")
+
+
+def _processes_marked(marker: str) -> list[int]:
+    """Pids whose environment carries the marker: only processes this test started."""
+    needle = f"HEADROOM_TEST_MARKER={marker}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if needle in environ.split(b"\0"):
+            found.append(int(entry.name))
+    return found
