@@ -1,25 +1,33 @@
-"""`python -m benchmarks.demo` (make demo): the dashboard and one CPU worker on this machine.
+"""`python -m benchmarks.demo` (make demo): the whole dashboard on this machine, with a real engine.
 
-Migrates the database, creates the demo user and prints its credentials, registers the tiny
-model and the installed vLLM, then runs `manage.py runserver` and one Celery worker (queue
-cpu-local) until Ctrl-C. Needs Redis at CELERY_BROKER_URL. Each child runs in its own process
-group, and only those groups are stopped on exit.
+Migrates the database (SQLite unless DATABASE_URL says otherwise), creates the demo user and
+prints its credentials, registers the tiny model and the installed vLLM, starts the web server
+and one Celery worker for the CPU node, launches a first sweep through the launch form's own
+path, and prints the URL. Ctrl-C stops everything: each child runs in its own process group and
+only those groups are signalled; the worker's engines stop with it (runner/guard.py).
+
+The broker is Redis when it answers at CELERY_BROKER_URL (default 127.0.0.1:6379); otherwise
+kombu's filesystem transport under var/broker, which needs no server.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DEMO_ADDRESS = os.environ.get("HEADROOM_DEMO_ADDRESS", "127.0.0.1:8000")
+DEFAULT_REDIS = "redis://127.0.0.1:6379/0"
+QUEUE = "cpu-local"
 
 
-def manage(*args: str) -> None:
-    subprocess.run([sys.executable, "manage.py", *args], cwd=BASE_DIR, check=True)
+def manage(*args: str, env: dict[str, str]) -> None:
+    subprocess.run([sys.executable, "manage.py", *args], cwd=BASE_DIR, env=env, check=True)
 
 
 def start(command: list[str], env: dict[str, str]) -> subprocess.Popen:
@@ -35,20 +43,46 @@ def stop(process: subprocess.Popen) -> None:
             os.killpg(process.pid, signal.SIGKILL)
 
 
+def choose_broker(url: str) -> str:
+    """Redis if it answers, else the filesystem transport (demo only: one machine, no server)."""
+    if not url.startswith("redis://"):
+        return url
+    parts = urlsplit(url)
+    try:
+        with socket.create_connection((parts.hostname or "127.0.0.1", parts.port or 6379), 1):
+            return url
+    except OSError:
+        print(f"Redis is not answering at {parts.netloc}: using a filesystem broker in var/broker")
+        return "filesystem://"
+
+
 def main() -> int:
     tiny_model = Path(os.environ.get("HEADROOM_TINY_MODEL", BASE_DIR / "var" / "tiny-model"))
-    env = {**os.environ, "HEADROOM_NODE_QUEUE": "cpu-local", "HEADROOM_LAUNCH_STYLE": "cpu"}
-    manage("migrate", "--noinput")
-    manage("create_demo_user", "--tiny-model", str(tiny_model))
+    broker = choose_broker(os.environ.get("CELERY_BROKER_URL", DEFAULT_REDIS))
+    env = {
+        **os.environ,
+        "CELERY_BROKER_URL": broker,
+        "HEADROOM_NODE_QUEUE": QUEUE,
+        "HEADROOM_LAUNCH_STYLE": "cpu",
+        "PYTHONUNBUFFERED": "1",
+    }
+    manage("migrate", "--noinput", "-v", "0", env=env)
+    manage("create_demo_user", "--tiny-model", str(tiny_model), env=env)
     worker = start(
-        [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", "cpu-local",
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", QUEUE,
          "--concurrency", "1", "--prefetch-multiplier", "1", "--without-gossip",
-         "--without-mingle", "--loglevel", "INFO"],
+         "--without-mingle", "--loglevel", "WARNING"],
         env,
-    )
+    )  # fmt: skip
     web = start([sys.executable, "manage.py", "runserver", DEMO_ADDRESS, "--noreload"], env)
-    print(f"Headroom demo at http://{DEMO_ADDRESS}/ (Ctrl-C stops web and worker)", flush=True)
     try:
+        manage("launch_demo_sweep", "--queue", QUEUE, env=env)
+        print(
+            f"\nHeadroom demo at http://{DEMO_ADDRESS}/  (log in with the demo user above)\n"
+            "The first sweep starts one CPU engine per max_num_seqs value (about a minute each).\n"
+            "Ctrl-C stops the web server, the worker and its engines.",
+            flush=True,
+        )
         while worker.poll() is None and web.poll() is None:
             try:
                 web.wait(timeout=1)
@@ -56,6 +90,9 @@ def main() -> int:
                 continue
     except KeyboardInterrupt:
         pass
+    except subprocess.CalledProcessError:
+        print("the demo sweep could not be launched; see the message above", file=sys.stderr)
+        return 1
     finally:
         stop(web)
         stop(worker)

@@ -63,7 +63,17 @@ def database_from_url(url: str) -> dict[str, object]:
         name = parts.path[1:]
         if not name:
             raise ImproperlyConfigured(f"DATABASE_URL has no SQLite file path: {url!r}")
-        return {"ENGINE": "django.db.backends.sqlite3", "NAME": name}
+        # The demo's web server and worker write at once: WAL lets readers proceed during a
+        # write, IMMEDIATE transactions and a timeout make writers queue instead of failing.
+        return {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": name,
+            "OPTIONS": {
+                "timeout": 20,
+                "transaction_mode": "IMMEDIATE",
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            },
+        }
     raise ImproperlyConfigured(
         f"DATABASE_URL must start with postgres:// or sqlite:///, got {parts.scheme!r}"
     )
@@ -84,6 +94,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "benchmarks",
+    "reports",
 ]
 
 MIDDLEWARE = [
@@ -134,6 +145,9 @@ LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
+# Customer reports are written in Korean or English (reports/, locale/); the dashboard is English.
+LANGUAGES = [("ko", "Korean"), ("en", "English")]
+LOCALE_PATHS = [BASE_DIR / "locale"]
 
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
@@ -151,6 +165,13 @@ WHITENOISE_USE_FINDERS = True
 # Uploaded result files are read from a temporary file; this caps what the web accepts.
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 HEADROOM_MAX_UPLOAD_BYTES = envint("HEADROOM_MAX_UPLOAD_BYTES", str(512 * 1024 * 1024))
+
+# Report PDFs: headless Chromium prints the public page. Without it the PDF link answers 503
+# and the page's print stylesheet is the fallback.
+HEADROOM_CHROMIUM = os.getenv("HEADROOM_CHROMIUM", "/usr/bin/chromium")
+HEADROOM_PDF_TIMEOUT_S = envint("HEADROOM_PDF_TIMEOUT_S", "60")
+# Virtual time Chromium gives the page's scripts (Plotly) before printing, in milliseconds.
+HEADROOM_PDF_SCRIPT_BUDGET_MS = envint("HEADROOM_PDF_SCRIPT_BUDGET_MS", "10000")
 
 # ---------------------------------------------------------------------------------------------
 # Headroom workers
@@ -191,7 +212,20 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # waits: keep the visibility timeout above the hard time limit.
 CELERY_TASK_SOFT_TIME_LIMIT = envint("HEADROOM_TASK_SOFT_TIME_LIMIT_S", str(6 * 3600))
 CELERY_TASK_TIME_LIMIT = CELERY_TASK_SOFT_TIME_LIMIT + 600  # time to stop engines cleanly
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_TIME_LIMIT + 3600}
+CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {
+    "visibility_timeout": CELERY_TASK_TIME_LIMIT + 3600
+}
+# `make demo` without Redis: kombu's filesystem transport, a broker that needs no server (one
+# machine only). Web and worker share the folder; each message is a file.
+if CELERY_BROKER_URL.startswith("filesystem://"):
+    _broker_dir = BASE_DIR / "var" / "broker"
+    for _sub in ("messages", "control"):
+        (_broker_dir / _sub).mkdir(parents=True, exist_ok=True)
+    CELERY_BROKER_TRANSPORT_OPTIONS.update(
+        data_folder_in=str(_broker_dir / "messages"),
+        data_folder_out=str(_broker_dir / "messages"),
+        control_folder=str(_broker_dir / "control"),
+    )
 # Each node has its own queue; enqueue_benchmark() names it per call (apply_async(queue=...)),
 # so no static route can send a sweep to the wrong GPUs. Unrouted tasks fail loudly instead:
 # there is no worker on the default queue.
