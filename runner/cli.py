@@ -45,7 +45,8 @@ class CliError(Exception):
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    # Failures reach the user once, as "not measured: ..." lines; logs are for the dashboard.
+    logging.basicConfig(level=logging.ERROR, format="%(levelname)s %(name)s: %(message)s")
     # SIGTERM (docker stop, Celery, kill) unwinds like Ctrl-C, so engines are always stopped.
     signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
     try:
@@ -371,26 +372,27 @@ def run_and_report(plan: SweepPlan, args: argparse.Namespace, *, resume: bool) -
                 description=f"requests  {progress.note[:60]}",
             )
 
+        failures: list[str] = []
         try:
             for point in run_plan(plan, workdir, skip_keys=skip, on_progress=show):
                 append_point(args.out, point)
                 points.append(point)
                 bars.update(overall, completed=len(points))
         except SweepIncomplete as exc:
-            print_summary(points)
-            for failure in exc.failures:
-                console.print(f"[red]not measured:[/red] {failure}", highlight=False)
-            return EXIT_INCOMPLETE
+            failures = exc.failures
         except EngineError as exc:
-            print_summary(points)
-            raise CliError(str(exc)) from None
-    print_summary(points)
-    console.print(f"{len(points)} point(s) appended to {args.out}")
-    return 0
+            failures = [str(exc)]
+    # Printed after the progress bars have closed, so nothing interleaves with them.
+    if points:
+        print_summary(points)
+        console.print(f"{len(points)} point(s) appended to {args.out}")
+    for failure in failures:
+        print(f"not measured: {failure}", file=sys.stderr)
+    return EXIT_INCOMPLETE if failures else 0
 
 
 def print_summary(points: Iterable[PointResult]) -> None:
-    table = Table(title="results")
+    table = Table(title="results", expand=True)
     columns = (
         "point",
         "out tok/s",

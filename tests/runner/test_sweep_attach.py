@@ -1,0 +1,89 @@
+"""The sweep path end to end against a small local server (attach mode): resume, bad servers.
+
+Real engines cannot misbehave on demand; tests/runner/test_sweep_engine.py covers real ones.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from runner.cli import main
+from runner.results import read_points
+from runner.schema import (
+    Checkpoint,
+    ClientSpec,
+    EngineConfig,
+    EngineLaunch,
+    LoadSpec,
+    SweepPlan,
+    WorkloadSpec,
+)
+from runner.sweep import run_plan
+from tests.runner.fakeserver import fake_vllm  # noqa: F401  (fixture)
+
+
+def attach_plan(base_url: str, loads: list[int]) -> SweepPlan:
+    return SweepPlan(
+        name="attach",
+        checkpoint=Checkpoint(model="fake-model"),
+        launch=EngineLaunch(style="attach", base_url=base_url),
+        engine_configs=[EngineConfig()],
+        loads=[LoadSpec(num_requests=n) for n in loads],
+        workload=WorkloadSpec(kind="random", input_tokens_min=8, input_tokens_max=12, output_tokens=16),
+        client=ClientSpec(request_timeout_s=10, stall_timeout_s=2),
+        sample_interval_s=0.1,
+    )
+
+
+def write_plan(tmp_path: Path, plan: SweepPlan) -> Path:
+    path = tmp_path / "plan.json"
+    path.write_text(plan.model_dump_json())
+    return path
+
+
+def test_a_finished_sweep_is_all_valid_and_on_disk(fake_vllm, tmp_path):
+    plan = write_plan(tmp_path, attach_plan(fake_vllm.base_url, [4, 8]))
+    out = tmp_path / "results.jsonl"
+    assert main(["sweep", str(plan), "--out", str(out)]) == 0
+    points = read_points(out).points
+    assert [p.load.num_requests for p in points] == [4, 8]
+    assert all(p.metrics.valid and p.metrics.total_output_tokens == p.load.num_requests * 16 for p in points)
+    assert points[0].provenance.engine.launch_style == "attach"
+
+
+def test_resume_runs_only_the_points_missing_from_the_file(fake_vllm, tmp_path):
+    plan = attach_plan(fake_vllm.base_url, [4, 8])
+    out = tmp_path / "results.jsonl"
+    # A sweep that dies after its first point: that point is already in the file.
+    sweep = run_plan(plan, tmp_path)
+    first = next(sweep)
+    sweep.close()
+    out.write_text(first.model_dump_json() + "\n")
+    sent_before = len(fake_vllm.requests)
+
+    assert main(["sweep", str(write_plan(tmp_path, plan)), "--out", str(out), "--resume"]) == 0
+
+    assert len(fake_vllm.requests) - sent_before == 8  # only the burst of 8 ran again
+    assert [p.load.num_requests for p in read_points(out).points] == [4, 8]
+
+
+def test_a_server_answering_500_gives_an_invalid_point_with_error_records(fake_vllm, tmp_path):
+    fake_vllm.mode = "http_500"
+    (point,) = list(run_plan(attach_plan(fake_vllm.base_url, [4]), tmp_path))
+    assert point.metrics.failed == 4 and not point.metrics.valid
+    assert all(r.status == 500 and r.error for r in point.requests)
+
+
+def test_a_stalled_stream_ends_as_an_error_record_within_the_stall_timeout(fake_vllm, tmp_path):
+    fake_vllm.mode = "stall"
+    (point,) = list(run_plan(attach_plan(fake_vllm.base_url, [2]), tmp_path))
+    assert point.metrics.failed == 2
+    assert point.metrics.duration < 10
+    assert all("stall" in r.error for r in point.requests)
+
+
+def test_an_unreachable_endpoint_is_a_clear_error_not_a_hang(tmp_path, capsys):
+    plan = write_plan(tmp_path, attach_plan("http://127.0.0.1:9", [2]))
+    status = main(["sweep", str(plan), "--out", str(tmp_path / "r.jsonl")])
+    assert status != 0
+    assert "127.0.0.1:9" in capsys.readouterr().err
