@@ -14,7 +14,7 @@ from benchmarks.analysis.types import (
     RunFacts,
     WorkloadShape,
 )
-from runner.schema import PointResult, WorkloadSpec
+from runner.schema import ClientHealth, PointResult, WorkloadSpec
 
 
 def workload_shape(spec: WorkloadSpec) -> WorkloadShape:
@@ -28,6 +28,23 @@ def workload_shape(spec: WorkloadSpec) -> WorkloadShape:
 def devices_used(p: PointResult) -> int:
     """GPUs the point used: replicas x tensor parallel size (one CPU engine counts as one)."""
     return p.replicas * p.engine_config.tensor_parallel_size
+
+
+# The client process itself is busy above this share of a core (runner.loadgen uses the same).
+CLIENT_BUSY_FRACTION = 0.9
+
+
+def client_limited(client: ClientHealth) -> bool:
+    """Whether the client itself may have held the load back: its own process was busy.
+
+    A client starved by other processes on the host (event-loop lag while its own CPU sat
+    idle, as when a CPU engine shares two cores with it) still distorts per-token timings, and
+    the point keeps that caveat; but it was not what limited the engine, so the engine's queue
+    evidence decides the bottleneck verdict.
+    """
+    if not client.saturated:
+        return False
+    return client.cpu_fraction is None or client.cpu_fraction > CLIENT_BUSY_FRACTION
 
 
 def from_point_result(p: PointResult) -> PointFigures:
@@ -44,7 +61,7 @@ def from_point_result(p: PointResult) -> PointFigures:
         replicas=p.replicas,
         repeat=p.repeat,
         valid=m.valid,
-        client_saturated=p.client.saturated,
+        client_saturated=client_limited(p.client),
         total_output_tokens=m.total_output_tokens,
         queue_samples=q.samples,
         mean_tokens_per_step=q.mean_tokens_per_step,

@@ -140,3 +140,14 @@ def test_replica_figures_carry_each_replicas_window_and_metrics():
     figures = replica_figures_from_point_result(result(per_replica=replicas, replicas=2))
     assert figures[0].window_seconds == 10.5 and figures[0].output_throughput == 819.2
     assert figures[1].output_throughput is None and figures[1].valid is None
+
+
+def test_a_client_starved_by_other_processes_does_not_decide_the_bottleneck():
+    from benchmarks.analysis.convert import client_limited
+    from runner.schema import ClientHealth
+
+    starved = ClientHealth(cpu_fraction=0.03, loop_lag_p99_ms=46, saturated=True)
+    busy = ClientHealth(cpu_fraction=0.97, loop_lag_p99_ms=12, saturated=True)
+    assert client_limited(starved) is False
+    assert client_limited(busy) is True
+    assert client_limited(ClientHealth(saturated=False)) is False
