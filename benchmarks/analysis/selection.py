@@ -78,12 +78,70 @@ def knee(
     """Walk up the load levels; stop at the first step that adds < X% output throughput while
     median end-to-end latency grows > Y%. The point before that step is the operating point.
 
+    Points of one engine config (or one point per config) are walked in order of offered
+    concurrency. When several configs each have several load levels, interleaving them would
+    compare one config's load step with another config's: each config is walked on its own and
+    the config whose operating point delivers the most output tokens/s is chosen
+    (evidence["per_config"] keeps every config's choice).
+
     Without such a step the highest-throughput point is chosen, with reason "no knee within
     the sweep". evidence: knee_found, steps (from/to keys, throughput_gain_pct,
     latency_growth_pct per step), and for a knee: from_key, to_key, throughput_before/after,
     median_e2el_before_ms/after_ms, throughput_gain_pct, latency_growth_pct; excluded_invalid.
     """
     valid, excluded = split_valid(points)
+    configs: dict[str, list[PointFigures]] = {}
+    for point in valid:
+        configs.setdefault(point.config_label, []).append(point)
+    if len(configs) > 1 and any(len(group) > 1 for group in configs.values()):
+        return _knee_per_config(configs, excluded, throughput_gain_pct, latency_growth_pct)
+    return _knee_walk(valid, excluded, throughput_gain_pct, latency_growth_pct)
+
+
+def _knee_per_config(
+    configs: dict[str, list[PointFigures]],
+    excluded: list[str],
+    throughput_gain_pct: float,
+    latency_growth_pct: float,
+) -> Selection:
+    choices: list[tuple[float, Selection]] = []
+    too_short = []
+    for label, group in configs.items():
+        if len(group) < MIN_KNEE_LEVELS:
+            too_short.append(f"{label} ({len(group)})")
+            continue
+        selection = _knee_walk(group, [], throughput_gain_pct, latency_growth_pct)
+        chosen = next(p for p in group if p.key == selection.chosen_key)
+        choices.append((chosen.output_throughput, selection))
+    if not choices:
+        raise AnalysisError(
+            f"a knee needs at least {MIN_KNEE_LEVELS} valid load levels of one engine config; "
+            f"valid levels per config: {', '.join(too_short)}"
+        )
+    # max() keeps the first of equals: the config listed first (the smaller one) wins a tie.
+    _, best = max(choices, key=lambda choice: choice[0])
+    evidence = dict(best.evidence)
+    evidence["excluded_invalid"] = excluded
+    evidence["per_config"] = {
+        selection.chosen_key: throughput for throughput, selection in choices
+    }
+    evidence["configs_too_short"] = too_short
+    return Selection(
+        method=best.method,
+        params=best.params,
+        chosen_key=best.chosen_key,
+        reason=best.reason + "; the engine config whose operating point delivers the most",
+        sentence=best.sentence,
+        evidence=evidence,
+    )
+
+
+def _knee_walk(
+    valid: list[PointFigures],
+    excluded: list[str],
+    throughput_gain_pct: float,
+    latency_growth_pct: float,
+) -> Selection:
     if len(valid) < MIN_KNEE_LEVELS:
         raise AnalysisError(
             f"a knee needs at least {MIN_KNEE_LEVELS} load levels; got {len(valid)} valid point(s)"

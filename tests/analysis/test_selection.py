@@ -293,3 +293,36 @@ def test_override_refuses_a_blank_reason_an_unknown_key_and_an_invalid_point():
         override(levels, "nope", "because")
     with pytest.raises(AnalysisError, match="not a valid run"):
         override(levels, "bad", "because")
+
+
+def test_knee_walks_each_config_on_its_own_and_keeps_the_best_operating_point():
+    # The demo's shape: three configs, four burst sizes each. Interleaving them by offered
+    # concurrency would compare seqs=4 at 32 with seqs=64 at 16; each config is walked alone.
+    def cfg(seqs, offered, tput, e2el):
+        return point(
+            f"seqs={seqs}|burst {offered}", offered, tput, config_label=f"seqs={seqs}",
+            max_num_seqs=seqs, median_e2el_ms=e2el,
+        )
+
+    points = [
+        cfg(4, 16, 506, 3086), cfg(4, 32, 570, 4010), cfg(4, 64, 665, 6670), cfg(4, 128, 557, 17760),
+        cfg(64, 16, 1067, 1745), cfg(64, 32, 1997, 2050), cfg(64, 64, 1958, 4120),
+        cfg(64, 128, 2017, 6540),
+    ]
+    selection = knee(points)
+    assert selection.chosen_key == "seqs=64|burst 32"
+    # 1997 -> 1958 is -1.95%; 2050 -> 4120 ms is +100.98%.
+    assert selection.evidence["throughput_gain_pct"] == pytest.approx(-1.9529, abs=1e-3)
+    assert selection.evidence["latency_growth_pct"] == pytest.approx(100.976, abs=1e-2)
+    assert selection.evidence["per_config"] == {"seqs=4|burst 64": 665, "seqs=64|burst 32": 1997}
+
+
+def test_knee_per_config_refuses_when_no_config_has_three_levels():
+    points = [
+        point("a1", 16, 100, config_label="a", median_e2el_ms=10),
+        point("a2", 32, 120, config_label="a", median_e2el_ms=20),
+        point("b1", 16, 200, config_label="b", median_e2el_ms=10),
+        point("b2", 32, 220, config_label="b", median_e2el_ms=20),
+    ]
+    with pytest.raises(AnalysisError, match="valid levels per config: a \\(2\\), b \\(2\\)"):
+        knee(points)
