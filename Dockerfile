@@ -4,6 +4,13 @@ ARG BASE_IMAGE=python:3.11-slim
 FROM ${BASE_IMAGE}
 WORKDIR /app
 ENV PYTHONUNBUFFERED=1 DJANGO_SETTINGS_MODULE=config.settings
+# The web image renders report PDFs with headless Chromium, with Korean fonts (Debian's
+# packages). GPU workers build with INSTALL_CHROMIUM=0: they never render reports.
+ARG INSTALL_CHROMIUM=1
+RUN if [ "$INSTALL_CHROMIUM" = "1" ]; then \
+      apt-get update && apt-get install -y --no-install-recommends chromium fonts-nanum \
+      && rm -rf /var/lib/apt/lists/*; \
+    fi
 COPY requirements.txt .
 RUN python3 -m pip install --no-cache-dir -r requirements.txt
 COPY . .

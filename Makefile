@@ -24,9 +24,11 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt requirements-engine-cp
 tiny-model: install
 	HF_HUB_OFFLINE=1 $(PY) -m runner build-tiny-model $(TINY_MODEL)
 
-# The browser tests drive Debian's Chromium; a browser is never downloaded.
+# The browser tests and report PDFs use Debian's Chromium (a browser is never downloaded), with
+# Korean fonts so ko reports render as text rather than empty boxes.
 chromium:
-	@test -x /usr/bin/chromium || (apt-get update -qq && apt-get install -y -qq chromium chromium-driver)
+	@test -x /usr/bin/chromium && fc-list | grep -qi nanum || \
+		(apt-get update -qq && apt-get install -y -qq chromium chromium-driver fonts-nanum)
 
 test: install tiny-model chromium
 	$(TEST_ENV) $(PY) -m pytest
