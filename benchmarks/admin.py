@@ -6,8 +6,10 @@ from benchmarks.models import (
     Benchmark,
     Caveat,
     Checkpoint,
+    Comparison,
     ExternalReference,
     Node,
+    OperatingPoint,
     Point,
     PointData,
     Runtime,
@@ -92,3 +94,24 @@ class ExternalReferenceAdmin(admin.ModelAdmin):
     list_display = ("source", "recorded_on", "value", "unit", "gpu_name", "workload_spec",
                     "no_longer_listed_on")
     search_fields = ("source", "gpu_name", "notes")
+
+
+@admin.register(OperatingPoint)
+class OperatingPointAdmin(admin.ModelAdmin):
+    list_display = ("benchmark", "method", "point", "is_current", "chosen_by", "created_at")
+    list_filter = ("method", "is_current")
+    search_fields = ("benchmark__name", "point__key", "reason")
+    list_select_related = ("benchmark", "point", "chosen_by")
+    raw_id_fields = ("benchmark", "point", "chosen_by")
+    readonly_fields = ("created_at",)
+
+
+@admin.register(Comparison)
+class ComparisonAdmin(admin.ModelAdmin):
+    """Figures and the controlled label are recomputed on /comparisons/<code>/, never stored."""
+
+    list_display = ("name", "baseline_point", "candidate_point", "created_by", "created_at")
+    search_fields = ("name", "notes", "baseline_point__key", "candidate_point__key")
+    list_select_related = ("baseline_point", "candidate_point", "created_by")
+    raw_id_fields = ("baseline_point", "candidate_point", "created_by")
+    readonly_fields = ("code", "created_at")

@@ -472,3 +472,84 @@ class ExternalReference(models.Model):
 
     def __str__(self) -> str:
         return f"{self.source} {self.recorded_on}: {self.value} {self.unit}"
+
+
+class OperatingPoint(models.Model):
+    """Where to operate a benchmark: the chosen point, the method and parameters that chose it.
+
+    Every selection is kept; `is_current` marks the one shown (at most one per benchmark), so an
+    override keeps what it replaced. `sentence` and `evidence` are what benchmarks.analysis
+    returned when the choice was made (the figures it quoted), stored because a signed choice
+    must not change if the selection code later does; the page recomputes nothing from them.
+    """
+
+    class Method(models.TextChoices):
+        KNEE = "knee", "Saturation knee"
+        SLO = "slo", "Latency SLO"
+        PARETO = "pareto", "Pareto frontier"
+        OVERRIDE = "override", "Engineer override"
+
+    benchmark = models.ForeignKey(
+        Benchmark, models.CASCADE, related_name="operating_points"
+    )
+    method = models.CharField(max_length=10, choices=Method.choices)
+    params = models.JSONField(default=dict, help_text="the method's parameters, as given")
+    point = models.ForeignKey(Point, models.CASCADE, related_name="operating_points")
+    sentence = models.TextField()
+    evidence = models.JSONField(default=dict)
+    reason = models.TextField(blank=True, help_text="required for an override")
+    is_current = models.BooleanField(default=True)
+    chosen_by = models.ForeignKey(settings.AUTH_USER_MODEL, models.SET_NULL, null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["benchmark"],
+                condition=Q(is_current=True),
+                name="operating_point_one_current",
+            ),
+            models.CheckConstraint(
+                condition=Q(method__in=["knee", "slo", "pareto", "override"]),
+                name="operating_point_method_known",
+            ),
+            # An unexplained override is what this tool exists to prevent.
+            models.CheckConstraint(
+                condition=~Q(method="override") | Q(reason__regex=r"\S"),
+                name="operating_point_override_has_reason",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.benchmark.name}: {self.get_method_display()} -> {self.point.key}"
+
+
+class Comparison(models.Model):
+    """A saved baseline vs candidate comparison of two stored points.
+
+    Nothing derivable is stored: the page recomputes the figures, the factor table and the
+    controlled / not controlled label from the two points with benchmarks.analysis.compare.
+    The points are PROTECTed: a saved (possibly reported) comparison must not lose its
+    evidence silently, so deleting a run it uses is refused until the comparison is deleted.
+    """
+
+    code = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    name = models.CharField(max_length=200)
+    baseline_point = models.ForeignKey(Point, models.PROTECT, related_name="+")
+    candidate_point = models.ForeignKey(Point, models.PROTECT, related_name="+")
+    notes = models.TextField(blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, models.SET_NULL, null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=~Q(baseline_point=models.F("candidate_point")),
+                name="comparison_two_different_points",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name

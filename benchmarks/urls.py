@@ -1,6 +1,6 @@
 from django.urls import path
 
-from benchmarks import views
+from benchmarks import views, views_judgement
 
 urlpatterns = [
     path("runs/", views.runs, name="runs"),
@@ -16,4 +16,23 @@ urlpatterns = [
     ),
     path("runs/<uuid:code>.json", views.run_json, name="run_json"),
     path("runs/<uuid:code>.csv", views.run_csv, name="run_csv"),
+    # The judgement layer (benchmarks/views_judgement.py).
+    path(
+        "runs/<uuid:code>/operating-point/",
+        views_judgement.operating_point,
+        name="operating_point",
+    ),
+    path("comparisons/", views_judgement.comparisons, name="comparisons"),
+    path("comparisons/new/", views_judgement.comparison_new, name="comparison_new"),
+    path(
+        "comparisons/<uuid:code>/", views_judgement.comparison_detail, name="comparison_detail"
+    ),
+    path("references/", views_judgement.references, name="references"),
+    path("references/new/", views_judgement.reference_new, name="reference_new"),
+    path("references/<int:pk>/edit/", views_judgement.reference_edit, name="reference_edit"),
+    path(
+        "references/<int:pk>/compare/",
+        views_judgement.reference_compare,
+        name="reference_compare",
+    ),
 ]

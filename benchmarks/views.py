@@ -23,7 +23,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 from kombu.exceptions import OperationalError as BrokerError
 
-from benchmarks import charts, lifecycle
+from benchmarks import charts, lifecycle, views_judgement
 from benchmarks.forms import ImportForm, LaunchForm
 from benchmarks.imports import ImportFileError, import_file
 from benchmarks.models import Benchmark, Caveat, Checkpoint, Point, PointData, Runtime
@@ -158,6 +158,7 @@ def run_detail(request: HttpRequest, code: UUID) -> HttpResponse:
         "throughput_figure": charts.throughput_figure(points),
         "sampled_points": [p for p in points if p.queue.get("samples")],
     }
+    ctx.update(views_judgement.run_detail_context(request, benchmark))
     return render(request, "runs/detail.html", ctx)
 
 

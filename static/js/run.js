@@ -9,8 +9,43 @@ function readJSON(id) {
 
 var PLOT_CONFIG = {responsive: true, displaylogo: false};
 
+// The judgement layer's additions, in the same axes: the operating point (a star), the Pareto
+// frontier (a dashed line through its points) and external references (dated dotted lines).
+function overlayTraces(overlay, field) {
+  if (!overlay) return [];
+  var traces = [];
+  if (overlay.frontier.keys.length) {
+    traces.push({type: "scatter", mode: "lines", name: "Pareto frontier",
+                 x: overlay.frontier.x[field], y: overlay.frontier.y, text: overlay.frontier.keys,
+                 hovertemplate: "%{text}<extra>Pareto frontier</extra>",
+                 line: {dash: "dash", color: "#555"}});
+  }
+  if (overlay.selected.keys.length) {
+    traces.push({type: "scatter", mode: "markers", name: "Operating point",
+                 x: overlay.selected.x[field], y: overlay.selected.y, text: overlay.selected.keys,
+                 hovertemplate: "%{text}<br>%{y:.0f} tok/s<extra>operating point</extra>",
+                 marker: {symbol: "star", size: 18, color: "#d62728",
+                          line: {color: "#000", width: 1}}});
+  }
+  return traces;
+}
+
+function referenceShapes(overlay) {
+  var shapes = [], annotations = [];
+  if (!overlay) return {shapes: shapes, annotations: annotations};
+  overlay.references.forEach(function (r) {
+    shapes.push({type: "line", xref: "paper", x0: 0, x1: 1, yref: "y", y0: r.y, y1: r.y,
+                 line: {dash: "dot", color: "#8c564b", width: 1.5}});
+    annotations.push({xref: "paper", x: 1, xanchor: "right", yref: "y", y: r.y,
+                      yanchor: "bottom", text: r.label, showarrow: false,
+                      font: {size: 10, color: "#8c564b"}});
+  });
+  return {shapes: shapes, annotations: annotations};
+}
+
 function drawThroughput() {
   var figure = readJSON("throughput-data");
+  var overlay = readJSON("judgement-overlay");
   var select = document.getElementById("latency-metric");
   if (!figure || !select) return;
   var titles = {};
@@ -25,8 +60,11 @@ function drawThroughput() {
         marker: {size: 9, symbol: t.valid.map(function (v) { return v ? "circle" : "circle-open"; })}
       };
     });
+    traces = traces.concat(overlayTraces(overlay, field));
+    var refs = referenceShapes(overlay);
     Plotly.react("throughput-chart", traces, {
       margin: {t: 10, r: 10}, legend: {orientation: "h", y: -0.25},
+      shapes: refs.shapes, annotations: refs.annotations,
       xaxis: {title: {text: titles[field]}, rangemode: "tozero"},
       yaxis: {title: {text: "Output tokens/s"}, rangemode: "tozero"}
     }, PLOT_CONFIG);

@@ -1,0 +1,201 @@
+"""Forms of the judgement pages: operating point selection, saved comparisons, references.
+
+The forms validate what a person typed; whether the stored points allow the choice (enough load
+levels, latency recorded, same workload spec) is benchmarks.analysis's call, and its
+AnalysisError message becomes a form error.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.db.models import Q
+
+from benchmarks.analysis.selection import DEFAULT_LATENCY_GROWTH_PCT, DEFAULT_THROUGHPUT_GAIN_PCT
+from benchmarks.analysis.types import LATENCY_FIELDS, REFERENCE_UNITS
+from benchmarks.models import Benchmark, ExternalReference, OperatingPoint, Point
+
+RECENT_RUNS_FOR_CHOICES = 20
+
+
+def point_label(point: Point) -> str:
+    return (
+        f"{point.benchmark.name} · {point.engine_label} · {point.load_label} · r{point.repeat}"
+        f"{'' if point.valid else ' (invalid)'}"
+    )
+
+
+class PointChoiceField(forms.ModelChoiceField):
+    def label_from_instance(self, obj: Point) -> str:
+        return point_label(obj)
+
+
+def _slo_label(field: str) -> str:
+    stat, metric, _ = field.split("_")
+    return f"{'p50' if stat == 'median' else stat} {metric.upper()} limit (ms)"
+
+
+class OperatingPointForm(forms.Form):
+    method = forms.ChoiceField(choices=OperatingPoint.Method.choices, initial="knee")
+    throughput_gain_pct = forms.FloatField(
+        label="Knee: next step adds less than (% throughput)",
+        initial=DEFAULT_THROUGHPUT_GAIN_PCT, min_value=0, required=False,
+    )
+    latency_growth_pct = forms.FloatField(
+        label="Knee: while median latency grows more than (%)",
+        initial=DEFAULT_LATENCY_GROWTH_PCT, min_value=0, required=False,
+    )
+    min_tokens_per_user = forms.FloatField(
+        label="Pareto: at least (tokens/s per user)", min_value=0, required=False,
+    )
+    point = forms.ModelChoiceField(queryset=Point.objects.none(), required=False,
+                                   label="Override: the point to operate at")
+    reason = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False,
+                             label="Override: why (kept with the choice)")
+
+    def __init__(self, *args: Any, benchmark: Benchmark, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["point"].queryset = benchmark.points.all()
+        self.fields["point"].label_from_instance = lambda p: (
+            f"{p.engine_label} · {p.load_label} · r{p.repeat}"
+        )
+        for name in LATENCY_FIELDS:
+            self.fields[f"slo_{name}"] = forms.FloatField(
+                label=f"SLO: {_slo_label(name)}", min_value=0, required=False
+            )
+
+    def slo_fields(self) -> list[forms.BoundField]:
+        return [self[f"slo_{name}"] for name in LATENCY_FIELDS]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        method = data.get("method")
+        if method == "knee":
+            for name in ("throughput_gain_pct", "latency_growth_pct"):
+                if data.get(name) is None:
+                    self.add_error(name, "A knee needs both thresholds.")
+        elif method == "slo":
+            if not self.limits():
+                self.add_error(None, "An SLO selection needs at least one latency limit.")
+        elif method == "pareto":
+            if not data.get("min_tokens_per_user"):
+                self.add_error("min_tokens_per_user", "Say how many tokens/s each user needs.")
+        elif method == "override":
+            if data.get("point") is None:
+                self.add_error("point", "Choose the point to operate at.")
+            if not (data.get("reason") or "").strip():
+                self.add_error("reason", "An override needs a written reason.")
+        return data
+
+    def limits(self) -> dict[str, float]:
+        return {
+            name: self.cleaned_data[f"slo_{name}"]
+            for name in LATENCY_FIELDS
+            if self.cleaned_data.get(f"slo_{name}") is not None
+        }
+
+    def params(self) -> dict[str, Any]:
+        """The method's parameters, as the analysis function takes them."""
+        method, data = self.cleaned_data["method"], self.cleaned_data
+        if method == "knee":
+            return {"throughput_gain_pct": data["throughput_gain_pct"],
+                    "latency_growth_pct": data["latency_growth_pct"]}
+        if method == "slo":
+            return {"limits": self.limits()}
+        if method == "pareto":
+            return {"min_tokens_per_user": data["min_tokens_per_user"]}
+        return {"chosen_key": data["point"].key, "reason": data["reason"]}
+
+
+def recent_points(chosen: list[int] | None = None) -> Any:
+    """Points of the most recent runs, plus the points already chosen (by id)."""
+    recent = list(
+        Benchmark.objects.order_by("-created_at").values_list("pk", flat=True)[
+            :RECENT_RUNS_FOR_CHOICES
+        ]
+    )
+    return (
+        Point.objects.filter(Q(benchmark__in=recent) | Q(pk__in=chosen or []))
+        .select_related("benchmark")
+        .order_by("-benchmark__created_at", "id")
+    )
+
+
+class ComparisonForm(forms.Form):
+    name = forms.CharField(max_length=200, required=False,
+                           help_text="blank: named after the two points")
+    baseline_point = PointChoiceField(queryset=Point.objects.none())
+    candidate_point = PointChoiceField(queryset=Point.objects.none())
+    notes = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False)
+
+    def __init__(self, *args: Any, preselected: list[Point | None] | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # The selects list recent runs' points (and any already chosen) to stay short.
+        chosen = [p.pk for p in preselected or [] if p is not None]
+        for name in ("baseline_point", "candidate_point"):
+            value = str(self.data.get(name, ""))
+            if value.isdigit():
+                chosen.append(int(value))
+        for name in ("baseline_point", "candidate_point"):
+            self.fields[name].queryset = recent_points(chosen)
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        baseline, candidate = data.get("baseline_point"), data.get("candidate_point")
+        if baseline is not None and baseline == candidate:
+            self.add_error("candidate_point", "Choose a different point from the baseline.")
+        return data
+
+
+class ExternalReferenceForm(forms.ModelForm):
+    unit = forms.ChoiceField(choices=[(u, u) for u in REFERENCE_UNITS])
+    url = forms.URLField(max_length=1000, assume_scheme="https")
+
+    class Meta:
+        model = ExternalReference
+        fields = ["source", "url", "recorded_on", "value", "unit", "gpu_name", "gpu_count",
+                  "runtime", "runtime_version", "workload_spec", "notes", "no_longer_listed_on"]
+        widgets = {
+            "recorded_on": forms.DateInput(attrs={"type": "date"}),
+            "no_longer_listed_on": forms.DateInput(attrs={"type": "date"}),
+            "notes": forms.Textarea(attrs={"rows": 3}),
+        }
+
+    def clean_value(self) -> float:
+        value = self.cleaned_data["value"]
+        if value is not None and value <= 0:
+            raise forms.ValidationError("A published figure must be greater than zero.")
+        return value
+
+    def clean_workload_spec(self) -> str:
+        from benchmarks.judgement import parse_spec
+
+        spec = self.cleaned_data["workload_spec"]
+        if parse_spec(spec) is None:
+            raise forms.ValidationError(
+                'Write the spec as "1000 in / 1000 out" (or "63-66 in / 256 out") so it can be '
+                "matched with a local run."
+            )
+        return spec
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        recorded, gone = data.get("recorded_on"), data.get("no_longer_listed_on")
+        if recorded and gone and gone < recorded:
+            self.add_error("no_longer_listed_on",
+                           "A figure cannot disappear before the day it was recorded.")
+        return data
+
+
+class ReferenceCompareForm(forms.Form):
+    point = PointChoiceField(queryset=Point.objects.none(), label="Local point")
+
+    def __init__(self, *args: Any, preselected: Point | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        chosen = [preselected.pk] if preselected is not None else []
+        value = str(self.data.get("point", ""))
+        if value.isdigit():
+            chosen.append(int(value))
+        self.fields["point"].queryset = recent_points(chosen)

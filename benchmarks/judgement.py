@@ -1,0 +1,483 @@
+"""View-side glue for the judgement layer: stored rows in, benchmarks.analysis results out.
+
+The logic (knee, SLO, Pareto, verdicts, comparisons, scaling) lives in benchmarks.analysis as
+pure functions. This module only turns Point / ExternalReference rows into the analysis inputs
+(through analysis.convert, so the conversion is the one the unit tests cover), calls those
+functions, and turns an AnalysisError into a message the page shows instead of a number.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+
+from benchmarks.analysis import AnalysisError
+from benchmarks.analysis import compare as compare_mod
+from benchmarks.analysis import repeats, scaling, selection, verdicts
+from benchmarks.analysis.convert import (
+    from_point_result,
+    replica_figures_from_point_result,
+    run_facts_from_point_result,
+)
+from benchmarks.analysis.types import (
+    Comparison as ComparisonResult,
+)
+from benchmarks.analysis.types import (
+    UNIT_OUTPUT_TPS_PER_GPU,
+    Measured,
+    PointFigures,
+    Reference,
+    ReferenceComparison,
+    ScalingResult,
+    Selection,
+    SweepSummary,
+    Verdict,
+    WorkloadShape,
+)
+from benchmarks.models import Benchmark, Comparison, ExternalReference, OperatingPoint, Point
+from benchmarks.points import METRIC_FIELDS
+from runner.schema import PointResult, Window
+
+# --------------------------------------------------------------------------------------------
+# Rows -> analysis inputs
+# --------------------------------------------------------------------------------------------
+
+
+def point_result(point: Point) -> PointResult:
+    """The point as runner.schema.PointResult without its per-request records and samples.
+
+    The judgement layer reads only aggregates, so the compressed arrays in PointData stay on
+    disk; everything else is the stored row, validated by the same schema the runner wrote.
+    """
+    window = None
+    if point.window_start is not None and point.window_end is not None:
+        window = Window(start=point.window_start, end=point.window_end)
+    return PointResult.model_validate(
+        {
+            "key": point.key,
+            "plan_name": point.plan_name,
+            "engine_config": point.engine_config,
+            "load": point.load,
+            "workload": point.workload,
+            "repeat": point.repeat,
+            "replicas": point.replicas,
+            "t0_monotonic": point.t0_monotonic,
+            "window": window,
+            "metrics": {name: getattr(point, name) for name in METRIC_FIELDS},
+            "queue": point.queue,
+            "client": point.client,
+            "per_replica": point.per_replica,
+            "provenance": point.provenance,
+            "samples": [],
+            "requests": [],
+            "source": point.source,
+            "notes": point.notes,
+        }
+    )
+
+
+def figures(point: Point) -> PointFigures:
+    return from_point_result(point_result(point))
+
+
+def measured(point: Point) -> Measured:
+    result = point_result(point)
+    return Measured(facts=run_facts_from_point_result(result), figures=from_point_result(result))
+
+
+SPEC_RE = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+))?\s*in\s*/\s*(\d+)\s*out\s*$", re.IGNORECASE)
+
+
+def parse_spec(text: str) -> WorkloadShape | None:
+    """'1000 in / 1000 out' or '63-66 in / 256 out' (WorkloadShape.label's own format)."""
+    match = SPEC_RE.match(text or "")
+    if not match:
+        return None
+    low, high, out = match.groups()
+    try:
+        return WorkloadShape(
+            input_tokens_min=int(low), input_tokens_max=int(high or low), output_tokens=int(out)
+        )
+    except AnalysisError:
+        return None
+
+
+def reference(ref: ExternalReference) -> Reference:
+    """An ExternalReference row as the analysis input; what the row does not state is None."""
+    return Reference(
+        name=ref.source,
+        value=ref.value,
+        unit=ref.unit,
+        recorded_on=ref.recorded_on,
+        no_longer_listed_on=ref.no_longer_listed_on,
+        gpu_sku=ref.gpu_name or None,
+        gpu_count=ref.gpu_count or None,
+        runtime=ref.runtime or None,
+        runtime_version=ref.runtime_version or None,
+        workload=parse_spec(ref.workload_spec),
+        source_url=ref.url or None,
+    )
+
+
+def load_points(benchmark: Benchmark) -> list[Point]:
+    return list(benchmark.points.all())
+
+
+def figures_by_key(points: Sequence[Point]) -> tuple[dict[str, PointFigures], dict[str, str]]:
+    """Analysis inputs of the points, and the points that cannot be one (key -> why)."""
+    figs, problems = {}, {}
+    for p in points:
+        try:
+            figs[p.key] = figures(p)
+        except (AnalysisError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
+            problems[p.key] = str(exc)
+    return figs, problems
+
+
+def replica_figures(point: Point) -> tuple[Any, ...]:
+    return replica_figures_from_point_result(point_result(point))
+
+
+# --------------------------------------------------------------------------------------------
+# Operating point
+# --------------------------------------------------------------------------------------------
+
+
+def candidates(figs: Sequence[PointFigures]) -> list[PointFigures]:
+    """What knee / SLO / Pareto choose among: one point per setting, the lowest valid repeat."""
+    return repeats.lowest_repeats(figs)
+
+
+def select(method: str, params: Mapping[str, Any], figs: Sequence[PointFigures]) -> Selection:
+    """Run one selection method; raises AnalysisError with the reason when it cannot."""
+    if method == OperatingPoint.Method.KNEE:
+        return selection.knee(
+            candidates(figs),
+            throughput_gain_pct=params.get(
+                "throughput_gain_pct", selection.DEFAULT_THROUGHPUT_GAIN_PCT
+            ),
+            latency_growth_pct=params.get(
+                "latency_growth_pct", selection.DEFAULT_LATENCY_GROWTH_PCT
+            ),
+        )
+    if method == OperatingPoint.Method.SLO:
+        return selection.slo(candidates(figs), params.get("limits", {}))
+    if method == OperatingPoint.Method.PARETO:
+        return selection.pareto_choice(candidates(figs), params["min_tokens_per_user"])
+    if method == OperatingPoint.Method.OVERRIDE:
+        return selection.override(figs, params["chosen_key"], params.get("reason", ""))
+    raise AnalysisError(f"unknown selection method {method!r}")
+
+
+def current_operating_point(benchmark: Benchmark) -> OperatingPoint | None:
+    return (
+        OperatingPoint.objects.filter(benchmark=benchmark, is_current=True)
+        .select_related("point", "chosen_by")
+        .first()
+    )
+
+
+@transaction.atomic
+def save_operating_point(
+    benchmark: Benchmark, chosen: Selection, points: Sequence[Point], user: Any = None
+) -> OperatingPoint:
+    """Store a selection as the benchmark's current one; earlier ones stay as history."""
+    point = next(p for p in points if p.key == chosen.chosen_key)
+    previous = current_operating_point(benchmark)
+    params = dict(chosen.params)
+    if chosen.method == "override" and previous is not None:
+        params.setdefault("replaces_method", previous.method)
+        params.setdefault("replaces_key", previous.point.key)
+    OperatingPoint.objects.filter(benchmark=benchmark, is_current=True).update(is_current=False)
+    return OperatingPoint.objects.create(
+        benchmark=benchmark,
+        method=chosen.method,
+        params=params,
+        point=point,
+        sentence=chosen.sentence,
+        evidence=chosen.evidence,
+        reason=chosen.reason,
+        chosen_by=user if getattr(user, "is_authenticated", False) else None,
+    )
+
+
+@dataclass(frozen=True)
+class Shown:
+    """What the run page shows as the operating point: stored, or computed by default."""
+
+    key: str | None
+    method: str
+    sentence: str
+    reason: str
+    params: dict[str, Any]
+    evidence: dict[str, Any]
+    stored: OperatingPoint | None
+    error: str | None
+
+
+def shown_operating_point(benchmark: Benchmark, figs: Sequence[PointFigures]) -> Shown:
+    stored = current_operating_point(benchmark)
+    if stored is not None:
+        return Shown(
+            key=stored.point.key,
+            method=stored.method,
+            sentence=stored.sentence,
+            reason=stored.reason,
+            params=stored.params,
+            evidence=stored.evidence,
+            stored=stored,
+            error=None,
+        )
+    try:
+        chosen = select(OperatingPoint.Method.KNEE, {}, figs)
+    except AnalysisError as exc:
+        return Shown(None, "knee", "", "", {}, {}, None, str(exc))
+    return Shown(
+        chosen.chosen_key,
+        chosen.method,
+        chosen.sentence,
+        chosen.reason,
+        chosen.params,
+        chosen.evidence,
+        None,
+        None,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Verdicts, sweep change, repeats, frontier
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class VerdictRows:
+    by_key: dict[str, Verdict]
+    missing: dict[str, str]  # key -> why no verdict
+    error: str | None
+
+
+def _has_samples(f: PointFigures) -> bool:
+    return f.client_saturated or (f.queue_samples > 0 and f.mean_running is not None)
+
+
+def verdict_rows(figs: Sequence[PointFigures]) -> VerdictRows:
+    """A verdict per point. Points without engine samples (an imported file) get none and say
+    why; the others are judged among themselves, each against its own config's lower level."""
+    judged = [f for f in figs if _has_samples(f)]
+    missing = {
+        f.key: "no engine samples (running/waiting from /metrics); a verdict needs them"
+        for f in figs
+        if not _has_samples(f)
+    }
+    try:
+        return VerdictRows(verdicts.verdicts_for_sweep(judged), missing, None)
+    except AnalysisError as exc:
+        return VerdictRows({}, {f.key: str(exc) for f in figs}, str(exc))
+
+
+def sweep_change(found: Mapping[str, Verdict]) -> tuple[SweepSummary | None, str | None]:
+    try:
+        return verdicts.summarize_sweep_change(list(found.values())), None
+    except AnalysisError as exc:
+        return None, str(exc)
+
+
+def capacity_rows(figs: Sequence[PointFigures]) -> list[dict[str, Any]]:
+    """Settings with more than one repeat: capacity (the lowest) with the spread beside it."""
+    counts: dict[tuple[str, float], int] = {}
+    for f in figs:
+        counts[repeats.setting_of(f)] = counts.get(repeats.setting_of(f), 0) + 1
+    rows = []
+    for setting, estimate in repeats.capacity_by_setting(figs).items():
+        if counts[setting] > 1:
+            rows.append(
+                {"config": setting[0], "offered_concurrency": setting[1], "estimate": estimate,
+                 "invalid_repeats": counts[setting] - estimate.repeats}
+            )
+    return rows
+
+
+def frontier(figs: Sequence[PointFigures]) -> tuple[list[str], str | None]:
+    """Keys of the Pareto frontier (in drawing order), or the reason there is none."""
+    try:
+        return [c.key for c in selection.pareto_frontier(candidates(figs))], None
+    except AnalysisError as exc:
+        return [], str(exc)
+
+
+# --------------------------------------------------------------------------------------------
+# Comparisons
+# --------------------------------------------------------------------------------------------
+
+
+def compare_points(baseline: Point, candidate: Point) -> ComparisonResult:
+    """Raises AnalysisError (e.g. missing latency data) with the reason."""
+    return compare_mod.compare(measured(baseline), measured(candidate))
+
+
+def compare_saved(comparison: Comparison) -> tuple[ComparisonResult | None, str | None]:
+    try:
+        return compare_points(comparison.baseline_point, comparison.candidate_point), None
+    except AnalysisError as exc:
+        return None, str(exc)
+
+
+def compare_with_reference(
+    point: Point, ref: ExternalReference
+) -> tuple[ReferenceComparison | None, str | None]:
+    try:
+        return compare_mod.compare_reference(measured(point), reference(ref)), None
+    except AnalysisError as exc:
+        return None, str(exc)
+
+
+def save_demo_comparison(benchmark: Benchmark) -> Comparison | None:
+    """After the demo sweep: save baseline = the smallest max_num_seqs, candidate = the best one.
+
+    Each setting is represented at its capacity (lowest repeat) under the highest load level it
+    ran, where a larger max_num_seqs can show what it recovers; the best setting is the one with
+    the most output throughput there. The controlled / not controlled label is whatever
+    analysis.compare says about the two points: it is recomputed on the comparison page, never
+    stored. Returns None when the sweep has fewer than two max_num_seqs settings with valid
+    points, or when the two cannot be compared (e.g. no latency data).
+    """
+    points = [p for p in load_points(benchmark) if p.valid]
+    figs, _ = figures_by_key(points)
+    by_key = {p.key: p for p in points}
+    seqs = {f.max_num_seqs for f in figs.values() if f.max_num_seqs is not None}
+    if len(seqs) < 2:
+        return None
+    top_load = max(f.offered_concurrency for f in figs.values())
+
+    def capacity_point(max_num_seqs: int) -> PointFigures | None:
+        at_top = [
+            f for f in figs.values()
+            if f.max_num_seqs == max_num_seqs and f.offered_concurrency == top_load
+        ]
+        return min(at_top, key=lambda f: (f.output_throughput, f.repeat)) if at_top else None
+
+    settings = {s: capacity_point(s) for s in sorted(seqs)}
+    settings = {s: f for s, f in settings.items() if f is not None}
+    if len(settings) < 2:
+        return None
+    smallest = min(settings)
+    best = max(settings, key=lambda s: (settings[s].output_throughput, -s))
+    if best == smallest:
+        return None
+    baseline, candidate = by_key[settings[smallest].key], by_key[settings[best].key]
+    try:
+        compare_points(baseline, candidate)
+    except AnalysisError:
+        return None
+    return Comparison.objects.create(
+        name=f"{benchmark.name}: max_num_seqs {smallest} -> {best}",
+        baseline_point=baseline,
+        candidate_point=candidate,
+        notes=(
+            f"Saved by the demo: the smallest max_num_seqs ({smallest}) against the setting "
+            f"with the most output throughput ({best}) at the highest load level."
+        ),
+        created_by=benchmark.created_by,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Node scaling
+# --------------------------------------------------------------------------------------------
+
+
+def scaling_for(node_point: Point, reference_point: Point) -> ScalingResult:
+    """Node figures of a replica run against an explicitly chosen single-replica reference.
+
+    Raises AnalysisError with the reason when the reference does not fit (another workload spec,
+    several replicas, another GPU count, invalid) or the run has no common window.
+    """
+    result = point_result(node_point)
+    if result.window is None:
+        raise AnalysisError(f"point {node_point.key} has no common window recorded")
+    fig = from_point_result(result)
+    if fig.workload is None:
+        raise AnalysisError(f"point {node_point.key} has no workload spec")
+    return scaling.scaling(
+        node_throughput=fig.output_throughput,
+        n_replicas=result.replicas,
+        gpus_per_replica=result.engine_config.tensor_parallel_size,
+        window_seconds=result.window.seconds,
+        workload=fig.workload,
+        per_replica=replica_figures_from_point_result(result),
+        reference=figures(reference_point),
+    )
+
+
+def scaling_reference_choices(node_point: Point, limit: int = 200) -> list[Point]:
+    """Single-replica valid points with the same workload spec, newest first."""
+    spec = node_point.workload
+    return list(
+        Point.objects.filter(
+            replicas=1,
+            valid=True,
+            workload__input_tokens_min=spec.get("input_tokens_min"),
+            workload__input_tokens_max=spec.get("input_tokens_max"),
+            workload__output_tokens=spec.get("output_tokens"),
+        )
+        .select_related("benchmark")
+        .order_by("-id")[:limit]
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Chart additions
+# --------------------------------------------------------------------------------------------
+
+
+def chart_overlay(
+    points: Sequence[Point],
+    figs: Mapping[str, PointFigures],
+    selected_key: str | None,
+    frontier_keys: Sequence[str],
+    refs: Sequence[ExternalReference],
+    latency_fields: Sequence[str],
+) -> dict[str, Any]:
+    """The selected point, the frontier line and dated reference lines, in the curve chart's
+    axes (output tokens/s against each latency metric)."""
+    by_key = {p.key: p for p in points}
+
+    def xy(keys: Sequence[str]) -> dict[str, Any]:
+        chosen = [by_key[k] for k in keys if k in by_key]
+        return {
+            "keys": [p.key for p in chosen],
+            "y": [p.output_throughput for p in chosen],
+            "x": {f: [getattr(p, f) for p in chosen] for f in latency_fields},
+        }
+
+    devices = {f.gpu_count for f in figs.values()}
+    lines = []
+    for ref in refs:
+        value, label = ref.value, f"{ref.source} ({ref.recorded_on.isoformat()})"
+        if ref.unit == UNIT_OUTPUT_TPS_PER_GPU:
+            if len(devices) != 1:
+                continue  # points on different device counts: no single line is right
+            (count,) = devices
+            value *= count
+            label += f": {ref.value:g} per GPU x {count}"
+        if ref.no_longer_listed_on:
+            label += f", no longer listed since {ref.no_longer_listed_on.isoformat()}"
+        lines.append({"y": value, "label": label})
+    return {
+        "selected": xy([selected_key] if selected_key else []),
+        "frontier": xy(list(frontier_keys)),
+        "references": lines,
+    }
+
+
+def references_for_chart(benchmark_spec: WorkloadShape | None) -> list[ExternalReference]:
+    """References recorded for the same workload spec as the run (others share no axis)."""
+    if benchmark_spec is None:
+        return []
+    return [
+        r for r in ExternalReference.objects.all() if parse_spec(r.workload_spec) == benchmark_spec
+    ]

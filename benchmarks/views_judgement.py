@@ -1,0 +1,289 @@
+"""Pages of the judgement layer: operating point, saved comparisons, external references, and
+the judgement sections of the run page. Views only call benchmarks.judgement, which calls the
+pure functions in benchmarks.analysis; an AnalysisError is shown as its message, never a 500.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.db import transaction
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+
+from benchmarks import charts, judgement
+from benchmarks.analysis import AnalysisError
+from benchmarks.forms_judgement import (
+    ComparisonForm,
+    ExternalReferenceForm,
+    OperatingPointForm,
+    ReferenceCompareForm,
+    point_label,
+)
+from benchmarks.models import Benchmark, Comparison, ExternalReference, Point
+
+
+def _get_benchmark_for_user(request: HttpRequest, code: UUID) -> Benchmark:
+    """Every logged-in teammate sees every run (as benchmarks.views)."""
+    queryset = Benchmark.objects.select_related("node", "runtime", "checkpoint", "workload")
+    return get_object_or_404(queryset, code=code)
+
+
+def _get_comparison_for_user(request: HttpRequest, code: UUID) -> Comparison:
+    queryset = Comparison.objects.select_related(
+        "baseline_point__benchmark", "candidate_point__benchmark", "created_by"
+    )
+    return get_object_or_404(queryset, code=code)
+
+
+def _point_or_none(value: str | None) -> Point | None:
+    if value and value.isdigit():
+        return Point.objects.select_related("benchmark").filter(pk=int(value)).first()
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# The run page's judgement sections
+# --------------------------------------------------------------------------------------------
+
+
+def _scaling_sections(request: HttpRequest, points: list[Point]) -> list[dict[str, Any]]:
+    """One section per replica point; the reference is chosen explicitly (?scaling_ref_<id>=)."""
+    sections = []
+    for point in points:
+        if point.replicas <= 1:
+            continue
+        section: dict[str, Any] = {
+            "point": point,
+            "param": f"scaling_ref_{point.pk}",
+            "choices": judgement.scaling_reference_choices(point),
+            "result": None,
+            "error": None,
+            "reference": _point_or_none(request.GET.get(f"scaling_ref_{point.pk}")),
+        }
+        section["window_seconds"] = (
+            point.window_end - point.window_start
+            if point.window_start is not None and point.window_end is not None
+            else None
+        )
+        section["per_replica"] = judgement.replica_figures(point)
+        if section["reference"] is not None:
+            try:
+                section["result"] = judgement.scaling_for(point, section["reference"])
+            except AnalysisError as exc:
+                section["error"] = str(exc)
+        sections.append(section)
+    return sections
+
+
+# Evidence shown next to a verdict, in reading order, with its label.
+EVIDENCE_LABELS: tuple[tuple[str, str], ...] = (
+    ("mean_running", "mean running"),
+    ("peak_running", "peak running"),
+    ("max_num_seqs", "max_num_seqs"),
+    ("mean_waiting", "mean waiting"),
+    ("peak_waiting", "peak waiting"),
+    ("peak_kv_usage", "peak KV %"),
+    ("preemptions", "preemptions"),
+    ("mean_tokens_per_step", "tokens/step"),
+    ("max_num_batched_tokens", "token budget"),
+    ("throughput_gain_pct", "gain vs previous level %"),
+    ("latency_growth_pct", "median latency growth %"),
+    ("queue_samples", "samples"),
+)
+
+
+def _evidence_items(verdict: Any) -> list[tuple[str, Any]]:
+    if verdict is None:
+        return []
+    ev = verdict.evidence
+    # KV usage is a 0-1 fraction in the samples; the page reads it in percent, as the table does.
+    scale = {"peak_kv_usage": 100.0}
+    return [
+        (label, ev[name] * scale.get(name, 1))
+        for name, label in EVIDENCE_LABELS
+        if ev.get(name) is not None
+    ]
+
+
+def run_detail_context(request: HttpRequest, benchmark: Benchmark) -> dict[str, Any]:
+    """What the run page adds for the judgement layer (called by benchmarks.views.run_detail)."""
+    points = judgement.load_points(benchmark)
+    if not points:
+        return {"judgement": None}
+    figs, unreadable = judgement.figures_by_key(points)
+    fig_list = list(figs.values())
+    shown = judgement.shown_operating_point(benchmark, fig_list)
+    found = judgement.verdict_rows(fig_list)
+    summary, summary_error = judgement.sweep_change(found.by_key)
+    frontier_keys, frontier_error = judgement.frontier(fig_list)
+    spec = next((f.workload for f in fig_list if f.workload is not None), None)
+    refs = judgement.references_for_chart(spec)
+    by_key = {p.key: p for p in points}
+    rows = [
+        {
+            "point": p,
+            "verdict": found.by_key.get(p.key),
+            "evidence": _evidence_items(found.by_key.get(p.key)),
+            "no_verdict": found.missing.get(p.key) or unreadable.get(p.key),
+            "selected": p.key == shown.key,
+            "on_frontier": p.key in frontier_keys,
+        }
+        for p in points
+    ]
+    return {
+        "judgement": {
+            "rows": rows,
+            "shown": shown,
+            "selected_point": by_key.get(shown.key) if shown.key else None,
+            "form": OperatingPointForm(benchmark=benchmark),
+            "summary": summary,
+            "summary_error": summary_error,
+            "verdict_error": found.error,
+            "frontier_error": frontier_error,
+            "capacity": judgement.capacity_rows(fig_list),
+            "scaling": _scaling_sections(request, points),
+            "references": refs,
+            "unreadable": unreadable,
+            "overlay": judgement.chart_overlay(
+                points, figs, shown.key, frontier_keys, refs,
+                [field for field, _ in charts.LATENCY_METRICS],
+            ),
+        }
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# Operating point
+# --------------------------------------------------------------------------------------------
+
+
+@login_required
+def operating_point(request: HttpRequest, code: UUID) -> HttpResponse:
+    """GET: the current choice, its history and the form; POST: choose and store."""
+    benchmark = _get_benchmark_for_user(request, code)
+    form = OperatingPointForm(request.POST or None, benchmark=benchmark)
+    if request.method == "POST" and form.is_valid():
+        points = judgement.load_points(benchmark)
+        figs = list(judgement.figures_by_key(points)[0].values())
+        try:
+            chosen = judgement.select(form.cleaned_data["method"], form.params(), figs)
+        except AnalysisError as exc:
+            form.add_error(None, f"Cannot select: {exc}.")
+        else:
+            judgement.save_operating_point(benchmark, chosen, points, request.user)
+            messages.success(request, f"Operating point: {chosen.chosen_key}.")
+            return redirect(f"{_run_url(benchmark)}#operating-point")
+    ctx = {
+        "benchmark": benchmark,
+        "form": form,
+        "history": benchmark.operating_points.select_related("point", "chosen_by"),
+    }
+    return render(request, "judgement/operating_point.html", ctx,
+                  status=400 if form.errors else 200)
+
+
+def _run_url(benchmark: Benchmark) -> str:
+    from django.urls import reverse
+
+    return reverse("run_detail", args=[benchmark.code])
+
+
+# --------------------------------------------------------------------------------------------
+# Saved comparisons
+# --------------------------------------------------------------------------------------------
+
+
+@login_required
+def comparisons(request: HttpRequest) -> HttpResponse:
+    rows = Comparison.objects.select_related(
+        "baseline_point__benchmark", "candidate_point__benchmark", "created_by"
+    )[:200]
+    return render(request, "judgement/comparisons.html", {"comparisons": rows})
+
+
+@login_required
+def comparison_new(request: HttpRequest) -> HttpResponse:
+    preselected = [_point_or_none(request.GET.get("baseline")),
+                   _point_or_none(request.GET.get("candidate"))]
+    initial = {
+        "baseline_point": preselected[0].pk if preselected[0] else None,
+        "candidate_point": preselected[1].pk if preselected[1] else None,
+    }
+    form = ComparisonForm(request.POST or None, initial=initial, preselected=preselected)
+    if request.method == "POST" and form.is_valid():
+        baseline = form.cleaned_data["baseline_point"]
+        candidate = form.cleaned_data["candidate_point"]
+        try:
+            judgement.compare_points(baseline, candidate)
+        except AnalysisError as exc:
+            form.add_error(None, f"Cannot compare these points: {exc}.")
+        else:
+            with transaction.atomic():
+                comparison = Comparison.objects.create(
+                    name=form.cleaned_data["name"]
+                    or f"{point_label(baseline)} -> {point_label(candidate)}"[:200],
+                    baseline_point=baseline,
+                    candidate_point=candidate,
+                    notes=form.cleaned_data["notes"],
+                    created_by=request.user,
+                )
+            return redirect("comparison_detail", code=comparison.code)
+    return render(request, "judgement/comparison_new.html", {"form": form},
+                  status=400 if form.errors else 200)
+
+
+@login_required
+def comparison_detail(request: HttpRequest, code: UUID) -> HttpResponse:
+    comparison = _get_comparison_for_user(request, code)
+    result, error = judgement.compare_saved(comparison)
+    ctx = {"comparison": comparison, "result": result, "error": error}
+    return render(request, "judgement/comparison_detail.html", ctx)
+
+
+# --------------------------------------------------------------------------------------------
+# External references
+# --------------------------------------------------------------------------------------------
+
+
+@login_required
+def references(request: HttpRequest) -> HttpResponse:
+    return render(request, "judgement/references.html",
+                  {"references": ExternalReference.objects.all()})
+
+
+@login_required
+def reference_new(request: HttpRequest) -> HttpResponse:
+    return _reference_form(request, None)
+
+
+@login_required
+def reference_edit(request: HttpRequest, pk: int) -> HttpResponse:
+    return _reference_form(request, get_object_or_404(ExternalReference, pk=pk))
+
+
+def _reference_form(request: HttpRequest, ref: ExternalReference | None) -> HttpResponse:
+    form = ExternalReferenceForm(request.POST or None, instance=ref)
+    if request.method == "POST" and form.is_valid():
+        saved = form.save()
+        messages.success(request, f"Saved the reference {saved.source} ({saved.recorded_on}).")
+        return redirect("references")
+    return render(request, "judgement/reference_form.html", {"form": form, "reference": ref},
+                  status=400 if form.errors else 200)
+
+
+@login_required
+def reference_compare(request: HttpRequest, pk: int) -> HttpResponse:
+    ref = get_object_or_404(ExternalReference, pk=pk)
+    preselected = _point_or_none(request.GET.get("point"))
+    form = ReferenceCompareForm(request.GET or None, preselected=preselected)
+    result = error = None
+    point = None
+    if form.is_bound and form.is_valid():
+        point = form.cleaned_data["point"]
+        result, error = judgement.compare_with_reference(point, ref)
+    ctx = {"reference": ref, "form": form, "point": point, "result": result, "error": error}
+    return render(request, "judgement/reference_compare.html", ctx)

@@ -1,0 +1,1 @@
+from tests.dashboard.conftest import owner, owner_client, teammate  # noqa: F401

@@ -1,0 +1,226 @@
+"""The run page's judgement sections: operating point, verdicts, sweep change, repeats, scaling."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.models import Benchmark, OperatingPoint
+from runner import schema
+from tests.dashboard.factories import make_benchmark
+
+from .helpers import point, store, sweep
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_run_page_shows_the_default_knee_with_its_sentence(owner_client):
+    benchmark = sweep()
+    response = owner_client.get(f"/runs/{benchmark.code}/")
+    assert response.status_code == 200
+    j = response.context["judgement"]
+    assert j["shown"].key == point(benchmark, 512, 2000).key
+    assert j["shown"].stored is None
+    assert "+0.7% output tokens/s for +71% median latency" in response.content.decode()
+    # The chart marks the selected point.
+    assert j["overlay"]["selected"]["y"] == [3000.0]
+
+
+def test_each_point_gets_a_verdict_with_its_evidence_numbers(owner_client):
+    benchmark = sweep()
+    response = owner_client.get(f"/runs/{benchmark.code}/")
+    rows = {r["point"].key: r for r in response.context["judgement"]["rows"]}
+    pinned = rows[point(benchmark, 256, 4000).key]
+    # mean running 256 of max_num_seqs 256 with 3000 waiting: the scheduler cap binds.
+    assert pinned["verdict"].kind == "scheduler_cap"
+    assert ("mean waiting", 3000.0) in pinned["evidence"]
+    assert rows[point(benchmark, 512, 4000).key]["verdict"].kind == "saturated"
+    html = response.content.decode()
+    assert "scheduler_cap" in html and "mean waiting 3000" in html
+
+
+def test_the_sweep_change_sentence_names_the_setting_and_the_bottlenecks(owner_client):
+    benchmark = sweep()
+    response = owner_client.get(f"/runs/{benchmark.code}/")
+    summary = response.context["judgement"]["summary"]
+    assert summary is not None
+    assert "max_num_seqs from 256 to 512" in summary.sentence
+    assert "scheduler cap" in summary.sentence and "saturation" in summary.sentence
+    assert summary.sentence in response.content.decode()
+
+
+def test_a_knee_over_fewer_than_three_levels_is_refused_with_its_reason(owner_client):
+    benchmark = make_benchmark(state="succeeded")
+    store(benchmark, max_num_seqs=256, num_requests=1000, throughput=100.0, median_e2el_ms=50.0)
+    store(benchmark, max_num_seqs=256, num_requests=2000, throughput=110.0, median_e2el_ms=90.0)
+    response = owner_client.get(f"/runs/{benchmark.code}/")
+    assert response.status_code == 200
+    assert "a knee needs at least 3 load levels; got 2 valid point(s)" in (
+        response.content.decode()
+    )
+    assert response.context["judgement"]["overlay"]["selected"]["keys"] == []
+
+
+def test_the_page_never_fails_when_a_point_lacks_queue_samples(owner_client):
+    benchmark = sweep()
+    bare = store(benchmark, max_num_seqs=1024, num_requests=1000, throughput=900.0,
+                 median_e2el_ms=None, samples=0, update={"provenance": None})
+    response = owner_client.get(f"/runs/{benchmark.code}/")
+    assert response.status_code == 200
+    row = next(r for r in response.context["judgement"]["rows"] if r["point"].pk == bare.pk)
+    assert row["verdict"] is None
+    assert "no engine samples" in row["no_verdict"]
+    assert "no engine samples" in response.content.decode()
+
+
+def test_a_knee_selection_is_stored_with_its_parameters(owner_client, owner):
+    benchmark = sweep()
+    response = owner_client.post(
+        f"/runs/{benchmark.code}/operating-point/",
+        {"method": "knee", "throughput_gain_pct": "1", "latency_growth_pct": "50"},
+    )
+    assert response.status_code == 302
+    chosen = OperatingPoint.objects.get(benchmark=benchmark, is_current=True)
+    assert chosen.method == "knee"
+    assert chosen.params == {"throughput_gain_pct": 1.0, "latency_growth_pct": 50.0}
+    assert chosen.point == point(benchmark, 512, 2000)
+    assert chosen.chosen_by == owner
+    assert chosen.evidence["latency_growth_pct"] == pytest.approx((7000 / 4100 - 1) * 100)
+    page = owner_client.get(f"/runs/{benchmark.code}/")
+    assert page.context["judgement"]["shown"].stored == chosen
+
+
+def test_an_slo_selection_names_the_binding_limit(owner_client):
+    benchmark = sweep()
+    response = owner_client.post(f"/runs/{benchmark.code}/operating-point/",
+                                 {"method": "slo", "slo_median_e2el_ms": "5000"})
+    assert response.status_code == 302
+    chosen = OperatingPoint.objects.get(benchmark=benchmark, is_current=True)
+    assert chosen.params == {"limits": {"median_e2el_ms": 5000.0}}
+    assert chosen.point == point(benchmark, 512, 2000)
+    assert chosen.evidence["binding_metric"] == "median_e2el_ms"
+
+
+def test_an_override_requires_a_written_reason(owner_client):
+    benchmark = sweep()
+    target = point(benchmark, 256, 1000)
+    response = owner_client.post(f"/runs/{benchmark.code}/operating-point/",
+                                 {"method": "override", "point": target.pk, "reason": "   "})
+    assert response.status_code == 400
+    assert "An override needs a written reason." in response.content.decode()
+    assert not OperatingPoint.objects.exists()
+
+
+def test_an_override_keeps_its_reason_and_what_it_replaced(owner_client):
+    benchmark = sweep()
+    owner_client.post(f"/runs/{benchmark.code}/operating-point/",
+                      {"method": "knee", "throughput_gain_pct": "2", "latency_growth_pct": "20"})
+    target = point(benchmark, 256, 1000)
+    response = owner_client.post(
+        f"/runs/{benchmark.code}/operating-point/",
+        {"method": "override", "point": target.pk, "reason": "customer p99 budget is tight"},
+    )
+    assert response.status_code == 302
+    current = OperatingPoint.objects.get(benchmark=benchmark, is_current=True)
+    assert current.point == target and current.reason == "customer p99 budget is tight"
+    assert current.params["replaces_method"] == "knee"
+    assert OperatingPoint.objects.filter(benchmark=benchmark).count() == 2
+    page = owner_client.get(f"/runs/{benchmark.code}/").content.decode()
+    assert "customer p99 budget is tight" in page
+
+
+def test_the_database_refuses_an_override_without_reason():
+    from django.db import IntegrityError
+
+    benchmark = sweep()
+    with pytest.raises(IntegrityError):
+        OperatingPoint.objects.create(benchmark=benchmark, method="override",
+                                      point=point(benchmark, 256, 1000), sentence="x", reason=" ")
+
+
+def test_repeats_show_the_lowest_as_capacity_with_the_spread(owner_client):
+    benchmark = sweep()
+    store(benchmark, max_num_seqs=256, num_requests=1000, throughput=1900.0,
+          median_e2el_ms=4100.0, repeat=1)
+    response = owner_client.get(f"/runs/{benchmark.code}/")
+    (row,) = response.context["judgement"]["capacity"]
+    assert row["estimate"].capacity == 1900.0
+    assert row["estimate"].spread == 100.0
+    assert "1900.0" in response.content.decode()
+
+
+def _replica_point(benchmark, replicas=2, output_tokens=256):
+    per_replica = [
+        schema.ReplicaResult(replica=i, base_url=f"http://127.0.0.1:{8000 + i}",
+                             window=schema.Window(start=0.0, end=9.5 + i * 0.5),
+                             metrics=None)
+        for i in range(replicas)
+    ]
+    return store(
+        benchmark, max_num_seqs=256, num_requests=8000, throughput=3800.0,
+        median_e2el_ms=5000.0,
+        update={"replicas": replicas, "per_replica": per_replica,
+                "workload": schema.WorkloadSpec(output_tokens=output_tokens)},
+    )
+
+
+def test_node_scaling_uses_the_chosen_single_replica_reference(owner_client):
+    benchmark = sweep()
+    node = _replica_point(benchmark)
+    reference = point(benchmark, 256, 2000)  # 2600 tok/s, one replica, same spec
+    response = owner_client.get(f"/runs/{benchmark.code}/",
+                                {f"scaling_ref_{node.pk}": reference.pk})
+    (section,) = response.context["judgement"]["scaling"]
+    assert section["error"] is None
+    assert section["result"].efficiency == pytest.approx(3800.0 / (2 * 2600.0))
+    assert "73.1%" in response.content.decode()
+    assert section["window_seconds"] == 10.0
+    assert len(section["per_replica"]) == 2
+    assert reference in section["choices"]
+
+
+def test_node_scaling_refuses_a_reference_of_another_workload_spec(owner_client):
+    benchmark = sweep()
+    node = _replica_point(benchmark, output_tokens=128)
+    other = point(benchmark, 256, 2000)  # 256 output tokens
+    response = owner_client.get(f"/runs/{benchmark.code}/", {f"scaling_ref_{node.pk}": other.pk})
+    assert response.status_code == 200
+    (section,) = response.context["judgement"]["scaling"]
+    assert section["result"] is None
+    assert "a scaling reference needs the same workload spec" in section["error"]
+    assert other not in section["choices"]
+    assert "a scaling reference needs the same workload spec" in response.content.decode()
+
+
+def test_an_unfinished_run_without_points_renders(owner_client):
+    benchmark = make_benchmark()
+    assert owner_client.get(f"/runs/{benchmark.code}/").status_code == 200
+    Benchmark.objects.all()  # no error either way
+
+
+def test_the_operating_point_page_lists_the_choices_made(owner_client):
+    benchmark = sweep()
+    owner_client.post(f"/runs/{benchmark.code}/operating-point/",
+                      {"method": "pareto", "min_tokens_per_user": "10"})
+    page = owner_client.get(f"/runs/{benchmark.code}/operating-point/")
+    assert page.status_code == 200
+    (chosen,) = page.context["history"]
+    assert chosen.method == "pareto" and chosen.params == {"min_tokens_per_user": 10.0}
+    assert "Pareto frontier" in page.content.decode()
+
+
+def test_an_unreachable_pareto_target_is_refused_with_the_reason(owner_client):
+    benchmark = sweep()  # median TPOT 20 ms everywhere: 50 tokens/s per user at most
+    response = owner_client.post(f"/runs/{benchmark.code}/operating-point/",
+                                 {"method": "pareto", "min_tokens_per_user": "80"})
+    assert response.status_code == 400
+    assert "no frontier point gives 80.0 tokens/s per user; the most is 50.0" in (
+        response.content.decode()
+    )
+    assert not OperatingPoint.objects.exists()
+
+
+def test_an_slo_without_any_limit_is_refused(owner_client):
+    benchmark = sweep()
+    response = owner_client.post(f"/runs/{benchmark.code}/operating-point/", {"method": "slo"})
+    assert response.status_code == 400
+    assert "An SLO selection needs at least one latency limit." in response.content.decode()
