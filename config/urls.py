@@ -7,4 +7,5 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
     path("", include("benchmarks.urls")),
+    path("", include("reports.urls")),
 ]

@@ -1,0 +1,201 @@
+"""Server time of the public report page /r/<token>/ with its charts; figure in docs/performance.md.
+
+    .venv/bin/python bench/report_page.py          # about a minute
+
+Target (issue 5): a report page with three charts (throughput vs latency with the operating
+point, the queue evidence of baseline and candidate, node scaling) answers in under 200 ms of
+server time.
+
+The script creates its own PostgreSQL database (--database-url, default headroom_report_bench on
+the local server), migrates it, stores a realistic sweep through benchmarks.points.store_point
+(4 engine configs x 8 load levels x 2 repeats = 64 points, 2,000 engine samples and 256 request
+records each, plus an 8-replica node run), builds a report with every item, and requests the
+page through Django's test client, logged out, DEBUG off: full middleware, view, queries,
+content builder and template rendering, no network. The first request in the process (templates
+compiled, translations loaded, connection opened) is reported apart from the warm repeats. The
+database is dropped at the end (--keep leaves it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/headroom_report_bench"
+TARGET_S = 0.200
+CONFIGS = (8, 64, 256, 1024)
+LOADS = (16, 32, 64, 128, 256, 512, 1024, 2048)
+REPEATS = 2
+SAMPLES = 2_000
+REQUESTS = 256
+NODE_REPLICAS = 8
+
+
+def _admin_url(url: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path="/postgres"))
+
+
+def _recreate(url: str, drop_only: bool = False) -> None:
+    import psycopg
+
+    name = urlsplit(url).path.lstrip("/")
+    with psycopg.connect(_admin_url(url), autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        if not drop_only:
+            conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def _result(seqs: int, requests: int, repeat: int, replicas: int = 1):
+    from runner import schema
+
+    # A saturating curve: throughput grows with load until the engine's cap, latency after it.
+    admitted = min(requests, seqs)
+    tps = 40.0 * admitted ** 0.9 * (0.98 if repeat else 1.0) * replicas
+    e2el = 1000.0 + 20.0 * requests / max(1, admitted) * 256
+    config = schema.EngineConfig(max_num_seqs=seqs)
+    load = schema.LoadSpec(shape="burst", num_requests=requests * replicas)
+    samples = [
+        schema.EngineSample(t=i * 0.05, running=float(min(admitted, i)),
+                            waiting=float(max(0, requests - i)), kv_usage=min(1.0, i / SAMPLES),
+                            replica=i % replicas)
+        for i in range(SAMPLES)
+    ]
+    records = [
+        schema.RequestRecord(index=i, intended_send=0.0, actual_send=0.0001, ttft=0.05,
+                             e2el=e2el / 1000, completed_at=e2el / 1000,
+                             chunk_times=[0.05 + 0.01 * k for k in range(16)],
+                             chunk_tokens=[1] * 16, prompt_tokens=64, output_tokens=256,
+                             finish_reason="length", status=200)
+        for i in range(REQUESTS)
+    ]
+    metric = dict(duration=10.0, completed=requests, failed=0, short_responses=0, valid=True,
+                  total_input_tokens=64 * requests, total_output_tokens=256 * requests,
+                  request_throughput=requests / 10, output_throughput=tps,
+                  total_token_throughput=tps * 1.25, median_ttft_ms=50.0, median_tpot_ms=20.0,
+                  median_e2el_ms=e2el, p95_e2el_ms=e2el * 1.2, p99_e2el_ms=e2el * 1.3)
+    per_replica = [
+        schema.ReplicaResult(replica=r, base_url=f"http://127.0.0.1:{8000 + r}", gpu=str(r),
+                             window=schema.Window(start=0.0, end=10.0),
+                             metrics=schema.Metrics(**{**metric, "output_throughput": tps / replicas}))
+        for r in range(replicas)
+    ] if replicas > 1 else []
+    return schema.PointResult(
+        key=schema.point_key(config, load, repeat) + (f"|x{replicas}" if replicas > 1 else ""),
+        engine_config=config, load=load, workload=schema.WorkloadSpec(), repeat=repeat,
+        replicas=replicas, window=schema.Window(start=0.0, end=10.0),
+        metrics=schema.Metrics(**metric),
+        queue=schema.QueueSummary(samples=SAMPLES, mean_running=float(admitted),
+                                  mean_waiting=float(requests - admitted), peak_running=admitted,
+                                  peak_waiting=requests, peak_kv_usage=0.9, mean_kv_usage=0.6,
+                                  preemptions=0),
+        provenance=schema.Provenance(
+            hardware=schema.Hardware(host="bench-host", gpu_name="NVIDIA H200", gpu_count=8),
+            engine=schema.EngineInfo(launch_style="serve", version="0.11.0"),
+            checkpoint=schema.Checkpoint(model="Qwen/Qwen3-30B-A3B", revision="a" * 40,
+                                         precision="bf16"),
+            client_version="headroom-runner 0.1.0", started_at="2026-11-30T15:00:00Z"),
+        per_replica=per_replica, samples=samples, requests=records,
+    )
+
+
+def _populate():
+    from django.contrib.auth import get_user_model
+
+    from benchmarks.models import Benchmark, Checkpoint, Node, Runtime, Workload
+    from benchmarks.points import store_point
+    from reports.models import Item, Report
+
+    user = get_user_model().objects.create_user("bench")
+    node = Node.objects.create(queue="gpu-bench", hostname="bench-host", gpu_name="NVIDIA H200",
+                               gpu_count=8, launch_style="serve")
+    benchmark = Benchmark.objects.create(
+        name="bench sweep", source="imported", node=node,
+        runtime=Runtime.objects.create(version="0.11.0"),
+        checkpoint=Checkpoint.objects.create(repo="Qwen/Qwen3-30B-A3B", revision="a" * 40),
+        workload=Workload.objects.create(), plan={}, state="succeeded", created_by=user)
+    points = {}
+    for seqs in CONFIGS:
+        for requests in LOADS:
+            for repeat in range(REPEATS):
+                points[(seqs, requests, repeat)] = store_point(
+                    benchmark, _result(seqs, requests, repeat))
+    node_point = store_point(benchmark, _result(1024, 1024, 0, replicas=NODE_REPLICAS))
+    return Report.objects.create(
+        title="Bench report", language="ko", benchmark=benchmark,
+        baseline_point=points[(8, 1024, 0)], candidate_point=points[(1024, 1024, 0)],
+        scaling_point=node_point, scaling_reference=points[(1024, 1024, 0)],
+        items=list(Item.values), created_by=user)
+
+
+def main() -> int:
+    warnings.filterwarnings("ignore", message="No directory at")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--database-url", default=DEFAULT_DATABASE_URL)
+    parser.add_argument("--repeats", type=int, default=30)
+    parser.add_argument("--keep", action="store_true")
+    args = parser.parse_args()
+
+    _recreate(args.database_url)
+    os.environ["DATABASE_URL"] = args.database_url
+    os.environ["DEBUG"] = "0"
+    os.environ.setdefault("SECRET_KEY", "bench-only-secret-key")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+
+    try:
+        call_command("migrate", verbosity=0)
+        started = time.perf_counter()
+        report = _populate()
+        print(f"populated in {time.perf_counter() - started:.1f} s: "
+              f"{report.benchmark.points.count()} points, {SAMPLES} samples each")
+        client = Client(HTTP_HOST="localhost")
+        url = f"/r/{report.token}/"
+
+        def timed() -> tuple[float, int, int]:
+            with CaptureQueriesContext(connection) as queries:
+                t0 = time.perf_counter()
+                response = client.get(url)
+                elapsed = time.perf_counter() - t0
+            assert response.status_code == 200, response.status_code
+            return elapsed, len(queries), len(response.content)
+
+        first, queries, size = timed()
+        warm = [timed()[0] for _ in range(args.repeats)]
+        body = client.get(url).content.decode()
+        charts = sum(f'id="{c}"' in body for c in ("curve-chart", "queue-chart-0",
+                                                    "queue-chart-1", "scaling-chart"))
+        median, worst = statistics.median(warm), max(warm)
+        p95 = sorted(warm)[int(0.95 * (len(warm) - 1))]
+        print(f"| page | first request | warm median | warm p95 | warm max | queries | HTML |")
+        print(f"|---|---|---|---|---|---|---|")
+        print(f"| /r/<token>/ ({charts} chart areas) | {first * 1000:.0f} ms | "
+              f"{median * 1000:.0f} ms | {p95 * 1000:.0f} ms | {worst * 1000:.0f} ms | "
+              f"{queries} | {size / 1024:.0f} KiB |")
+        ok = median < TARGET_S and p95 < TARGET_S
+        print(f"target < {TARGET_S * 1000:.0f} ms (warm median and p95): "
+              f"{'PASS' if ok else 'FAIL'}")
+        return 0 if ok else 1
+    finally:
+        connection.close()
+        if not args.keep:
+            _recreate(args.database_url, drop_only=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

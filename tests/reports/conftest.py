@@ -1,0 +1,138 @@
+"""A stored sweep with provenance full of things a customer must never see.
+
+The hostname, IP, user name, log tail, local path and notes below are planted on purpose: the
+leak tests assert that none of them reaches the public page.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from benchmarks.models import Benchmark, Point
+from benchmarks.points import store_point
+from runner import schema
+from tests.dashboard import factories
+
+SECRET_HOST = "gpu-node-7.corp.example"
+SECRET_IP = "10.1.2.3"
+SECRET_USER = "alice-engineer"
+SECRET_PATH = "/home/alice-engineer/models/tiny-qwen3"
+SECRET_LOG = "engine log line nobody outside may read"
+SECRET_NOTE = "internal note: the customer's own config was wrong"
+SECRETS = (SECRET_HOST, SECRET_IP, SECRET_USER, "/home/", SECRET_LOG, SECRET_NOTE)
+
+# (max_num_seqs, num_requests): (output tok/s, median e2el ms, mean running, mean waiting)
+SWEEP = {
+    (8, 16): (9000.5, 3000.0, 8.0, 8.0),
+    (8, 32): (18012.4, 5000.0, 8.0, 24.0),
+    (8, 64): (18100.0, 9000.0, 8.0, 56.0),
+    (64, 16): (30000.0, 1800.0, 16.0, 0.0),
+    (64, 32): (41873.6, 2500.0, 32.0, 0.2),
+    (64, 64): (42100.0, 4000.0, 60.0, 4.0),
+}
+
+
+def provenance(launch_style: str = "cpu") -> schema.Provenance:
+    gpu = launch_style != "cpu"
+    return schema.Provenance(
+        hardware=schema.Hardware(
+            host=SECRET_HOST,
+            gpu_name="NVIDIA H200" if gpu else None,
+            gpu_count=1 if gpu else 0,
+            cpu_model="Test CPU",
+            cpu_count=2,
+        ),
+        engine=schema.EngineInfo(
+            launch_style=launch_style,
+            version="0.32.0",
+            command=["python", "-m", "vllm.entrypoints.openai.api_server", "--host", SECRET_IP],
+            log_path=f"/home/{SECRET_USER}/var/work/engine.log",
+            log_tail=SECRET_LOG,
+            cache_dtype="auto",
+        ),
+        checkpoint=schema.Checkpoint(model=SECRET_PATH, precision="bf16"),
+        client_version="headroom-runner 0.1.0",
+        started_at="2026-11-30T15:00:00Z",
+    )
+
+
+def point_result(seqs: int, requests: int, *, repeat: int = 0, replicas: int = 1,
+                 launch_style: str = "cpu", throughput: float | None = None,
+                 **extra: Any) -> schema.PointResult:
+    tps, e2el, running, waiting = SWEEP.get((seqs, requests), (1000.0, 1000.0, 1.0, 0.0))
+    tps = throughput if throughput is not None else tps
+    config = schema.EngineConfig(max_num_seqs=seqs)
+    load = schema.LoadSpec(shape="burst", num_requests=requests)
+    per_replica = [
+        schema.ReplicaResult(
+            replica=i, base_url=f"http://{SECRET_IP}:{8001 + i}", gpu=str(i),
+            window=schema.Window(start=0.0, end=10.0 - i),
+            metrics=factories.make_metrics(output_throughput=tps / replicas),
+        )
+        for i in range(replicas)
+    ] if replicas > 1 else []
+    return schema.PointResult(
+        key=schema.point_key(config, load, repeat) + (f"|x{replicas}" if replicas > 1 else ""),
+        engine_config=config,
+        load=load,
+        workload=schema.WorkloadSpec(input_tokens_min=63, input_tokens_max=66, output_tokens=256),
+        repeat=repeat,
+        replicas=replicas,
+        window=schema.Window(start=0.0, end=10.0),
+        metrics=factories.make_metrics(output_throughput=tps, median_e2el_ms=e2el, **extra),
+        queue=schema.QueueSummary(samples=20, mean_running=running, mean_waiting=waiting,
+                                  peak_running=seqs, peak_waiting=requests, peak_kv_usage=0.42,
+                                  mean_kv_usage=0.3, preemptions=0),
+        provenance=provenance(launch_style),
+        per_replica=per_replica,
+        samples=factories.make_samples(20),
+        requests=factories.make_requests(4),
+        notes=[SECRET_NOTE],
+    )
+
+
+@pytest.fixture
+def owner(db):
+    return get_user_model().objects.create_user(SECRET_USER, password="owner-password")
+
+
+@pytest.fixture
+def outsider(db):
+    return get_user_model().objects.create_user("outsider", password="outsider-password")
+
+
+@pytest.fixture
+def owner_client(owner) -> Client:
+    client = Client()
+    client.force_login(owner)
+    return client
+
+
+def make_sweep(owner, launch_style: str = "cpu") -> Benchmark:
+    node = factories.make_node(queue=f"node-{launch_style}", hostname=SECRET_HOST)
+    benchmark = factories.make_benchmark(node=node, state="succeeded", created_by=owner, points_total=len(SWEEP) + 2,
+                                         error_message=SECRET_NOTE)
+    for seqs, requests in SWEEP:
+        store_point(benchmark, point_result(seqs, requests, launch_style=launch_style))
+    # A second repeat of the tuned setting, a little lower: the capacity estimate uses it.
+    store_point(benchmark, point_result(64, 32, repeat=1, launch_style=launch_style,
+                                        throughput=41600.0))
+    # A node run: 2 replicas over one common window.
+    store_point(benchmark, point_result(64, 32, replicas=2, launch_style=launch_style,
+                                        throughput=80000.0))
+    return benchmark
+
+
+@pytest.fixture
+def sweep(owner) -> Benchmark:
+    return make_sweep(owner)
+
+
+def point(benchmark: Benchmark, seqs: int, requests: int, repeat: int = 0,
+          replicas: int = 1) -> Point:
+    return Point.objects.get(benchmark=benchmark, engine_label=f"seqs={seqs}",
+                             load_label=f"burst {requests}", repeat=repeat, replicas=replicas)
