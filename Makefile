@@ -6,7 +6,8 @@ PY := $(VENV)/bin/python
 TINY_MODEL := var/tiny-model
 # Tests use the real services: PostgreSQL and Redis on this machine (.ci/run starts them).
 TEST_ENV := DATABASE_URL=postgres://postgres@127.0.0.1:5432/headroom \
-	CELERY_BROKER_URL=redis://127.0.0.1:6379/15 HEADROOM_TINY_MODEL=$(CURDIR)/$(TINY_MODEL)
+	CELERY_BROKER_URL=redis://127.0.0.1:6379/15 HEADROOM_TINY_MODEL=$(CURDIR)/$(TINY_MODEL) \
+	HEADROOM_SCREENSHOT_DIR=$(CURDIR)/var/screenshots
 
 .PHONY: install tiny-model chromium test test-fast demo demo-stop bench clean
 
