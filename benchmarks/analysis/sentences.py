@@ -183,10 +183,16 @@ def verdict_sentence(kind: str, evidence: Mapping[str, Any], partial: bool) -> s
             f"with {num(e['mean_waiting'])} waiting and "
             + (f"KV at {usage * 100:.0f}% peak" if usage is not None else "KV usage not recorded")
         )
-        if e.get("mean_tokens_per_step") is not None:
+        if e.get("mean_tokens_per_step") is not None and e.get("max_num_batched_tokens"):
             text += (
                 f"; steps average {num(e['mean_tokens_per_step'])} of "
                 f"{e['max_num_batched_tokens']} batched tokens"
+            )
+        elif e.get("mean_tokens_per_step") is not None:
+            text += (
+                f"; steps average {num(e['mean_tokens_per_step'])} tokens, but "
+                "max_num_batched_tokens was left at the engine default (not recorded), "
+                "so the evidence is partial"
             )
         else:
             text += "; no per-step token counts, so the evidence is partial"

@@ -23,3 +23,15 @@ def test_a_lowered_setting_says_lowering():
     assert sweep_step_sentence([("max_num_seqs", 1024, 256)], "saturated", "scheduler_cap") == (
         "lowering max_num_seqs from 1024 to 256 moved the bottleneck from saturation to the scheduler cap"
     )
+
+
+def test_a_token_budget_sentence_never_prints_an_unrecorded_budget():
+    from benchmarks.analysis.sentences import verdict_sentence
+
+    evidence = {
+        "mean_running": 41.5, "max_num_seqs": 64, "mean_waiting": 0.8, "peak_kv_usage": 0.1,
+        "mean_tokens_per_step": 6.1, "max_num_batched_tokens": None,
+    }
+    text = verdict_sentence("token_budget", evidence, partial=True)
+    assert "None" not in text
+    assert "engine default" in text
