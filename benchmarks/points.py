@@ -5,7 +5,7 @@ Used by the worker task (one point as it finishes) and by imports (every point o
 
 from __future__ import annotations
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F, Q
 from django.db.models.functions import Greatest
 
@@ -89,12 +89,14 @@ def store_point(benchmark: Benchmark, result: PointResult) -> Point:
             notes=list(result.notes),
             **metrics,
         )
-        PointData.objects.create(
-            point=point,
-            request_count=len(result.requests),
-            sample_count=len(result.samples),
-            requests=storage.encode_requests(result.requests),
-            samples=storage.encode_samples(result.samples),
+        _insert_point_data(
+            PointData(
+                point=point,
+                request_count=len(result.requests),
+                sample_count=len(result.samples),
+                requests=storage.encode_requests(result.requests),
+                samples=storage.encode_samples(result.samples),
+            )
         )
         Caveat.objects.bulk_create(
             Caveat(point=point, code=code, kind=kind, text=text, automatic=True)
@@ -102,6 +104,32 @@ def store_point(benchmark: Benchmark, result: PointResult) -> Point:
         )
         _count_point(benchmark, result)
     return point
+
+
+def _insert_point_data(data: PointData) -> None:
+    """INSERT the blobs as binary parameters on PostgreSQL.
+
+    Django's psycopg 3 cursors bind parameters client-side: a 40-50 MB blob would travel as a
+    hex literal twice its size inside the SQL text, for the server to parse back (about 1.2 s
+    more per 32,768-request point; bench/dashboard_pages.py, docs/performance.md). A plain
+    psycopg cursor on the same connection, inside the same transaction, binds them server-side
+    and sends the bytes as they are. SQLite gets an ordinary save().
+    """
+    from django.db.backends.postgresql.psycopg_any import is_psycopg3
+
+    if connection.vendor != "postgresql" or not is_psycopg3:
+        data.save(force_insert=True)
+        return
+    import psycopg
+    from psycopg import sql
+
+    columns = ("point_id", "request_count", "sample_count", "requests", "samples")
+    query = sql.SQL("INSERT INTO {} ({}) VALUES (%s, %s, %s, %b, %b)").format(
+        sql.Identifier(PointData._meta.db_table), sql.SQL(", ").join(map(sql.Identifier, columns))
+    )
+    connection.ensure_connection()
+    with psycopg.Cursor(connection.connection) as cursor:
+        cursor.execute(query, [getattr(data, column) for column in columns])
 
 
 def _count_point(benchmark: Benchmark, result: PointResult) -> None:

@@ -1,3 +1,5 @@
+import json
+
 import pytest
 
 from benchmarks import storage
@@ -90,3 +92,96 @@ def test_every_metrics_aggregate_has_its_own_point_column():
 
     columns = {field.name for field in Point._meta.get_fields()}
     assert set(schema.Metrics.model_fields) <= columns
+
+
+def _format_1_blob(arrays: dict) -> bytes:
+    """What encode_* wrote before format 2: zlib over an .npz of byte-shuffled arrays."""
+    import io
+    import zlib
+
+    import numpy as np
+
+    stored, dtypes = {}, []
+    for name, array in arrays.items():
+        if array.dtype.kind in "fiu":
+            stored[name] = array.view(np.uint8).reshape(-1, array.itemsize).T.copy()
+            dtypes.append(f"{name}={array.dtype.str}")
+        else:
+            stored[name] = array
+    stored["__dtypes__"] = np.array(dtypes, dtype=np.str_)
+    buffer = io.BytesIO()
+    np.savez(buffer, **stored)
+    return zlib.compress(buffer.getvalue(), 1)
+
+
+def test_points_stored_in_format_1_still_read_back():
+    records = make_requests(5, output_tokens=3, failed=1)
+    samples = make_samples(7)
+    old_requests = _format_1_blob(storage._unpack(storage.encode_requests(records)))
+    old_samples = _format_1_blob(storage._unpack(storage.encode_samples(samples)))
+    assert storage.format_version(old_requests) == 1
+    assert storage.decode_requests(old_requests) == records
+    assert storage.decode_samples(old_samples) == samples
+
+
+def test_new_blobs_are_format_2():
+    blob = storage.encode_requests(make_requests(3))
+    assert blob.startswith(storage.MAGIC)
+    assert storage.format_version(blob) == 2
+
+
+def test_timestamp_noise_is_stored_raw_and_the_shared_high_bytes_compressed():
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    times = 100.0 + np.cumsum(rng.gamma(4.0, 0.006, 200_000))
+    blob = storage._pack({"t": times})
+    start = len(storage.MAGIC) + 4
+    header = json.loads(blob[start : start + int.from_bytes(blob[start - 4 : start], "little")])
+    codecs = [codec for codec, _ in header["arrays"][0]["parts"]]
+    # Byte k of every value is part k (little-endian): low mantissa bytes are noise, kept raw;
+    # the exponent and high mantissa bytes are shared, compressed.
+    assert codecs[:4] == ["raw"] * 4
+    assert codecs[6:] == ["zlib"] * 2
+    assert len(blob) < 7 * len(times)
+    assert np.array_equal(storage._unpack(blob)["t"], times)
+
+
+def test_chunk_token_counts_other_than_one_survive_the_all_ones_shortcut():
+    records = make_requests(4, output_tokens=5)
+    records[3] = records[3].model_copy(update={"chunk_tokens": [1, 1, 1, 1, 2]})
+    decoded = storage.decode_requests(storage.encode_requests(records))
+    assert [r.chunk_tokens for r in decoded] == [[1] * 5] * 3 + [[1, 1, 1, 1, 2]]
+
+
+@pytest.mark.django_db
+def test_point_blobs_skip_postgresql_own_compression():
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("a PostgreSQL storage setting")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT attname, attstorage FROM pg_attribute WHERE attrelid = "
+            "'benchmarks_pointdata'::regclass AND attname IN ('requests', 'samples')"
+        )
+        assert dict(cursor.fetchall()) == {"requests": "e", "samples": "e"}
+
+
+@pytest.mark.django_db
+def test_the_run_page_never_reads_the_request_records(owner_client, monkeypatch):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    benchmark = make_benchmark(state="succeeded")
+    store_point(benchmark, make_point_result(requests=50, samples=30))
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the run page decoded stored records")
+
+    monkeypatch.setattr(storage, "decode_requests", refuse)
+    monkeypatch.setattr(storage, "_unpack", refuse)
+    with CaptureQueriesContext(connection) as queries:
+        response = owner_client.get(f"/runs/{benchmark.code}/")
+    assert response.status_code == 200
+    assert not [q for q in queries.captured_queries if "benchmarks_pointdata" in q["sql"]]
