@@ -159,6 +159,10 @@ def run_detail(request: HttpRequest, code: UUID) -> HttpResponse:
         "sampled_points": [p for p in points if p.queue.get("samples")],
     }
     ctx.update(views_judgement.run_detail_context(request, benchmark))
+    # Each point row finds its verdict in one lookup (a loop in the template was quadratic).
+    rows = {row["point"].pk: row for row in (ctx["judgement"] or {}).get("rows", [])}
+    for point in points:
+        point.judgement_row = rows.get(point.pk)
     return render(request, "runs/detail.html", ctx)
 
 
