@@ -3,7 +3,8 @@
 Migrates the database (SQLite unless DATABASE_URL says otherwise), creates the demo user and
 prints its credentials, registers the tiny model and the installed vLLM, starts the web server
 and one Celery worker for the CPU node, launches a first sweep through the launch form's own
-path, and prints the URL. Ctrl-C stops everything: each child runs in its own process group and
+path, and prints the URL. When the sweep ends it saves the comparison of the smallest and the
+best max_num_seqs setting and a customer report built from it, and prints their links. Ctrl-C stops everything: each child runs in its own process group and
 only those groups are signalled; the worker's engines stop with it (runner/guard.py).
 
 The broker is Redis when it answers at CELERY_BROKER_URL (default 127.0.0.1:6379); otherwise
@@ -13,6 +14,7 @@ kombu's filesystem transport under var/broker, which needs no server.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -75,11 +77,20 @@ def main() -> int:
         env,
     )  # fmt: skip
     web = start([sys.executable, "manage.py", "runserver", DEMO_ADDRESS, "--noreload"], env)
+    finisher = None
     try:
-        manage("launch_demo_sweep", "--queue", QUEUE, env=env)
+        launched = subprocess.run(
+            [sys.executable, "manage.py", "launch_demo_sweep", "--queue", QUEUE],
+            cwd=BASE_DIR, env=env, check=True, capture_output=True, text=True,
+        )  # fmt: skip
+        print(launched.stdout, end="")
+        code = re.search(r"/runs/([0-9a-f-]{36})/", launched.stdout).group(1)
+        # When the sweep ends: the saved comparison and a customer report, links printed.
+        finisher = start([sys.executable, "manage.py", "finish_demo", code], env)
         print(
             f"\nHeadroom demo at http://{DEMO_ADDRESS}/  (log in with the demo user above)\n"
-            "The first sweep starts one CPU engine per max_num_seqs value (about a minute each).\n"
+            "The first sweep starts one CPU engine per max_num_seqs value (about a minute each);\n"
+            "when it ends, the links to its saved comparison and customer report appear here.\n"
             "Ctrl-C stops the web server, the worker and its engines.",
             flush=True,
         )
@@ -90,10 +101,12 @@ def main() -> int:
                 continue
     except KeyboardInterrupt:
         pass
-    except subprocess.CalledProcessError:
-        print("the demo sweep could not be launched; see the message above", file=sys.stderr)
+    except subprocess.CalledProcessError as exc:
+        print(f"the demo sweep could not be launched:\n{exc.stderr}", file=sys.stderr)
         return 1
     finally:
+        if finisher is not None:
+            stop(finisher)
         stop(web)
         stop(worker)
     return 0

@@ -138,6 +138,13 @@ def engine_flags(config: EngineConfig) -> list[str]:
     return flags
 
 
+def _hub_revision(checkpoint: Checkpoint) -> bool:
+    """Whether to pass --revision: only for hub models. A local folder has no git history; its
+    recorded revision identifies its contents (see runner/tinymodel.py) and is not vLLM's to use.
+    """
+    return bool(checkpoint.revision) and not Path(checkpoint.model).is_dir()
+
+
 def build_command(
     launch: EngineLaunch,
     checkpoint: Checkpoint,
@@ -153,7 +160,7 @@ def build_command(
     log_dir is accepted so every style has the same signature; the engine's output is
     redirected to a file there by start_engine, not by a flag.
     """
-    model_args = ["--revision", checkpoint.revision] if checkpoint.revision else []
+    model_args = ["--revision", checkpoint.revision] if _hub_revision(checkpoint) else []
     served = ["--served-model-name", served_model_name(checkpoint)]
     common = [*model_args, *engine_flags(config), *served]
     if launch.style == "cpu":

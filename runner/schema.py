@@ -93,7 +93,10 @@ class Schema(BaseModel):
 
 class Checkpoint(Schema):
     model: str = Field(min_length=1, description="Local path or hub repo id")
-    revision: str | None = Field(default=None, description="40-hex commit; None for local dirs")
+    revision: str | None = Field(
+        default=None,
+        description="40-hex hub commit; for a local folder, an id of its weights (optional)",
+    )
     served_model_name: str | None = None
     precision: str | None = Field(default=None, description="e.g. bf16, fp8, NVFP4")
 

@@ -14,6 +14,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from benchmarks.models import Checkpoint, Runtime
+from runner.tinymodel import weights_digest
 
 
 class Command(BaseCommand):
@@ -43,7 +44,13 @@ class Command(BaseCommand):
     def _register_tiny_model(self, directory: Path) -> None:
         if not (directory / "config.json").is_file():
             raise CommandError(f"{directory} holds no model (build it with make tiny-model)")
-        Checkpoint.objects.get_or_create(repo=str(directory.resolve()), revision="")
+        # A local folder has no git commit; the digest of its weights stands in as the
+        # revision, so two runs of the same tiny model count as the same checkpoint and a
+        # rebuilt, different one does not. The tiny model's weights are bfloat16.
+        revision = weights_digest(directory)[:40]
+        Checkpoint.objects.get_or_create(
+            repo=str(directory.resolve()), revision=revision, defaults={"precision": "bf16"}
+        )
         version = _installed_vllm_version()
         Runtime.objects.get_or_create(engine="vllm", version=version, image="", digest="")
         self.stdout.write(f"Registered checkpoint {directory} and runtime vllm {version}.")
