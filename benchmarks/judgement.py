@@ -39,8 +39,8 @@ from benchmarks.analysis.types import (
     WorkloadShape,
 )
 from benchmarks.models import Benchmark, Comparison, ExternalReference, OperatingPoint, Point
-from benchmarks.points import METRIC_FIELDS
-from runner.schema import PointResult, Window
+from benchmarks.points import point_to_result
+from runner.schema import PointResult
 
 # --------------------------------------------------------------------------------------------
 # Rows -> analysis inputs
@@ -53,31 +53,7 @@ def point_result(point: Point) -> PointResult:
     The judgement layer reads only aggregates, so the compressed arrays in PointData stay on
     disk; everything else is the stored row, validated by the same schema the runner wrote.
     """
-    window = None
-    if point.window_start is not None and point.window_end is not None:
-        window = Window(start=point.window_start, end=point.window_end)
-    return PointResult.model_validate(
-        {
-            "key": point.key,
-            "plan_name": point.plan_name,
-            "engine_config": point.engine_config,
-            "load": point.load,
-            "workload": point.workload,
-            "repeat": point.repeat,
-            "replicas": point.replicas,
-            "t0_monotonic": point.t0_monotonic,
-            "window": window,
-            "metrics": {name: getattr(point, name) for name in METRIC_FIELDS},
-            "queue": point.queue,
-            "client": point.client,
-            "per_replica": point.per_replica,
-            "provenance": point.provenance,
-            "samples": [],
-            "requests": [],
-            "source": point.source,
-            "notes": point.notes,
-        }
-    )
+    return point_to_result(point, records=False)
 
 
 def figures(point: Point) -> PointFigures:

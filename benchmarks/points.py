@@ -156,12 +156,19 @@ def _count_point(benchmark: Benchmark, result: PointResult) -> None:
         )
 
 
-def point_to_result(point: Point, data: PointData | None = None) -> PointResult:
-    """Rebuild the PointResult exactly as the runner produced it (for downloads)."""
-    data = data or PointData.objects.get(point=point)
+def point_to_result(
+    point: Point, data: PointData | None = None, *, records: bool = True
+) -> PointResult:
+    """Rebuild the PointResult exactly as the runner produced it (for downloads).
+
+    With records=False the per-request records and engine samples are left out and PointData is
+    never read: the judgement layer needs only the aggregates on the Point row.
+    """
     window = None
     if point.window_start is not None and point.window_end is not None:
         window = Window(start=point.window_start, end=point.window_end)
+    if records:
+        data = data or PointData.objects.get(point=point)
     return PointResult.model_validate(
         {
             "key": point.key,
@@ -178,8 +185,8 @@ def point_to_result(point: Point, data: PointData | None = None) -> PointResult:
             "client": point.client,
             "per_replica": point.per_replica,
             "provenance": point.provenance,
-            "samples": storage.decode_samples(data.samples),
-            "requests": storage.decode_requests(data.requests),
+            "samples": storage.decode_samples(data.samples) if data else [],
+            "requests": storage.decode_requests(data.requests) if data else [],
             "source": point.source,
             "notes": point.notes,
         }
