@@ -29,6 +29,7 @@ from runner.schema import (
     WorkloadSpec,
 )
 from runner.sweep import run_plan
+from tests.runner.test_engine import processes_marked
 
 pytestmark = pytest.mark.engine
 
@@ -139,13 +140,13 @@ def test_killing_the_runner_mid_point_leaves_no_engine_behind(tiny_model, tmp_pa
     runner = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         _wait_for_requests_in_flight(tmp_path / "work", timeout=300)
-        assert _processes_marked(marker), "the engine should be running before the kill"
+        assert processes_marked(marker), "the engine should be running before the kill"
         runner.send_signal(signal.SIGKILL)
         runner.wait(timeout=10)
         deadline = time.monotonic() + 30
-        while _processes_marked(marker) and time.monotonic() < deadline:
+        while processes_marked(marker) and time.monotonic() < deadline:
             time.sleep(0.5)
-        assert _processes_marked(marker) == []
+        assert processes_marked(marker) == []
     finally:
         if runner.poll() is None:
             runner.kill()
@@ -161,19 +162,3 @@ def _wait_for_requests_in_flight(workdir: Path, timeout: float) -> None:
                 return
         time.sleep(0.5)
     raise AssertionError("the engine never started serving")
-
-
-def _processes_marked(marker: str) -> list[int]:
-    """Pids whose environment carries the marker: only processes this test started."""
-    needle = f"HEADROOM_TEST_MARKER={marker}".encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            environ = (entry / "environ").read_bytes()
-        except OSError:
-            continue
-        if needle in environ.split(b"\0"):
-            found.append(int(entry.name))
-    return found
