@@ -234,8 +234,9 @@ def test_stopping_an_engine_leaves_no_process_behind(tiny_checkpoint, tmp_path):
         engine = running[0]
         pids = processes_marked(marker)
         group = os.getpgid(engine._process.pid)
-        # guard, API server, EngineCore, worker (and multiprocessing's resource tracker)
-        assert len(pids) >= 4
+        # The guard, the API server and at least the EngineCore it spawned; whether the model
+        # runs in a further worker process depends on vLLM's executor, so at least three.
+        assert len(pids) >= 3
         assert all(os.getpgid(pid) == group for pid in pids)
         started = time.monotonic()
 
@@ -302,7 +303,7 @@ def test_killing_the_runner_with_sigkill_leaves_no_engine_process(tiny_model, tm
     try:
         assert runner.stdout.readline().strip() == "ready"
         engine_pids = [pid for pid in processes_marked(marker) if pid != runner.pid]
-        assert len(engine_pids) >= 4  # guard, API server, EngineCore, worker
+        assert len(engine_pids) >= 3  # guard, API server, EngineCore (and maybe a worker)
 
         runner.send_signal(signal.SIGKILL)
         runner.wait(timeout=10)
