@@ -12,6 +12,8 @@ from typing import Any
 from django import forms
 from django.db.models import Q
 
+from benchmarks import judgement
+
 from benchmarks.analysis.selection import DEFAULT_LATENCY_GROWTH_PCT, DEFAULT_THROUGHPUT_GAIN_PCT
 from benchmarks.analysis.types import LATENCY_FIELDS, REFERENCE_UNITS
 from benchmarks.models import Benchmark, ExternalReference, OperatingPoint, Point
@@ -123,10 +125,21 @@ def recent_points(chosen: list[int] | None = None) -> Any:
 
 
 class ComparisonForm(forms.Form):
+    """Two points, or two runs each represented by its operating point (the one its page shows).
+
+    A run-level comparison is stored as the two operating points it resolved to, so the saved
+    comparison keeps saying exactly which measurements it compared.
+    """
+
     name = forms.CharField(max_length=200, required=False,
                            help_text="blank: named after the two points")
-    baseline_point = PointChoiceField(queryset=Point.objects.none())
-    candidate_point = PointChoiceField(queryset=Point.objects.none())
+    baseline_point = PointChoiceField(queryset=Point.objects.none(), required=False)
+    candidate_point = PointChoiceField(queryset=Point.objects.none(), required=False)
+    baseline_run = forms.ModelChoiceField(
+        queryset=Benchmark.objects.none(), required=False,
+        help_text="or a whole run: its operating point is compared",
+    )
+    candidate_run = forms.ModelChoiceField(queryset=Benchmark.objects.none(), required=False)
     notes = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False)
 
     def __init__(self, *args: Any, preselected: list[Point | None] | None = None,
@@ -140,13 +153,32 @@ class ComparisonForm(forms.Form):
                 chosen.append(int(value))
         for name in ("baseline_point", "candidate_point"):
             self.fields[name].queryset = recent_points(chosen)
+        runs = Benchmark.objects.filter(points__isnull=False).distinct().order_by("-created_at")
+        for name in ("baseline_run", "candidate_run"):
+            self.fields[name].queryset = runs
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
+        for side in ("baseline", "candidate"):
+            point, run = data.get(f"{side}_point"), data.get(f"{side}_run")
+            if point is not None and run is not None:
+                self.add_error(f"{side}_run", "Choose a point or a run, not both.")
+            elif point is None and run is not None:
+                data[f"{side}_point"] = self._operating_point(side, run)
+            elif point is None and f"{side}_point" not in self.errors:
+                self.add_error(f"{side}_point", "Choose a point, or a run below.")
         baseline, candidate = data.get("baseline_point"), data.get("candidate_point")
         if baseline is not None and baseline == candidate:
             self.add_error("candidate_point", "Choose a different point from the baseline.")
         return data
+
+    def _operating_point(self, side: str, run: Benchmark) -> Point | None:
+        figs, _ = judgement.figures_by_key(judgement.load_points(run))
+        shown = judgement.shown_operating_point(run, list(figs.values()))
+        if shown.key is None:
+            self.add_error(f"{side}_run", f"{run.name} has no operating point: {shown.error}")
+            return None
+        return run.points.get(key=shown.key)
 
 
 class ExternalReferenceForm(forms.ModelForm):

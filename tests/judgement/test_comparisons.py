@@ -172,3 +172,29 @@ def test_a_compared_point_cannot_be_deleted_from_under_its_comparison():
                               candidate_point=point(benchmark, 512, 1000))
     with pytest.raises(ProtectedError):
         benchmark.delete()
+
+
+def test_two_runs_are_compared_through_their_operating_points(owner_client):
+    first = sweep(name="before")
+    second = sweep(name="after", node=first.node)
+    response = owner_client.post("/comparisons/new/", {
+        "baseline_run": first.pk, "candidate_run": second.pk, "name": "", "notes": ""})
+    assert response.status_code == 302
+    comparison = Comparison.objects.get()
+    # Each run is represented by the operating point its page shows (the knee here).
+    page = owner_client.get(f"/runs/{first.code}/")
+    shown_key = page.context["judgement"]["shown"].key
+    assert comparison.baseline_point.benchmark == first
+    assert comparison.baseline_point.key == shown_key
+    assert comparison.candidate_point.benchmark == second
+
+
+def test_a_comparison_needs_a_point_or_a_run_on_each_side(owner_client):
+    benchmark = sweep()
+    response = owner_client.post("/comparisons/new/", {
+        "baseline_point": point(benchmark, 256, 2000).pk, "baseline_run": benchmark.pk,
+        "name": "", "notes": ""})
+    form = response.context["form"]
+    assert "not both" in form.errors["baseline_run"][0]
+    assert "Choose a point, or a run" in form.errors["candidate_point"][0]
+    assert not Comparison.objects.exists()
