@@ -60,11 +60,12 @@ def test_a_person_launches_a_sweep_and_sees_its_chart(
     page.click("details summary")
     page.fill("#id_input_tokens_min", "20")
     page.fill("#id_input_tokens_max", "24")
-    page.fill("#id_output_tokens", "16")
-    page.fill("#id_request_count", "8")
+    # Long enough (a few seconds) for the 0.5 s queue sampler to catch the engine busy.
+    page.fill("#id_output_tokens", "64")
+    page.fill("#id_request_count", "16")
     page.select_option("#id_endpoint", "completions")
     page.fill("#id_max_num_seqs", "4")
-    page.fill("#id_load_levels", "8")
+    page.fill("#id_load_levels", "16")
     page.click("#launch-form button[type=submit]")
 
     expect(page.locator("#run-state")).to_have_text("succeeded", timeout=RUN_TIMEOUT_MS)
