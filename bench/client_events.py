@@ -10,13 +10,20 @@ runs in its own fresh process, one after another, against the same server:
   per-request collector), and runner.httpstream on uvloop for comparison.
 - Every client parses every event with orjson, so the rows compare transports, not JSON parsers.
 
+Two placements, each client measured in both:
+- own cores: the server pinned to one CPU and the client to another, as on a GPU node where the
+  load generator runs on cores the vLLM API server does not use (runner: ClientSpec.cpus,
+  `--client-cpus`);
+- shared: no pinning, the scheduler places both. Linux tends to wake a socket reader on the
+  CPU of the process that woke it, so the client often waits for the server to yield its core.
+
 Two phases per client:
 1. paced: STREAMS streams x one event every INTERVAL_S = OFFERED events/s for PACED_S seconds:
    events/s received, client CPU (1.0 = one core), delay median and p99.
 2. flood: FLOOD_STREAMS streams written as fast as the server can; the client reads for FLOOD_S
    seconds: the most events/s it can sustain (delays there are queueing, so not reported).
 
-Run: .venv/bin/python bench/client_events.py  (about a minute; prints a Markdown table).
+Run: .venv/bin/python bench/client_events.py  (about two minutes; prints a Markdown table).
 """
 
 from __future__ import annotations
@@ -39,6 +46,8 @@ PACED_S = 5.0
 FLOOD_STREAMS = 32
 FLOOD_S = 3.0
 CLIENTS = ("httpx", "aiohttp", "raw", "raw-uvloop")
+PLACEMENTS = ("own cores", "shared")
+SERVER_CPU, CLIENT_CPU = 0, 1  # own cores
 
 EVENT = (
     b'data: {"id":"cmpl-bench","object":"text_completion","created":1700000000,"model":"bench",'
@@ -139,7 +148,9 @@ class _ServerConn(asyncio.Protocol):
         self.end(sent)
 
 
-def _server_main(port_queue: Any) -> None:
+def _server_main(port_queue: Any, pinned: bool) -> None:
+    if pinned:
+        os.sched_setaffinity(0, {SERVER_CPU})
     try:
         import uvloop  # the server is not under test: give it the fastest loop available
 
@@ -276,40 +287,57 @@ def _measure(kind: str, port: int, mode: str) -> dict[str, float]:
     }
 
 
-def _client_main(kind: str, port: int, results: Any) -> None:
+def _client_main(kind: str, port: int, pinned: bool, results: Any) -> None:
+    if pinned:
+        os.sched_setaffinity(0, {CLIENT_CPU})
     results.put((kind, _measure(kind, port, "paced"), _measure(kind, port, "flood")))
 
 
-def main() -> None:
-    ctx = multiprocessing.get_context("spawn")
+def _measure_placement(ctx: Any, pinned: bool) -> list[tuple[str, dict, dict]]:
+    """Every client, one after another, against one fresh server."""
     port_queue: Any = ctx.Queue()
-    server = ctx.Process(target=_server_main, args=(port_queue,), daemon=True)
+    server = ctx.Process(target=_server_main, args=(port_queue, pinned), daemon=True)
     server.start()
     port = port_queue.get(timeout=30)
     rows = []
     try:
         for kind in CLIENTS:
             results: Any = ctx.Queue()
-            proc = ctx.Process(target=_client_main, args=(kind, port, results))
+            proc = ctx.Process(target=_client_main, args=(kind, port, pinned, results))
             proc.start()
             rows.append(results.get(timeout=90))
             proc.join(timeout=30)
     finally:
         server.kill()
         server.join()
+    return rows
+
+
+def main() -> None:
+    ctx = multiprocessing.get_context("spawn")
+    own_cores = {SERVER_CPU, CLIENT_CPU} <= os.sched_getaffinity(0)
+    if not own_cores:
+        print(f"only CPUs {sorted(os.sched_getaffinity(0))} here: the own-cores rows are skipped")
+    table = []
+    for placement in PLACEMENTS:
+        pinned = placement == "own cores"
+        if pinned and not own_cores:
+            continue
+        table += [(placement, *row) for row in _measure_placement(ctx, pinned)]
     load = os.getloadavg()
     print(f"host: {os.cpu_count()} CPUs, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     print(f"paced: {STREAMS} streams x 1 event / {INTERVAL_S * 1000:g} ms = {OFFERED:,.0f} events/s "
-          f"offered for {PACED_S:g} s; flood: {FLOOD_STREAMS} streams as fast as possible, {FLOOD_S:g} s")
+          f"offered for {PACED_S:g} s; flood: {FLOOD_STREAMS} streams as fast as possible, {FLOOD_S:g} s; "
+          f"own cores: server on CPU {SERVER_CPU}, client on CPU {CLIENT_CPU}")
     print()
     print(
-        "| client | paced events/s | CPU (cores) | CPU us/event | events/s per free core "
+        "| placement | client | paced events/s | CPU (cores) | CPU us/event | events/s per free core "
         "| delay median ms | delay p99 ms | preempted/s | flood events/s | flood CPU |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|")
-    for kind, paced, flood in rows:
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for placement, kind, paced, flood in table:
         print(
-            f"| {kind} | {paced['events_per_s']:,.0f} | {paced['cpu']:.2f} | "
+            f"| {placement} | {kind} | {paced['events_per_s']:,.0f} | {paced['cpu']:.2f} | "
             f"{paced['cpu_us_per_event']:.1f} | {1e6 / paced['cpu_us_per_event']:,.0f} | "
             f"{paced['delay_median_ms']:.3f} | {paced['delay_p99_ms']:.3f} | "
             f"{paced['preempted_per_s']:,.0f} | {flood['events_per_s']:,.0f} | {flood['cpu']:.2f} |"

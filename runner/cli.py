@@ -163,6 +163,12 @@ def _add_load_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--rate", type=float, help="requests/s (open loop)")
     group.add_argument("--burstiness", type=float, default=1.0)
     group.add_argument("--client-processes", type=int, default=1)
+    group.add_argument(
+        "--client-cpus",
+        default="",
+        metavar="LIST",
+        help="pin client processes to these CPUs, e.g. 6,7 (keep them off the server's cores)",
+    )
     group.add_argument("--request-timeout", type=float, default=600)
     group.add_argument("--warmup-requests", type=int, default=0)
 
@@ -261,6 +267,10 @@ def plan_from_bench_args(args: argparse.Namespace) -> dict[str, Any]:
         extra_body = json.loads(args.extra_body)
     except ValueError as exc:
         raise CliError(f"--input-tokens takes N or MIN-MAX, --extra-body takes JSON ({exc})")
+    try:
+        client_cpus = [int(cpu) for cpu in args.client_cpus.split(",") if cpu.strip()]
+    except ValueError:
+        raise CliError(f"--client-cpus takes CPU numbers like 6,7, got {args.client_cpus!r}")
     config = {
         name: getattr(args, name)
         for name in (
@@ -309,7 +319,11 @@ def plan_from_bench_args(args: argparse.Namespace) -> dict[str, Any]:
             "stream": not args.no_stream,
             "extra_body": extra_body,
         },
-        "client": {"processes": args.client_processes, "request_timeout_s": args.request_timeout},
+        "client": {
+            "processes": args.client_processes,
+            "request_timeout_s": args.request_timeout,
+            "cpus": client_cpus,
+        },
         "replicas": args.replicas,
         "warmup_requests": args.warmup_requests,
     }
@@ -340,9 +354,14 @@ def print_plan(plan: SweepPlan) -> None:
 
 def run_and_report(plan: SweepPlan, args: argparse.Namespace, *, resume: bool) -> int:
     from runner.engine import EngineError
+    from runner.loadgen import check_client_cpus
     from runner.sweep import Progress as RunProgress
     from runner.sweep import SweepIncomplete, plan_points, run_plan
 
+    try:
+        check_client_cpus(plan.client)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
     try:
         skip = finished_keys(args.out) if resume else frozenset()
     except ResultFileError as exc:

@@ -4,9 +4,10 @@
 concurrency, and open-loop rate with gamma inter-arrivals precomputed from the workload seed.
 Latency is always measured from the intended send time, and the send lag is recorded.
 
-Processes: with one target and ClientSpec.processes == 1 the load runs in this process. Otherwise
-each target gets ClientSpec.processes worker processes ("spawn" context: the caller has threads),
-every worker runs its share of that target's requests, and all are released at one common t0
+Processes: with one target, ClientSpec.processes == 1 and no ClientSpec.cpus the load runs in this
+process. Otherwise each target gets ClientSpec.processes worker processes ("spawn" context: the
+caller has threads), each pinned to its CPU from ClientSpec.cpus when given, every worker runs
+its share of that target's requests, and all are released at one common t0
 on time.monotonic(), which is system-wide on Linux, so records from every process share a clock.
 Request indices: each target runs requests 0..N-1 (the full load spec against its replica).
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import multiprocessing
+import os
 import queue as queue_module
 import resource
 import threading
@@ -374,8 +376,10 @@ def merge_health(per_worker: list[dict[str, float | None]]) -> ClientHealth:
             f"event-loop lag p99 {lag_p99:.1f} ms (limit {SATURATED_LOOP_LAG_P99_MS:g} ms): "
             f"per-token times are distorted{cause}"
         )
+    pinned = sorted({int(c) for h in per_worker if (c := h.get("pinned_cpu")) is not None})
     return ClientHealth(
         processes=len(per_worker),
+        cpus=pinned,
         cpu_fraction=cpu,
         loop_lag_p99_ms=lag_p99,
         loop_lag_max_ms=lag_max,
@@ -410,14 +414,41 @@ def run_load(
     """
     if not targets:
         raise ValueError("run_load needs at least one target")
+    check_client_cpus(client)
     _raise_open_files_limit()
     jobs = plan_jobs(targets, load, client, prompts, workload.seed)
     total = sum(len(job.items) for job in jobs)
     cancel = cancel or threading.Event()
     progress = on_request_done or (lambda done, total: None)
-    if len(jobs) == 1:
+    if len(jobs) == 1 and not client.cpus:  # pinning must never change the caller's affinity
         return _run_in_process(jobs[0], workload, client, cancel, progress, total)
     return _run_processes(jobs, workload, client, cancel, progress, total)
+
+
+def check_client_cpus(client: ClientSpec) -> None:
+    """ValueError naming the CPUs of ClientSpec.cpus this process may not run on."""
+    if not client.cpus:
+        return
+    if not hasattr(os, "sched_setaffinity"):
+        raise ValueError("client cpus need Linux (os.sched_setaffinity); leave cpus empty here")
+    allowed = os.sched_getaffinity(0)
+    missing = sorted(set(client.cpus) - allowed)
+    if missing:
+        raise ValueError(
+            f"client cpus {missing} are not available here; this process may run on CPUs "
+            f"{_cpu_ranges(allowed)}"
+        )
+
+
+def _cpu_ranges(cpus: set[int]) -> str:
+    """{0, 1, 2, 5} -> '0-2,5', as taskset and /proc/self/status write CPU lists."""
+    ranges: list[str] = []
+    for cpu in sorted(cpus):
+        if ranges and ranges[-1].split("-")[-1] == str(cpu - 1):
+            ranges[-1] = f"{ranges[-1].split('-')[0]}-{cpu}"
+        else:
+            ranges.append(str(cpu))
+    return ",".join(ranges)
 
 
 def _raise_open_files_limit() -> None:
@@ -581,6 +612,10 @@ def _worker_main(
 ) -> None:
     """A spawned client worker: say ready, wait for t0, run the job, send the records back."""
     try:
+        pinned_cpu = None
+        if client.cpus:
+            os.sched_setaffinity(0, {client.cpus[w % len(client.cpus)]})
+            (pinned_cpu,) = os.sched_getaffinity(0)  # what the kernel applied, not what was asked
         _raise_open_files_limit()
         events.put(("ready", w))
         while not start_conn.poll(0.1):
@@ -599,7 +634,8 @@ def _worker_main(
                 events.put(("progress", w, done))
 
         records, stats = _run_job_blocking(job, workload, client, t0, stop.is_set, on_done)
-        payload = {"records": [r.model_dump() for r in records], "health": job_health(stats)}
+        health = {**job_health(stats), "pinned_cpu": pinned_cpu}
+        payload = {"records": [r.model_dump() for r in records], "health": health}
         events.put(("result", w, orjson.dumps(payload)))
     except BaseException:
         with contextlib.suppress(Exception):

@@ -263,6 +263,18 @@ class ClientSpec(Schema):
     request_timeout_s: float = Field(default=600, gt=0)
     # A request that sends nothing for this long is cut off as stalled, even inside its timeout.
     stall_timeout_s: float = Field(default=60, gt=0)
+    # Linux CPU numbers the client worker processes run on: worker w on cpus[w % len(cpus)].
+    # Keep them off the cores of the server being measured: a client the scheduler wakes on the
+    # server's core waits for it, and its arrival stamps are late (docs/performance.md, client).
+    # Empty: wherever the scheduler puts them. Set, the load never runs in the caller's process.
+    cpus: list[int] = Field(default_factory=list)
+
+    @field_validator("cpus")
+    @classmethod
+    def _distinct_cpus(cls, cpus: list[int]) -> list[int]:
+        if any(cpu < 0 for cpu in cpus) or len(set(cpus)) != len(cpus):
+            raise ValueError(f"cpus must be distinct CPU numbers >= 0, got {cpus}")
+        return cpus
 
 
 class SweepPlan(Schema):
@@ -384,6 +396,7 @@ class ClientHealth(Schema):
     """Whether the client itself could have distorted the timings."""
 
     processes: int = 1
+    cpus: list[int] = Field(default_factory=list, description="CPUs the processes were pinned to")
     cpu_fraction: float | None = Field(default=None, description="busiest process, 1.0 = a core")
     loop_lag_p99_ms: float | None = None
     loop_lag_max_ms: float | None = None

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from runner import __version__
 from runner.engine import EngineError, RunningEngine, engines
-from runner.loadgen import LoadOutcome, Target, run_load
+from runner.loadgen import LoadOutcome, Target, check_client_cpus, run_load
 from runner.metrics import aggregate, window_of
 from runner.provenance import collect_hardware, package_versions, utc_now
 from runner.sampler import QueueSampler, summarize
@@ -100,7 +100,9 @@ def run_plan(
     Engine logs go under workdir/logs. An engine config whose engine fails to start, or dies
     mid-point, is recorded and the sweep moves on to the next config; SweepIncomplete is raised
     at the end naming them. Cancelled is raised when cancel is set (engines stopped first).
+    ValueError, before any engine starts, when the plan's client CPUs are not on this host.
     """
+    check_client_cpus(plan.client)
     cancel = cancel or threading.Event()
     report = on_progress or (lambda progress: None)
     todo = [p for p in plan_points(plan) if p.key not in skip_keys]

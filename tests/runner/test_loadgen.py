@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 import time
@@ -241,6 +242,19 @@ def test_it_runs_one_process_per_replica_on_one_clock():
     start = outcome.t0 + min(r.actual_send for r in outcome.records)
     end = outcome.t0 + max(r.completed_at for r in outcome.records)
     assert all(start <= t <= end for s in servers for t in s.arrivals)
+
+
+def test_it_pins_each_client_process_to_its_cpu_and_says_so(fake_vllm):
+    # One target, one process: pinned, it still runs in a worker, never in the caller's process.
+    cpu = max(os.sched_getaffinity(0))
+    affinity_before = os.sched_getaffinity(0)
+    client = FAST_CLIENT.model_copy(update={"cpus": [cpu]})
+    outcome = run(fake_vllm, WorkloadSpec(output_tokens=3), LoadSpec(num_requests=3), client=client)
+    assert all(r.ok for r in outcome.records)
+    assert outcome.health.cpus == [cpu]
+    assert os.sched_getaffinity(0) == affinity_before
+    unpinned = run(fake_vllm, WorkloadSpec(output_tokens=3), LoadSpec(num_requests=3))
+    assert unpinned.health.cpus == []
 
 
 def test_it_cancels_worker_processes_promptly_and_keeps_finished_requests():

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from pydantic import ValidationError
 
 from runner.cli import main
-from runner.schema import Checkpoint, EngineConfig, EngineLaunch, LoadSpec, SweepPlan
+from runner.schema import Checkpoint, ClientSpec, EngineConfig, EngineLaunch, LoadSpec, SweepPlan
 from runner.sweep import plan_points
 
 PLAN_YAML = """
@@ -111,6 +113,25 @@ def test_bench_refuses_an_unknown_engine_flag_before_starting_an_engine(tmp_path
     )
     assert status == 2
     assert "unknown engine flag --no-such-flag" in capsys.readouterr().err
+
+
+def test_bench_refuses_client_cpus_this_host_does_not_have_before_starting_an_engine(
+    tmp_path, capsys
+):
+    out = tmp_path / "r.jsonl"
+    missing = str(max(os.sched_getaffinity(0)) + 1)
+    assert main(["bench", "--model", "var/tiny-model", "--client-cpus", missing, "--out", str(out)]) == 2
+    assert f"client cpus [{missing}] are not available here" in capsys.readouterr().err
+    assert main(["bench", "--model", "var/tiny-model", "--client-cpus", "one", "--out", str(out)]) == 2
+    assert "--client-cpus takes CPU numbers" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_client_cpus_must_be_distinct_and_not_negative():
+    with pytest.raises(ValidationError, match="distinct CPU numbers"):
+        ClientSpec(cpus=[1, 1])
+    with pytest.raises(ValidationError, match="distinct CPU numbers"):
+        ClientSpec(cpus=[-1])
 
 
 def test_node_needs_at_least_two_replicas(tmp_path, capsys):
