@@ -10,6 +10,8 @@ from django.db.models import F, Q
 from django.db.models.functions import Greatest
 
 from benchmarks import storage
+from benchmarks.analysis.convert import queue_gap_fraction
+from benchmarks.analysis.verdicts import sparse_queue_samples
 from benchmarks.models import Benchmark, Caveat, Point, PointData
 from runner.schema import Metrics, PointResult, Window
 
@@ -36,6 +38,18 @@ def automatic_caveats(result: PointResult) -> list[tuple[str, str, str]]:
                 "client-saturated",
                 Caveat.Kind.METHOD,
                 f"Client saturated ({reasons}): per-token timings may be distorted.",
+            )
+        )
+    gap = queue_gap_fraction(result)
+    if result.source != "vllm-bench-import" and sparse_queue_samples(gap):
+        caveats.append(
+            (
+                "sparse-queue-samples",
+                Caveat.Kind.METHOD,
+                f"The engine's /metrics answered {result.queue.samples} time(s) in this "
+                f"{result.metrics.duration:.1f} s point and {gap:.0%} of it passed without a "
+                "sample: the running and waiting figures rest on too few samples to show "
+                "the queue. Longer points (more requests or output tokens) give firmer evidence.",
             )
         )
     metrics = result.metrics

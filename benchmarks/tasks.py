@@ -8,6 +8,8 @@ each point as soon as it arrives: a worker killed mid-sweep keeps every finished
 from __future__ import annotations
 
 import logging
+import multiprocessing
+import os
 import threading
 import time
 import traceback
@@ -39,7 +41,25 @@ def run_benchmark(self, benchmark_id: int) -> None:
         # Delivered twice, cancelled while queued, or deleted: nothing to do, and no error.
         log.info("benchmark %s not claimable; another delivery has it or it is final", benchmark_id)
         return
+    allow_child_processes()
     execute_benchmark(benchmark_id)
+
+
+def allow_child_processes() -> None:
+    """Let the runner start its client worker processes from a Celery prefork child.
+
+    The runner's client runs in worker processes (one per replica, and one even for a single
+    engine, so it never shares this process's GIL with the sampler and the monitor). Celery's
+    pool (billiard) marks its children daemonic, and multiprocessing refuses to start children
+    from a daemonic process; the rule guards against orphans, and these cannot be orphaned:
+    they die with the thread that started them (PR_SET_PDEATHSIG, runner/loadgen.py) and the
+    engines' guard watches this process. billiard also leaves its own AuthenticationString
+    class here, which multiprocessing's spawn refuses to pickle; the authkey setter would wrap a
+    new key in billiard's class again, so the stdlib's class is set directly.
+    """
+    process = multiprocessing.current_process()
+    process.daemon = False
+    process._config["authkey"] = multiprocessing.process.AuthenticationString(os.urandom(32))
 
 
 def execute_benchmark(benchmark_id: int) -> str:

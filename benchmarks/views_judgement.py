@@ -93,6 +93,7 @@ EVIDENCE_LABELS: tuple[tuple[str, str], ...] = (
     ("throughput_gain_pct", "gain vs previous level %"),
     ("latency_growth_pct", "median latency growth %"),
     ("queue_samples", "samples"),
+    ("queue_gap_fraction", "longest unsampled stretch %"),
 )
 
 
@@ -101,7 +102,7 @@ def _evidence_items(verdict: Any) -> list[tuple[str, Any]]:
         return []
     ev = verdict.evidence
     # KV usage is a 0-1 fraction in the samples; the page reads it in percent, as the table does.
-    scale = {"peak_kv_usage": 100.0}
+    scale = {"peak_kv_usage": 100.0, "queue_gap_fraction": 100.0}
     return [
         (label, ev[name] * scale.get(name, 1))
         for name, label in EVIDENCE_LABELS

@@ -16,7 +16,13 @@ from reports.content import scaling_problem
 from reports.models import Item, Report, ReportCaveat
 
 # Caveats no engineer may leave out: they change what every number on the page means.
-REQUIRED_CAVEAT_CODES = ("cpu-engine", "invalid-point", "client-saturated", "vllm-bench-import")
+REQUIRED_CAVEAT_CODES = (
+    "cpu-engine",
+    "invalid-point",
+    "client-saturated",
+    "sparse-queue-samples",
+    "vllm-bench-import",
+)
 DEFAULT_ITEMS = [Item.HEADLINE, Item.COMPARISON_TABLE, Item.CURVES, Item.QUEUE_EVIDENCE]
 
 
@@ -44,8 +50,8 @@ class ReportForm(forms.ModelForm):
     )
     caveats = forms.MultipleChoiceField(
         required=False, widget=forms.CheckboxSelectMultiple,
-        help_text="CPU-engine, invalid-point and client-saturated caveats of the chosen points "
-                  "are always included.",
+        help_text="CPU-engine, invalid-point, client-saturated and sparse-queue-samples caveats "
+                  "of the chosen points are always included.",
     )
     extra_caveats = forms.CharField(
         required=False, widget=forms.Textarea(attrs={"rows": 3}),

@@ -4,9 +4,10 @@
 
 Why a separate process: nothing inside the runner can act once the runner is SIGKILLed (or the
 OOM killer takes it), and a vLLM engine left behind holds a GPU and a port until someone kills it
-by hand. The runner starts this guard as the leader of a new session and process group; the guard
-starts the engine inside that group, so "the engine" is exactly one process group that can be
-signalled as a whole without ever matching processes by name.
+by hand. The runner starts this guard as the leader of a new process group (in the runner's
+session, so the engine shares the runner's scheduler autogroup); the guard starts the engine
+inside that group, so "the engine" is exactly one process group that can be signalled as a
+whole without ever matching processes by name.
 
 The guard:
 - marks itself a child subreaper (prctl PR_SET_CHILD_SUBREAPER), so engine descendants that are

@@ -4,11 +4,12 @@
 concurrency, and open-loop rate with gamma inter-arrivals precomputed from the workload seed.
 Latency is always measured from the intended send time, and the send lag is recorded.
 
-Processes: with one target, ClientSpec.processes == 1 and no ClientSpec.cpus the load runs in this
-process. Otherwise each target gets ClientSpec.processes worker processes ("spawn" context: the
-caller has threads), each pinned to its CPU from ClientSpec.cpus when given, every worker runs
-its share of that target's requests, and all are released at one common t0
-on time.monotonic(), which is system-wide on Linux, so records from every process share a clock.
+Processes: with one target, ClientSpec.processes == 1, no ClientSpec.cpus and no `isolate` the
+load runs in this process. Otherwise each target gets ClientSpec.processes worker processes
+("spawn" context: the caller has threads), each pinned to its CPU from ClientSpec.cpus when
+given; every worker runs its share of that target's requests, and all are released at one
+common t0 on time.monotonic(), which is system-wide on Linux, so records from every process
+share a clock.
 Request indices: each target runs requests 0..N-1 (the full load spec against its replica).
 
 Honesty: every worker measures its own CPU use and event-loop lag (ClientHealth) and the result
@@ -19,10 +20,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import multiprocessing
 import os
 import queue as queue_module
 import resource
+import signal
 import threading
 import time
 import traceback
@@ -51,6 +54,7 @@ START_DELAY_S = 0.25
 READY_TIMEOUT_S = 120.0
 CANCEL_POLL_S = 0.05
 PROGRESS_INTERVAL_S = 0.1
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 # How long a dead worker's result may still be in flight in the queue before it counts as lost.
 DEAD_WORKER_GRACE_S = 2.0
 
@@ -402,8 +406,14 @@ def run_load(
     *,
     cancel: threading.Event | None = None,
     on_request_done: Callable[[int, int], None] | None = None,
+    isolate: bool = False,
 ) -> LoadOutcome:
     """Run the load against every target and return every request's record.
+
+    isolate: run the client in worker processes even for one target and one process. A caller
+    with busy threads of its own (the queue sampler parses /metrics for tens of milliseconds
+    per scrape; the dashboard's monitor writes to the database) would otherwise hold the GIL
+    while the client's event loop should be stamping arrivals.
 
     Bad servers never raise: each request ends as a record (error set). Raises ValueError for a
     plan that cannot run and ClientError when a client worker process fails to start.
@@ -420,7 +430,8 @@ def run_load(
     total = sum(len(job.items) for job in jobs)
     cancel = cancel or threading.Event()
     progress = on_request_done or (lambda done, total: None)
-    if len(jobs) == 1 and not client.cpus:  # pinning must never change the caller's affinity
+    # In this process only when asked and unpinned: pinning must never change the caller's affinity.
+    if len(jobs) == 1 and not client.cpus and not isolate:
         return _run_in_process(jobs[0], workload, client, cancel, progress, total)
     return _run_processes(jobs, workload, client, cancel, progress, total)
 
@@ -493,7 +504,7 @@ def _run_processes(
     procs = [
         ctx.Process(
             target=_worker_main,
-            args=(w, job, workload, client, pipes[w][0], events, stop),
+            args=(w, job, workload, client, pipes[w][0], events, stop, os.getpid()),
             daemon=True,
             name=f"headroom-client-{w}",
         )
@@ -589,6 +600,20 @@ def _collect(
     return [results[w] for w in range(len(jobs))]
 
 
+def _die_with_parent(parent_pid: int) -> None:
+    """SIGKILL this worker when the thread that started it goes (the runner killed, say).
+
+    PR_SET_PDEATHSIG follows the parent *thread*; that is right here, since the thread that
+    calls run_load starts the workers and waits for them. Without it a killed runner would
+    leave its client workers sending requests until their timeouts.
+    """
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent_pid:  # the parent died before the prctl took effect
+        os._exit(1)
+
+
 def _lost_records(job: _Job, t0: float, reason: str) -> list[RequestRecord]:
     return [
         RequestRecord(
@@ -609,9 +634,11 @@ def _worker_main(
     start_conn: Any,
     events: Any,
     stop: Any,
+    parent_pid: int,
 ) -> None:
     """A spawned client worker: say ready, wait for t0, run the job, send the records back."""
     try:
+        _die_with_parent(parent_pid)
         pinned_cpu = None
         if client.cpus:
             os.sched_setaffinity(0, {client.cpus[w % len(client.cpus)]})

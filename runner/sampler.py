@@ -132,6 +132,9 @@ class QueueSampler:
     def _scrape(self, client: httpx.Client, replica: int, base_url: str) -> None:
         try:
             response = client.get(base_url.rstrip("/") + "/metrics")
+            # The values are the engine's state when it answered: stamp the arrival, not the end
+            # of parsing (tens of milliseconds for prometheus_client's parser).
+            arrived = time.monotonic()
             response.raise_for_status()
             snapshot = parse_metrics(response.text)
         except (httpx.HTTPError, ValueError):
@@ -139,7 +142,7 @@ class QueueSampler:
             return
         self.samples.append(
             EngineSample(
-                t=time.monotonic() - self.t0,
+                t=arrived - self.t0,
                 replica=replica,
                 running=snapshot.running,
                 waiting=snapshot.waiting,
@@ -167,7 +170,10 @@ def summarize(samples: list[EngineSample], start: float, end: float) -> QueueSum
     """
     inside = [s for s in samples if start <= s.t <= end]
     summary = QueueSummary(samples=len(inside))
-    if end <= start or not samples:
+    if end <= start:
+        return summary
+    if not samples:
+        summary.max_gap_s = end - start  # nothing covers the window
         return summary
     by_replica: dict[int, list[EngineSample]] = {}
     for sample in sorted(samples, key=lambda s: s.t):
@@ -181,6 +187,7 @@ def summarize(samples: list[EngineSample], start: float, end: float) -> QueueSum
         mean, peak = _step_hold(by_replica, field, start, end, combine)
         setattr(summary, mean_name, mean)
         setattr(summary, peak_name, peak)
+    summary.max_gap_s = _max_gap(by_replica, start, end)
     summary.preemptions = _counter_delta(by_replica, "preemptions_total", start, end)
     summary.generation_tokens = _counter_delta(by_replica, "generation_tokens_total", start, end)
     step_tokens = _counter_delta(by_replica, "iteration_tokens_sum", start, end)
@@ -188,6 +195,15 @@ def summarize(samples: list[EngineSample], start: float, end: float) -> QueueSum
     if step_tokens is not None and steps:
         summary.mean_tokens_per_step = step_tokens / steps
     return summary
+
+
+def _max_gap(by_replica: dict[int, list[EngineSample]], start: float, end: float) -> float:
+    """The longest part of [start, end] between two samples of one replica, edges included."""
+    longest = 0.0
+    for rows in by_replica.values():
+        edges = [start, *(s.t for s in rows if start < s.t < end), end]
+        longest = max(longest, *(b - a for a, b in zip(edges, edges[1:])))
+    return longest
 
 
 def _mean(values: list[float]) -> float:

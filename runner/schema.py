@@ -339,6 +339,10 @@ class EngineSample(Schema):
 
 class QueueSummary(Schema):
     samples: int = 0
+    # The longest stretch of the window that some replica's samples left uncovered (the window's
+    # edges count as its ends). When it is a large part of the window, the means and peaks below
+    # rest on too few samples: a short point, or a /metrics endpoint too busy to answer.
+    max_gap_s: float | None = None
     mean_running: float | None = None
     mean_waiting: float | None = None
     peak_running: float | None = None

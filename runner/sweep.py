@@ -196,6 +196,7 @@ def _measure_point(
             prompts[: planned.load.num_requests],
             cancel=cancel,
             on_request_done=on_request_done,
+            isolate=True,  # the sampler thread (and a dashboard's) must not share the client's GIL
         )
     finally:
         raw_samples = sampler.stop()
@@ -255,7 +256,7 @@ def _point_from_outcome(
 
 def _queue(samples: list[EngineSample], replica: int, window) -> QueueSummary:
     mine = [s for s in samples if s.replica == replica]
-    if window is None or not mine:
+    if window is None:
         return QueueSummary(samples=len(mine))
     return summarize(mine, window.start, window.end)
 
@@ -279,6 +280,7 @@ def _node_queue(summaries: list[QueueSummary]) -> QueueSummary:
 
     return QueueSummary(
         samples=sum(s.samples for s in summaries),
+        max_gap_s=highest("max_gap_s"),
         mean_running=total("mean_running"),
         mean_waiting=total("mean_waiting"),
         peak_running=highest("peak_running"),

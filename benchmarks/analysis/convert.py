@@ -64,10 +64,19 @@ def from_point_result(p: PointResult) -> PointFigures:
         client_saturated=client_limited(p.client),
         total_output_tokens=m.total_output_tokens,
         queue_samples=q.samples,
+        queue_gap_fraction=queue_gap_fraction(p),
         mean_tokens_per_step=q.mean_tokens_per_step,
         **{name: getattr(m, name) for name in LATENCY_FIELDS},
         **{name: getattr(q, name) for name in QUEUE_FIELDS},
     )
+
+
+def queue_gap_fraction(p: PointResult) -> float | None:
+    """The point's longest stretch without an engine sample, as a fraction of its window."""
+    gap, duration = p.queue.max_gap_s, p.metrics.duration
+    if gap is None or not duration or duration <= 0:
+        return None
+    return min(1.0, gap / duration)
 
 
 def _gpu_sku(p: PointResult) -> str | None:

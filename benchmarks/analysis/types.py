@@ -115,6 +115,9 @@ class PointFigures:
     p99_e2el_ms: float | None = None
     # Engine queue summary (QueueSummary names; `samples` renamed to say whose samples).
     queue_samples: int = 0
+    # The longest unsampled stretch of the point as a fraction of its window (QueueSummary
+    # max_gap_s / duration); None when not recorded (older results, imports).
+    queue_gap_fraction: float | None = None
     mean_running: float | None = None
     mean_waiting: float | None = None
     peak_running: float | None = None
@@ -131,7 +134,7 @@ class PointFigures:
             raise AnalysisError(f"{owner}: offered_concurrency must be > 0")
         if self.gpu_count < 1 or self.replicas < 1:
             raise AnalysisError(f"{owner}: gpu_count and replicas must be >= 1")
-        for name in (*LATENCY_FIELDS, *QUEUE_FIELDS, "mean_tokens_per_step"):
+        for name in (*LATENCY_FIELDS, *QUEUE_FIELDS, "mean_tokens_per_step", "queue_gap_fraction"):
             _check_finite(owner, name, getattr(self, name))
 
     @property

@@ -18,7 +18,9 @@ in evidence["also"]):
 6. token_budget (partial evidence): as 4, but without per-step token counts, so the step
    condition could not be checked; marked partial.
 7. underloaded: nothing waits and the engine has room (running below the cap, KV not full).
-8. unclear: none of the above holds; evidence["why"] says what is missing or odd.
+8. unclear: none of the above holds; evidence["why"] says what is missing or odd. Also the
+   verdict, before any condition is checked, when the engine samples leave more than
+   QUEUE_GAP_MAX_FRACTION of the point uncovered: too few samples to judge the queue.
 """
 
 from __future__ import annotations
@@ -54,6 +56,11 @@ WAITING_MEAN_MIN = 1.0
 # during ramp-up and drain are smaller, as for PINNED_FRACTION).
 TOKEN_BUDGET_FRACTION = 0.9
 
+# A point whose longest stretch without an engine sample is more than this fraction of its
+# window has too little queue evidence for any engine verdict: a burst can rise and drain
+# between two samples, and the means would then read as an idle engine.
+QUEUE_GAP_MAX_FRACTION = 0.5
+
 # Saturated: the step from the previous load level added less than this much throughput ...
 SATURATION_GAIN_PCT = DEFAULT_THROUGHPUT_GAIN_PCT
 # ... while median end-to-end latency grew at least this much (or more requests waited).
@@ -66,6 +73,7 @@ def _evidence(point: PointFigures) -> dict[str, Any]:
         "max_num_seqs": point.max_num_seqs,
         "max_num_batched_tokens": point.max_num_batched_tokens,
         "queue_samples": point.queue_samples,
+        "queue_gap_fraction": point.queue_gap_fraction,
         "mean_running": point.mean_running,
         "peak_running": point.peak_running,
         "mean_waiting": point.mean_waiting,
@@ -175,6 +183,11 @@ PRECEDENCE: tuple[str, ...] = (
 )
 
 
+def sparse_queue_samples(gap_fraction: float | None) -> bool:
+    """True when the engine samples leave too much of a point uncovered to judge its queue."""
+    return gap_fraction is not None and gap_fraction > QUEUE_GAP_MAX_FRACTION
+
+
 def verdict(point: PointFigures, previous: PointFigures | None = None) -> Verdict:
     """The binding limit at one point, with the evidence numbers next to it.
 
@@ -190,12 +203,20 @@ def verdict(point: PointFigures, previous: PointFigures | None = None) -> Verdic
         kind = "client_bound"
         # The client's timings may be wrong, so no engine condition is evaluated beside it.
         evidence["also"] = []
+    elif not _has_engine_data(point):
+        raise AnalysisError(
+            f"point {point.key} has no engine samples (running/waiting from /metrics); "
+            "a bottleneck verdict needs them"
+        )
+    elif sparse_queue_samples(point.queue_gap_fraction):
+        kind = "unclear"
+        evidence["why"] = (
+            f"the engine's /metrics was sampled too sparsely: {point.queue_gap_fraction:.0%} "
+            "of the point passed without a sample, so the queue may have filled and drained "
+            "unseen; run a longer point"
+        )
+        evidence["also"] = []
     else:
-        if not _has_engine_data(point):
-            raise AnalysisError(
-                f"point {point.key} has no engine samples (running/waiting from /metrics); "
-                "a bottleneck verdict needs them"
-            )
         if previous is not None:
             evidence.update(_saturation(point, previous))
         holds = _conditions(point, evidence)

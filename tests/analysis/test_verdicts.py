@@ -181,6 +181,15 @@ def test_waiting_requests_with_an_unknown_cap_are_unclear_and_say_why():
     assert "max_num_seqs is not recorded" in v.sentence
 
 
+def test_samples_that_leave_most_of_the_point_uncovered_make_the_verdict_unclear():
+    # The figures alone would say underloaded; a burst can fill and drain between two samples.
+    v = verdict(engine(queue_samples=2, queue_gap_fraction=0.9))
+    assert v.kind == "unclear"
+    assert "90% of the point passed without a sample" in v.sentence
+    assert v.evidence["also"] == []
+    assert verdict(engine(queue_samples=2, queue_gap_fraction=0.5)).kind == "underloaded"
+
+
 def test_a_verdict_refuses_a_point_without_engine_samples():
     with pytest.raises(AnalysisError, match="no engine samples"):
         verdict(engine(queue_samples=0))

@@ -75,6 +75,20 @@ def test_a_cpu_point_gets_the_cpu_caveat_and_a_gpu_point_does_not():
 
 
 @pytest.mark.django_db
+def test_a_point_its_samples_left_mostly_uncovered_gets_the_sparse_samples_caveat():
+    benchmark = make_benchmark(state="running")
+    thin = make_point_result(max_num_seqs=8, launch_style="serve", samples=2)  # a 10 s window
+    thin.queue.max_gap_s = 6.0
+    covered = make_point_result(max_num_seqs=16, launch_style="serve")
+    covered.queue.max_gap_s = 0.5
+    thin_point, covered_point = store_point(benchmark, thin), store_point(benchmark, covered)
+    caveat = thin_point.caveats.get()
+    assert caveat.code == "sparse-queue-samples"
+    assert "answered 2 time(s) in this 10.0 s point and 60% of it passed" in caveat.text
+    assert not covered_point.caveats.exists()
+
+
+@pytest.mark.django_db
 def test_a_saturated_client_and_an_invalid_point_get_their_caveats():
     benchmark = make_benchmark(state="running")
     point = store_point(

@@ -150,6 +150,19 @@ def test_it_measures_mean_tokens_per_step_over_the_window_only():
     assert summarize(samples[:1], start=1.0, end=3.0).mean_tokens_per_step is None
 
 
+def test_it_reports_the_longest_stretch_of_the_window_some_replica_left_unsampled():
+    samples = [
+        sample(0.5, replica=0), sample(1.0, replica=0), sample(3.5, replica=0),
+        sample(0.2, replica=1), sample(1.2, replica=1), sample(2.2, replica=1),
+        sample(3.2, replica=1),
+    ]
+    # replica 0: [0, 0.5, 1.0, 3.5, 4] -> 2.5 s between 1.0 and 3.5; replica 1: at most 1.0 s
+    assert summarize(samples, start=0.0, end=4.0).max_gap_s == pytest.approx(2.5)
+    # only samples inside the window count: before it, the edge is the gap's start
+    assert summarize(samples, start=3.6, end=4.0).max_gap_s == pytest.approx(0.4)
+    assert summarize([], start=0.0, end=4.0).max_gap_s == pytest.approx(4.0)
+
+
 def test_it_leaves_out_time_before_the_first_sample_instead_of_counting_zero():
     samples = [sample(2.0, running=10), sample(4.0, running=0)]
 
