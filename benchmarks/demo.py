@@ -33,7 +33,9 @@ def manage(*args: str, env: dict[str, str]) -> None:
 
 
 def start(command: list[str], env: dict[str, str]) -> subprocess.Popen:
-    return subprocess.Popen(command, cwd=BASE_DIR, env=env, start_new_session=True)
+    # Its own process group, to be stopped as one; not its own session, which would put it in
+    # a scheduler autogroup of its own where a busy CPU engine can starve it (runner/engine.py).
+    return subprocess.Popen(command, cwd=BASE_DIR, env=env, process_group=0)
 
 
 def stop(process: subprocess.Popen) -> None:
