@@ -40,8 +40,8 @@ def automatic_caveats(result: PointResult) -> list[tuple[str, str, str]]:
                 f"Client saturated ({reasons}): per-token timings may be distorted.",
             )
         )
-    gap = queue_gap_fraction(result)
-    if result.source != "vllm-bench-import" and sparse_queue_samples(gap):
+    gap = queue_gap_fraction(result)  # None for imports: they carry no engine samples
+    if sparse_queue_samples(gap):
         caveats.append(
             (
                 "sparse-queue-samples",
