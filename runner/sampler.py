@@ -172,8 +172,10 @@ def summarize(samples: list[EngineSample], start: float, end: float) -> QueueSum
     summary = QueueSummary(samples=len(inside))
     if end <= start:
         return summary
-    if not samples:
-        summary.max_gap_s = end - start  # nothing covers the window
+    if not inside:
+        # Nothing was read while the point ran. A value held from before the window is the idle
+        # engine ahead of the load, not this point's queue: report the gap and no figures.
+        summary.max_gap_s = end - start
         return summary
     by_replica: dict[int, list[EngineSample]] = {}
     for sample in sorted(samples, key=lambda s: s.t):

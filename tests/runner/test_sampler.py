@@ -179,6 +179,19 @@ def test_it_summarizes_nothing_without_samples():
     assert summary.mean_running is None and summary.generation_tokens is None
 
 
+def test_it_does_not_hold_an_idle_sample_over_a_point_it_never_sampled():
+    # A 0.4 s point that fell between two 0.5 s scrapes: the engine was busy, but the last
+    # reading before it is the idle engine. Held over the window it would read "0 running".
+    samples = [sample(-0.3, running=0), sample(0.6, running=0)]
+
+    summary = summarize(samples, start=0.0, end=0.4)
+
+    assert summary.samples == 0
+    assert summary.mean_running is None and summary.peak_waiting is None
+    assert summary.generation_tokens is None
+    assert summary.max_gap_s == pytest.approx(0.4)
+
+
 class _MetricsHandler(BaseHTTPRequestHandler):
     body = b""
     fail = False
