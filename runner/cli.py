@@ -19,7 +19,7 @@ import logging
 import signal
 import sys
 import threading
-from collections.abc import Iterable
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -410,7 +410,7 @@ def run_and_report(plan: SweepPlan, args: argparse.Namespace, *, resume: bool) -
     return EXIT_INCOMPLETE if failures else 0
 
 
-def print_summary(points: Iterable[PointResult]) -> None:
+def print_summary(points: Sequence[PointResult]) -> None:
     table = Table(title="results", expand=True)
     columns = (
         "point",
@@ -440,7 +440,17 @@ def print_summary(points: Iterable[PointResult]) -> None:
             "yes" if metrics.valid else f"NO ({metrics.failed} failed, {metrics.short_responses} short)",
             "no: " + "; ".join(point.client.reasons) if point.client.saturated else "yes",
         )
-    Console().print(table)
+    console = Console()
+    console.print(table)
+    for point in points:
+        if point.window is not None and point.queue.samples == 0:
+            # The columns above show "-" for it; say why, so nobody reads it as an idle engine.
+            console.print(
+                f"{point.key}: no /metrics sample fell inside its "
+                f"{point.window.end - point.window.start:.2f} s window, so it has no queue "
+                "figures; measure more requests or longer outputs, or lower the plan's "
+                "sample_interval_s"
+            )
 
 
 def _fmt(value: float | None, spec: str = ",.0f") -> str:

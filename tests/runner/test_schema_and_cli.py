@@ -7,9 +7,19 @@ import os
 import pytest
 from pydantic import ValidationError
 
-from runner.cli import main
-from runner.schema import Checkpoint, ClientSpec, EngineConfig, EngineLaunch, LoadSpec, SweepPlan
+from runner.cli import main, print_summary
+from runner.schema import (
+    Checkpoint,
+    ClientSpec,
+    EngineConfig,
+    EngineLaunch,
+    LoadSpec,
+    QueueSummary,
+    SweepPlan,
+    Window,
+)
 from runner.sweep import plan_points
+from tests.runner.test_results_and_import import make_point
 
 PLAN_YAML = """
 name: seqs
@@ -147,3 +157,19 @@ def test_import_of_a_foreign_file_is_refused_with_its_name(tmp_path, capsys):
     status = main(["import-vllm-bench", str(foreign), "--out", str(tmp_path / "i.jsonl")])
     assert status == 2
     assert "notes.json: not a vllm bench serve result" in capsys.readouterr().err
+
+
+def test_the_summary_says_why_a_point_has_no_queue_figures(capsys):
+    # A 0.4 s point that fell between two scrapes, and a 2 s point that was sampled.
+    unsampled = make_point(4).model_copy(
+        update={"window": Window(start=0.0, end=0.4), "queue": QueueSummary(max_gap_s=0.4)}
+    )
+    sampled = make_point(32).model_copy(
+        update={"window": Window(start=0.0, end=2.0), "queue": QueueSummary(samples=4)}
+    )
+
+    print_summary([unsampled, sampled])
+
+    out = capsys.readouterr().out
+    assert "seqs=4|burst 8|r0: no /metrics sample fell inside its 0.40 s window" in out
+    assert "seqs=32|burst 8|r0:" not in out
