@@ -42,14 +42,19 @@ def automatic_caveats(result: PointResult) -> list[tuple[str, str, str]]:
         )
     gap = queue_gap_fraction(result)  # None for imports: they carry no engine samples
     if sparse_queue_samples(gap):
+        consequence = (
+            "the running and waiting figures rest on too few samples to show the queue"
+            if result.queue.samples
+            else "the point has no running and waiting figures"
+        )
         caveats.append(
             (
                 "sparse-queue-samples",
                 Caveat.Kind.METHOD,
                 f"The engine's /metrics answered {result.queue.samples} time(s) in this "
                 f"{result.metrics.duration:.1f} s point and {gap:.0%} of it passed without a "
-                "sample: the running and waiting figures rest on too few samples to show "
-                "the queue. Longer points (more requests or output tokens) give firmer evidence.",
+                f"sample: {consequence}. Longer points (more requests or output tokens) give "
+                "firmer evidence.",
             )
         )
     metrics = result.metrics

@@ -85,7 +85,19 @@ def test_a_point_its_samples_left_mostly_uncovered_gets_the_sparse_samples_cavea
     caveat = thin_point.caveats.get()
     assert caveat.code == "sparse-queue-samples"
     assert "answered 2 time(s) in this 10.0 s point and 60% of it passed" in caveat.text
+    assert "rest on too few samples" in caveat.text
     assert not covered_point.caveats.exists()
+
+
+@pytest.mark.django_db
+def test_a_point_no_sample_fell_inside_is_said_to_have_no_queue_figures():
+    benchmark = make_benchmark(state="running")
+    unsampled = make_point_result(max_num_seqs=8, launch_style="serve", samples=0)
+    unsampled.queue.max_gap_s = 10.0
+    caveat = store_point(benchmark, unsampled).caveats.get()
+    assert caveat.code == "sparse-queue-samples"
+    assert "answered 0 time(s)" in caveat.text
+    assert "the point has no running and waiting figures" in caveat.text
 
 
 @pytest.mark.django_db
