@@ -58,9 +58,9 @@ SAMPLE_SLICES = 4
 SAMPLE_SLICE_BYTES = 16 * 1024
 MISSING_INT = -1
 
-_REQUEST_FLOATS = ("intended_send", "actual_send", "ttft", "e2el", "completed_at")
+_REQUEST_FLOATS = ("intended_send", "actual_send", "connect_s", "ttft", "e2el", "completed_at")
 _REQUEST_INTS = ("index", "replica", "prompt_tokens", "output_tokens", "status")
-_REQUEST_STRINGS = ("finish_reason", "error")
+_REQUEST_STRINGS = ("finish_reason", "error", "incomplete")
 # Every EngineSample field but the replica index is a float (t, gauges, running counter totals);
 # taken from the schema so a field added there is stored without touching this file.
 _SAMPLE_FLOATS = tuple(name for name in EngineSample.model_fields if name != "replica")
@@ -219,12 +219,16 @@ def _split(flat: np.ndarray, lengths: np.ndarray) -> list[list]:
 def decode_requests(blob: bytes | memoryview) -> list[RequestRecord]:
     arrays = _unpack(blob)
     columns: dict[str, list] = {}
+    # A point stored before a field joined the schema has no array for it: left out, so the
+    # record gets the field's default (None, unknown).
     for name in _REQUEST_FLOATS:
-        columns[name] = _nan_to_none(arrays[name])
+        if name in arrays:
+            columns[name] = _nan_to_none(arrays[name])
     for name in _REQUEST_INTS:
         columns[name] = _missing_to_none(arrays[name])
     for name in _REQUEST_STRINGS:
-        columns[name] = [value or None for value in arrays[name].tolist()]
+        if name in arrays:
+            columns[name] = [value or None for value in arrays[name].tolist()]
     columns["chunk_times"] = _split(arrays["chunk_times"], arrays["chunk_lengths"])
     columns["chunk_tokens"] = _split(arrays["chunk_tokens"], arrays["token_lengths"])
     names = list(columns)

@@ -73,24 +73,32 @@ def chunk_token_counts(chunks: int, cumulative: list[int] | None, total: int) ->
 class ResponseCollector:
     """Turns one response's SSE events into a RequestRecord (hot path: keep it lean).
 
-    A content chunk is any chunk with non-empty choices, as `vllm bench serve` counts them,
-    except the chat role chunk (empty content): it carries no token. A chunk whose text is
-    empty still counts, because vLLM holds back text for incomplete characters while the
-    tokens were generated. The usage chunk (choices == []) only supplies the token counts.
+    A chunk is any event with non-empty `choices`, as `vllm bench serve` 0.32 counts them: the
+    chat role chunk (empty content) too, and chunks whose text is empty (vLLM holds back text
+    for incomplete characters while the tokens were generated). The role chunk carries no
+    token, so its `chunk_tokens` entry is 0. The usage chunk (choices == []) only supplies the
+    token counts. An error event does not end the read: vLLM's client reads on and counts the
+    request by its chunks, so the event is kept as the reason the response is incomplete.
     """
 
-    def __init__(self, index: int, replica: int, t0: float, chat: bool) -> None:
+    def __init__(
+        self, index: int, replica: int, t0: float, chat: bool, prompt_tokens: int | None = None
+    ) -> None:
         self.index = index
         self.replica = replica
         self.t0 = t0
         self.chat = chat
+        # The prompt's own count, used when usage does not say (vLLM's prompt_len fallback).
+        self.expected_prompt_tokens = prompt_tokens
         self.intended = 0.0
         self.actual: float | None = None
         self.chunk_times: list[float] = []
         self.cumulative: list[int] = []
+        self.leading_role_chunk = False
         self.usage: dict[str, Any] | None = None
         self.finish_reason: str | None = None
         self.done_seen = False
+        self.error_event: bytes | None = None
 
     def on_event(self, data: bytes, stamp: float) -> None:
         if data == b"[DONE]":
@@ -102,14 +110,16 @@ class ResponseCollector:
             raise httpstream.StreamAbort(f"malformed SSE data: {data[:120]!r}") from None
         if not isinstance(chunk, dict):
             raise httpstream.StreamAbort(f"malformed SSE data: {data[:120]!r}")
-        if "error" in chunk or chunk.get("object") == "error":
-            raise httpstream.StreamAbort(f"server error in stream: {data[:300]!r}")
+        if self.error_event is None and ("error" in chunk or chunk.get("object") == "error"):
+            self.error_event = data[:300]
         usage = chunk.get("usage")
         choices = chunk.get("choices")
-        if choices and not (self.chat and _is_role_chunk(choices[0])):
-            self.chunk_times.append(stamp - self.t0)
-            if usage and "completion_tokens" in usage:
+        if choices:
+            if not self.chunk_times and self.chat and _is_role_chunk(choices[0]):
+                self.leading_role_chunk = True
+            elif usage and "completion_tokens" in usage:
                 self.cumulative.append(usage["completion_tokens"])
+            self.chunk_times.append(stamp - self.t0)
             reason = choices[0].get("finish_reason")
             if reason:
                 self.finish_reason = reason
@@ -133,37 +143,47 @@ class ResponseCollector:
     def record(self, result: httpstream.HttpResult | None, error: str | None) -> RequestRecord:
         status = result.status if result else None
         end = result.ended_at if result and result.ended_at else time.monotonic()
-        error = error or (result.error if result else None) or self._stream_error()
+        error = error or (result.error if result else None)
+        times = self.chunk_times
+        if error is None and status == 200 and not times:
+            error = "no chunk with choices: vLLM's client counts this request as failed"
         output = self.usage.get("completion_tokens") if self.usage else None
         prompt = self.usage.get("prompt_tokens") if self.usage else None
-        times = self.chunk_times
-        tokens = chunk_token_counts(
-            len(times), self.cumulative if len(self.cumulative) == len(times) else None, output or 0
-        )
+        actual = self.actual
         return RequestRecord(
             index=self.index,
             replica=self.replica,
             intended_send=self.intended,
-            actual_send=self.actual,
-            ttft=times[0] - self.intended if times else None,
-            e2el=times[-1] - self.intended if times else None,
-            completed_at=end - self.t0 if self.actual is not None else None,
+            actual_send=actual,
+            connect_s=result.connect_s if result else None,
+            ttft=times[0] - actual if times and actual is not None else None,
+            e2el=times[-1] - actual if times and actual is not None else None,
+            completed_at=end - self.t0 if actual is not None else None,
             chunk_times=times,
-            chunk_tokens=tokens if output is not None else [],
-            prompt_tokens=prompt,
+            chunk_tokens=self._chunk_tokens(output) if output is not None else [],
+            prompt_tokens=prompt if prompt is not None else self.expected_prompt_tokens,
             output_tokens=output,
             finish_reason=self.finish_reason,
             status=status,
             error=error,
+            incomplete=None if error else self._incomplete(),
         )
 
-    def _stream_error(self) -> str | None:
+    def _chunk_tokens(self, total: int) -> list[int]:
+        """Tokens per chunk: 0 for a leading chat role chunk, the usage total over the rest."""
+        role = 1 if self.leading_role_chunk else 0
+        content = len(self.chunk_times) - role
+        cumulative = self.cumulative if len(self.cumulative) == content else None
+        return [0] * role + chunk_token_counts(content, cumulative, total)
+
+    def _incomplete(self) -> str | None:
+        """Why Headroom's strict completion refuses a response vLLM's client counts as done."""
+        if self.error_event is not None:
+            return f"server error in stream: {self.error_event!r}"
         if not self.done_seen:
             return "stream ended without data: [DONE]"
         if self.usage is None or self.usage.get("completion_tokens") is None:
             return "response has no usage block (include_usage)"
-        if not self.chunk_times:
-            return "response has no content chunk"
         return None
 
 

@@ -11,10 +11,18 @@ line up on one clock.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
 
 SCHEMA_VERSION = "headroom.result/1"
 
@@ -79,6 +87,38 @@ ALLOWED_EXTRA_FLAGS = {
     "--max-logprobs",
     "--cpu-offload-gb",
 }
+
+
+GOODPUT_METRICS = ("ttft", "tpot", "e2el")
+
+
+def check_goodput(slos: dict[str, float]) -> dict[str, float]:
+    """The SLOs as given, or ValueError naming the metric or value vLLM would refuse too."""
+    for name, value in slos.items():
+        if name not in GOODPUT_METRICS:
+            raise ValueError(
+                f"unknown goodput metric {name!r}: use {', '.join(GOODPUT_METRICS)} (ms)"
+            )
+        if not math.isfinite(value) or value < 0:
+            raise ValueError(f"goodput {name}: {value!r} ms must be a finite number >= 0")
+    return slos
+
+
+def parse_goodput(pairs: list[str]) -> dict[str, float]:
+    """`["ttft:500", "e2el:20000"]` -> {"ttft": 500.0, "e2el": 20000.0}, as vLLM's --goodput.
+
+    ValueError names the pair that is not KEY:MS, or the key or value check_goodput refuses.
+    """
+    slos: dict[str, float] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition(":")
+        try:
+            if not sep or not name:
+                raise ValueError
+            slos[name.strip()] = float(value)
+        except ValueError:
+            raise ValueError(f"expected KEY:MS such as ttft:500, got {pair!r}") from None
+    return check_goodput(slos)
 
 
 class Schema(BaseModel):
@@ -228,33 +268,80 @@ LoadShape = Literal["burst", "concurrency", "rate"]
 
 
 class LoadSpec(Schema):
-    """How requests arrive: all at once, a closed loop of C in flight, or an open-loop rate."""
+    """How requests arrive: all at once, a closed loop of C in flight, or an open-loop rate.
+
+    JSON has no infinity, so an infinite burstiness is written as the string "inf" (pydantic
+    would write null, and PostgreSQL's jsonb refuses Python's `Infinity`); "inf" reads back as
+    float("inf").
+    """
 
     shape: LoadShape = "burst"
     num_requests: int = Field(gt=0)
     concurrency: int | None = Field(default=None, gt=0)
-    rate: float | None = Field(default=None, gt=0, description="requests/s, open loop")
-    burstiness: float = Field(default=1.0, gt=0, description="gamma shape; 1.0 = Poisson")
+    rate: float | None = Field(default=None, description="requests/s, open loop; finite, > 0")
+    burstiness: float = Field(
+        default=1.0, description="gamma shape > 0; 1.0 = Poisson, inf = evenly spaced"
+    )
+    # A rate or burst with at most this many requests in flight, as `vllm bench serve
+    # --max-concurrency`: a request waits for a slot, and its latency counts from when it went.
+    max_concurrency: int | None = Field(default=None, gt=0)
+
+    @field_validator("rate")
+    @classmethod
+    def _rate_is_positive(cls, rate: float | None) -> float | None:
+        # An infinite rate is vLLM's burst; here that is shape "burst", with zeros for offsets.
+        if rate is not None and not (math.isfinite(rate) and rate > 0):
+            raise ValueError(
+                f"rate must be a finite number of requests/s > 0 (for all requests at once "
+                f"use shape 'burst'), got {rate!r}"
+            )
+        return rate
+
+    @field_validator("burstiness")
+    @classmethod
+    def _burstiness_is_positive(cls, burstiness: float) -> float:
+        if math.isnan(burstiness) or burstiness <= 0:
+            raise ValueError(
+                f"burstiness must be a gamma shape > 0 (1.0 = Poisson, inf = evenly spaced), "
+                f"got {burstiness!r}"
+            )
+        return burstiness
+
+    @field_serializer("burstiness", when_used="json")
+    def _burstiness_to_json(self, burstiness: float) -> float | str:
+        return "inf" if math.isinf(burstiness) else burstiness
 
     @model_validator(mode="after")
     def _shape_needs(self) -> LoadSpec:
         if self.shape == "concurrency" and self.concurrency is None:
             raise ValueError("a concurrency load needs concurrency")
+        if self.shape == "concurrency" and self.max_concurrency is not None:
+            raise ValueError(
+                "max_concurrency caps a burst or rate load; a concurrency load sets its "
+                "requests in flight with concurrency"
+            )
         if self.shape == "rate" and self.rate is None:
             raise ValueError("a rate load needs rate (requests/s)")
         return self
 
     def label(self) -> str:
+        """e.g. 'rate 4.0/s x 100 burstiness 0.5 (max 8 in flight)'; in point keys and charts."""
+        cap = f" (max {self.max_concurrency} in flight)" if self.max_concurrency else ""
         if self.shape == "burst":
-            return f"burst {self.num_requests}"
+            return f"burst {self.num_requests}{cap}"
         if self.shape == "concurrency":
             return f"concurrency {self.concurrency} x {self.num_requests}"
-        return f"rate {self.rate}/s x {self.num_requests}"
+        # Poisson (burstiness 1) is the usual case and keeps its short name; any other shape
+        # is part of the key, so two loads that differ only in burstiness are two points.
+        shape = "" if self.burstiness == 1.0 else f" burstiness {self.burstiness:g}"
+        return f"rate {self.rate}/s x {self.num_requests}{shape}{cap}"
 
     def offered_concurrency(self) -> float:
         """How many requests the client can have in flight at most; orders load levels."""
         if self.shape == "concurrency":
             return float(self.concurrency or 0)
+        if self.max_concurrency is not None:
+            return float(min(self.num_requests, self.max_concurrency))
         return float(self.num_requests)
 
 
@@ -291,6 +378,13 @@ class SweepPlan(Schema):
     replicas: int = Field(default=1, gt=0)
     warmup_requests: int = Field(default=0, ge=0)
     sample_interval_s: float = Field(default=0.5, gt=0)
+    # Goodput SLOs in ms, as `vllm bench serve --goodput ttft:MS tpot:MS e2el:MS`.
+    goodput: dict[str, float] = Field(default_factory=dict)
+
+    @field_validator("goodput")
+    @classmethod
+    def _known_slos(cls, slos: dict[str, float]) -> dict[str, float]:
+        return check_goodput(slos)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -299,27 +393,52 @@ class SweepPlan(Schema):
 
 
 class RequestRecord(Schema):
-    """One request as the client saw it. Times: seconds since the point's t0 (monotonic)."""
+    """One request as the client saw it. Times: seconds since the point's t0 (monotonic).
+
+    Two readings of one stream, kept apart (docs/result-schema.md):
+    - vLLM's (`vllm bench serve` 0.32, `endpoint_request_func.py`): `ttft` and `e2el` count from
+      `actual_send`, the moment just before the request went out; every chunk with non-empty
+      `choices` is a chunk (the chat role chunk too); a request failed (`error`) only when it got
+      no HTTP 200, no such chunk, or broke off.
+    - Headroom's: latency from `intended_send` (the schedule), tokens per chunk, and the strict
+      completion (`incomplete` says why a response vLLM counts as completed was not whole).
+    """
 
     index: int
     replica: int = 0
     intended_send: float
     actual_send: float | None = None
-    ttft: float | None = Field(default=None, description="first content chunk - intended send")
-    e2el: float | None = Field(default=None, description="last chunk - intended send")
+    connect_s: float | None = Field(
+        default=None, description="actual send until a connection was in hand (pool or new)"
+    )
+    ttft: float | None = Field(default=None, description="first chunk - actual send (vLLM)")
+    e2el: float | None = Field(default=None, description="last chunk - actual send (vLLM)")
     completed_at: float | None = None
-    chunk_times: list[float] = Field(default_factory=list, description="content chunk arrivals")
-    chunk_tokens: list[int] = Field(default_factory=list, description="tokens in each chunk")
+    chunk_times: list[float] = Field(
+        default_factory=list, description="arrivals of chunks with non-empty choices"
+    )
+    chunk_tokens: list[int] = Field(
+        default_factory=list, description="tokens in each chunk (0 for the chat role chunk)"
+    )
     prompt_tokens: int | None = None
     output_tokens: int | None = None
     finish_reason: str | None = None
     status: int | None = None
     error: str | None = None
+    incomplete: str | None = Field(
+        default=None,
+        description="completed as vLLM counts it, but no [DONE], no usage, or an error event",
+    )
 
     @property
     def ok(self) -> bool:
-        return self.error is None and self.status == 200 and self.output_tokens is not None
+        """Completed as `vllm bench serve` counts it: HTTP 200 and at least one chunk."""
+        return self.error is None and self.status == 200 and bool(self.chunk_times)
 
+    @property
+    def strictly_ok(self) -> bool:
+        """Headroom's strict completion: also `[DONE]`, a usage count and no error event."""
+        return self.ok and self.incomplete is None and self.output_tokens is not None
 
 class EngineSample(Schema):
     """One scrape of the engine's /metrics (gauges, and counters as running totals)."""
@@ -357,18 +476,25 @@ class QueueSummary(Schema):
 
 
 class Metrics(Schema):
-    """Client-side aggregates. Key names follow `vllm bench serve --save-result`."""
+    """Client-side aggregates of one point (docs/result-schema.md gives every definition).
 
+    Keys that `vllm bench serve --save-result` also writes mean what vLLM 0.32 computes for the
+    same stream (`calculate_metrics` in `vllm/benchmarks/serve.py`); tests/runner/test_vllm_parity.py
+    feeds recorded streams to both and checks it. Headroom's own figures have their own names:
+    `sched_*` (latency from the intended send time), `token_itl` (per-token gaps),
+    `incomplete_responses`, `short_responses`, `valid`, `connect`.
+    """
+
+    # vLLM's names and definitions.
     duration: float
     completed: int
     failed: int
-    short_responses: int
-    valid: bool
     total_input_tokens: int
     total_output_tokens: int
     request_throughput: float
     output_throughput: float
     total_token_throughput: float
+    request_goodput: float | None = Field(default=None, description="None: no SLO was set")
     mean_ttft_ms: float | None = None
     median_ttft_ms: float | None = None
     std_ttft_ms: float | None = None
@@ -393,7 +519,44 @@ class Metrics(Schema):
     p90_e2el_ms: float | None = None
     p95_e2el_ms: float | None = None
     p99_e2el_ms: float | None = None
-    max_send_lag_ms: float | None = Field(default=None, description="open loop: actual - intended")
+    # Percentiles beyond p90/p95/p99 that an imported file carried, e.g. {"p99.9_ttft_ms": 812.0}.
+    other_percentiles: dict[str, float] = Field(default_factory=dict)
+
+    # Headroom's own.
+    short_responses: int
+    incomplete_responses: int = Field(
+        default=0, description="completed as vLLM counts it, but no [DONE], usage, or an error"
+    )
+    valid: bool
+    # Latency from the intended send time: client lag and queueing in a closed loop cannot hide.
+    mean_sched_ttft_ms: float | None = None
+    median_sched_ttft_ms: float | None = None
+    std_sched_ttft_ms: float | None = None
+    p90_sched_ttft_ms: float | None = None
+    p95_sched_ttft_ms: float | None = None
+    p99_sched_ttft_ms: float | None = None
+    mean_sched_e2el_ms: float | None = None
+    median_sched_e2el_ms: float | None = None
+    std_sched_e2el_ms: float | None = None
+    p90_sched_e2el_ms: float | None = None
+    p95_sched_e2el_ms: float | None = None
+    p99_sched_e2el_ms: float | None = None
+    # Inter-token latency per token: a chunk of k tokens after a gap g counts as k gaps of g/k.
+    mean_token_itl_ms: float | None = None
+    median_token_itl_ms: float | None = None
+    std_token_itl_ms: float | None = None
+    p90_token_itl_ms: float | None = None
+    p95_token_itl_ms: float | None = None
+    p99_token_itl_ms: float | None = None
+    max_send_lag_ms: float | None = Field(default=None, description="actual - intended send")
+    # Getting a connection (reused from the pool, or new) before the request could go out.
+    mean_connect_ms: float | None = None
+    p99_connect_ms: float | None = None
+    max_connect_ms: float | None = None
+    # Goodput SLOs (ms, as `--goodput ttft:MS tpot:MS e2el:MS`) and the share of all requests
+    # meeting each, plus "all" for every SLO at once; empty when no SLO was set.
+    goodput_slos: dict[str, float] = Field(default_factory=dict)
+    slo_attainment: dict[str, float] = Field(default_factory=dict)
 
 
 class ClientHealth(Schema):

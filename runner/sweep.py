@@ -224,7 +224,7 @@ def _point_from_outcome(
                 replica=engine.replica,
                 base_url=engine.base_url,
                 window=replica_window,
-                metrics=aggregate(mine, plan.workload) if mine else None,
+                metrics=aggregate(mine, plan.workload, plan.goodput) if mine else None,
                 queue=_queue(samples, engine.replica, replica_window),
             )
         )
@@ -244,7 +244,7 @@ def _point_from_outcome(
         replicas=len(running),
         t0_monotonic=outcome.t0,
         window=window,
-        metrics=aggregate(records, plan.workload),
+        metrics=aggregate(records, plan.workload, plan.goodput),
         queue=_node_queue([r.queue for r in per_replica]),
         client=outcome.health,
         per_replica=per_replica,

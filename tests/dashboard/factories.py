@@ -79,8 +79,8 @@ def make_requests(count: int, *, output_tokens: int = 4, failed: int = 0) -> lis
                 index=i,
                 intended_send=send,
                 actual_send=send + 0.0001,
-                ttft=chunks[0] - send,
-                e2el=chunks[-1] - send,
+                ttft=chunks[0] - (send + 0.0001),  # vLLM's: from the actual send
+                e2el=chunks[-1] - (send + 0.0001),
                 completed_at=chunks[-1],
                 chunk_times=chunks,
                 chunk_tokens=[1] * output_tokens,
