@@ -7,10 +7,12 @@ runs in its own fresh process, one after another, against the same server:
 
 - httpx (AsyncClient.stream + aiter_lines), aiohttp (iterating response.content by line, as
   `vllm bench serve` does), runner.httpstream (the load generator's hot path, feeding the real
-  per-request collector), and runner.httpstream on uvloop for comparison.
+  per-request collector) on the stdlib loop and on uvloop, all four on pooled keep-alive
+  connections; and runner.httpstream on uvloop with a new connection per request
+  (`Connection: close`, what the load generator did before it pooled connections).
 - Every client parses every event with orjson, so the rows compare transports, not JSON parsers.
 
-Two placements, each client measured in both:
+Two placements, each client measured in both (`--placements` picks):
 - own cores: the server pinned to one CPU and the client to another, as on a GPU node where the
   load generator runs on cores the vLLM API server does not use (runner: ClientSpec.cpus,
   `--client-cpus`);
@@ -18,16 +20,20 @@ Two placements, each client measured in both:
   CPU of the process that woke it, so the client often waits for the server to yield its core.
 
 Two phases per client:
-1. paced: STREAMS streams x one event every INTERVAL_S = OFFERED events/s for PACED_S seconds:
-   events/s received, client CPU (1.0 = one core), delay median and p99.
+1. paced, at each rate of RATES events/s: rate x INTERVAL_S slots, each sending requests of
+   EVENTS_PER_REQUEST events (one every INTERVAL_S) back to back for PACED_S seconds, as a closed
+   loop does: events/s received, client CPU (1.0 = one core), delay median and p99, connections
+   the server accepted, and (runner.httpstream only) the time to get a connection.
 2. flood: FLOOD_STREAMS streams written as fast as the server can; the client reads for FLOOD_S
    seconds: the most events/s it can sustain (delays there are queueing, so not reported).
 
-Run: .venv/bin/python bench/client_events.py  (about two minutes; prints a Markdown table).
+Run: .venv/bin/python bench/client_events.py [--placements "own cores"] [--clients raw-uvloop]
+(all placements and clients: about four minutes; prints a Markdown table).
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import multiprocessing
 import os
@@ -39,13 +45,13 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-STREAMS = 100
-INTERVAL_S = 0.005
-OFFERED = STREAMS / INTERVAL_S  # 20,000 events/s
-PACED_S = 5.0
+INTERVAL_S = 0.005  # between one stream's events, as a vLLM stream at 200 tokens/s
+RATES = (20_000, 40_000, 60_000)  # events/s offered per client process
+EVENTS_PER_REQUEST = 40  # a 200 ms response; a closed-loop slot then sends its next request
+PACED_S = 4.0
 FLOOD_STREAMS = 32
-FLOOD_S = 3.0
-CLIENTS = ("httpx", "aiohttp", "raw", "raw-uvloop")
+FLOOD_S = 2.0
+CLIENTS = ("httpx", "aiohttp", "raw", "raw-uvloop", "raw-uvloop-close")
 PLACEMENTS = ("own cores", "shared")
 SERVER_CPU, CLIENT_CPU = 0, 1  # own cores
 
@@ -66,10 +72,15 @@ USAGE = (
 
 
 class _ServerConn(asyncio.Protocol):
-    """One request: POST /paced?events=N&offset=S or POST /flood?seconds=S, then SSE."""
+    """Requests one after another on a keep-alive connection (closed after a request that says
+    `Connection: close`): POST /paced?events=N&first=S or POST /flood?seconds=S, then SSE."""
+
+    accepted: Any = None  # multiprocessing.Value: connections accepted, read by the clients
 
     def __init__(self) -> None:
         self.buffer = b""
+        self.busy = False
+        self.close_after = False
         self.transport: asyncio.Transport | None = None
         self.can_write = asyncio.Event()
         self.can_write.set()
@@ -78,30 +89,42 @@ class _ServerConn(asyncio.Protocol):
         # uvloop's transports are not asyncio.Transport subclasses, so no isinstance here.
         self.transport = transport  # type: ignore[assignment]
         transport.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        with self.accepted.get_lock():
+            self.accepted.value += 1
 
     def data_received(self, data: bytes) -> None:
         self.buffer += data
+        if not self.busy:
+            self.next_request()
+
+    def next_request(self) -> None:
         head, sep, rest = self.buffer.partition(b"\r\n\r\n")
         if not sep:
             return
         length = 0
         for line in head.split(b"\r\n")[1:]:
             name, _, value = line.partition(b":")
-            if name.strip().lower() == b"content-length":
+            name = name.strip().lower()
+            if name == b"content-length":
                 length = int(value)
+            elif name == b"connection" and value.strip().lower() == b"close":
+                self.close_after = True
         if len(rest) < length:
             return
+        self.buffer = rest[length:]
+        self.busy = True
         path = head.split(b" ")[1].decode()
         params = dict(p.split("=") for p in path.partition("?")[2].split("&") if p)
         assert self.transport is not None
+        connection = b"close" if self.close_after else b"keep-alive"
         self.transport.write(
             b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-            b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+            b"Transfer-Encoding: chunked\r\nConnection: %s\r\n\r\n" % connection
         )
         if path.startswith("/flood"):
             asyncio.ensure_future(self.flood(float(params["seconds"])))
         else:
-            asyncio.ensure_future(self.paced(int(params["events"]), float(params["offset"])))
+            asyncio.ensure_future(self.paced(int(params["events"]), float(params["first"])))
 
     def pause_writing(self) -> None:
         self.can_write.clear()
@@ -120,12 +143,17 @@ class _ServerConn(asyncio.Protocol):
         return True
 
     def end(self, events: int) -> None:
-        if self.send(USAGE % (events, events + 1)) and self.transport is not None:
-            self.transport.write(b"0\r\n\r\n")
+        if not self.send(USAGE % (events, events + 1)) or self.transport is None:
+            return
+        self.transport.write(b"0\r\n\r\n")
+        if self.close_after:
             self.transport.close()
+        else:
+            self.busy = False
+            self.next_request()
 
-    async def paced(self, events: int, offset: float) -> None:
-        due = time.monotonic() + offset
+    async def paced(self, events: int, first: float) -> None:
+        due = time.monotonic() + first
         for _ in range(events):
             delay = due - time.monotonic()
             if delay > 0:
@@ -148,7 +176,7 @@ class _ServerConn(asyncio.Protocol):
         self.end(sent)
 
 
-def _server_main(port_queue: Any, pinned: bool) -> None:
+def _server_main(port_queue: Any, pinned: bool, accepted: Any) -> None:
     if pinned:
         os.sched_setaffinity(0, {SERVER_CPU})
     try:
@@ -157,7 +185,8 @@ def _server_main(port_queue: Any, pinned: bool) -> None:
         loop = uvloop.new_event_loop()
     except ImportError:
         loop = asyncio.new_event_loop()
-    server = loop.run_until_complete(loop.create_server(_ServerConn, "127.0.0.1", 0))
+    _ServerConn.accepted = accepted
+    server = loop.run_until_complete(loop.create_server(_ServerConn, "127.0.0.1", 0, backlog=4096))
     port_queue.put(server.sockets[0].getsockname()[1])
     loop.run_forever()
 
@@ -167,113 +196,147 @@ def _server_main(port_queue: Any, pinned: bool) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def _server_send(chunk: dict[str, Any]) -> float | None:
-    return chunk.get("server_send")
+class _Tally:
+    """What one phase saw: event delays, the span of their arrivals, connect times."""
+
+    def __init__(self) -> None:
+        self.delays: list[float] = []
+        self.first = float("inf")
+        self.last = 0.0
+        self.connects: list[float] = []
+
+    def add(self, stamp: float, server_send: float) -> None:
+        self.delays.append(stamp - server_send)
+        if stamp < self.first:
+            self.first = stamp
+        self.last = stamp
 
 
-async def _stream_httpx(client: Any, url: str, on_line: Any) -> None:
-    async with client.stream("POST", url, content=b"{}") as response:
-        async for line in response.aiter_lines():
-            on_line(line.encode(), time.monotonic())
+def _slot_urls(mode: str, slot: int, slots: int) -> tuple[str, str]:
+    """(first url, later urls) of one slot: the slots' first requests are spread over one
+    interval; a later request's first event comes one interval after it arrived."""
+    if mode == "flood":
+        url = f"/flood?seconds={FLOOD_S + 5}"
+        return url, url
+    spread = slot * INTERVAL_S / slots
+    return (f"/paced?events={EVENTS_PER_REQUEST}&first={spread:.6f}",
+            f"/paced?events={EVENTS_PER_REQUEST}&first={INTERVAL_S}")
 
 
-async def _stream_aiohttp(session: Any, url: str, on_line: Any) -> None:
-    async with session.post(url, data=b"{}") as response:
-        async for line in response.content:
-            on_line(line, time.monotonic())
-
-
-async def _run_streams(
-    kind: str, port: int, urls: list[str], seconds: float
-) -> tuple[int, list[float], float]:
-    """Open every stream, read for at most `seconds`; (events, delays in s, arrival span s)."""
+async def _run_slots(kind: str, port: int, mode: str, slots: int, seconds: float) -> _Tally:
+    """Every slot sends requests back to back until `seconds` have passed (a flood stream's one
+    request outlasts them); the events read by then are counted."""
     import orjson
 
     from runner import httpstream
     from runner.responses import ResponseCollector
 
-    delays: list[float] = []
-    count = 0
-    span = [float("inf"), 0.0]  # first and last arrival of an event
+    tally = _Tally()
+    stop_at = time.monotonic() + seconds
 
     def on_line(line: bytes, stamp: float) -> None:  # httpx / aiohttp: one SSE line at a time
-        nonlocal count
         if line.startswith(b"data: {"):
-            chunk = orjson.loads(line[6:])
-            sent = _server_send(chunk)
+            sent = orjson.loads(line[6:]).get("server_send")
             if sent is not None:
-                count += 1
-                delays.append(stamp - sent)
-                span[0], span[1] = min(span[0], stamp), stamp
+                tally.add(stamp, sent)
 
-    async def raw(url: str) -> None:
-        # The load generator's own per-request collector sits behind the raw transport.
-        collector = ResponseCollector(0, 0, 0.0, chat=False)
+    pool = httpstream.Pool("127.0.0.1", port) if kind in ("raw", "raw-uvloop") else None
 
-        def on_event(data: bytes, stamp: float) -> None:
-            nonlocal count
-            collector.on_event(data, stamp)
-            at = data.rfind(b'"server_send":')
-            if at >= 0:
-                count += 1
-                delays.append(stamp - float(data[at + 14 : -1]))
-                span[0], span[1] = min(span[0], stamp), stamp
+    async def raw_slot(first: str, later: str) -> None:
+        url = first
+        while time.monotonic() < stop_at:
+            # The load generator's own per-request collector sits behind the raw transport.
+            collector = ResponseCollector(0, 0, 0.0, chat=False)
 
-        target = httpstream.parse_url(f"http://127.0.0.1:{port}", url)
-        await httpstream.post(target, b"{}", on_event, sse=True, stall_timeout_s=30,
-                              request_timeout_s=seconds + 30)
+            def on_event(data: bytes, stamp: float, collector: Any = collector) -> None:
+                collector.on_event(data, stamp)
+                at = data.rfind(b'"server_send":')
+                if at >= 0:
+                    tally.add(stamp, float(data[at + 14 : -1]))
 
-    if kind in ("raw", "raw-uvloop"):
-        tasks = [asyncio.ensure_future(raw(u)) for u in urls]
-        closer = None
+            target = httpstream.parse_url(f"http://127.0.0.1:{port}", url)
+            result = await httpstream.post(target, b"{}", on_event, sse=True, stall_timeout_s=30,
+                                           request_timeout_s=seconds + 30, pool=pool)
+            if result.connect_s is not None:
+                tally.connects.append(result.connect_s)
+            url = later
+
+    async def httpx_slot(client: Any, first: str, later: str) -> None:
+        url = first
+        while time.monotonic() < stop_at:
+            async with client.stream("POST", url, content=b"{}") as response:
+                async for line in response.aiter_lines():
+                    on_line(line.encode(), time.monotonic())
+            url = later
+
+    async def aiohttp_slot(session: Any, first: str, later: str) -> None:
+        url = first
+        while time.monotonic() < stop_at:
+            async with session.post(url, data=b"{}") as response:
+                async for line in response.content:
+                    on_line(line, time.monotonic())
+            url = later
+
+    urls = [_slot_urls(mode, i, slots) for i in range(slots)]
+    closer: Any = None  # aiohttp's session
+    clients: list[Any] = []  # httpx's clients
+    if kind.startswith("raw"):
+        tasks = [asyncio.ensure_future(raw_slot(*u)) for u in urls]
     elif kind == "httpx":
         import httpx
 
-        limits = httpx.Limits(max_connections=len(urls) + 10)
-        closer = httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", limits=limits, timeout=60)
-        tasks = [asyncio.ensure_future(_stream_httpx(closer, u, on_line)) for u in urls]
+        # One client (pool) per slot: one pool shared by 100+ busy connections spent the
+        # client's core in its own bookkeeping (2,000 events/s read of 20,000 offered).
+        # verify=False: plain http, so no CA bundle to load for each of them.
+        base = f"http://127.0.0.1:{port}"
+        clients = [httpx.AsyncClient(base_url=base, timeout=60, verify=False) for _ in urls]
+        tasks = [asyncio.ensure_future(httpx_slot(c, *u)) for c, u in zip(clients, urls)]
     else:
         import aiohttp
 
-        connector = aiohttp.TCPConnector(limit=len(urls) + 10)
+        connector = aiohttp.TCPConnector(limit=slots + 10)  # keep-alive, as vllm bench serve
         closer = aiohttp.ClientSession(f"http://127.0.0.1:{port}", connector=connector)
-        tasks = [asyncio.ensure_future(_stream_aiohttp(closer, u, on_line)) for u in urls]
-    await asyncio.wait(tasks, timeout=seconds)
-    counted = count  # events read within the window
+        tasks = [asyncio.ensure_future(aiohttp_slot(closer, *u)) for u in urls]
+    # Paced: the last requests end within one response time after stop_at.
+    grace = EVENTS_PER_REQUEST * INTERVAL_S + 2.0 if mode == "paced" else 0.0
+    await asyncio.wait(tasks, timeout=seconds + grace)
+    counted = len(tally.delays)  # events read within the window
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
+    if pool is not None:
+        await pool.close()
     if closer is not None:
-        await (closer.aclose() if kind == "httpx" else closer.close())
-    return counted, delays[:counted], span[1] - span[0]
+        await closer.close()
+    await asyncio.gather(*(c.aclose() for c in clients))
+    del tally.delays[counted:]
+    return tally
 
 
-def _measure(kind: str, port: int, mode: str) -> dict[str, float]:
-    if mode == "paced":
-        events = int(PACED_S / INTERVAL_S)
-        urls = [f"/paced?events={events}&offset={i * INTERVAL_S / STREAMS:.6f}" for i in range(STREAMS)]
-        seconds = PACED_S + 2.0  # every stream finishes inside this
-    else:
-        urls = [f"/flood?seconds={FLOOD_S + 5}" for _ in range(FLOOD_STREAMS)]
-        seconds = FLOOD_S
-    if kind == "raw-uvloop":
+def _measure(kind: str, port: int, mode: str, rate: int, accepted: Any) -> dict[str, float]:
+    slots = round(rate * INTERVAL_S) if mode == "paced" else FLOOD_STREAMS
+    seconds = PACED_S if mode == "paced" else FLOOD_S
+    if kind.startswith("raw-uvloop"):
         import uvloop
 
         loop = uvloop.new_event_loop()
     else:
         loop = asyncio.new_event_loop()
+    accepted0 = accepted.value
     switches0 = resource.getrusage(resource.RUSAGE_SELF).ru_nivcsw
     cpu0, wall0 = time.process_time(), time.monotonic()
-    count, delays, span = loop.run_until_complete(_run_streams(kind, port, urls, seconds))
+    tally = loop.run_until_complete(_run_slots(kind, port, mode, slots, seconds))
     cpu, wall = time.process_time() - cpu0, time.monotonic() - wall0
     preempted = resource.getrusage(resource.RUSAGE_SELF).ru_nivcsw - switches0
     loop.close()
     import numpy as np
 
-    ms = np.asarray(delays) * 1000 if delays else np.asarray([np.nan])
+    count = len(tally.delays)
+    ms = np.asarray(tally.delays) * 1000 if count else np.asarray([np.nan])
+    connect_ms = np.asarray(tally.connects) * 1000 if tally.connects else np.asarray([np.nan])
     # Paced: events over the span of their arrivals, so a client that drains a backlog late
     # does not get credit for keeping up. Flood: events read inside the fixed window.
-    active = span if mode == "paced" else wall
+    active = tally.last - tally.first if mode == "paced" else seconds
     return {
         "events": count,
         "events_per_s": count / active if active > 0 else 0.0,
@@ -284,28 +347,40 @@ def _measure(kind: str, port: int, mode: str) -> dict[str, float]:
         "preempted_per_s": preempted / wall,
         "delay_median_ms": float(np.median(ms)),
         "delay_p99_ms": float(np.percentile(ms, 99)),
+        "connections": accepted.value - accepted0,
+        "requests": len(tally.connects),
+        "connect_median_ms": float(np.median(connect_ms)),
+        "connect_p99_ms": float(np.percentile(connect_ms, 99)),
     }
 
 
-def _client_main(kind: str, port: int, pinned: bool, results: Any) -> None:
+def _client_main(
+    kind: str, port: int, pinned: bool, rates: list[int], accepted: Any, results: Any
+) -> None:
     if pinned:
         os.sched_setaffinity(0, {CLIENT_CPU})
-    results.put((kind, _measure(kind, port, "paced"), _measure(kind, port, "flood")))
+    paced = {rate: _measure(kind, port, "paced", rate, accepted) for rate in rates}
+    results.put((kind, paced, _measure(kind, port, "flood", 0, accepted)))
 
 
-def _measure_placement(ctx: Any, pinned: bool) -> list[tuple[str, dict, dict]]:
+def _measure_placement(
+    ctx: Any, pinned: bool, clients: list[str], rates: list[int]
+) -> list[tuple[str, dict, dict]]:
     """Every client, one after another, against one fresh server."""
     port_queue: Any = ctx.Queue()
-    server = ctx.Process(target=_server_main, args=(port_queue, pinned), daemon=True)
+    accepted: Any = ctx.Value("q", 0)
+    server = ctx.Process(target=_server_main, args=(port_queue, pinned, accepted), daemon=True)
     server.start()
     port = port_queue.get(timeout=30)
     rows = []
     try:
-        for kind in CLIENTS:
+        for kind in clients:
             results: Any = ctx.Queue()
-            proc = ctx.Process(target=_client_main, args=(kind, port, pinned, results))
+            proc = ctx.Process(
+                target=_client_main, args=(kind, port, pinned, rates, accepted, results)
+            )
             proc.start()
-            rows.append(results.get(timeout=90))
+            rows.append(results.get(timeout=60 + 15 * len(rates)))
             proc.join(timeout=30)
     finally:
         server.kill()
@@ -313,35 +388,55 @@ def _measure_placement(ctx: Any, pinned: bool) -> list[tuple[str, dict, dict]]:
     return rows
 
 
+def _row(placement: str, kind: str, rate: str, m: dict[str, float], flood: dict[str, float]) -> str:
+    raw = kind.startswith("raw")
+    connect = f"{m['connect_median_ms']:.3f} / {m['connect_p99_ms']:.3f}" if raw else "-"
+    return (
+        f"| {placement} | {kind} | {rate} | {m['events_per_s']:,.0f} | {m['cpu']:.2f} | "
+        f"{m['cpu_us_per_event']:.1f} | {m['delay_median_ms']:.3f} | {m['delay_p99_ms']:.3f} | "
+        f"{m['preempted_per_s']:,.0f} | {m['connections']:,} | {connect} | "
+        f"{flood['events_per_s']:,.0f} |"
+    )
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--placements", default=",".join(PLACEMENTS))
+    parser.add_argument("--clients", default=",".join(CLIENTS))
+    parser.add_argument("--rates", default=",".join(str(r) for r in RATES))
+    args = parser.parse_args()
+    placements = [p.strip() for p in args.placements.split(",")]
+    clients = [c.strip() for c in args.clients.split(",")]
+    rates = [int(r) for r in args.rates.split(",")]
+    unknown = sorted(set(placements) - set(PLACEMENTS)) + sorted(set(clients) - set(CLIENTS))
+    if unknown:
+        parser.error(f"unknown placement or client: {unknown}")
     ctx = multiprocessing.get_context("spawn")
     own_cores = {SERVER_CPU, CLIENT_CPU} <= os.sched_getaffinity(0)
-    if not own_cores:
+    if not own_cores and "own cores" in placements:
         print(f"only CPUs {sorted(os.sched_getaffinity(0))} here: the own-cores rows are skipped")
     table = []
-    for placement in PLACEMENTS:
+    for placement in placements:
         pinned = placement == "own cores"
         if pinned and not own_cores:
             continue
-        table += [(placement, *row) for row in _measure_placement(ctx, pinned)]
+        table += [(placement, *row) for row in _measure_placement(ctx, pinned, clients, rates)]
     load = os.getloadavg()
     print(f"host: {os.cpu_count()} CPUs, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
-    print(f"paced: {STREAMS} streams x 1 event / {INTERVAL_S * 1000:g} ms = {OFFERED:,.0f} events/s "
-          f"offered for {PACED_S:g} s; flood: {FLOOD_STREAMS} streams as fast as possible, {FLOOD_S:g} s; "
-          f"own cores: server on CPU {SERVER_CPU}, client on CPU {CLIENT_CPU}")
+    print(f"paced: rate x {INTERVAL_S * 1000:g} ms slots, each sending {EVENTS_PER_REQUEST}-event "
+          f"requests (1 event / {INTERVAL_S * 1000:g} ms) back to back for {PACED_S:g} s; flood: "
+          f"{FLOOD_STREAMS} streams as fast as possible, {FLOOD_S:g} s; own cores: server on CPU "
+          f"{SERVER_CPU}, client on CPU {CLIENT_CPU}")
     print()
     print(
-        "| placement | client | paced events/s | CPU (cores) | CPU us/event | events/s per free core "
-        "| delay median ms | delay p99 ms | preempted/s | flood events/s | flood CPU |"
+        "| placement | client | offered events/s | paced events/s | CPU (cores) | CPU us/event "
+        "| delay median ms | delay p99 ms | preempted/s | connections | connect p50 / p99 ms "
+        "| flood events/s |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for placement, kind, paced, flood in table:
-        print(
-            f"| {placement} | {kind} | {paced['events_per_s']:,.0f} | {paced['cpu']:.2f} | "
-            f"{paced['cpu_us_per_event']:.1f} | {1e6 / paced['cpu_us_per_event']:,.0f} | "
-            f"{paced['delay_median_ms']:.3f} | {paced['delay_p99_ms']:.3f} | "
-            f"{paced['preempted_per_s']:,.0f} | {flood['events_per_s']:,.0f} | {flood['cpu']:.2f} |"
-        )
+        for rate, m in paced.items():
+            print(_row(placement, kind, f"{rate:,}", m, flood))
 
 
 if __name__ == "__main__":

@@ -6,10 +6,16 @@ aiohttp and this module side by side; docs/performance.md has the figures. This 
 asyncio Protocol (the event loop calls `data_received` directly, no StreamReader buffer and no
 coroutine switch per read) and the httptools C parser, which handles Content-Length and
 Transfer-Encoding: chunked. Every SSE event in one socket read gets that read's arrival stamp
-(time.monotonic()), taken before any parsing, so parsing cost never shows up as delay.
+(time.monotonic()), taken in `data_received` before any parsing; the parsing itself waits until
+the loop has delivered every read that was ready (`_Reads`), so one stream's parsing never
+delays another stream's stamp either.
 
-Each request opens its own connection and sends `Connection: close`: simple, and on a local
-network the connect costs well under a millisecond. Non-hot calls (health, /tokenize) use httpx.
+Connections: with a `Pool` (what runner/loadgen.py uses) requests reuse keep-alive connections,
+as `vllm bench serve` does with aiohttp's TCPConnector, so a busy API server does not have to
+accept a new connection before it can read each request. A connection is held by one request at
+a time (never pipelined) and goes back to the pool only after a clean response; anything else
+aborts it. Without a pool each request opens its own connection and sends `Connection: close`
+(kept for bench/client_events.py's comparison). Non-hot calls (health, /tokenize) use httpx.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -27,6 +34,8 @@ import httptools
 ERROR_BODY_LIMIT = 2000
 # A non-streamed JSON response larger than this is refused rather than held in memory.
 BODY_LIMIT = 64 * 1024 * 1024
+# Pool.close() waits this long for the closed sockets' connection_lost before giving up.
+POOL_CLOSE_WAIT_S = 2.0
 
 OnEvent = Callable[[bytes, float], None]
 
@@ -49,8 +58,10 @@ class HttpResult:
     status: int | None = None
     error: str | None = None
     body: bytes = b""  # the whole body when not streamed; an excerpt for a non-200 status
-    sent_at: float | None = None  # monotonic, when the connection attempt started
+    sent_at: float | None = None  # monotonic, when post() was called (before the connection)
     ended_at: float | None = None  # monotonic, when the response ended or failed
+    connect_s: float | None = None  # sent_at until a connection was in hand (pooled or new)
+    reused: bool = False  # the request went out on a pooled keep-alive connection
 
 
 def parse_url(base_url: str, path: str) -> Url:
@@ -61,35 +72,99 @@ def parse_url(base_url: str, path: str) -> Url:
     return Url(parts.hostname, parts.port or 80, prefix + path)
 
 
-def request_bytes(url: Url, body: bytes) -> bytes:
+def request_bytes(url: Url, body: bytes, keep_alive: bool = False) -> bytes:
+    """The request; HTTP/1.1 keeps the connection open unless it says `Connection: close`."""
+    connection = "" if keep_alive else "Connection: close\r\n"
     head = (
         f"POST {url.path} HTTP/1.1\r\n"
         f"Host: {url.host}:{url.port}\r\n"
         "Content-Type: application/json\r\n"
         "Accept: text/event-stream, application/json\r\n"
-        "Connection: close\r\n"
+        f"{connection}"
         f"Content-Length: {len(body)}\r\n\r\n"
     )
     return head.encode() + body
 
 
-class _ResponseProtocol(asyncio.Protocol):
-    """Reads one response; calls on_event(data, stamp) for each SSE `data:` line when sse."""
+class _Reads:
+    """The socket reads of one event-loop pass, each stamped on arrival and all parsed once the
+    loop has delivered them (call_soon runs after the pass's I/O callbacks, on uvloop and the
+    stdlib loop alike). A read then waits only for the other reads' stamps, not for their
+    parsing: with many streams, several sockets are ready at once after each server burst.
+    (No reference to the loop here: _READS maps the loop to this object weakly.)"""
 
-    def __init__(self, on_event: OnEvent, sse: bool, stall_timeout_s: float) -> None:
+    def __init__(self) -> None:
+        self.queued: list[tuple[_Connection, bytes, float]] = []
+
+    def add(self, conn: _Connection, data: bytes, stamp: float) -> None:
+        if not self.queued:
+            asyncio.get_running_loop().call_soon(self.parse)
+        self.queued.append((conn, data, stamp))
+
+    def parse(self) -> None:
+        queued, self.queued = self.queued, []
+        for conn, data, stamp in queued:
+            try:
+                conn._parse(data, stamp)
+            except Exception as exc:  # a client bug ends that response, never the others
+                conn.finish(f"client error while reading the response: {exc!r}")
+
+
+_READS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Reads] = weakref.WeakKeyDictionary()
+
+
+def _reads_for(loop: asyncio.AbstractEventLoop) -> _Reads:
+    reads = _READS.get(loop)
+    if reads is None:
+        reads = _READS[loop] = _Reads()
+    return reads
+
+
+class _Connection(asyncio.Protocol):
+    """One TCP connection, reading one response at a time (`begin` starts the next exchange);
+    calls on_event(data, stamp) for each SSE `data:` line when sse."""
+
+    def __init__(self, pool: Pool | None) -> None:
+        loop = asyncio.get_running_loop()
+        self.pool = pool
+        self.reads = _reads_for(loop)
+        self.received = False  # a byte arrived in this exchange
+        self.transport: asyncio.Transport | None = None
+        self.closed: asyncio.Future[None] = loop.create_future()  # set by connection_lost
+        self.reused = False  # this exchange runs on a connection that served one before
+        self.keep_alive = False  # the last response ended cleanly and allows another
+        self.lost_before_response = False  # this exchange's connection went with no byte read
+        self.done: asyncio.Future[None] = loop.create_future()
+        self.done.set_result(None)  # no exchange yet: idle
+        self.stall_handle: asyncio.TimerHandle | None = None
+
+    def begin(
+        self, result: HttpResult, on_event: OnEvent, sse: bool, stall_timeout_s: float
+    ) -> None:
+        """Start an exchange: reset the per-response state; the caller then writes the request."""
+        loop = asyncio.get_running_loop()
         self.on_event = on_event
         self.sse = sse
         self.stall_timeout_s = stall_timeout_s
         self.parser = httptools.HttpResponseParser(self)
-        self.result = HttpResult()
-        self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self.transport: asyncio.Transport | None = None
-        self.stamp = 0.0
-        self.last_data = 0.0
+        self.result = result
+        self.done = loop.create_future()
+        self.keep_alive = self.lost_before_response = self.received = False
+        self.stamp = 0.0  # the arrival stamp of the read being parsed
+        self.last_data = time.monotonic()
         self.pending = b""  # an SSE line not yet ended by a newline
         self.body: list[bytes] = []
         self.body_size = 0
-        self.stall_handle: asyncio.TimerHandle | None = None
+        self.stall_handle = loop.call_later(stall_timeout_s, self._check_stall)
+
+    def usable(self) -> bool:
+        """Idle and open: can carry the next request."""
+        return (
+            self.done.done()
+            and not self.closed.done()
+            and self.transport is not None
+            and not self.transport.is_closing()
+        )
 
     # -- transport callbacks ------------------------------------------------------------------
 
@@ -99,15 +174,19 @@ class _ResponseProtocol(asyncio.Protocol):
         sock = transport.get_extra_info("socket")
         if sock is not None:  # small writes and reads must not wait for Nagle's algorithm
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.last_data = time.monotonic()
-        self.stall_handle = asyncio.get_running_loop().call_later(
-            self.stall_timeout_s, self._check_stall
-        )
 
     def data_received(self, data: bytes) -> None:
-        self.stamp = self.last_data = time.monotonic()
+        self.last_data = stamp = time.monotonic()  # the arrival stamp, before any parsing
+        self.received = True
+        self.reads.add(self, data, stamp)
+
+    def _parse(self, data: bytes, stamp: float) -> None:
         if self.done.done():
+            # Bytes nobody asked for (on an idle keep-alive connection): the stream is out of
+            # step, so the connection cannot carry another request.
+            self._drop()
             return
+        self.stamp = stamp
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserError as exc:
@@ -121,8 +200,17 @@ class _ResponseProtocol(asyncio.Protocol):
                 self.finish(f"malformed HTTP response: {exc}")
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if self.reads.queued:  # the response's last bytes may still be waiting to be parsed
+            self.reads.parse()
+        if not self.closed.done():
+            self.closed.set_result(None)
+        if self.pool is not None:
+            self.pool._forget(self)
         if self.done.done():
             return
+        # A reused connection the server closed while it was idle: the request never got an
+        # answer, so post() may send it again on a new connection.
+        self.lost_before_response = self.reused and not self.received
         status = self.result.status
         if status is not None and status != 200:
             excerpt = b"".join(self.body).decode("utf-8", "replace").strip()
@@ -132,6 +220,11 @@ class _ResponseProtocol(asyncio.Protocol):
             self.finish(f"connection closed before the response ended{reason}")
 
     # -- httptools callbacks --------------------------------------------------------------------
+
+    def on_message_begin(self) -> None:
+        if self.done.done():  # a second response in one read: out of step, see data_received
+            self._drop()
+            raise StreamAbort("unexpected bytes after the response")
 
     def on_headers_complete(self) -> None:
         self.result.status = self.parser.get_status_code()
@@ -158,6 +251,8 @@ class _ResponseProtocol(asyncio.Protocol):
             excerpt = self.result.body.decode("utf-8", "replace").strip()
             self.finish(f"HTTP {self.result.status}: {excerpt}")
         else:
+            # False for HTTP/1.0, `Connection: close`, or a body that ends only at EOF.
+            self.keep_alive = self.parser.should_keep_alive()
             self.finish(None)
 
     # -- helpers --------------------------------------------------------------------------------
@@ -188,19 +283,110 @@ class _ResponseProtocol(asyncio.Protocol):
                 self.stall_timeout_s - idle, self._check_stall
             )
 
+    def _drop(self) -> None:
+        """Abort the connection (unless already closing): it must never carry another request."""
+        self.keep_alive = False
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.abort()
+
     def finish(self, error: str | None) -> None:
+        """End the exchange. A clean response on a keep-alive connection leaves it open for
+        post() to give back to the pool; anything else closes it (an error aborts it)."""
         if self.done.done():
             return
         self.result.error = error
         self.result.ended_at = time.monotonic()
         if self.stall_handle is not None:
             self.stall_handle.cancel()
-        if self.transport is not None:
-            if error is None:
-                self.transport.close()
-            else:
-                self.transport.abort()
+        if error is not None:
+            self._drop()
+        elif not (self.keep_alive and self.pool is not None) and self.transport is not None:
+            self.transport.close()
         self.done.set_result(None)
+
+
+class Pool:
+    """Keep-alive connections to one host:port, used from one event loop.
+
+    A request takes the most recently used idle connection or opens a new one, so the pool never
+    holds more connections than the most requests that were in flight at once. Connections the
+    server closes while idle drop out by themselves (connection_lost). Call `close()` when done.
+    """
+
+    def __init__(self, host: str, port: int) -> None:
+        self.host = host
+        self.port = port
+        self.opened = 0  # connections made over the pool's life
+        self._idle: dict[_Connection, None] = {}  # insertion order: popitem() takes the newest
+        self._open: set[_Connection] = set()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._closing = False
+
+    def _check_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        if self._loop is None:
+            self._loop = loop
+        elif loop is not self._loop:
+            raise RuntimeError("a connection pool belongs to the event loop that first used it")
+
+    def _take_idle(self) -> _Connection | None:
+        while self._idle:
+            conn, _ = self._idle.popitem()
+            if conn.usable():
+                conn.reused = True
+                return conn
+        return None
+
+    def _give_back(self, conn: _Connection) -> None:
+        if self._closing or not conn.keep_alive or not conn.usable():
+            conn._drop()
+        else:
+            self._idle[conn] = None
+
+    def _forget(self, conn: _Connection) -> None:
+        self._idle.pop(conn, None)
+        self._open.discard(conn)
+
+    @property
+    def idle(self) -> int:
+        return len(self._idle)
+
+    @property
+    def open(self) -> int:
+        return len(self._open)
+
+    async def close(self) -> None:
+        """Close every connection (idle ones gracefully, busy ones aborted) and wait until their
+        sockets are gone, so nothing leaks past the event loop's end."""
+        self._closing = True
+        conns = list(self._open)
+        for conn in conns:
+            if conn.transport is None:
+                continue
+            if conn.done.done():
+                conn.transport.close()
+            else:
+                conn.finish("connection pool closed")
+        self._idle.clear()
+        waiting = [conn.closed for conn in conns if not conn.closed.done()]
+        if waiting:
+            await asyncio.wait(waiting, timeout=POOL_CLOSE_WAIT_S)
+
+
+async def _connect(url: Url, pool: Pool | None, timeout_s: float) -> _Connection | str:
+    """A new connection, or the error message saying why there is none."""
+    conn = _Connection(pool)
+    try:
+        async with asyncio.timeout(timeout_s):
+            await asyncio.get_running_loop().create_connection(lambda: conn, url.host, url.port)
+    except TimeoutError:
+        return f"connect to {url.host}:{url.port} timed out"
+    except OSError as exc:
+        return f"cannot connect to {url.host}:{url.port}: {exc}"
+    if pool is not None:
+        pool.opened += 1
+        pool._open.add(conn)
+    return conn
 
 
 async def post(
@@ -211,36 +397,58 @@ async def post(
     sse: bool,
     stall_timeout_s: float,
     request_timeout_s: float,
+    pool: Pool | None = None,
 ) -> HttpResult:
     """POST body to url and read the response; never raises for network or server faults.
 
     Failures come back as HttpResult.error: refused or hung connection, non-200 status, malformed
     HTTP, a stream with no bytes for stall_timeout_s, or request_timeout_s overall. A
-    CancelledError propagates (after the socket is closed) so the caller can record it.
+    CancelledError propagates (after the socket is aborted) so the caller can record it.
+
+    With a pool (for url's host:port) the request reuses an idle keep-alive connection when there
+    is one. A reused connection that closes before any response byte arrived was most likely
+    closed by the server while idle, so the request goes once more on a new connection; it is
+    never sent again once response bytes have arrived.
     """
-    loop = asyncio.get_running_loop()
+    if pool is not None:
+        if (pool.host, pool.port) != (url.host, url.port):
+            raise ValueError(f"pool is for {pool.host}:{pool.port}, not {url.host}:{url.port}")
+        pool._check_loop()
     sent_at = time.monotonic()
-    protocol = _ResponseProtocol(on_event, sse, stall_timeout_s)
-    protocol.result.sent_at = sent_at
+    request = request_bytes(url, body, keep_alive=pool is not None)
+    connect_timeout_s = min(stall_timeout_s, request_timeout_s)
+    conn: _Connection | None = None
+    result = HttpResult(sent_at=sent_at)
     try:
         async with asyncio.timeout(request_timeout_s):
-            try:
-                async with asyncio.timeout(min(stall_timeout_s, request_timeout_s)):
-                    await loop.create_connection(lambda: protocol, url.host, url.port)
-            except TimeoutError:
-                protocol.finish(f"connect to {url.host}:{url.port} timed out")
-                return protocol.result
-            except OSError as exc:
-                protocol.finish(f"cannot connect to {url.host}:{url.port}: {exc}")
-                return protocol.result
-            assert protocol.transport is not None
-            protocol.transport.write(request_bytes(url, body))
-            # shield: a timeout or cancel must not cancel `done` itself, or finish() (which
-            # records the error and closes the socket) would think the response had ended.
-            await asyncio.shield(protocol.done)
+            for retry in (False, True):
+                conn = pool._take_idle() if pool is not None and not retry else None
+                if conn is None:
+                    made = await _connect(url, pool, connect_timeout_s)
+                    if isinstance(made, str):
+                        result.error, result.ended_at = made, time.monotonic()
+                        return result
+                    conn = made
+                result.connect_s = time.monotonic() - sent_at
+                result.reused = conn.reused
+                conn.begin(result, on_event, sse, stall_timeout_s)
+                assert conn.transport is not None
+                conn.transport.write(request)
+                # shield: a timeout or cancel must not cancel `done` itself, or finish() (which
+                # records the error and closes the socket) would think the response had ended.
+                await asyncio.shield(conn.done)
+                if not conn.lost_before_response:
+                    break
+                result = HttpResult(sent_at=sent_at)  # the stale connection's try is forgotten
     except TimeoutError:
-        protocol.finish(f"request timed out after {request_timeout_s:g} s")
+        if conn is not None and not conn.done.done():
+            conn.finish(f"request timed out after {request_timeout_s:g} s")
+        else:  # timed out while connecting the retry
+            result.error = f"request timed out after {request_timeout_s:g} s"
+            result.ended_at = time.monotonic()
     finally:
-        if not protocol.done.done():  # cancelled: close the socket, leave the error to the caller
-            protocol.finish("cancelled")
-    return protocol.result
+        if conn is not None and not conn.done.done():  # cancelled: abort; the caller records it
+            conn.finish("cancelled")
+    if pool is not None and conn is not None and result.error is None:
+        pool._give_back(conn)
+    return result

@@ -1,8 +1,11 @@
 """The load generator: send a workload to one or more vLLM servers and record every request.
 
 `run_load` is the entry point. Shapes (LoadSpec): burst (all requests at t0), closed-loop
-concurrency, and open-loop rate with gamma inter-arrivals precomputed from the workload seed.
-Latency is always measured from the intended send time, and the send lag is recorded.
+concurrency, and open-loop rate whose send times, precomputed from the workload seed, are the
+ones `vllm bench serve` 0.32 uses for the same seed, rate and burstiness (send_offsets). A burst
+or rate may cap the requests in flight (LoadSpec.max_concurrency, vLLM's --max-concurrency).
+Every record keeps the intended send time (the schedule) and the actual one, so send lag and
+waiting for a slot stay visible.
 
 Processes: with one target, ClientSpec.processes == 1, no ClientSpec.cpus and no `isolate` the
 load runs in this process. Otherwise each target gets ClientSpec.processes worker processes
@@ -94,21 +97,42 @@ class _Job:
     target: Target
     items: list[_Item]
     concurrency: int | None  # closed loop slots; None for burst/rate
+    max_in_flight: int | None = None  # burst/rate: this worker's share of max_concurrency
 
 
 def send_offsets(load: LoadSpec, seed: int) -> list[float] | None:
-    """Intended send times (s after t0): zeros for a burst, gamma arrivals for a rate, None for
-    a closed loop (there the send time is when a slot frees). The first rate request goes at 0,
-    as in `vllm bench serve`; burstiness is the gamma shape (1.0 = Poisson)."""
+    """Intended send times (s after t0): zeros for a burst, None for a closed loop (there the
+    send time is when a slot frees), and for a rate exactly the schedule of `vllm bench serve`
+    0.32 (`get_request` after `np.random.seed(seed)` in `main_async`):
+
+    - gap i is gamma(shape=burstiness, scale=1 / (rate * burstiness)) drawn from the legacy
+      Mersenne Twister seeded with `seed` (1.0 = Poisson; inf = every gap exactly 1 / rate);
+    - send i is the sum of gaps 0..i, so the first request waits one gap, not 0;
+    - the whole schedule is then scaled so that the last send is N / rate.
+
+    vLLM draws from the global numpy RNG; this uses a private RandomState with the same seed,
+    which gives the same numbers and leaves the global RNG alone. For vLLM's random dataset
+    nothing else draws from that RNG before get_request, so the two schedules are equal; a
+    dataset that does (prefix_repetition reseeds and draws from np.random) shifts vLLM's.
+    """
     n = load.num_requests
     if load.shape == "burst":
         return [0.0] * n
     if load.shape == "concurrency":
         return None
     assert load.rate is not None
-    rng = np.random.default_rng(seed)
-    gaps = rng.gamma(shape=load.burstiness, scale=1.0 / (load.rate * load.burstiness), size=n - 1)
-    return [0.0, *np.cumsum(gaps).tolist()]
+    sends = np.cumsum(_rate_gaps(load.rate, load.burstiness, n, seed))
+    if sends[-1] > 0:  # vLLM skips the scaling when every gap is 0
+        sends = sends * ((n / load.rate) / sends[-1])
+    return [float(t) for t in sends]
+
+
+def _rate_gaps(rate: float, burstiness: float, n: int, seed: int) -> np.ndarray:
+    """The n inter-arrival gaps of get_request, drawn in vLLM's order from vLLM's generator."""
+    if np.isinf(burstiness):
+        return np.full(n, 1.0 / rate)  # no draws: vLLM consumes no random numbers here either
+    rng = np.random.RandomState(seed)  # legacy MT19937, as np.random.seed(seed) sets up
+    return rng.gamma(shape=burstiness, scale=1.0 / (rate * burstiness), size=n)
 
 
 def plan_jobs(
@@ -116,14 +140,17 @@ def plan_jobs(
 ) -> list[_Job]:
     """One job per worker: client.processes per target, requests dealt round-robin.
 
-    A rate schedule is split without changing any send time; a closed loop of C splits into
-    per-worker loops whose slots add up to C (an approximation of one global loop).
+    A rate schedule is split without changing any send time. A closed loop of C, or a cap of
+    max_concurrency in flight on a burst or rate, splits into per-worker slots that add up to
+    it (an approximation of one global loop or semaphore: a worker's slot cannot serve
+    another worker's request); no worker is started that would get no slot.
     """
     n = load.num_requests
     if len(prompts) < n:
         raise ValueError(f"{n} requests need {n} prompts, got {len(prompts)}")
     offsets = send_offsets(load, seed)
-    per_target = min(client.processes, n, load.concurrency or n)
+    cap = load.concurrency if load.shape == "concurrency" else load.max_concurrency
+    per_target = min(client.processes, n, cap or n)
     jobs = []
     for target in targets:
         for w in range(per_target):
@@ -131,12 +158,17 @@ def plan_jobs(
                 _Item(i, prompts[i], offsets[i] if offsets is not None else None)
                 for i in range(w, n, per_target)
             ]
-            slots = None
+            share = _share(cap, per_target, w) if cap is not None else None
             if load.shape == "concurrency":
-                assert load.concurrency is not None
-                slots = load.concurrency // per_target + (w < load.concurrency % per_target)
-            jobs.append(_Job(target, items, slots))
+                jobs.append(_Job(target, items, concurrency=share))
+            else:
+                jobs.append(_Job(target, items, concurrency=None, max_in_flight=share))
     return jobs
+
+
+def _share(total: int, parts: int, w: int) -> int:
+    """Worker w's part of total slots split over parts workers; the first ones get the rest."""
+    return total // parts + (w < total % parts)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -146,7 +178,8 @@ def plan_jobs(
 
 @dataclass
 class _Context:
-    """What every request of a job shares."""
+    """What every request of a job shares, the keep-alive connections to its target included
+    (run_job closes them when the job ends)."""
 
     job: _Job
     workload: WorkloadSpec
@@ -154,15 +187,24 @@ class _Context:
     t0: float
     url: httpstream.Url = field(init=False)
     chat: bool = field(init=False)
+    pool: httpstream.Pool = field(init=False)
 
     def __post_init__(self) -> None:
         self.url = httpstream.parse_url(self.job.target.base_url, endpoint_path(self.workload))
         self.chat = self.workload.endpoint == "chat"
+        self.pool = httpstream.Pool(self.url.host, self.url.port)
 
 
 async def _one_request(ctx: _Context, item: _Item, intended: float) -> RequestRecord:
-    """Send one request; every outcome, including cancellation, becomes a record."""
-    collector = ResponseCollector(item.index, ctx.job.target.replica, ctx.t0, ctx.chat)
+    """Send one request; every outcome, including cancellation, becomes a record.
+
+    The actual send is stamped before a connection is taken from the pool (as vLLM's client
+    stamps before `session.post`); the record's connect_s (from the result) says how much of
+    that was getting a connection.
+    """
+    collector = ResponseCollector(
+        item.index, ctx.job.target.replica, ctx.t0, ctx.chat, prompt_tokens=item.prompt.input_tokens
+    )
     collector.intended = intended
     body = request_body(ctx.workload, ctx.job.target.model, item.prompt)
     result: httpstream.HttpResult | None = None
@@ -175,6 +217,7 @@ async def _one_request(ctx: _Context, item: _Item, intended: float) -> RequestRe
             sse=ctx.workload.stream,
             stall_timeout_s=ctx.client.stall_timeout_s,
             request_timeout_s=ctx.client.request_timeout_s,
+            pool=ctx.pool,
         )
         if not ctx.workload.stream and result.error is None:
             collector.on_json_body(result.body, result.ended_at or time.monotonic())
@@ -220,8 +263,13 @@ class _Run:
         if self.remaining == 0:
             self.finished.set()
 
-    async def request(self, item: _Item, intended: float) -> None:
-        record = await _one_request(self.ctx, item, intended)
+    async def request(
+        self, item: _Item, intended: float, slots: asyncio.Semaphore | None = None
+    ) -> None:
+        """Send one request and keep its record; with slots, first wait for a free one, so
+        the record's actual send is when it went and its intended send stays the schedule."""
+        async with slots or contextlib.nullcontext():
+            record = await _one_request(self.ctx, item, intended)
         self.records.append(record)
         self.remaining -= 1
         self.on_done()
@@ -230,14 +278,18 @@ class _Run:
 
 
 async def _dispatch_scheduled(run: _Run, tasks: list[asyncio.Task[None]]) -> None:
-    """Burst and rate: start each request at its intended time (t0 + offset)."""
+    """Burst and rate: start each request at its intended time (t0 + offset). With a cap
+    (max_in_flight) a started request waits for a slot, as under vLLM's --max-concurrency
+    semaphore; the schedule itself never waits, so later arrivals queue behind the cap."""
     t0 = run.ctx.t0
+    cap = run.ctx.job.max_in_flight
+    slots = asyncio.Semaphore(cap) if cap is not None else None
     for item in sorted(run.ctx.job.items, key=lambda it: it.offset or 0.0):
         offset = item.offset or 0.0
         await _sleep_until(t0 + offset)
         if run.stopping:
             return
-        tasks.append(asyncio.create_task(run.request(item, offset)))
+        tasks.append(asyncio.create_task(run.request(item, offset, slots)))
 
 
 async def _closed_loop_slot(run: _Run, pending: list[_Item]) -> None:
@@ -281,6 +333,7 @@ async def run_job(
             async with asyncio.timeout(CANCEL_POLL_S):
                 await run.finished.wait()
     await asyncio.gather(*tasks, return_exceptions=True)
+    await run.ctx.pool.close()  # no keep-alive socket outlives the job (or its event loop)
     ticker.cancel()
     records = run.records + _unsent_records(job, run.records, t0, cancelled)
     stats.cpu_seconds = time.thread_time() - cpu_start

@@ -8,7 +8,14 @@ time.monotonic() when it wrote the chunk.
 
 Modes (server-wide `mode`, or per request by putting `mode=NAME` in the prompt):
 normal, http_500, garbage_sse, truncated_sse, stall, die_mid_stream, short, error_in_stream
-(vLLM's mid-stream error event: `data: {"error": {...}}`).
+(vLLM's mid-stream error event: `data: {"error": {...}}`), conn_close (a normal response that
+says `Connection: close` but leaves closing to the client: a client that sent another request on
+it anyway would get an answer, so a test can tell).
+
+Connections: HTTP/1.1 keep-alive as aiohttp serves it. `peers` records the client port of each
+generation request (one port = one connection), `open_connections()` counts the connections
+open now, and `close_idle_connections()` closes them from the server side, as a server's
+keep-alive timeout would.
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ from aiohttp import web
 
 MODES = (
     "normal", "http_500", "garbage_sse", "truncated_sse", "stall", "die_mid_stream", "short",
-    "error_in_stream",
+    "error_in_stream", "conn_close",
 )
 MODE_RE = re.compile(r"mode=(\w+)")
 THINK_BLOCK_TOKENS = 6
@@ -42,6 +49,7 @@ class FakeVllm:
         self.model = "fake-model"
         self.requests: list[dict[str, Any]] = []  # every generation request body, in order
         self.arrivals: list[float] = []  # time.monotonic() when each generation request arrived
+        self.peers: list[int] = []  # the client port of each generation request's connection
         self.base_url = ""
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
@@ -60,6 +68,26 @@ class FakeVllm:
             asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(timeout=10)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=10)
+
+    def open_connections(self) -> int:
+        """Connections whose socket is still open (aiohttp lists a lost one until its handler
+        returns, which a stalled handler never does)."""
+        assert self._runner is not None and self._runner.server is not None
+        return sum(1 for h in self._runner.server.connections if h.transport is not None)
+
+    def close_idle_connections(self) -> None:
+        """Close every open connection from the server side; returns once they are closed."""
+        asyncio.run_coroutine_threadsafe(self._close_connections(), self._loop).result(timeout=10)
+
+    async def _close_connections(self) -> None:
+        assert self._runner is not None and self._runner.server is not None
+        for handler in self._runner.server.connections:
+            if handler.transport is not None:
+                handler.transport.close()
+        for _ in range(200):  # connection_lost clears each one on a later loop iteration
+            if not any(h.transport is not None for h in self._runner.server.connections):
+                return
+            await asyncio.sleep(0.005)
 
     async def _serve(self) -> int:
         app = web.Application()
@@ -84,6 +112,8 @@ class FakeVllm:
 
     async def _generate(self, request: web.Request) -> web.StreamResponse:
         self.arrivals.append(time.monotonic())
+        assert request.transport is not None
+        self.peers.append(request.transport.get_extra_info("peername")[1])
         body = orjson.loads(await request.read())
         self.requests.append(body)
         chat = request.path.endswith("/chat/completions")
@@ -112,6 +142,8 @@ class FakeVllm:
         prompt_tokens: int,
     ) -> web.StreamResponse:
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        if mode == "conn_close":
+            response.headers["Connection"] = "close"
         await response.prepare(request)
         continuous = bool((body.get("stream_options") or {}).get("continuous_usage_stats"))
         if chat:
