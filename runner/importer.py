@@ -1,21 +1,32 @@
-"""Read result files: Headroom's own JSONL and `vllm bench serve --save-result` JSON.
+"""Read result files: Headroom's own JSONL and `vllm bench serve` result files.
 
-vllm bench files vary by version: older ones lack `failed`, p90/p95, `latencies` and
-`start_times`; per-request arrays are present only with `--save-detailed`. Every key is read
-defensively, and what a file cannot tell (for example whether responses were cut short) is
-written into the point's notes instead of being guessed.
+`vllm bench serve --save-result` writes one JSON object; `--append-result` adds one object per
+line to the same file, so one file may hold several runs, and each becomes its own point.
+Files vary by version: older ones lack `failed`, p90/p95, `latencies` and `start_times`; the
+per-request arrays other than `latencies` are present only with `--save-detailed`.
+`--metadata KEY=VALUE` entries are top-level keys of the object beside vLLM's own (as strings);
+those that name an engine setting or provenance fill those fields, the others are kept in notes.
+
+What a file cannot tell (whether responses were cut short, the goodput SLOs) is written into the
+point's notes instead of being guessed, and so is every figure computed from the file rather
+than read from it. A file is read whole before any point is returned: one bad line or value
+refuses the whole file with a message naming the line and the field.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from runner.metrics import summary_ms
+from runner.responses import chunk_token_counts
 from runner.results import ResultFileError, read_points
 from runner.schema import (
     Checkpoint,
@@ -28,64 +39,152 @@ from runner.schema import (
     Provenance,
     RequestRecord,
     WorkloadSpec,
+    check_goodput,
 )
 
 # The keys without which a file is not a vllm bench serve result at all.
 VLLM_BENCH_REQUIRED = ("duration", "completed", "total_input_tokens", "total_output_tokens")
 METRIC_FAMILIES = ("ttft", "tpot", "itl", "e2el")
 STATISTICS = ("mean", "median", "std", "p90", "p95", "p99")
+STATISTIC_FIELDS = frozenset(f"{s}_{family}_ms" for family in METRIC_FAMILIES for s in STATISTICS)
+# vLLM names a percentile p{int} when it is whole, else p{float}: p50_ttft_ms, p99.9_ttft_ms.
+PERCENTILE_KEY = re.compile(r"^p\d+(?:\.\d+)?_(?:ttft|tpot|itl|e2el)_ms$")
+# Any statistic vLLM writes, of the families above or others (client_queue_time, ...).
+STATISTIC_KEY = re.compile(r"^(?:mean|median|std|p\d+(?:\.\d+)?)_[a-z0-9_]+_ms$")
+
+# vLLM's own keys that have no Headroom field: scalars are kept in notes, arrays dropped.
+VLLM_KEYS_WITHOUT_FIELD = frozenset(
+    {
+        "tokenizer_id",
+        "best_of",
+        "use_beam_search",
+        "generated_texts",
+        "queue_times",
+        "rps_change_events",
+        "max_output_tokens_per_s",
+        "max_concurrent_requests",
+        "rtfx",
+        "input_throughput",
+        "request_inthroughput",  # vLLM 0.3's spelling
+        "total_input_sequences",
+        "input_sequence_throughput",
+    }
+)
+VLLM_KEY_PREFIXES = ("spec_decode_", "diffusion_", "probe_")
+
+# --metadata keys (lower case, '-' read as '_') that name a field: group -> field of its model.
+METADATA_FIELDS: dict[str, tuple[str, str]] = {
+    "max_num_seqs": ("engine", "max_num_seqs"),
+    "max_num_batched_tokens": ("engine", "max_num_batched_tokens"),
+    "gpu_memory_utilization": ("engine", "gpu_memory_utilization"),
+    "kv_cache_dtype": ("engine", "kv_cache_dtype"),
+    "max_model_len": ("engine", "max_model_len"),
+    "block_size": ("engine", "block_size"),
+    "enable_prefix_caching": ("engine", "enable_prefix_caching"),
+    "tensor_parallel_size": ("engine", "tensor_parallel_size"),
+    "tp": ("engine", "tensor_parallel_size"),  # vLLM's own --metadata example: tp=1
+    "stream_interval": ("engine", "stream_interval"),
+    "gpu": ("hardware", "gpu_name"),
+    "gpu_name": ("hardware", "gpu_name"),
+    "hardware": ("hardware", "gpu_name"),
+    "host": ("hardware", "host"),
+    "revision": ("checkpoint", "revision"),
+    "precision": ("checkpoint", "precision"),
+    "vllm_version": ("engine_info", "version"),
+    "version": ("engine_info", "version"),  # vLLM's own --metadata example: version=0.3.3
+    "image": ("engine_info", "image"),
+    "goodput": ("goodput", "slos"),  # as vLLM's --goodput: ttft:500,tpot:50 (ms)
+}
+UNKNOWN_HOST = "unknown (not recorded by vllm bench)"
 
 
 class ImportFileError(ValueError):
     """A result file that cannot be read; the message says why and where."""
 
 
+class _BenchDocument(BaseModel):
+    """The keys of a `vllm bench serve` result this import reads, typed as vLLM writes them.
+
+    A wrong type is refused with the key (and index) named; the statistics (`*_ms`) and the
+    metadata are read from the raw object, their names are not fixed.
+    """
+
+    model_config = ConfigDict(extra="ignore")
+
+    date: str | None = None
+    backend: str | None = None
+    endpoint_type: str | None = None
+    label: str | None = None
+    model_id: str | None = None
+    dataset_name: str | None = None
+    dataset_path: str | None = None
+    num_prompts: int | None = Field(default=None, gt=0)
+    request_rate: float | str | None = None  # "inf" for a burst
+    burstiness: float | None = Field(default=None, gt=0)
+    max_concurrency: int | None = Field(default=None, gt=0)
+    ramp_up_strategy: str | None = None
+    ramp_up_start_rps: float | None = None
+    ramp_up_end_rps: float | None = None
+    duration: float = Field(gt=0, allow_inf_nan=False)
+    completed: int = Field(ge=0)
+    failed: int | None = Field(default=None, ge=0)
+    total_input_tokens: int = Field(ge=0)
+    total_output_tokens: int = Field(ge=0)
+    request_throughput: float | None = None
+    request_goodput: float | None = None
+    output_throughput: float | None = None
+    total_token_throughput: float | None = None
+    input_lens: list[int] | None = None
+    output_lens: list[int] | None = None
+    ttfts: list[float] | None = None
+    itls: list[list[float]] | None = None
+    latencies: list[float] | None = None
+    start_times: list[float] | None = None
+    errors: list[str | None] | None = None
+
+
+KNOWN_VLLM_KEYS = frozenset(_BenchDocument.model_fields) | VLLM_KEYS_WITHOUT_FIELD
+
+
+@dataclass
+class _Metadata:
+    """The file's --metadata entries: by group, field -> (key as written, value); the rest."""
+
+    fields: dict[str, dict[str, tuple[str, Any]]]
+    kept: list[str] = field(default_factory=list)  # "key=value" naming no field
+    unread: list[str] = field(default_factory=list)  # unknown keys whose value is not a string
+
+    def group(self, name: str) -> dict[str, tuple[str, Any]]:
+        return self.fields.get(name, {})
+
+
+# ---------------------------------------------------------------------------------------------
+# Files
+# ---------------------------------------------------------------------------------------------
+
+
 def load_result_file(path: Path) -> list[PointResult]:
-    """Every point in a Headroom results file (JSONL) or a vllm bench JSON; ImportFileError else."""
+    """Every point in a Headroom results file (JSONL) or a vllm bench file; ImportFileError else."""
     if not path.is_file():
         raise ImportFileError(f"{path}: no such file")
     text = _read_text(path)
     if not text.strip():
         raise ImportFileError(f"{path}: the file is empty")
-    document = _single_json_document(text)
-    if document is None:
-        try:
-            return read_points(path).points
-        except ResultFileError as exc:
-            raise ImportFileError(str(exc)) from exc
+    try:
+        document = _loads(text)
+    except json.JSONDecodeError as exc:
+        if _first_line_is_json(text):
+            return _load_lines(path, text)  # several objects, one per line
+        raise ImportFileError(
+            f"not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg} "
+            "(is the file truncated?)"
+        ) from None
     if isinstance(document, dict) and "schema_version" in document:
         try:
             return [PointResult.model_validate(document)]
         except ValidationError as exc:
             raise ImportFileError(f"{path}: not a valid Headroom point: {exc.errors()[0]['msg']}")
     return [from_vllm_bench(document, source_name=path.name)]
-
-
-def from_vllm_bench(data: Any, *, source_name: str) -> PointResult:
-    """Turn one `vllm bench serve --save-result` document into a point."""
-    if not isinstance(data, dict):
-        raise ImportFileError(f"{source_name}: expected a JSON object, got {type(data).__name__}")
-    missing = [key for key in VLLM_BENCH_REQUIRED if key not in data]
-    if missing:
-        raise ImportFileError(
-            f"{source_name}: not a vllm bench serve result (missing {', '.join(missing)})"
-        )
-    notes = [f"imported from vllm bench serve file {source_name}"]
-    requests = _requests(data, notes)
-    metrics = _metrics(data, requests, notes)
-    return PointResult(
-        key=f"import:{source_name}:{data.get('date', '')}",
-        plan_name=str(data.get("label") or "vllm-bench-import"),
-        engine_config=EngineConfig(),
-        load=_load(data, metrics.completed + metrics.failed),
-        workload=_workload(data, requests, metrics),
-        metrics=metrics,
-        provenance=_provenance(data),
-        requests=requests,
-        source="vllm-bench-import",
-        notes=notes
-        + ["engine settings are not recorded in vllm bench files; shown as 'defaults'"],
-    )
 
 
 def _read_text(path: Path) -> str:
@@ -95,42 +194,137 @@ def _read_text(path: Path) -> str:
         raise ImportFileError(f"{path}: not a text file (is it compressed or binary?)") from None
 
 
-def _single_json_document(text: str) -> Any | None:
-    """The parsed document if the text is exactly one JSON value, None if it may be JSONL."""
+def _loads(text: str) -> Any:
+    """json.loads, with deep nesting (RecursionError in the decoder) refused as a bad file."""
     try:
         return json.loads(text)
+    except RecursionError:
+        raise ImportFileError("JSON nested too deeply to be a result file") from None
+
+
+def _first_line_is_json(text: str) -> bool:
+    """Whether the text may be JSONL: more than one line, the first a whole JSON value."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    if len(lines) < 2:
+        return False
+    try:
+        _loads(lines[0])
+    except (json.JSONDecodeError, ImportFileError):
+        return False
+    return True
+
+
+def _load_lines(path: Path, text: str) -> list[PointResult]:
+    """Headroom's JSONL (its first object has schema_version), or `--append-result` lines."""
+    lines = [(number, line) for number, line in enumerate(text.splitlines(), 1) if line.strip()]
+    first = _loads(lines[0][1])
+    if isinstance(first, dict) and "schema_version" in first:
+        try:
+            return read_points(path).points
+        except ResultFileError as exc:
+            raise ImportFileError(str(exc)) from exc
+    # Every line is read before any point is returned, so one bad line imports nothing.
+    points = []
+    for number, line in lines:
+        document = _line_document(path.name, number, line)
+        points.append(from_vllm_bench(document, source_name=f"{path.name}:{number}"))
+    return points
+
+
+def _line_document(name: str, number: int, line: str) -> Any:
+    try:
+        return _loads(line)
     except json.JSONDecodeError as exc:
-        if text.lstrip().startswith("{") and "\n{" in text.strip():
-            return None  # several objects, one per line: a Headroom results file
         raise ImportFileError(
-            f"not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg} "
-            "(is the file truncated?)"
+            f"{name}:{number}: not valid JSON at column {exc.colno}: {exc.msg} "
+            "(is the line cut short?)"
         ) from None
+    except ImportFileError as exc:
+        raise ImportFileError(f"{name}:{number}: {exc}") from None
 
 
-def _number(data: dict[str, Any], key: str) -> float | None:
-    value = data.get(key)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if math.isfinite(value) else None
+# ---------------------------------------------------------------------------------------------
+# One vllm bench document
+# ---------------------------------------------------------------------------------------------
 
 
-def _metrics(data: dict[str, Any], requests: list[RequestRecord], notes: list[str]) -> Metrics:
-    completed = int(data["completed"])
-    if "failed" in data:
-        failed = int(data["failed"])
+def from_vllm_bench(data: Any, *, source_name: str) -> PointResult:
+    """Turn one `vllm bench serve --save-result` document into a point."""
+    if not isinstance(data, dict):
+        raise ImportFileError(f"{source_name}: expected a JSON object, got {_kind(data)}")
+    missing = [key for key in VLLM_BENCH_REQUIRED if key not in data]
+    if missing:
+        raise ImportFileError(
+            f"{source_name}: not a vllm bench serve result (missing {', '.join(missing)})"
+        )
+    try:
+        doc = _BenchDocument.model_validate(data)
+        return _point(doc, data, source_name)
+    except ValidationError as exc:
+        raise ImportFileError(f"{source_name}: {_first_error(exc)}") from None
+
+
+def _point(doc: _BenchDocument, data: dict[str, Any], source: str) -> PointResult:
+    metadata = _read_metadata(data, source)
+    notes = [f"imported from vllm bench serve file {source}"]
+    chat = "chat" in (doc.backend or doc.endpoint_type or "")
+    requests = _requests(doc, chat=chat, source=source, notes=notes)
+    metrics = _metrics(doc, data, requests, metadata, notes, source)
+    load = _load(doc, metrics.completed + metrics.failed, source, notes)
+    engine_config = _from_metadata(EngineConfig, metadata.group("engine"), source)
+    notes.append(_engine_settings_note(engine_config, metadata))
+    notes += _leftover_notes(data, metadata)
+    return PointResult(
+        key=f"import:{source}:{doc.date or ''}",
+        plan_name=doc.label or "vllm-bench-import",
+        engine_config=engine_config,
+        load=load,
+        workload=_workload(doc, chat, requests, metrics),
+        metrics=metrics,
+        provenance=_provenance(doc, metadata, source),
+        requests=requests,
+        source="vllm-bench-import",
+        notes=notes,
+    )
+
+
+def _kind(data: Any) -> str:
+    if isinstance(data, list) and data and isinstance(data[0], dict) and "benchmark" in data[0]:
+        # save_to_pytorch_benchmark_format writes this list beside the result file.
+        return "a list (a .pytorch.json file? import the result file written beside it)"
+    return type(data).__name__
+
+
+def _first_error(exc: ValidationError) -> str:
+    error = exc.errors()[0]
+    where = ".".join(str(part) for part in error["loc"]) or "(top level)"
+    return f"{where}: {error['msg']}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Metrics
+# ---------------------------------------------------------------------------------------------
+
+
+def _metrics(
+    doc: _BenchDocument,
+    data: dict[str, Any],
+    requests: list[RequestRecord],
+    metadata: _Metadata,
+    notes: list[str],
+    source: str,
+) -> Metrics:
+    completed, duration = doc.completed, doc.duration
+    if doc.failed is not None:
+        failed = doc.failed
     else:
-        failed = max(int(data.get("num_prompts") or completed) - completed, 0)
+        failed = max((doc.num_prompts or completed) - completed, 0)
         notes.append("file has no 'failed' key: failures inferred from num_prompts - completed")
     notes.append("short responses cannot be checked: the file does not record max_tokens")
-    duration = float(data["duration"])
-    values: dict[str, Any] = {}
-    for family in METRIC_FAMILIES:
-        for statistic in STATISTICS:
-            key = f"{statistic}_{family}_ms"
-            values[key] = _number(data, key)
-    total_input = int(data["total_input_tokens"])
-    total_output = int(data["total_output_tokens"])
+    statistics, other_percentiles = _statistics(data, source)
+    if not any(key.endswith("_e2el_ms") for key in (*statistics, *other_percentiles)):
+        statistics |= _e2el_from_latencies(doc, requests, completed, failed, notes)
+    total_input, total_output = doc.total_input_tokens, doc.total_output_tokens
     return Metrics(
         duration=duration,
         completed=completed,
@@ -139,115 +333,347 @@ def _metrics(data: dict[str, Any], requests: list[RequestRecord], notes: list[st
         valid=failed == 0 and completed > 0,
         total_input_tokens=total_input,
         total_output_tokens=total_output,
-        request_throughput=_number(data, "request_throughput") or completed / duration,
-        output_throughput=_number(data, "output_throughput") or total_output / duration,
-        total_token_throughput=_number(data, "total_token_throughput")
+        request_throughput=_finite(doc.request_throughput) or completed / duration,
+        output_throughput=_finite(doc.output_throughput) or total_output / duration,
+        total_token_throughput=_finite(doc.total_token_throughput)
         or (total_input + total_output) / duration,
-        **values,
+        request_goodput=_finite(doc.request_goodput),
+        goodput_slos=_goodput_slos(doc, metadata, notes, source),
+        other_percentiles=other_percentiles,
+        **statistics,
     )
 
 
-def _requests(data: dict[str, Any], notes: list[str]) -> list[RequestRecord]:
+def _finite(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
+
+
+def _statistics(
+    data: dict[str, Any], source: str
+) -> tuple[dict[str, float | None], dict[str, float]]:
+    """The ttft/tpot/itl/e2el statistics: Metrics fields, and the other percentiles by name."""
+    fields: dict[str, float | None] = {}
+    others: dict[str, float] = {}
+    for key, value in data.items():
+        if key in STATISTIC_FIELDS:
+            fields[key] = _figure(key, value, source)
+        elif PERCENTILE_KEY.match(key) and (figure := _figure(key, value, source)) is not None:
+            others[key] = figure
+    return fields, others
+
+
+def _figure(key: str, value: Any, source: str) -> float | None:
+    """A statistic as a float; None when absent or not finite, refused when not a number."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ImportFileError(f"{source}: {key}: expected a number of ms, got {value!r:.60}")
+    return float(value) if math.isfinite(value) else None
+
+
+def _e2el_from_latencies(
+    doc: _BenchDocument,
+    requests: list[RequestRecord],
+    completed: int,
+    failed: int,
+    notes: list[str],
+) -> dict[str, float | None]:
+    """vLLM's e2el statistics (np.mean/median/std/percentile of successful latencies, ms).
+
+    vLLM writes them only with --percentile-metrics e2el, but keeps `latencies` in every 0.32
+    file. Without --save-detailed there is no `errors` array to tell which requests succeeded;
+    vLLM's request functions leave a failed request's latency at 0.0, so the non-zero ones are
+    taken, and only when their count is exactly `completed`.
+    """
+    if doc.latencies is None:
+        return {}
+    if requests:
+        latencies = [r.e2el for r in requests if r.ok and r.e2el is not None]
+    else:
+        latencies = [x for x in doc.latencies if x > 0] if failed else list(doc.latencies)
+    if not latencies or len(latencies) != completed:
+        notes.append(
+            "e2el statistics left empty: the file does not tell which latencies are of "
+            "successful requests"
+        )
+        return {}
+    notes.append(
+        "e2el statistics (mean, median, std, p90, p95, p99) computed from the file's latencies "
+        "of successful requests, not read from it"
+    )
+    return summary_ms("e2el", latencies)
+
+
+def _goodput_slos(
+    doc: _BenchDocument, metadata: _Metadata, notes: list[str], source: str
+) -> dict[str, float]:
+    """SLOs from --metadata goodput=ttft:500,tpot:50; vLLM does not save its --goodput."""
+    given = metadata.group("goodput").get("slos")
+    if given is None:
+        if _finite(doc.request_goodput) is not None:
+            notes.append(
+                "request_goodput kept, but its SLOs are unknown: vllm bench does not save "
+                "--goodput (record them as --metadata goodput=ttft:MS,tpot:MS)"
+            )
+        return {}
+    key, text = given
+    slos: dict[str, float] = {}
+    try:
+        for pair in re.split(r"[\s,]+", str(text).strip()):
+            name, _, ms = pair.partition(":")
+            slos[name] = float(ms)
+        return check_goodput(slos)
+    except ValueError as exc:
+        raise ImportFileError(
+            f"{source}: --metadata {key}={text}: {exc} (write it as vLLM's --goodput: "
+            "ttft:500,tpot:50)"
+        ) from None
+
+
+# ---------------------------------------------------------------------------------------------
+# Requests
+# ---------------------------------------------------------------------------------------------
+
+
+def _requests(
+    doc: _BenchDocument, *, chat: bool, source: str, notes: list[str]
+) -> list[RequestRecord]:
     """Per-request records from --save-detailed arrays; empty when the file has none."""
-    ttfts = data.get("ttfts")
-    if not isinstance(ttfts, list):
+    if not doc.ttfts:
         return []
-    count = len(ttfts)
-    itls = _array(data, "itls", count, [])
-    output_lens = _array(data, "output_lens", count, None)
-    input_lens = _array(data, "input_lens", count, None)
-    errors = _array(data, "errors", count, "")
-    latencies = _array(data, "latencies", count, None)
-    starts = _array(data, "start_times", count, None)
-    first_start = min((s for s in starts if isinstance(s, (int, float))), default=None)
+    count = len(doc.ttfts)
+    for name in ("itls", "latencies", "output_lens", "input_lens", "errors", "start_times"):
+        values = getattr(doc, name)
+        if values is not None and len(values) != count:
+            raise ImportFileError(
+                f"{source}: {name} has {len(values)} entries but ttfts has {count}"
+            )
+    starts = doc.start_times
+    first_start = min(starts, default=None) if starts is not None else None
     if first_start is None:
         notes.append("file has no start_times: request send times shown as 0")
-    records = []
-    for index in range(count):
-        send = starts[index] - first_start if first_start is not None else 0.0
-        error = errors[index] or None
-        ttft = ttfts[index] if not error and ttfts[index] else None
-        gaps = itls[index] or []
-        chunk_times = []
-        if ttft is not None:
-            moment = send + ttft
+    if doc.output_lens is not None:
+        role = "; a chat stream's first chunk is taken as the role chunk, 0 tokens" if chat else ""
+        notes.append(
+            "tokens per chunk are not in the file: each request's output_lens is spread over "
+            f"its chunks (1 on the first token chunk, the rest evenly{role})"
+        )
+    return [_request(doc, index, chat, first_start) for index in range(count)]
+
+
+def _request(
+    doc: _BenchDocument, index: int, chat: bool, first_start: float | None
+) -> RequestRecord:
+    starts = doc.start_times
+    send = starts[index] - first_start if starts and first_start is not None else 0.0
+    error = (doc.errors[index] if doc.errors else None) or None
+    ttft = doc.ttfts[index] if doc.ttfts and error is None and doc.ttfts[index] else None
+    if error is None and ttft is None:
+        # vLLM's client records no reason for some failures (an HTTP error without a reason).
+        error = "failed in vllm bench (no first chunk; no reason recorded)"
+    gaps = doc.itls[index] if doc.itls else []
+    chunk_times: list[float] = []
+    if ttft is not None:
+        moment = send + ttft
+        chunk_times.append(moment)
+        for gap in gaps:
+            moment += gap
             chunk_times.append(moment)
-            for gap in gaps:
-                moment += gap
-                chunk_times.append(moment)
-        latency = latencies[index] if latencies[index] else (
-            ttft + sum(gaps) if ttft is not None else None
+    latency = doc.latencies[index] if doc.latencies and doc.latencies[index] else None
+    if latency is None and ttft is not None:
+        latency = ttft + sum(gaps)
+    output = doc.output_lens[index] if doc.output_lens is not None and error is None else None
+    return RequestRecord(
+        index=index,
+        intended_send=send,
+        actual_send=send,
+        ttft=ttft,
+        e2el=latency if error is None else None,
+        completed_at=send + latency if latency is not None and error is None else None,
+        chunk_times=chunk_times,
+        chunk_tokens=_chunk_tokens(len(chunk_times), output, chat) if output is not None else [],
+        prompt_tokens=doc.input_lens[index] if doc.input_lens is not None else None,
+        output_tokens=output,
+        status=None if error else 200,
+        error=error,
+    )
+
+
+def _chunk_tokens(chunks: int, output_tokens: int, chat: bool) -> list[int]:
+    """output_lens over the chunks, as the runner's collector splits a usage count.
+
+    vLLM's server opens a chat stream with a role chunk that vLLM's client counts as the first
+    chunk (its TTFT) but that carries no token.
+    """
+    role = 1 if chat and chunks > 1 else 0
+    return [0] * role + chunk_token_counts(chunks - role, None, output_tokens)
+
+
+# ---------------------------------------------------------------------------------------------
+# Load, workload, metadata, provenance
+# ---------------------------------------------------------------------------------------------
+
+
+def _load(doc: _BenchDocument, num_requests: int, source: str, notes: list[str]) -> LoadSpec:
+    num_requests = doc.num_prompts or num_requests or 1
+    rate = _request_rate(doc.request_rate, source)
+    if doc.ramp_up_strategy:
+        notes.append(
+            f"ramp-up load ({doc.ramp_up_strategy}, {doc.ramp_up_start_rps} to "
+            f"{doc.ramp_up_end_rps} req/s) has no Headroom load shape: the load shown is not "
+            "what ran"
         )
-        records.append(
-            RequestRecord(
-                index=index,
-                intended_send=send,
-                actual_send=send,
-                ttft=ttft,
-                e2el=latency if not error else None,
-                completed_at=send + latency if latency and not error else None,
-                chunk_times=chunk_times,
-                chunk_tokens=[1] * len(chunk_times),
-                prompt_tokens=input_lens[index],
-                output_tokens=output_lens[index] if not error else None,
-                status=None if error else 200,
-                error=error,
-            )
-        )
-    return records
-
-
-def _array(data: dict[str, Any], key: str, count: int, default: Any) -> list[Any]:
-    values = data.get(key)
-    if not isinstance(values, list) or len(values) != count:
-        return [default] * count
-    return values
-
-
-def _load(data: dict[str, Any], num_requests: int) -> LoadSpec:
-    num_requests = int(data.get("num_prompts") or num_requests or 1)
-    rate = data.get("request_rate")
-    concurrency = data.get("max_concurrency")
-    if isinstance(rate, (int, float)) and math.isfinite(rate):
+    if rate is not None:
+        burstiness = doc.burstiness if doc.burstiness is not None else 1.0
+        if not math.isfinite(burstiness):
+            raise ImportFileError(f"{source}: burstiness: {burstiness} cannot be stored")
         return LoadSpec(
             shape="rate",
             num_requests=num_requests,
-            rate=float(rate),
-            burstiness=float(data.get("burstiness") or 1.0),
+            rate=rate,
+            burstiness=burstiness,
+            max_concurrency=doc.max_concurrency,
         )
-    if isinstance(concurrency, int) and concurrency > 0:
-        return LoadSpec(shape="concurrency", num_requests=num_requests, concurrency=concurrency)
+    if doc.max_concurrency is not None:
+        return LoadSpec(
+            shape="concurrency", num_requests=num_requests, concurrency=doc.max_concurrency
+        )
     return LoadSpec(shape="burst", num_requests=num_requests)
 
 
-def _workload(data: dict[str, Any], requests: list[RequestRecord], metrics: Metrics) -> WorkloadSpec:
+def _request_rate(value: float | str | None, source: str) -> float | None:
+    """requests/s, or None for a burst: vLLM writes "inf" (a float inf reads as JSON Infinity)."""
+    if isinstance(value, str):
+        if value.strip().lower() in ("inf", "infinity"):
+            return None
+        try:
+            value = float(value)
+        except ValueError:
+            raise ImportFileError(f"{source}: request_rate: {value!r} is not a number") from None
+    if value is None or value == math.inf:
+        return None
+    if not math.isfinite(value) or value <= 0:
+        raise ImportFileError(f"{source}: request_rate: {value} must be a number > 0 or 'inf'")
+    return value
+
+
+def _workload(
+    doc: _BenchDocument, chat: bool, requests: list[RequestRecord], metrics: Metrics
+) -> WorkloadSpec:
     input_lens = [r.prompt_tokens for r in requests if r.prompt_tokens]
     output_lens = [r.output_tokens for r in requests if r.output_tokens]
     completed = max(metrics.completed, 1)
     mean_input = max(round(metrics.total_input_tokens / completed), 1)
-    backend = str(data.get("backend") or data.get("endpoint_type") or "")
+    mean_output = max(round(metrics.total_output_tokens / completed), 1)
     return WorkloadSpec(
         kind="dataset",
-        dataset_path=str(data.get("dataset_name") or data.get("dataset_path") or "vllm-bench"),
+        dataset_path=doc.dataset_name or doc.dataset_path or "vllm-bench",
         input_tokens_min=min(input_lens, default=mean_input),
         input_tokens_max=max(input_lens, default=mean_input),
-        output_tokens=max(output_lens, default=max(round(metrics.total_output_tokens / completed), 1)),
+        output_tokens=max(output_lens, default=mean_output),
         ignore_eos=False,
-        endpoint="chat" if "chat" in backend else "completions",
+        endpoint="chat" if chat else "completions",
     )
 
 
-def _provenance(data: dict[str, Any]) -> Provenance:
+def _is_vllm_key(key: str) -> bool:
+    return (
+        key in KNOWN_VLLM_KEYS
+        or STATISTIC_KEY.match(key) is not None
+        or key.startswith(VLLM_KEY_PREFIXES)
+    )
+
+
+def _read_metadata(data: dict[str, Any], source: str) -> _Metadata:
+    """The keys vLLM did not write itself: --metadata entries, strings as vLLM stores them."""
+    metadata = _Metadata(fields={})
+    for key, value in data.items():
+        if _is_vllm_key(key):
+            continue
+        target = METADATA_FIELDS.get(key.strip().lower().replace("-", "_"))
+        if target is None:
+            if isinstance(value, str):
+                metadata.kept.append(f"{key}={value}")
+            else:
+                metadata.unread.append(key)  # a newer vLLM's figure, not a --metadata string
+            continue
+        group, name = target
+        fields = metadata.fields.setdefault(group, {})
+        if name in fields and str(fields[name][1]) != str(value):
+            raise ImportFileError(
+                f"{source}: --metadata {fields[name][0]}={fields[name][1]} and {key}={value} "
+                "disagree"
+            )
+        fields[name] = (key, value)
+    return metadata
+
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+def _from_metadata(
+    model: type[ModelT], given: dict[str, tuple[str, Any]], source: str, /, **known: Any
+) -> ModelT:
+    """A model from metadata strings, converted by pydantic ('256', '0.9', 'true').
+
+    A bad value refuses the file, naming the key as written in the file.
+    """
+    try:
+        return model(**{**known, **{name: value for name, (_, value) in given.items()}})
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        name = str(error["loc"][0]) if error["loc"] else ""
+        entries = [given[name]] if name in given else list(given.values())
+        where = ", ".join(f"{key}={value}" for key, value in entries)
+        raise ImportFileError(f"{source}: --metadata {where}: {error['msg']}") from None
+
+
+def _engine_settings_note(config: EngineConfig, metadata: _Metadata) -> str:
+    if not metadata.group("engine"):
+        return "engine settings are not recorded in vllm bench files; shown as 'defaults'"
+    return (
+        f"engine settings from the file's --metadata: {config.label()}; "
+        "settings not named there are unknown"
+    )
+
+
+def _leftover_notes(data: dict[str, Any], metadata: _Metadata) -> list[str]:
+    """Metadata naming no field, vLLM figures without a Headroom field, unknown keys."""
+    notes = []
+    if metadata.kept:
+        notes.append("metadata kept as notes: " + ", ".join(metadata.kept))
+    figures = [
+        f"{key}={value:g}"
+        for key, value in data.items()
+        if _is_vllm_key(key)
+        and key not in _BenchDocument.model_fields
+        and key not in STATISTIC_FIELDS
+        and not PERCENTILE_KEY.match(key)
+        and isinstance(value, (int, float))
+        and not isinstance(value, bool)
+    ]
+    if figures:
+        notes.append("vLLM figures without a Headroom field: " + ", ".join(figures))
+    if metadata.unread:
+        notes.append("keys this import does not know, not read: " + ", ".join(metadata.unread))
+    return notes
+
+
+def _provenance(doc: _BenchDocument, metadata: _Metadata, source: str) -> Provenance:
     return Provenance(
-        hardware=Hardware(host="unknown (not recorded by vllm bench)"),
-        engine=EngineInfo(launch_style="attach"),
-        checkpoint=Checkpoint(model=str(data.get("model_id") or "unknown")),
-        client_version=f"vllm bench serve ({data.get('backend', 'unknown backend')})",
-        started_at=_iso_date(data.get("date")),
+        hardware=_from_metadata(Hardware, metadata.group("hardware"), source, host=UNKNOWN_HOST),
+        engine=_from_metadata(
+            EngineInfo, metadata.group("engine_info"), source, launch_style="attach"
+        ),
+        checkpoint=_from_metadata(
+            Checkpoint, metadata.group("checkpoint"), source, model=doc.model_id or "unknown"
+        ),
+        client_version=f"vllm bench serve ({doc.backend or 'unknown backend'})",
+        started_at=_iso_date(doc.date),
     )
 
 
-def _iso_date(value: Any) -> str:
+def _iso_date(value: str | None) -> str:
     """vllm bench writes local time as 20250101-120000; keep it, marked as local time."""
     try:
         return datetime.strptime(str(value), "%Y%m%d-%H%M%S").isoformat() + " (local time)"
