@@ -2,7 +2,7 @@
 
     python -m runner build-tiny-model var/tiny-model
     python -m runner bench --model var/tiny-model --max-num-seqs 8 --num-requests 64 \\
-        --output-tokens 128 --out results.jsonl
+        --output-tokens 128 --goodput ttft:500 e2el:5000 --out results.jsonl [--dry-run]
     python -m runner sweep plan.yaml --out results.jsonl [--resume] [--dry-run]
     python -m runner node plan.yaml --replicas 8 --out node.jsonl
     python -m runner import-vllm-bench bench-result.json --out imported.jsonl
@@ -16,22 +16,25 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import signal
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import ValidationError
+from rich import box
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from runner.importer import ImportFileError, load_result_file
 from runner.results import ResultFileError, append_point, finished_keys
-from runner.schema import PointResult, SweepPlan
+from runner.schema import PointResult, SweepPlan, check_goodput
 
 console = Console(stderr=True)
 EXIT_BAD_INPUT = 2
@@ -79,6 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_workload_arguments(bench)
     _add_load_arguments(bench)
     _add_output_arguments(bench)
+    bench.add_argument("--dry-run", action="store_true", help="print the point and exit")
     bench.set_defaults(handler=cmd_bench)
 
     sweep = commands.add_parser(
@@ -132,6 +136,12 @@ def _add_engine_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--block-size", type=int)
     group.add_argument("--num-gpu-blocks-override", type=int)
     group.add_argument("--stream-interval", type=int)
+    group.add_argument("--tensor-parallel-size", type=_positive_int)
+    group.add_argument(
+        "--enable-prefix-caching",
+        action=argparse.BooleanOptionalAction,
+        help="default: the engine's own choice",
+    )
     group.add_argument(
         "--engine-arg",
         action="append",
@@ -160,8 +170,20 @@ def _add_load_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--shape", choices=["burst", "concurrency", "rate"], default="burst")
     group.add_argument("--num-requests", type=int, default=64)
     group.add_argument("--concurrency", type=int)
-    group.add_argument("--rate", type=float, help="requests/s (open loop)")
-    group.add_argument("--burstiness", type=float, default=1.0)
+    group.add_argument(
+        "--rate", type=_positive_number(allow_inf=False), help="requests/s, with --shape rate"
+    )
+    group.add_argument(
+        "--burstiness",
+        type=_positive_number(allow_inf=True),
+        help="gamma shape of a rate load's gaps: 1 = Poisson (default), inf = evenly spaced",
+    )
+    group.add_argument(
+        "--max-concurrency",
+        type=_positive_int,
+        metavar="N",
+        help="rate or burst load: at most N requests in flight, as vllm bench serve",
+    )
     group.add_argument("--client-processes", type=int, default=1)
     group.add_argument(
         "--client-cpus",
@@ -171,6 +193,83 @@ def _add_load_arguments(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument("--request-timeout", type=float, default=600)
     group.add_argument("--warmup-requests", type=int, default=0)
+    group.add_argument(
+        "--goodput",
+        nargs="+",
+        type=_goodput_slo,
+        action=_GoodputAction,
+        default={},
+        metavar="KEY:MS",
+        help="SLOs as vllm bench serve, e.g. ttft:500 tpot:50 e2el:5000; goodput counts the "
+        "requests that meet all of them",
+    )
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
+    return value
+
+
+def _positive_number(*, allow_inf: bool) -> Callable[[str], float]:
+    """A float > 0; argparse's type=float alone would take 'nan', '0' and '-1'."""
+    wanted = "a number > 0 or inf" if allow_inf else "a finite number > 0"
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {wanted}, got {text!r}") from None
+        if math.isnan(value) or value <= 0:
+            raise argparse.ArgumentTypeError(f"expected {wanted}, got {text!r}")
+        if math.isinf(value) and not allow_inf:
+            # vLLM's --request-rate inf sends everything at once, which here is its own shape.
+            raise argparse.ArgumentTypeError(
+                f"expected {wanted}, got {text!r}; for all requests at once use --shape burst"
+            )
+        return value
+
+    return parse
+
+
+def _goodput_slo(text: str) -> tuple[str, float]:
+    """One 'KEY:MS' of --goodput, checked as the plan's goodput is."""
+    name, colon, value = text.partition(":")
+    if not colon:
+        raise argparse.ArgumentTypeError(f"expected KEY:MS, got {text!r}")
+    try:
+        ms = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected KEY:MS with MS in milliseconds, got {text!r}"
+        ) from None
+    try:
+        check_goodput({name: ms})
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return name, ms
+
+
+class _GoodputAction(argparse.Action):
+    """Collects the KEY:MS pairs into the plan's goodput mapping; a key given twice is refused."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        slos: dict[str, float] = {}
+        for name, ms in values:
+            if name in slos:
+                raise argparse.ArgumentError(self, f"{name} is given twice")
+            slos[name] = ms
+        setattr(namespace, self.dest, slos)
 
 
 def _add_output_arguments(parser: argparse.ArgumentParser) -> None:
@@ -195,6 +294,9 @@ def cmd_build_tiny_model(args: argparse.Namespace) -> int:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     plan = validate_plan(plan_from_bench_args(args), source="command line")
+    if args.dry_run:
+        print_plan(plan)
+        return 0
     return run_and_report(plan, args, resume=False)
 
 
@@ -282,6 +384,8 @@ def plan_from_bench_args(args: argparse.Namespace) -> dict[str, Any]:
             "block_size",
             "num_gpu_blocks_override",
             "stream_interval",
+            "tensor_parallel_size",
+            "enable_prefix_caching",
         )
         if getattr(args, name) is not None
     }
@@ -291,11 +395,6 @@ def plan_from_bench_args(args: argparse.Namespace) -> dict[str, Any]:
         launch["image"] = args.image
     if args.base_url:
         launch["base_url"] = args.base_url
-    load: dict[str, Any] = {"shape": args.shape, "num_requests": args.num_requests}
-    if args.concurrency is not None:
-        load["concurrency"] = args.concurrency
-    if args.rate is not None:
-        load.update(rate=args.rate, burstiness=args.burstiness)
     return {
         "name": "bench",
         "checkpoint": {
@@ -306,7 +405,7 @@ def plan_from_bench_args(args: argparse.Namespace) -> dict[str, Any]:
         },
         "launch": launch,
         "engine_configs": [config],
-        "loads": [load],
+        "loads": [_load_from_bench_args(args)],
         "workload": {
             "kind": args.workload,
             "dataset_path": args.dataset,
@@ -326,25 +425,59 @@ def plan_from_bench_args(args: argparse.Namespace) -> dict[str, Any]:
         },
         "replicas": args.replicas,
         "warmup_requests": args.warmup_requests,
+        "goodput": args.goodput,
     }
+
+
+def _load_from_bench_args(args: argparse.Namespace) -> dict[str, Any]:
+    # Flags that the chosen shape would ignore are refused: a run must not measure another load
+    # than the command line reads as.
+    if args.rate is not None and args.shape != "rate":
+        raise CliError("--rate needs --shape rate")
+    if args.burstiness is not None and args.rate is None:
+        raise CliError("--burstiness shapes the gaps of a rate load: give --shape rate --rate too")
+    if args.max_concurrency is not None and args.shape == "concurrency":
+        raise CliError(
+            "--max-concurrency caps a rate or burst load; a concurrency load has --concurrency"
+        )
+    load: dict[str, Any] = {"shape": args.shape, "num_requests": args.num_requests}
+    if args.concurrency is not None:
+        load["concurrency"] = args.concurrency
+    if args.rate is not None:
+        load["rate"] = args.rate
+    if args.burstiness is not None:
+        load["burstiness"] = args.burstiness
+    if args.max_concurrency is not None:
+        load["max_concurrency"] = args.max_concurrency
+    return load
 
 
 def print_plan(plan: SweepPlan) -> None:
     from runner.sweep import plan_points
 
-    table = Table(title=f"plan {plan.name}: {plan.checkpoint.model} ({plan.launch.style})")
+    slos = _slo_text(plan.goodput) if plan.goodput else "none"
+    table = Table(
+        title=Text(f"plan {plan.name}: {plan.checkpoint.model} ({plan.launch.style})"),
+        caption=Text(f"goodput SLOs: {slos}"),
+    )
     for column in ("#", "key", "engine config", "load", "repeat", "replicas"):
         table.add_column(column)
     for number, point in enumerate(plan_points(plan), start=1):
-        table.add_row(
+        cells = [
             str(number),
             point.key,
             point.config.label(),
             point.load.label(),
             str(point.repeat),
             str(plan.replicas),
-        )
+        ]
+        table.add_row(*(Text(cell) for cell in cells))
     Console().print(table)
+
+
+def _slo_text(slos: dict[str, float]) -> str:
+    """'ttft <= 500 ms, e2el <= 5000 ms': a request meets goodput when it is within every one."""
+    return ", ".join(f"{name} <= {ms:g} ms" for name, ms in slos.items())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -410,47 +543,163 @@ def run_and_report(plan: SweepPlan, args: argparse.Namespace, *, resume: bool) -
     return EXIT_INCOMPLETE if failures else 0
 
 
+# The summary must read in an 80-column terminal: cells hold figures and short marks like
+# "no (1)"; anything longer is a numbered note below the tables. A point key longer than this
+# is broken at its "|" onto lines of the point column.
+POINT_COLUMN_WIDTH = 24
+LATENCY_CAPTION = (
+    "ms from the actual send: TTFT, TPOT and E2EL as vllm bench serve computes them (latency "
+    "from the intended send, sched_*, is in the result file)"
+)
+
+
+class _Notes:
+    """The numbered lines under the summary; a cell shows only the number.
+
+    A text that several points share (an imported file's caveats) is one line naming them all.
+    """
+
+    def __init__(self, points: Sequence[PointResult]) -> None:
+        self.total = len(points)
+        self.keys: dict[str, list[str]] = {}  # text -> the points it is about, in order
+
+    def mark(self, point: PointResult, text: str) -> str:
+        keys = self.keys.setdefault(text, [])
+        if point.key not in keys:
+            keys.append(point.key)
+        return f"({list(self.keys).index(text) + 1})"
+
+    def table(self) -> Table:
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(no_wrap=True)
+        grid.add_column(overflow="fold")  # a hanging indent under the number
+        for number, (text, keys) in enumerate(self.keys.items(), start=1):
+            about = "every point" if self.total > 1 and len(keys) == self.total else ", ".join(keys)
+            grid.add_row(f"({number})", Text(f"{about}: {text}"))
+        return grid
+
+
 def print_summary(points: Sequence[PointResult]) -> None:
-    table = Table(title="results", expand=True)
-    columns = (
-        "point",
-        "out tok/s",
-        "median e2el ms",
-        "p99 e2el ms",
-        "median ttft ms",
-        "mean running",
-        "mean waiting",
-        "peak kv",
-        "valid",
-        "client ok",
+    notes = _Notes(points)
+    out = Console()
+    table, caption = _latency_table(points, notes)
+    out.print(table)
+    # Under the table, not as its caption: a caption wraps at the table's width, not the screen's.
+    out.print(Text(caption))
+    out.print()
+    out.print(_queue_table(points, notes))
+    if notes.keys:
+        out.print(notes.table())
+
+
+def _summary_table(title: str, columns: Sequence[str]) -> Table:
+    table = Table(
+        title=title,
+        box=box.SIMPLE_HEAD,
+        padding=(0, 1),
+        collapse_padding=True,
+        pad_edge=False,
+        title_justify="left",
     )
+    table.add_column("point", max_width=POINT_COLUMN_WIDTH, overflow="fold")
     for column in columns:
-        table.add_column(column, justify="left" if column == "point" else "right")
+        # Figures never wrap; the point column gives way instead.
+        table.add_column(column, justify="right", no_wrap=True)
+    return table
+
+
+def _point_cell(point: PointResult, marks: Sequence[str] = ()) -> Text:
+    key = point.key if len(point.key) <= POINT_COLUMN_WIDTH else point.key.replace("|", "|\n")
+    return Text(" ".join([key, *marks]))
+
+
+def _latency_table(points: Sequence[PointResult], notes: _Notes) -> tuple[Table, str]:
+    """The table and the line under it that says which latency it shows."""
+    columns = ["out\ntok/s", "TTFT\np50", "TPOT\np50", "E2EL\np50", "E2EL\np99"]
+    with_goodput = [p for p in points if p.metrics.request_goodput is not None]
+    # An imported file may keep vLLM's request_goodput without its SLOs; the importer's own
+    # note on the point says so.
+    slo_sets = {tuple(p.metrics.goodput_slos.items()) for p in with_goodput}
+    caption = LATENCY_CAPTION
+    if with_goodput:
+        columns += ["good\nreq/s", "all SLOs\nmet"]
+        if len(slo_sets) == 1 and with_goodput[0].metrics.goodput_slos:
+            # One set for all: said once here rather than once per point.
+            slos = _slo_text(with_goodput[0].metrics.goodput_slos)
+            caption += f"; goodput: requests/s within {slos}"
+    table = _summary_table("results: throughput and latency", columns)
     for point in points:
-        metrics, queue = point.metrics, point.queue
-        table.add_row(
-            point.key,
-            f"{metrics.output_throughput:,.0f}",
+        metrics = point.metrics
+        marks = [notes.mark(point, note) for note in point.notes]
+        if len(slo_sets) > 1 and metrics.goodput_slos:
+            slos = _slo_text(metrics.goodput_slos)
+            marks.append(notes.mark(point, f"goodput within {slos}"))
+        cells = [
+            _fmt(metrics.output_throughput),
+            _fmt(metrics.median_ttft_ms),
+            _fmt(metrics.median_tpot_ms, ",.1f"),
             _fmt(metrics.median_e2el_ms),
             _fmt(metrics.p99_e2el_ms),
-            _fmt(metrics.median_ttft_ms),
-            _fmt(queue.mean_running, ".1f"),
-            _fmt(queue.mean_waiting, ".1f"),
-            _fmt(queue.peak_kv_usage, ".0%"),
-            "yes" if metrics.valid else f"NO ({metrics.failed} failed, {metrics.short_responses} short)",
-            "no: " + "; ".join(point.client.reasons) if point.client.saturated else "yes",
-        )
-    console = Console()
-    console.print(table)
+        ]
+        if with_goodput:
+            cells += [
+                _fmt(metrics.request_goodput, ",.2f"),
+                _fmt(metrics.slo_attainment.get("all"), ".0%"),
+            ]
+        table.add_row(_point_cell(point, marks), *cells)
+    return table, caption
+
+
+def _queue_table(points: Sequence[PointResult], notes: _Notes) -> Table:
+    columns = ["mean\nrunning", "mean\nwaiting", "peak\nKV", "valid", "client"]
+    table = _summary_table("results: engine queue and checks", columns)
     for point in points:
-        if point.window is not None and point.queue.samples == 0:
-            # The columns above show "-" for it; say why, so nobody reads it as an idle engine.
-            console.print(
-                f"{point.key}: no /metrics sample fell inside its "
-                f"{point.window.end - point.window.start:.2f} s window, so it has no queue "
-                "figures; measure more requests or longer outputs, or lower the plan's "
-                "sample_interval_s"
+        queue = point.queue
+        running = _fmt(queue.mean_running, ",.1f")
+        if point.window is not None and queue.samples == 0:
+            # Dashes alone would read as an idle engine; the note says why there are none.
+            running += " " + notes.mark(
+                point,
+                f"no /metrics sample fell inside its {point.window.seconds:.2f} s window, so it "
+                "has no queue figures; measure more requests or longer outputs, or lower the "
+                "plan's sample_interval_s",
             )
+        table.add_row(
+            _point_cell(point),
+            running,
+            _fmt(queue.mean_waiting, ",.1f"),
+            _fmt(queue.peak_kv_usage, ".0%"),
+            _validity(point, notes),
+            _client_health(point, notes),
+        )
+    return table
+
+
+def _validity(point: PointResult, notes: _Notes) -> str:
+    metrics = point.metrics
+    requests = metrics.completed + metrics.failed
+    problems = []
+    if not metrics.valid:
+        problems.append(
+            f"not valid: {metrics.failed} of {requests} requests failed, "
+            f"{metrics.short_responses} came back short"
+        )
+    if metrics.incomplete_responses:
+        problems.append(
+            f"{metrics.incomplete_responses} of {requests} responses that vLLM counts as "
+            "completed were not whole (no [DONE], no usage, or an error event)"
+        )
+    verdict = "yes" if metrics.valid else "no"
+    return f"{verdict} {notes.mark(point, '; '.join(problems))}" if problems else verdict
+
+
+def _client_health(point: PointResult, notes: _Notes) -> str:
+    if point.source == "vllm-bench-import":
+        return "-"  # the file does not say how the client fared
+    if not point.client.saturated:
+        return "yes"
+    reasons = "; ".join(point.client.reasons) or "no reason recorded"
+    return "no " + notes.mark(point, f"client saturated: {reasons}")
 
 
 def _fmt(value: float | None, spec: str = ",.0f") -> str:

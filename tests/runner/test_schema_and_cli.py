@@ -7,7 +7,13 @@ import os
 import pytest
 from pydantic import ValidationError
 
-from runner.cli import main, print_summary
+from runner.cli import (
+    build_parser,
+    main,
+    plan_from_bench_args,
+    print_summary,
+    validate_plan,
+)
 from runner.schema import (
     Checkpoint,
     ClientSpec,
@@ -173,3 +179,121 @@ def test_the_summary_says_why_a_point_has_no_queue_figures(capsys):
     out = capsys.readouterr().out
     assert "seqs=4|burst 8|r0: no /metrics sample fell inside its 0.40 s window" in out
     assert "seqs=32|burst 8|r0:" not in out
+
+
+def bench_plan(*flags: str) -> SweepPlan:
+    """The plan `bench` would run for these flags, without running it."""
+    args = build_parser().parse_args(["bench", "--model", "m", "--out", "r.jsonl", *flags])
+    return validate_plan(plan_from_bench_args(args), source="command line")
+
+
+def refused(capsys, *flags: str) -> str:
+    """The error argparse gives for these bench flags; it exits with status 2."""
+    with pytest.raises(SystemExit) as exit_:
+        main(["bench", "--model", "m", "--out", "r.jsonl", "--dry-run", *flags])
+    assert exit_.value.code == 2
+    return capsys.readouterr().err
+
+
+def test_goodput_takes_vllms_key_ms_pairs_into_the_plan():
+    plan = bench_plan("--goodput", "ttft:500", "tpot:50", "e2el:5000.5")
+    assert plan.goodput == {"ttft": 500.0, "tpot": 50.0, "e2el": 5000.5}
+    assert bench_plan().goodput == {}
+
+
+def test_it_refuses_a_goodput_pair_without_a_colon(capsys):
+    assert "argument --goodput: expected KEY:MS, got 'ttft=5'" in refused(
+        capsys, "--goodput", "ttft=5"
+    )
+
+
+def test_it_refuses_a_goodput_pair_whose_ms_is_not_a_number(capsys):
+    assert "argument --goodput: expected KEY:MS with MS in milliseconds, got 'ttft:5ms'" in (
+        refused(capsys, "--goodput", "ttft:5ms")
+    )
+
+
+def test_it_refuses_an_unknown_goodput_key(capsys):
+    err = refused(capsys, "--goodput", "itl:5")
+    assert "argument --goodput: unknown goodput metric 'itl': use ttft, tpot, e2el" in err
+
+
+@pytest.mark.parametrize("value", ["-1", "nan", "inf"])
+def test_it_refuses_a_negative_or_not_finite_goodput_value(capsys, value):
+    err = refused(capsys, "--goodput", f"tpot:{value}")
+    assert "argument --goodput: goodput tpot:" in err
+    assert "must be a finite number >= 0" in err
+
+
+def test_it_refuses_a_goodput_key_given_twice(capsys):
+    assert "argument --goodput: ttft is given twice" in refused(
+        capsys, "--goodput", "ttft:5", "ttft:6"
+    )
+
+
+def test_max_concurrency_caps_a_rate_or_burst_load():
+    rate = bench_plan("--shape", "rate", "--rate", "4", "--max-concurrency", "8").loads[0]
+    assert (rate.rate, rate.max_concurrency) == (4.0, 8)
+    assert bench_plan("--max-concurrency", "8").loads[0].max_concurrency == 8
+
+
+def test_it_refuses_max_concurrency_on_a_concurrency_load(tmp_path, capsys):
+    flags = ["--shape", "concurrency", "--concurrency", "4", "--max-concurrency", "2"]
+    assert main(["bench", "--model", "m", "--out", str(tmp_path / "r.jsonl"), *flags]) == 2
+    assert "--max-concurrency caps a rate or burst load" in capsys.readouterr().err
+
+
+def test_burstiness_may_be_infinite():
+    load = bench_plan("--shape", "rate", "--rate", "2", "--burstiness", "inf").loads[0]
+    assert load.burstiness == float("inf")
+    assert bench_plan("--shape", "rate", "--rate", "2").loads[0].burstiness == 1.0
+
+
+@pytest.mark.parametrize("value", ["nan", "0", "-2", "fast"])
+@pytest.mark.parametrize("flag", ["--rate", "--burstiness"])
+def test_rate_and_burstiness_refuse_nan_zero_negative_and_words(capsys, flag, value):
+    err = refused(capsys, "--shape", "rate", "--rate", "1", flag, value)
+    assert f"argument {flag}: expected a" in err
+    assert repr(value) in err
+
+
+def test_an_infinite_rate_is_refused_with_a_pointer_to_the_burst_shape(capsys):
+    err = refused(capsys, "--shape", "rate", "--rate", "inf")
+    assert "argument --rate: expected a finite number > 0, got 'inf'" in err
+    assert "use --shape burst" in err
+
+
+def test_it_refuses_rate_flags_that_the_load_shape_would_ignore(tmp_path, capsys):
+    out = str(tmp_path / "r.jsonl")
+    assert main(["bench", "--model", "m", "--out", out, "--rate", "2"]) == 2
+    assert "--rate needs --shape rate" in capsys.readouterr().err
+    assert main(["bench", "--model", "m", "--out", out, "--burstiness", "2"]) == 2
+    assert "--burstiness shapes the gaps of a rate load" in capsys.readouterr().err
+
+
+def test_bench_sets_tensor_parallel_size_and_prefix_caching():
+    config = bench_plan("--tensor-parallel-size", "2", "--enable-prefix-caching").engine_configs[0]
+    assert (config.tensor_parallel_size, config.enable_prefix_caching) == (2, True)
+    assert bench_plan("--no-enable-prefix-caching").engine_configs[0].enable_prefix_caching is False
+    default = bench_plan().engine_configs[0]
+    assert (default.tensor_parallel_size, default.enable_prefix_caching) == (1, None)
+
+
+def test_it_refuses_a_tensor_parallel_size_below_one(capsys):
+    assert "argument --tensor-parallel-size: must be > 0, got '0'" in refused(
+        capsys, "--tensor-parallel-size", "0"
+    )
+
+
+def test_bench_dry_run_prints_the_point_and_its_goodput_slos_without_starting_anything(
+    tmp_path, capsys, monkeypatch
+):
+    monkeypatch.setenv("COLUMNS", "200")
+    out = tmp_path / "r.jsonl"
+    flags = ["--shape", "rate", "--rate", "4", "--max-concurrency", "8", "--max-num-seqs", "4"]
+    command = ["bench", "--model", "m", "--out", str(out), "--dry-run", *flags]
+    assert main([*command, "--goodput", "ttft:500", "e2el:5000"]) == 0
+    printed = capsys.readouterr().out
+    assert "seqs=4|rate 4.0/s x 64 (max 8 in flight)|r0" in printed
+    assert "goodput SLOs: ttft <= 500 ms, e2el <= 5000 ms" in printed
+    assert not out.exists()
