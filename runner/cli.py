@@ -34,7 +34,7 @@ from rich.text import Text
 
 from runner.importer import ImportFileError, load_result_file
 from runner.results import ResultFileError, append_point, finished_keys
-from runner.schema import PointResult, SweepPlan, check_goodput
+from runner.schema import PointResult, SweepPlan, parse_goodput
 
 console = Console(stderr=True)
 EXIT_BAD_INPUT = 2
@@ -237,18 +237,9 @@ def _positive_number(*, allow_inf: bool) -> Callable[[str], float]:
 
 
 def _goodput_slo(text: str) -> tuple[str, float]:
-    """One 'KEY:MS' of --goodput, checked as the plan's goodput is."""
-    name, colon, value = text.partition(":")
-    if not colon:
-        raise argparse.ArgumentTypeError(f"expected KEY:MS, got {text!r}")
+    """One 'KEY:MS' of --goodput, parsed as the launch form and the plan's goodput are."""
     try:
-        ms = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected KEY:MS with MS in milliseconds, got {text!r}"
-        ) from None
-    try:
-        check_goodput({name: ms})
+        ((name, ms),) = parse_goodput([text]).items()
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
     return name, ms

@@ -202,13 +202,13 @@ def test_goodput_takes_vllms_key_ms_pairs_into_the_plan():
 
 
 def test_it_refuses_a_goodput_pair_without_a_colon(capsys):
-    assert "argument --goodput: expected KEY:MS, got 'ttft=5'" in refused(
+    assert "argument --goodput: expected KEY:MS such as ttft:500, got 'ttft=5'" in refused(
         capsys, "--goodput", "ttft=5"
     )
 
 
 def test_it_refuses_a_goodput_pair_whose_ms_is_not_a_number(capsys):
-    assert "argument --goodput: expected KEY:MS with MS in milliseconds, got 'ttft:5ms'" in (
+    assert "argument --goodput: expected KEY:MS such as ttft:500, got 'ttft:5ms'" in (
         refused(capsys, "--goodput", "ttft:5ms")
     )
 
