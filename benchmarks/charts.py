@@ -10,19 +10,12 @@ from typing import Any
 import numpy as np
 
 from benchmarks import storage
+from benchmarks.analysis.types import LATENCY_LABELS
 from benchmarks.models import Point
 
-# The x axes the throughput chart can switch between: (Point field, axis title).
-LATENCY_METRICS: tuple[tuple[str, str], ...] = (
-    ("median_e2el_ms", "Median request latency (ms)"),
-    ("p95_e2el_ms", "p95 request latency (ms)"),
-    ("p99_e2el_ms", "p99 request latency (ms)"),
-    ("median_ttft_ms", "Median TTFT (ms)"),
-    ("p95_ttft_ms", "p95 TTFT (ms)"),
-    ("p99_ttft_ms", "p99 TTFT (ms)"),
-    ("median_tpot_ms", "Median TPOT (ms)"),
-    ("p95_tpot_ms", "p95 TPOT (ms)"),
-    ("p99_tpot_ms", "p99 TPOT (ms)"),
+# Every latency a curve can be drawn against, labelled with its family (analysis.types).
+LATENCY_METRICS: tuple[tuple[str, str], ...] = tuple(
+    (field, title) for field, title in LATENCY_LABELS.items() if field.endswith("_ms")
 )
 
 

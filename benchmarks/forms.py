@@ -135,6 +135,11 @@ class LaunchForm(forms.Form):
     )
     repeats = forms.IntegerField(min_value=1, max_value=MAX_REPEATS, initial=1)
     replicas = forms.IntegerField(min_value=1, max_value=64, initial=1)
+    goodput = forms.CharField(
+        label="Goodput SLOs",
+        required=False,
+        help_text="as vllm bench serve --goodput, in ms: e.g. ttft:500 tpot:50 e2el:20000",
+    )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -149,6 +154,12 @@ class LaunchForm(forms.Form):
         if not text.strip():
             return []
         return [int(v) for v in parse_numbers(text, integers=True, limit=MAX_CONFIGS)]
+
+    def clean_goodput(self) -> dict[str, float]:
+        try:
+            return schema.parse_goodput(self.cleaned_data["goodput"].split())
+        except ValueError as exc:
+            raise ValidationError(f"{exc}.") from None
 
     def clean_extra_args(self) -> list[str]:
         try:
@@ -186,6 +197,7 @@ class LaunchForm(forms.Form):
                 load_levels=levels,
                 repeats=data["repeats"],
                 replicas=data["replicas"],
+                goodput=data.get("goodput") or {},
             )
         except pydantic.ValidationError as exc:
             self.add_error(None, _pydantic_message(exc))

@@ -15,7 +15,7 @@ from django.db.models import Q
 from benchmarks import judgement
 
 from benchmarks.analysis.selection import DEFAULT_LATENCY_GROWTH_PCT, DEFAULT_THROUGHPUT_GAIN_PCT
-from benchmarks.analysis.types import LATENCY_FIELDS, REFERENCE_UNITS
+from benchmarks.analysis.types import LATENCY_FIELDS, LATENCY_LABELS, REFERENCE_UNITS
 from benchmarks.models import Benchmark, ExternalReference, OperatingPoint, Point
 
 RECENT_RUNS_FOR_CHOICES = 20
@@ -34,8 +34,7 @@ class PointChoiceField(forms.ModelChoiceField):
 
 
 def _slo_label(field: str) -> str:
-    stat, metric, _ = field.split("_")
-    return f"{'p50' if stat == 'median' else stat} {metric.upper()} limit (ms)"
+    return f"{LATENCY_LABELS[field]}: at most"
 
 
 class OperatingPointForm(forms.Form):

@@ -65,6 +65,7 @@ def build_plan(
     load_levels: list[float],
     repeats: int,
     replicas: int,
+    goodput: dict[str, float] | None = None,
 ) -> schema.SweepPlan:
     """Raises pydantic.ValidationError when the combination is not runnable."""
     if checkpoint.kv_cache_dtype:
@@ -86,6 +87,7 @@ def build_plan(
         workload=workload_spec(workload),
         repeats=repeats,
         replicas=replicas,
+        goodput=goodput or {},
     )
 
 

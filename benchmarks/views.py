@@ -157,6 +157,7 @@ def run_detail(request: HttpRequest, code: UUID) -> HttpResponse:
         "provenance": provenance,
         "throughput_figure": charts.throughput_figure(points),
         "sampled_points": [p for p in points if p.queue.get("samples")],
+        "any_goodput": any(p.goodput_slos for p in points),
     }
     ctx.update(views_judgement.run_detail_context(request, benchmark))
     # Each point row finds its verdict in one lookup (a loop in the template was quadratic).
@@ -255,6 +256,11 @@ CSV_COLUMNS = (
 ) + METRIC_FIELDS
 
 
+def _csv_cell(value: object) -> object:
+    """Dict columns (goodput SLOs and their attainment) as JSON, not Python's repr."""
+    return json.dumps(value, sort_keys=True) if isinstance(value, dict) else value
+
+
 @login_required
 def run_csv(request: HttpRequest, code: UUID) -> StreamingHttpResponse:
     """One row per point with every aggregate, for a spreadsheet."""
@@ -270,7 +276,7 @@ def run_csv(request: HttpRequest, code: UUID) -> StreamingHttpResponse:
         yield writer.writerow(CSV_COLUMNS + ("caveats",))
         points = Point.objects.filter(benchmark=benchmark).only("pk", *CSV_COLUMNS)
         for point in points:
-            values = [getattr(point, column) for column in CSV_COLUMNS]
+            values = [_csv_cell(getattr(point, column)) for column in CSV_COLUMNS]
             yield writer.writerow(values + [" ".join(caveats[point.pk])])
 
     response = StreamingHttpResponse(rows(), content_type="text/csv")

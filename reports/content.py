@@ -627,12 +627,14 @@ def _methodology(content: ReportContent, report: Report) -> None:
         (_("Repeats"), _repeats_text(candidate)),
     ]
     content.metric_definitions = [
-        (_("Output tokens/s"), _("completed output tokens divided by the client-observed window "
-                                 "(first request sent to last completion); output tokens come "
-                                 "from the server's usage report, failed requests count in the "
-                                 "window but not in the tokens.")),
-        (_("Request latency"), _("last streamed chunk minus send time (E2EL), median over the "
-                                 "requests of a point.")),
+        (_("Output tokens/s"), _("as vllm bench serve computes it: completed output tokens "
+                                 "divided by the benchmark window (its start to the last "
+                                 "request's end); output tokens come from the server's usage "
+                                 "report, failed requests count in the window but not in the "
+                                 "tokens.")),
+        (_("Request latency"), _("as vllm bench serve computes it: last streamed chunk minus the "
+                                 "moment the request was sent (E2EL), median over the requests "
+                                 "of a point.")),
         (_("Running / waiting"), _("the engine's own gauges (vllm:num_requests_running and "
                                    "vllm:num_requests_waiting) sampled during the point.")),
         (_("KV cache use"), _("vllm:kv_cache_usage_perc sampled during the point.")),

@@ -66,9 +66,16 @@ def from_point_result(p: PointResult) -> PointFigures:
         queue_samples=q.samples,
         queue_gap_fraction=queue_gap_fraction(p),
         mean_tokens_per_step=q.mean_tokens_per_step,
-        **{name: getattr(m, name) for name in LATENCY_FIELDS},
+        **{name: getattr(m, name) for name in LATENCY_FIELDS if name != "goodput_miss_pct"},
+        goodput_miss_pct=goodput_miss_pct(p),
         **{name: getattr(q, name) for name in QUEUE_FIELDS},
     )
+
+
+def goodput_miss_pct(p: PointResult) -> float | None:
+    """Percent of the point's requests that missed its goodput SLOs; None when none were set."""
+    share = p.metrics.slo_attainment.get("all")
+    return None if share is None else 100.0 * (1.0 - share)
 
 
 def queue_gap_fraction(p: PointResult) -> float | None:

@@ -64,8 +64,13 @@ def no_knee_sentence(throughput_gain_pct: float, latency_growth_pct: float) -> s
     )
 
 
+def with_unit(name: str, value: float) -> str:
+    """A limit's value with its unit: ms for latencies, % for goodput_miss_pct."""
+    return f"{num(value)}%" if name.endswith("_pct") else f"{num(value)} ms"
+
+
 def limits_text(limits: Mapping[str, float]) -> str:
-    return join_names([f"{name} <= {num(limit)} ms" for name, limit in limits.items()])
+    return join_names([f"{name} <= {with_unit(name, limit)}" for name, limit in limits.items()])
 
 
 def slo_sentence(
@@ -78,11 +83,14 @@ def slo_sentence(
 ) -> str:
     text = (
         f"highest output throughput within {limits_text(limits)}; "
-        f"{binding_metric} binds ({num(binding_value)} of {num(binding_limit)} ms here)"
+        f"{binding_metric} binds ({num(binding_value)} of {with_unit(binding_metric, binding_limit)} "
+        "here)"
     )
     if next_key is None:
         return text + "; no faster point in the sweep"
-    broken = join_names([f"{name} {num(value)} ms" for name, value in next_violations.items()])
+    broken = join_names(
+        [f"{name} {with_unit(name, value)}" for name, value in next_violations.items()]
+    )
     return text + f"; the next faster point ({next_key}) reaches {broken}"
 
 

@@ -55,18 +55,28 @@ def _check_finite(owner: str, name: str, value: float | None, *, minimum: float 
         raise AnalysisError(f"{owner}: {name} must be a finite number >= {minimum}, got {value!r}")
 
 
-# The latency fields a point carries; SLO limits name one of these (or a p50_ alias of median_).
-LATENCY_FIELDS = (
-    "median_ttft_ms",
-    "p95_ttft_ms",
-    "p99_ttft_ms",
-    "median_tpot_ms",
-    "p95_tpot_ms",
-    "p99_tpot_ms",
-    "median_e2el_ms",
-    "p95_e2el_ms",
-    "p99_e2el_ms",
-)
+# The latency fields a point carries, with their labels; SLO limits name one of these (or a p50_
+# alias of median_). Fields under vLLM's names mean what `vllm bench serve` computes (from the
+# moment the request was sent); `sched_` ones are Headroom's, from the moment it was due, so a
+# client that fell behind its schedule cannot hide queueing. goodput_miss_pct is the share of
+# requests that missed the point's goodput SLOs (`--goodput`), a limit like the latencies.
+LATENCY_LABELS: dict[str, str] = {
+    "median_ttft_ms": "Median TTFT (ms, vllm bench serve)",
+    "p95_ttft_ms": "p95 TTFT (ms, vllm bench serve)",
+    "p99_ttft_ms": "p99 TTFT (ms, vllm bench serve)",
+    "median_tpot_ms": "Median TPOT (ms, vllm bench serve)",
+    "p95_tpot_ms": "p95 TPOT (ms, vllm bench serve)",
+    "p99_tpot_ms": "p99 TPOT (ms, vllm bench serve)",
+    "median_e2el_ms": "Median request latency (ms, vllm bench serve E2EL)",
+    "p95_e2el_ms": "p95 request latency (ms, vllm bench serve E2EL)",
+    "p99_e2el_ms": "p99 request latency (ms, vllm bench serve E2EL)",
+    "median_sched_ttft_ms": "Median TTFT from the schedule (ms, Headroom)",
+    "p99_sched_ttft_ms": "p99 TTFT from the schedule (ms, Headroom)",
+    "median_sched_e2el_ms": "Median request latency from the schedule (ms, Headroom)",
+    "p99_sched_e2el_ms": "p99 request latency from the schedule (ms, Headroom)",
+    "goodput_miss_pct": "Requests missing the goodput SLOs (%)",
+}
+LATENCY_FIELDS = tuple(LATENCY_LABELS)
 
 # QueueSummary's numbers, under the same names.
 QUEUE_FIELDS = (
@@ -113,6 +123,11 @@ class PointFigures:
     median_e2el_ms: float | None = None
     p95_e2el_ms: float | None = None
     p99_e2el_ms: float | None = None
+    median_sched_ttft_ms: float | None = None
+    p99_sched_ttft_ms: float | None = None
+    median_sched_e2el_ms: float | None = None
+    p99_sched_e2el_ms: float | None = None
+    goodput_miss_pct: float | None = None
     # Engine queue summary (QueueSummary names; `samples` renamed to say whose samples).
     queue_samples: int = 0
     # The longest unsampled stretch of the point as a fraction of its window (QueueSummary

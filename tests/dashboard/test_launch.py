@@ -71,6 +71,12 @@ def test_a_custom_workload_with_a_rate_shape_builds_rate_loads(owner_client, nod
     assert Workload.objects.get().load_shape == "rate"
 
 
+def test_goodput_slos_from_the_form_go_into_the_plan(owner_client, node, broker):
+    data = form_data(node, goodput="ttft:500  tpot:50 e2el:20000")
+    assert owner_client.post("/runs/new/", data).status_code == 302
+    assert Benchmark.objects.get().plan["goodput"] == {"ttft": 500, "tpot": 50, "e2el": 20000}
+
+
 @pytest.mark.parametrize(
     "overrides, field, message",
     [
@@ -86,6 +92,10 @@ def test_a_custom_workload_with_a_rate_shape_builds_rate_loads(owner_client, nod
         ({"replicas": "3"}, "replicas", "at most that many"),
         ({"node": "999999"}, "node", "Unknown node"),
         ({"gpu_memory_utilization": "1.5"}, "gpu_memory_utilization", "less than or equal"),
+        ({"goodput": "ttft=500"}, "goodput", "expected KEY:MS"),
+        ({"goodput": "ttfb:500"}, "goodput", "unknown goodput metric 'ttfb'"),
+        ({"goodput": "ttft:-1"}, "goodput", "must be a finite number >= 0"),
+        ({"goodput": "e2el:nan"}, "goodput", "must be a finite number >= 0"),
     ],
 )
 def test_a_bad_value_gets_an_error_on_its_field_and_creates_nothing(
