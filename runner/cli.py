@@ -20,13 +20,12 @@ import math
 import signal
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import ValidationError
-from rich import box
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -34,7 +33,8 @@ from rich.text import Text
 
 from runner.importer import ImportFileError, load_result_file
 from runner.results import ResultFileError, append_point, finished_keys
-from runner.schema import PointResult, SweepPlan, parse_goodput
+from runner.schema import EngineConfig, EngineSetting, PointResult, SweepPlan, parse_goodput
+from runner.summary import print_summary, slo_text
 
 console = Console(stderr=True)
 EXIT_BAD_INPUT = 2
@@ -128,20 +128,8 @@ def _add_engine_arguments(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument("--image", help="docker launch: vllm/vllm-openai:TAG")
     group.add_argument("--base-url", help="attach launch: http://host:port")
-    group.add_argument("--max-num-seqs", type=int)
-    group.add_argument("--max-num-batched-tokens", type=int)
-    group.add_argument("--gpu-memory-utilization", type=float)
-    group.add_argument("--kv-cache-dtype")
-    group.add_argument("--max-model-len", type=int)
-    group.add_argument("--block-size", type=int)
-    group.add_argument("--num-gpu-blocks-override", type=int)
-    group.add_argument("--stream-interval", type=int)
-    group.add_argument("--tensor-parallel-size", type=_positive_int)
-    group.add_argument(
-        "--enable-prefix-caching",
-        action=argparse.BooleanOptionalAction,
-        help="default: the engine's own choice",
-    )
+    for setting in EngineConfig.settings():
+        _add_engine_setting(group, setting)
     group.add_argument(
         "--engine-arg",
         action="append",
@@ -150,6 +138,43 @@ def _add_engine_arguments(parser: argparse.ArgumentParser) -> None:
         help="extra engine flag, repeatable: --engine-arg=--enforce-eager",
     )
     group.add_argument("--replicas", type=int, default=1)
+
+
+def _add_engine_setting(group: argparse._ArgumentGroup, setting: EngineSetting) -> None:
+    """One EngineConfig field as a flag of vLLM's spelling; unset, the config's default holds."""
+    if setting.kind is bool:
+        group.add_argument(
+            setting.flag, action=argparse.BooleanOptionalAction, help=setting.description
+        )
+    elif setting.kind in (int, float):
+        metavar = "N" if setting.kind is int else "X"
+        group.add_argument(
+            setting.flag, type=_setting_value(setting), metavar=metavar, help=setting.description
+        )
+    else:
+        group.add_argument(setting.flag, metavar="VALUE", help=setting.description)
+
+
+def _setting_value(setting: EngineSetting) -> Callable[[str], float]:
+    """The flag's value, held to the field's bounds here so argparse names the flag."""
+    wanted = "a whole number" if setting.kind is int else "a number"
+
+    def parse(text: str) -> float:
+        try:
+            value = setting.kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {wanted}, got {text!r}") from None
+        for sign, bound, ok in (
+            (">", setting.gt, lambda b: value > b),
+            (">=", setting.ge, lambda b: value >= b),
+            ("<=", setting.le, lambda b: value <= b),
+        ):
+            # NaN fails every comparison, so it is refused by the first bound there is.
+            if bound is not None and not ok(bound):
+                raise argparse.ArgumentTypeError(f"must be {sign} {bound:g}, got {text!r}")
+        return value
+
+    return parse
 
 
 def _add_workload_arguments(parser: argparse.ArgumentParser) -> None:
@@ -364,21 +389,10 @@ def plan_from_bench_args(args: argparse.Namespace) -> dict[str, Any]:
         client_cpus = [int(cpu) for cpu in args.client_cpus.split(",") if cpu.strip()]
     except ValueError:
         raise CliError(f"--client-cpus takes CPU numbers like 6,7, got {args.client_cpus!r}")
-    config = {
-        name: getattr(args, name)
-        for name in (
-            "max_num_seqs",
-            "max_num_batched_tokens",
-            "gpu_memory_utilization",
-            "kv_cache_dtype",
-            "max_model_len",
-            "block_size",
-            "num_gpu_blocks_override",
-            "stream_interval",
-            "tensor_parallel_size",
-            "enable_prefix_caching",
-        )
-        if getattr(args, name) is not None
+    config: dict[str, Any] = {
+        setting.name: getattr(args, setting.name)
+        for setting in EngineConfig.settings()
+        if getattr(args, setting.name) is not None
     }
     config["extra_args"] = args.engine_arg
     launch: dict[str, Any] = {"style": args.launch}
@@ -446,7 +460,7 @@ def _load_from_bench_args(args: argparse.Namespace) -> dict[str, Any]:
 def print_plan(plan: SweepPlan) -> None:
     from runner.sweep import plan_points
 
-    slos = _slo_text(plan.goodput) if plan.goodput else "none"
+    slos = slo_text(plan.goodput) if plan.goodput else "none"
     table = Table(
         title=Text(f"plan {plan.name}: {plan.checkpoint.model} ({plan.launch.style})"),
         caption=Text(f"goodput SLOs: {slos}"),
@@ -464,11 +478,6 @@ def print_plan(plan: SweepPlan) -> None:
         ]
         table.add_row(*(Text(cell) for cell in cells))
     Console().print(table)
-
-
-def _slo_text(slos: dict[str, float]) -> str:
-    """'ttft <= 500 ms, e2el <= 5000 ms': a request meets goodput when it is within every one."""
-    return ", ".join(f"{name} <= {ms:g} ms" for name, ms in slos.items())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -532,169 +541,6 @@ def run_and_report(plan: SweepPlan, args: argparse.Namespace, *, resume: bool) -
     for failure in failures:
         print(f"not measured: {failure}", file=sys.stderr)
     return EXIT_INCOMPLETE if failures else 0
-
-
-# The summary must read in an 80-column terminal: cells hold figures and short marks like
-# "no (1)"; anything longer is a numbered note below the tables. A point key longer than this
-# is broken at its "|" onto lines of the point column.
-POINT_COLUMN_WIDTH = 24
-LATENCY_CAPTION = (
-    "ms from the actual send: TTFT, TPOT and E2EL as vllm bench serve computes them (latency "
-    "from the intended send, sched_*, is in the result file)"
-)
-
-
-class _Notes:
-    """The numbered lines under the summary; a cell shows only the number.
-
-    A text that several points share (an imported file's caveats) is one line naming them all.
-    """
-
-    def __init__(self, points: Sequence[PointResult]) -> None:
-        self.total = len(points)
-        self.keys: dict[str, list[str]] = {}  # text -> the points it is about, in order
-
-    def mark(self, point: PointResult, text: str) -> str:
-        keys = self.keys.setdefault(text, [])
-        if point.key not in keys:
-            keys.append(point.key)
-        return f"({list(self.keys).index(text) + 1})"
-
-    def table(self) -> Table:
-        grid = Table.grid(padding=(0, 1))
-        grid.add_column(no_wrap=True)
-        grid.add_column(overflow="fold")  # a hanging indent under the number
-        for number, (text, keys) in enumerate(self.keys.items(), start=1):
-            about = "every point" if self.total > 1 and len(keys) == self.total else ", ".join(keys)
-            grid.add_row(f"({number})", Text(f"{about}: {text}"))
-        return grid
-
-
-def print_summary(points: Sequence[PointResult]) -> None:
-    notes = _Notes(points)
-    out = Console()
-    table, caption = _latency_table(points, notes)
-    out.print(table)
-    # Under the table, not as its caption: a caption wraps at the table's width, not the screen's.
-    out.print(Text(caption))
-    out.print()
-    out.print(_queue_table(points, notes))
-    if notes.keys:
-        out.print(notes.table())
-
-
-def _summary_table(title: str, columns: Sequence[str]) -> Table:
-    table = Table(
-        title=title,
-        box=box.SIMPLE_HEAD,
-        padding=(0, 1),
-        collapse_padding=True,
-        pad_edge=False,
-        title_justify="left",
-    )
-    table.add_column("point", max_width=POINT_COLUMN_WIDTH, overflow="fold")
-    for column in columns:
-        # Figures never wrap; the point column gives way instead.
-        table.add_column(column, justify="right", no_wrap=True)
-    return table
-
-
-def _point_cell(point: PointResult, marks: Sequence[str] = ()) -> Text:
-    key = point.key if len(point.key) <= POINT_COLUMN_WIDTH else point.key.replace("|", "|\n")
-    return Text(" ".join([key, *marks]))
-
-
-def _latency_table(points: Sequence[PointResult], notes: _Notes) -> tuple[Table, str]:
-    """The table and the line under it that says which latency it shows."""
-    columns = ["out\ntok/s", "TTFT\np50", "TPOT\np50", "E2EL\np50", "E2EL\np99"]
-    with_goodput = [p for p in points if p.metrics.request_goodput is not None]
-    # An imported file may keep vLLM's request_goodput without its SLOs; the importer's own
-    # note on the point says so.
-    slo_sets = {tuple(p.metrics.goodput_slos.items()) for p in with_goodput}
-    caption = LATENCY_CAPTION
-    if with_goodput:
-        columns += ["good\nreq/s", "all SLOs\nmet"]
-        if len(slo_sets) == 1 and with_goodput[0].metrics.goodput_slos:
-            # One set for all: said once here rather than once per point.
-            slos = _slo_text(with_goodput[0].metrics.goodput_slos)
-            caption += f"; goodput: requests/s within {slos}"
-    table = _summary_table("results: throughput and latency", columns)
-    for point in points:
-        metrics = point.metrics
-        marks = [notes.mark(point, note) for note in point.notes]
-        if len(slo_sets) > 1 and metrics.goodput_slos:
-            slos = _slo_text(metrics.goodput_slos)
-            marks.append(notes.mark(point, f"goodput within {slos}"))
-        cells = [
-            _fmt(metrics.output_throughput),
-            _fmt(metrics.median_ttft_ms),
-            _fmt(metrics.median_tpot_ms, ",.1f"),
-            _fmt(metrics.median_e2el_ms),
-            _fmt(metrics.p99_e2el_ms),
-        ]
-        if with_goodput:
-            cells += [
-                _fmt(metrics.request_goodput, ",.2f"),
-                _fmt(metrics.slo_attainment.get("all"), ".0%"),
-            ]
-        table.add_row(_point_cell(point, marks), *cells)
-    return table, caption
-
-
-def _queue_table(points: Sequence[PointResult], notes: _Notes) -> Table:
-    columns = ["mean\nrunning", "mean\nwaiting", "peak\nKV", "valid", "client"]
-    table = _summary_table("results: engine queue and checks", columns)
-    for point in points:
-        queue = point.queue
-        running = _fmt(queue.mean_running, ",.1f")
-        if point.window is not None and queue.samples == 0:
-            # Dashes alone would read as an idle engine; the note says why there are none.
-            running += " " + notes.mark(
-                point,
-                f"no /metrics sample fell inside its {point.window.seconds:.2f} s window, so it "
-                "has no queue figures; measure more requests or longer outputs, or lower the "
-                "plan's sample_interval_s",
-            )
-        table.add_row(
-            _point_cell(point),
-            running,
-            _fmt(queue.mean_waiting, ",.1f"),
-            _fmt(queue.peak_kv_usage, ".0%"),
-            _validity(point, notes),
-            _client_health(point, notes),
-        )
-    return table
-
-
-def _validity(point: PointResult, notes: _Notes) -> str:
-    metrics = point.metrics
-    requests = metrics.completed + metrics.failed
-    problems = []
-    if not metrics.valid:
-        problems.append(
-            f"not valid: {metrics.failed} of {requests} requests failed, "
-            f"{metrics.short_responses} came back short"
-        )
-    if metrics.incomplete_responses:
-        problems.append(
-            f"{metrics.incomplete_responses} of {requests} responses that vLLM counts as "
-            "completed were not whole (no [DONE], no usage, or an error event)"
-        )
-    verdict = "yes" if metrics.valid else "no"
-    return f"{verdict} {notes.mark(point, '; '.join(problems))}" if problems else verdict
-
-
-def _client_health(point: PointResult, notes: _Notes) -> str:
-    if point.source == "vllm-bench-import":
-        return "-"  # the file does not say how the client fared
-    if not point.client.saturated:
-        return "yes"
-    reasons = "; ".join(point.client.reasons) or "no reason recorded"
-    return "no " + notes.mark(point, f"client saturated: {reasons}")
-
-
-def _fmt(value: float | None, spec: str = ",.0f") -> str:
-    return "-" if value is None else format(value, spec)
 
 
 def _raise_keyboard_interrupt(signum: int, frame: object) -> None:

@@ -73,29 +73,52 @@ VLLM_KEYS_WITHOUT_FIELD = frozenset(
 VLLM_KEY_PREFIXES = ("spec_decode_", "diffusion_", "probe_")
 
 # --metadata keys (lower case, '-' read as '_') that name a field: group -> field of its model.
+# Every engine setting is a key under its own name (max_num_seqs=256).
 METADATA_FIELDS: dict[str, tuple[str, str]] = {
-    "max_num_seqs": ("engine", "max_num_seqs"),
-    "max_num_batched_tokens": ("engine", "max_num_batched_tokens"),
-    "gpu_memory_utilization": ("engine", "gpu_memory_utilization"),
-    "kv_cache_dtype": ("engine", "kv_cache_dtype"),
-    "max_model_len": ("engine", "max_model_len"),
-    "block_size": ("engine", "block_size"),
-    "enable_prefix_caching": ("engine", "enable_prefix_caching"),
-    "tensor_parallel_size": ("engine", "tensor_parallel_size"),
+    **{setting.name: ("engine", setting.name) for setting in EngineConfig.settings()},
     "tp": ("engine", "tensor_parallel_size"),  # vLLM's own --metadata example: tp=1
-    "stream_interval": ("engine", "stream_interval"),
     "gpu": ("hardware", "gpu_name"),
     "gpu_name": ("hardware", "gpu_name"),
     "hardware": ("hardware", "gpu_name"),
     "host": ("hardware", "host"),
     "revision": ("checkpoint", "revision"),
     "precision": ("checkpoint", "precision"),
-    "vllm_version": ("engine_info", "version"),
+    "engine": ("engine_info", "name"),
+    "engine_name": ("engine_info", "name"),
+    "runtime": ("engine_info", "name"),
     "version": ("engine_info", "version"),  # vLLM's own --metadata example: version=0.3.3
+    "vllm_version": ("engine_info", "version"),
+    "sglang_version": ("engine_info", "version"),
+    "tensorrt_llm_version": ("engine_info", "version"),
+    "trtllm_version": ("engine_info", "version"),
     "image": ("engine_info", "image"),
     "goodput": ("goodput", "slos"),  # as vLLM's --goodput: ttft:500,tpot:50 (ms)
 }
+# A version key that names its engine says which engine ran, as engine=NAME would.
+VERSION_KEY_ENGINES = {
+    "vllm_version": "vllm",
+    "sglang_version": "sglang",
+    "tensorrt_llm_version": "tensorrt-llm",
+    "trtllm_version": "tensorrt-llm",
+}
+# vllm bench's --backend values that name the engine they were written for. The others
+# ("openai", "openai-chat", ...) are request formats any OpenAI-compatible server speaks, so
+# they say nothing about what served the requests. Older vLLM releases defaulted to "vllm",
+# which is why the note on such a point says where its engine name came from.
+BACKEND_ENGINES = {
+    "vllm": "vllm",
+    "vllm-pooling": "vllm",
+    "vllm-rerank": "vllm",
+    "tensorrt-llm": "tensorrt-llm",
+    "sglang": "sglang",
+    "tgi": "tgi",
+    "lmdeploy": "lmdeploy",
+    "deepspeed-mii": "deepspeed-mii",
+    "scalellm": "scalellm",
+    "llama.cpp": "llama.cpp",
+}
 UNKNOWN_HOST = "unknown (not recorded by vllm bench)"
+UNKNOWN_MODEL = "unknown"
 
 
 class ImportFileError(ValueError):
@@ -281,7 +304,7 @@ def _point(doc: _BenchDocument, data: dict[str, Any], source: str) -> PointResul
         load=load,
         workload=_workload(doc, chat, requests, metrics),
         metrics=metrics,
-        provenance=_provenance(doc, metadata, source),
+        provenance=_provenance(doc, metadata, source, notes),
         requests=requests,
         source="vllm-bench-import",
         notes=notes,
@@ -590,7 +613,7 @@ def _read_metadata(data: dict[str, Any], source: str) -> _Metadata:
     for key, value in data.items():
         if _is_vllm_key(key):
             continue
-        target = METADATA_FIELDS.get(key.strip().lower().replace("-", "_"))
+        target = METADATA_FIELDS.get(_metadata_key(key))
         if target is None:
             if isinstance(value, str):
                 metadata.kept.append(f"{key}={value}")
@@ -606,6 +629,10 @@ def _read_metadata(data: dict[str, Any], source: str) -> _Metadata:
             )
         fields[name] = (key, value)
     return metadata
+
+
+def _metadata_key(key: str) -> str:
+    return key.strip().lower().replace("-", "_")
 
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
@@ -659,17 +686,55 @@ def _leftover_notes(data: dict[str, Any], metadata: _Metadata) -> list[str]:
     return notes
 
 
-def _provenance(doc: _BenchDocument, metadata: _Metadata, source: str) -> Provenance:
+def _provenance(
+    doc: _BenchDocument, metadata: _Metadata, source: str, notes: list[str]
+) -> Provenance:
+    name, note = _engine_name(doc, metadata, source)
+    notes.append(note)
     return Provenance(
         hardware=_from_metadata(Hardware, metadata.group("hardware"), source, host=UNKNOWN_HOST),
         engine=_from_metadata(
-            EngineInfo, metadata.group("engine_info"), source, launch_style="attach"
+            EngineInfo, metadata.group("engine_info"), source, launch_style="attach", name=name
         ),
         checkpoint=_from_metadata(
-            Checkpoint, metadata.group("checkpoint"), source, model=doc.model_id or "unknown"
+            Checkpoint, metadata.group("checkpoint"), source, model=doc.model_id or UNKNOWN_MODEL
         ),
         client_version=f"vllm bench serve ({doc.backend or 'unknown backend'})",
         started_at=_iso_date(doc.date),
+    )
+
+
+def _engine_name(doc: _BenchDocument, metadata: _Metadata, source: str) -> tuple[str | None, str]:
+    """The engine that served the file's requests, and a note saying how it is known.
+
+    --metadata engine=NAME (or a version key naming its engine, vllm_version=...) is what the
+    engineer recorded; the backend is only the client's request format, read when nothing else
+    says. None when the file does not tell: an import never claims vLLM by default.
+    """
+    info = metadata.group("engine_info")
+    given, version = info.get("name"), info.get("version")
+    implied = VERSION_KEY_ENGINES.get(_metadata_key(version[0])) if version else None
+    if given is not None:
+        key, value = given
+        name = EngineInfo.normalize_name(str(value))
+        if version and implied and name != implied:
+            raise ImportFileError(
+                f"{source}: --metadata {key}={value} and {version[0]}={version[1]} disagree"
+            )
+        return name, f"serving engine {name}: from the file's --metadata {key}={value}"
+    if version and implied:
+        return implied, f"serving engine {implied}: from the file's --metadata {version[0]}"
+    backend = doc.backend or doc.endpoint_type
+    if backend in BACKEND_ENGINES:
+        name = BACKEND_ENGINES[backend]
+        return name, (
+            f"serving engine {name}: from the file's backend {backend!r}, the request format "
+            "vllm bench used (record --metadata engine=NAME when another engine served it)"
+        )
+    said = f"backend {backend!r} is a request format, not an engine" if backend else "no backend"
+    return None, (
+        f"serving engine not recorded ({said}): state it at import, or record it with "
+        "--metadata engine=NAME"
     )
 
 

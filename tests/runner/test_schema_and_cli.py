@@ -297,3 +297,98 @@ def test_bench_dry_run_prints_the_point_and_its_goodput_slos_without_starting_an
     assert "seqs=4|rate 4.0/s x 64 (max 8 in flight)|r0" in printed
     assert "goodput SLOs: ttft <= 500 ms, e2el <= 5000 ms" in printed
     assert not out.exists()
+
+
+# ---------------------------------------------------------------------------------------------
+# Engine settings: one definition (EngineConfig's fields) for flags, form fields and labels
+# ---------------------------------------------------------------------------------------------
+
+SETTING_VALUES = {int: ("3", 3), float: ("0.5", 0.5), str: ("fp8", "fp8")}
+
+
+@pytest.mark.parametrize("setting", EngineConfig.settings(), ids=lambda s: s.name)
+def test_every_engine_setting_is_a_bench_flag_whose_value_reaches_the_plan(setting):
+    if setting.kind is bool:
+        assert getattr(bench_plan(setting.flag).engine_configs[0], setting.name) is True
+        off = f"--no-{setting.flag.removeprefix('--')}"
+        assert getattr(bench_plan(off).engine_configs[0], setting.name) is False
+        return
+    text, value = SETTING_VALUES[setting.kind]
+    assert getattr(bench_plan(setting.flag, text).engine_configs[0], setting.name) == value
+
+
+def test_a_setting_added_to_the_engine_config_becomes_a_bench_flag_untouched(monkeypatch):
+    from pydantic import Field
+
+    import runner.cli
+
+    class Extended(EngineConfig):
+        max_num_partial_prefills: int | None = Field(default=None, gt=0, description="at once")
+
+    monkeypatch.setattr(runner.cli, "EngineConfig", Extended)
+    args = build_parser().parse_args(
+        ["bench", "--model", "m", "--out", "r.jsonl", "--max-num-partial-prefills", "2"]
+    )
+    assert plan_from_bench_args(args)["engine_configs"][0]["max_num_partial_prefills"] == 2
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--gpu-memory-utilization", "1.5"], "argument --gpu-memory-utilization: must be <= 1"),
+        (["--gpu-memory-utilization", "0"], "argument --gpu-memory-utilization: must be > 0"),
+        (["--gpu-memory-utilization", "nan"], "argument --gpu-memory-utilization: must be > 0"),
+        (["--max-num-seqs", "0"], "argument --max-num-seqs: must be > 0, got '0'"),
+        (["--block-size", "2.5"], "argument --block-size: expected a whole number, got '2.5'"),
+    ],
+)
+def test_an_engine_flag_is_held_to_its_fields_bounds_before_anything_starts(capsys, flags, message):
+    assert message in refused(capsys, *flags)
+
+
+def test_a_new_settings_own_flag_is_refused_as_an_extra_flag():
+    # --seed is an allowed extra flag until a field of that name makes it a setting.
+    class Seeded(EngineConfig):
+        seed: int | None = None
+
+    assert EngineConfig(extra_args=["--seed", "1"]).extra_args == ["--seed", "1"]
+    with pytest.raises(ValidationError, match="--seed has its own field"):
+        Seeded(extra_args=["--seed", "1"])
+
+
+def test_the_label_names_each_setting_that_differs_from_its_default_in_the_old_order():
+    config = EngineConfig(
+        max_num_seqs=8, max_num_batched_tokens=64, gpu_memory_utilization=0.5,
+        kv_cache_dtype="fp8", max_model_len=512, block_size=16, enable_prefix_caching=True,
+        tensor_parallel_size=2, stream_interval=2, num_gpu_blocks_override=100,
+        extra_args=["--enforce-eager"],
+    )
+    # Point keys are made from labels: an old results file must resume with the same keys.
+    assert config.label() == (
+        "seqs=8,tokens=64,mem=0.5,kv=fp8,len=512,block=16,prefix=True,stream=2,blocks=100,"
+        "tp=2,--enforce-eager"
+    )
+    assert EngineConfig(tensor_parallel_size=1).label() == "defaults"
+
+
+# ---------------------------------------------------------------------------------------------
+# The engine that served a point
+# ---------------------------------------------------------------------------------------------
+
+
+def test_what_the_runner_launches_is_recorded_as_vllm():
+    from runner.schema import EngineInfo
+
+    assert EngineInfo(launch_style="cpu").name == "vllm"
+
+
+@pytest.mark.parametrize(
+    "written, name",
+    [("vLLM", "vllm"), ("TensorRT-LLM", "tensorrt-llm"), ("trtllm", "tensorrt-llm"),
+     ("tensorrt_llm", "tensorrt-llm"), ("SGLang", "sglang"), (" LMDeploy ", "LMDeploy"),
+     ("", None), (None, None)],
+)
+def test_an_engine_name_is_spelled_one_way(written, name):
+    from runner.schema import EngineInfo
+
+    assert EngineInfo(launch_style="attach", name=written).name == name
