@@ -261,35 +261,29 @@ def _queue(samples: list[EngineSample], replica: int, window) -> QueueSummary:
     return summarize(mine, window.start, window.end)
 
 
+# How a node combines its replicas' values, by the rule each QueueSummary field declares.
+_NODE_COMBINE: dict[str, Callable[[list[float]], float]] = {
+    "sum": sum,
+    "max": max,
+    "mean": lambda values: sum(values) / len(values),
+}
+
+
 def _node_queue(summaries: list[QueueSummary]) -> QueueSummary:
-    """A node's queue: sums of the replicas' means and counters, the highest of their peaks."""
+    """A node's queue from its replicas' summaries, field by field as QueueSummary declares.
+
+    A replica that did not record a field is left out of that field's sum, peak or mean; a field
+    no replica recorded stays None.
+    """
     if len(summaries) == 1:
         return summaries[0]
-
-    def total(name: str) -> float | None:
+    combined = {}
+    for name in QueueSummary.model_fields:
+        combine = _NODE_COMBINE[QueueSummary.node_rule(name)]
         values = [getattr(s, name) for s in summaries if getattr(s, name) is not None]
-        return sum(values) if values else None
-
-    def highest(name: str) -> float | None:
-        values = [getattr(s, name) for s in summaries if getattr(s, name) is not None]
-        return max(values) if values else None
-
-    def mean(name: str) -> float | None:
-        values = [getattr(s, name) for s in summaries if getattr(s, name) is not None]
-        return sum(values) / len(values) if values else None
-
-    return QueueSummary(
-        samples=sum(s.samples for s in summaries),
-        max_gap_s=highest("max_gap_s"),
-        mean_running=total("mean_running"),
-        mean_waiting=total("mean_waiting"),
-        peak_running=highest("peak_running"),
-        peak_waiting=highest("peak_waiting"),
-        peak_kv_usage=highest("peak_kv_usage"),
-        mean_kv_usage=mean("mean_kv_usage"),
-        preemptions=total("preemptions"),
-        generation_tokens=total("generation_tokens"),
-    )
+        if values:
+            combined[name] = combine(values)
+    return QueueSummary(**combined)
 
 
 def _build_prompts(plan: SweepPlan, engine: RunningEngine) -> list[Prompt]:

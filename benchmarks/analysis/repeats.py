@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from benchmarks.analysis.errors import AnalysisError
-from benchmarks.analysis.types import CapacityEstimate, PointFigures
+from benchmarks.analysis.types import CapacityEstimate, PointFigures, WorkloadShape
 
 
 def capacity_estimate(values: Sequence[float]) -> CapacityEstimate:
@@ -38,27 +39,42 @@ def capacity_estimate(values: Sequence[float]) -> CapacityEstimate:
     )
 
 
-def setting_of(point: PointFigures) -> tuple[str, float]:
-    """A setting = one engine config under one load level; its repeats share it."""
-    return (point.config_label, point.offered_concurrency)
+class Setting(NamedTuple):
+    """What repeats of one measurement share: an engine config under one load level, on one
+    number of replicas, with one input/output spec.
+
+    The replica count and the spec belong here because a node run or another spec is another
+    measurement, not a repeat: grouping an 8-replica run with a single-GPU point of the same
+    config and load would show their difference as a "spread" and call the single GPU's figure
+    the capacity of both.
+    """
+
+    config_label: str
+    offered_concurrency: float
+    replicas: int
+    workload: WorkloadShape | None
 
 
-def _group(points: Sequence[PointFigures]) -> dict[tuple[str, float], list[PointFigures]]:
-    groups: dict[tuple[str, float], list[PointFigures]] = {}
+def setting_of(point: PointFigures) -> Setting:
+    """The setting a point repeats; its repeats are the points with the same one."""
+    return Setting(point.config_label, point.offered_concurrency, point.replicas, point.workload)
+
+
+def group_by_setting(points: Sequence[PointFigures]) -> dict[Setting, list[PointFigures]]:
+    """The points of each setting, in input order."""
+    groups: dict[Setting, list[PointFigures]] = {}
     for point in points:
         groups.setdefault(setting_of(point), []).append(point)
     return groups
 
 
-def capacity_by_setting(
-    points: Sequence[PointFigures],
-) -> dict[tuple[str, float], CapacityEstimate]:
-    """Capacity estimate of each (config_label, offered_concurrency), valid repeats only.
+def capacity_by_setting(points: Sequence[PointFigures]) -> dict[Setting, CapacityEstimate]:
+    """Capacity estimate of each setting, valid repeats only.
 
     A setting whose repeats are all invalid gets no estimate: no capacity can rest on them.
     """
     out = {}
-    for setting, group in _group(points).items():
+    for setting, group in group_by_setting(points).items():
         valid = [p.output_throughput for p in sorted(group, key=lambda p: p.repeat) if p.valid]
         if valid:
             out[setting] = capacity_estimate(valid)
@@ -72,7 +88,7 @@ def lowest_repeats(points: Sequence[PointFigures]) -> list[PointFigures]:
     Feed this to knee / slo / pareto so repeats do not look like extra load levels.
     """
     chosen = []
-    for group in _group(points).values():
+    for group in group_by_setting(points).values():
         valid = [p for p in group if p.valid]
         if valid:
             chosen.append(min(valid, key=lambda p: (p.output_throughput, p.repeat)))

@@ -12,7 +12,8 @@ in evidence["also"]):
    the engine admits too few of the queued requests.
 4. token_budget (full evidence): running below the cap, requests wait, KV not full, and steps
    average near max_num_batched_tokens.
-5. saturated: against the previous load level of the same config, more load added under
+5. saturated: against the previous load level of the same config, replica count, workload
+   spec and repeat (one load ladder, `ladder_of`), more load added under
    SATURATION_GAIN_PCT throughput and only waiting time and latency. After the named limits
    because a named limit says what to change; saturation says only "stop adding load".
 6. token_budget (partial evidence): as 4, but without per-step token counts, so the step
@@ -21,6 +22,11 @@ in evidence["also"]):
 8. unclear: none of the above holds; evidence["why"] says what is missing or odd. Also the
    verdict, before any condition is checked, when the engine samples leave more than
    QUEUE_GAP_MAX_FRACTION of the point uncovered: too few samples to judge the queue.
+
+A node run's queue summary holds the sum of its replicas' mean running and waiting and the
+highest replica's peaks (runner.schema.QueueSummary says why), while max_num_seqs and
+max_num_batched_tokens bound each replica: the mean is compared with replicas x the cap, the
+peak and the per-step tokens with one replica's cap and budget.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ from benchmarks.analysis.types import (
     SweepSummary,
     Verdict,
     VerdictKind,
+    WorkloadShape,
 )
 
 # KV usage (0-1) at or above which the cache counts as full: vLLM preempts when a step finds no
@@ -83,6 +90,7 @@ def _evidence(point: PointFigures) -> dict[str, Any]:
         "preemptions": point.preemptions,
         "mean_tokens_per_step": point.mean_tokens_per_step,
         "client_saturated": point.client_saturated,
+        "replicas": point.replicas,
     }
 
 
@@ -95,12 +103,24 @@ def _has_engine_data(point: PointFigures) -> bool:
     )
 
 
+def ladder_of(point: PointFigures) -> tuple[str, int, WorkloadShape | None, int]:
+    """The load ladder a point stands on: its engine config, replica count, workload spec and
+    repeat. Saturation compares a point with the next lower load level of its own ladder: a
+    node run or another spec beside it is another measurement, not a lower load level."""
+    return (point.config_label, point.replicas, point.workload, point.repeat)
+
+
 def _saturation(point: PointFigures, previous: PointFigures) -> dict[str, Any]:
-    """Throughput gain and latency growth from the previous load level of the same config."""
+    """Throughput gain and latency growth from the previous load level of the same ladder."""
     if previous.config_label != point.config_label:
         raise AnalysisError(
             f"previous point {previous.key} is another engine config than {point.key}; "
             "saturation compares load levels of one config"
+        )
+    if (previous.replicas, previous.workload) != (point.replicas, point.workload):
+        raise AnalysisError(
+            f"previous point {previous.key} ran another replica count or workload spec than "
+            f"{point.key}; saturation compares load levels of one measurement"
         )
     if previous.offered_concurrency >= point.offered_concurrency:
         raise AnalysisError(
@@ -129,10 +149,11 @@ def _conditions(point: PointFigures, evidence: dict[str, Any]) -> dict[str, bool
     kv_full = (point.peak_kv_usage is not None and point.peak_kv_usage >= KV_FULL) or (
         point.preemptions is not None and point.preemptions > 0
     )
+    # The peak is one replica's, the mean the node's sum (module docstring).
     pinned = (
         cap is not None
         and point.peak_running >= cap
-        and point.mean_running >= PINNED_FRACTION * cap
+        and point.mean_running >= PINNED_FRACTION * cap * point.replicas
     )
     budget_suspect = cap is not None and not pinned and waits and not kv_full
     steps_known = point.mean_tokens_per_step is not None and budget is not None
@@ -191,10 +212,10 @@ def sparse_queue_samples(gap_fraction: float | None) -> bool:
 def verdict(point: PointFigures, previous: PointFigures | None = None) -> Verdict:
     """The binding limit at one point, with the evidence numbers next to it.
 
-    previous: the point at the next lower load level of the same config (and repeat), needed
+    previous: the point at the next lower load level of the same ladder (`ladder_of`), needed
     to call a point saturated. Raises AnalysisError when the point has no engine samples
     (unless the client flag already decides), or when previous is not a lower level of the
-    same config.
+    same config, replica count and workload spec.
     """
     evidence = _evidence(point)
     kind: VerdictKind
@@ -249,11 +270,12 @@ def verdict(point: PointFigures, previous: PointFigures | None = None) -> Verdic
 
 
 def verdicts_for_sweep(points: Sequence[PointFigures]) -> dict[str, Verdict]:
-    """A verdict for every point, each compared with the previous load level of its own config
-    and repeat. Points without engine samples raise, as in verdict()."""
-    groups: dict[tuple[str, int], list[PointFigures]] = {}
+    """A verdict for every point, each compared with the previous load level of its own ladder
+    (config, replica count, workload spec, repeat). Points without engine samples raise, as in
+    verdict()."""
+    groups: dict[tuple[str, int, WorkloadShape | None, int], list[PointFigures]] = {}
     for point in points:
-        groups.setdefault((point.config_label, point.repeat), []).append(point)
+        groups.setdefault(ladder_of(point), []).append(point)
     out: dict[str, Verdict] = {}
     for group in groups.values():
         ordered = sorted(group, key=lambda p: p.offered_concurrency)
@@ -261,11 +283,17 @@ def verdicts_for_sweep(points: Sequence[PointFigures]) -> dict[str, Verdict]:
         for point in ordered:
             if previous is not None and previous.offered_concurrency == point.offered_concurrency:
                 raise AnalysisError(
-                    f"points {previous.key} and {point.key} share config, repeat and load level"
+                    f"points {previous.key} and {point.key} share config, replica count, "
+                    "workload spec, repeat and load level"
                 )
             out[point.key] = verdict(point, previous)
             previous = point
     return out
+
+
+def _represents(v: Verdict) -> tuple[int, float, float]:
+    """Sort key: the largest is the verdict that stands for its config in the sweep summary."""
+    return (-int(v.evidence.get("replicas", 1)), v.offered_concurrency, -v.output_throughput)
 
 
 def _order(value: int | None) -> float:
@@ -304,17 +332,15 @@ def summarize_sweep_change(verdicts: Sequence[Verdict]) -> SweepSummary:
     the scheduler cap to saturation".
 
     Each config is represented by its verdict at its highest load level (the bottleneck under
-    the most load; among repeats there, the lowest throughput, as capacity uses). Configs are
-    ordered by max_num_seqs, then max_num_batched_tokens; steps join neighbours and overall
-    joins the first and the last.
+    the most load; among repeats there, the lowest throughput, as capacity uses), taken among
+    its points on the fewest replicas: a node run beside single-replica points would otherwise
+    put a node's throughput against one engine's. Configs are ordered by max_num_seqs, then
+    max_num_batched_tokens; steps join neighbours and overall joins the first and the last.
     """
     by_config: dict[str, Verdict] = {}
     for v in verdicts:
         held = by_config.get(v.config_label)
-        if held is None or (v.offered_concurrency, -v.output_throughput) > (
-            held.offered_concurrency,
-            -held.output_throughput,
-        ):
+        if held is None or _represents(v) > _represents(held):
             by_config[v.config_label] = v
     if len(by_config) < 2:
         raise AnalysisError("the sweep has one engine config: there is no change to summarize")

@@ -5,8 +5,17 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.analysis.errors import AnalysisError
-from benchmarks.analysis.repeats import capacity_by_setting, capacity_estimate, lowest_repeats
-from tests.analysis.helpers import point
+from benchmarks.analysis.repeats import (
+    capacity_by_setting,
+    capacity_estimate,
+    lowest_repeats,
+    setting_of,
+)
+from benchmarks.analysis.types import WorkloadShape
+from tests.analysis.helpers import CASE_STUDY_SPEC, point
+
+CONFIG = "seqs=1024,tokens=8192"
+LONG_SPEC = WorkloadShape(input_tokens_min=1000, input_tokens_max=1000, output_tokens=1000)
 
 
 def test_capacity_is_the_lowest_repeat_with_its_spread():
@@ -40,10 +49,10 @@ def test_capacity_by_setting_groups_repeats_and_skips_invalid_ones():
         point("c|r0", 8000, 1, repeat=0, valid=False),
     ]
     out = capacity_by_setting(points)
-    assert out[("seqs=1024,tokens=8192", 2000)].capacity == 45_800
-    assert out[("seqs=1024,tokens=8192", 2000)].repeats == 2
-    assert out[("seqs=1024,tokens=8192", 500)].capacity == 30_000
-    assert ("seqs=1024,tokens=8192", 8000) not in out
+    assert out[(CONFIG, 2000, 1, CASE_STUDY_SPEC)].capacity == 45_800
+    assert out[(CONFIG, 2000, 1, CASE_STUDY_SPEC)].repeats == 2
+    assert out[(CONFIG, 500, 1, CASE_STUDY_SPEC)].capacity == 30_000
+    assert (CONFIG, 8000, 1, CASE_STUDY_SPEC) not in out
 
 
 def test_lowest_repeats_keeps_one_point_per_setting():
@@ -54,3 +63,32 @@ def test_lowest_repeats_keeps_one_point_per_setting():
         point("b|r0", 500, 30_000, repeat=0),
     ]
     assert sorted(p.key for p in lowest_repeats(points)) == ["a|r1", "b|r0"]
+
+
+def test_a_setting_is_config_load_replica_count_and_workload_spec():
+    p = point("a", 2000, 46_000, replicas=8, gpu_count=8)
+    assert setting_of(p) == (CONFIG, 2000, 8, CASE_STUDY_SPEC)
+    assert setting_of(p).replicas == 8
+
+
+def test_a_node_run_is_not_a_repeat_of_a_single_replica_point():
+    # The case that showed a 123% "spread": one GPU at 46,000 tok/s beside an 8-replica node at
+    # 330,000, same config and load. Two settings, each its own capacity, neither a spread.
+    points = [
+        point("single", 2000, 46_000),
+        point("node|r0", 2000, 330_000, replicas=8, gpu_count=8),
+        point("node|r1", 2000, 329_000, replicas=8, gpu_count=8, repeat=1),
+    ]
+    out = capacity_by_setting(points)
+    assert out[(CONFIG, 2000, 1, CASE_STUDY_SPEC)].repeats == 1
+    node = out[(CONFIG, 2000, 8, CASE_STUDY_SPEC)]
+    assert (node.capacity, node.repeats, node.spread) == (329_000, 2, 1_000)
+    assert sorted(p.key for p in lowest_repeats(points)) == ["node|r1", "single"]
+
+
+def test_a_point_at_another_workload_spec_is_not_a_repeat():
+    points = [point("short", 2000, 46_000), point("long", 2000, 9_000, workload=LONG_SPEC)]
+    out = capacity_by_setting(points)
+    assert out[(CONFIG, 2000, 1, CASE_STUDY_SPEC)].capacity == 46_000
+    assert out[(CONFIG, 2000, 1, LONG_SPEC)].capacity == 9_000
+    assert len(lowest_repeats(points)) == 2

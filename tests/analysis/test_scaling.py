@@ -90,3 +90,24 @@ def test_scaling_refuses_an_incomplete_run_or_a_bad_window():
         node(per_replica=replicas(7))
     with pytest.raises(AnalysisError, match="common window"):
         node(window_seconds=0.0)
+
+
+def test_the_ideal_is_replicas_times_the_reference_whatever_each_replica_spans():
+    # 2 replicas of tensor parallel 2 (4 GPUs); the reference is one TP-2 engine at 10,000
+    # tok/s. Ideal = 2 x 10,000 = 20,000 (the reference already ran on 2 GPUs; 2 x 2 x 10,000
+    # would count its GPUs twice), so 18,000 tok/s is 90% and 4,500 per GPU.
+    s = node(
+        node_throughput=18_000.0,
+        n_replicas=2,
+        gpus_per_replica=2,
+        per_replica=replicas(2),
+        reference=point("tp2", 2000, 10_000, gpu_count=2),
+    )
+    assert s.ideal_throughput == 20_000
+    assert s.efficiency == pytest.approx(0.9)
+    assert s.total_gpus == 4
+    assert s.throughput_per_gpu == 4_500
+    assert s.sentence == (
+        "2 replicas on 4 GPUs: 18,000 output tokens/s over one 120.0 s window, 4,500 per GPU; "
+        "90.0% of 2 x the reference (10,000)"
+    )

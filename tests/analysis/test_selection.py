@@ -74,6 +74,45 @@ def test_knee_thresholds_are_parameters():
     assert sel.params == {"throughput_gain_pct": 2.0, "latency_growth_pct": 5.0}
 
 
+def boundary_levels(top_throughput, top_latency_ms):
+    # The first step doubles throughput (no knee); the second goes from 100 tok/s at 1,000 ms to
+    # the given top level. 100 -> 102 is exactly +2.0% and 1,000 -> 1,200 ms exactly +20.0% in
+    # floating point, the default thresholds.
+    return [
+        point("a", 1, 50, median_e2el_ms=800),
+        point("b", 2, 100, median_e2el_ms=1000),
+        point("c", 4, top_throughput, median_e2el_ms=top_latency_ms),
+    ]
+
+
+def test_a_gain_exactly_at_the_threshold_is_not_a_knee():
+    # The rule is gain < 2%: exactly +2.0% still pays, even for +50% latency.
+    sel = knee(boundary_levels(102, 1500))
+    assert sel.evidence["steps"][1]["throughput_gain_pct"] == 2.0
+    assert sel.evidence["knee_found"] is False
+    assert sel.chosen_key == "c"
+
+
+def test_a_gain_just_under_the_threshold_is_a_knee():
+    sel = knee(boundary_levels(101.9, 1500))
+    assert sel.evidence["knee_found"] is True
+    assert sel.chosen_key == "b"
+
+
+def test_latency_growth_exactly_at_the_threshold_is_not_a_knee():
+    # The rule is growth > 20%: exactly +20.0% latency for +1% throughput is not yet the knee.
+    sel = knee(boundary_levels(101, 1200))
+    assert sel.evidence["steps"][1]["latency_growth_pct"] == 20.0
+    assert sel.evidence["knee_found"] is False
+    assert sel.chosen_key == "c"
+
+
+def test_latency_growth_just_over_the_threshold_is_a_knee():
+    sel = knee(boundary_levels(101, 1201))
+    assert sel.evidence["knee_found"] is True
+    assert sel.chosen_key == "b"
+
+
 def test_knee_without_a_knee_uses_the_highest_throughput_point():
     levels = [
         point("a", 1, 100, median_e2el_ms=1000),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.analysis.errors import AnalysisError
+from benchmarks.analysis.types import WorkloadShape
 from benchmarks.analysis.verdicts import summarize_sweep_change, verdict, verdicts_for_sweep
 from tests.analysis.helpers import point
 
@@ -324,3 +325,97 @@ def test_an_unconfirmed_token_budget_beside_saturation_is_listed_as_also_holding
     previous = engine("lo", 1000, 41_800, median_e2el_ms=8_000.0, **BELOW_CAP_WAITING)
     current = engine("hi", 2000, 42_000, median_e2el_ms=12_000.0, **BELOW_CAP_WAITING)
     assert verdict(current, previous).evidence["also"] == ["token_budget"]
+
+
+def test_a_full_token_budget_outranks_saturation_and_lists_it():
+    # Both hold: steps average 2,000 of 2048 (>= 0.9 x 2048) below the cap while requests wait,
+    # and the step from 1000 added 0.48% throughput for +50% latency. The named limit says what
+    # to change, saturation only "stop adding load", so the token budget is the verdict.
+    previous = engine(
+        "lo", 1000, 41_800, median_e2el_ms=8_000.0, mean_tokens_per_step=2_000.0,
+        **BELOW_CAP_WAITING,
+    )
+    current = engine(
+        "hi", 2000, 42_000, median_e2el_ms=12_000.0, mean_tokens_per_step=2_000.0,
+        **BELOW_CAP_WAITING,
+    )
+    v = verdict(current, previous)
+    assert v.kind == "token_budget"
+    assert v.partial is False
+    assert v.evidence["also"] == ["saturated"]
+
+
+def test_kv_usage_exactly_at_ninety_five_percent_counts_as_full():
+    # The rule is peak KV usage >= 0.95: at the boundary the cache is full and outranks the
+    # pinned scheduler cap; just below it, the cap is the verdict.
+    at = verdict(engine(**{**PINNED, "peak_kv_usage": 0.95}))
+    assert at.kind == "kv_capacity"
+    assert at.evidence["also"] == ["scheduler_cap"]
+    assert verdict(engine(**{**PINNED, "peak_kv_usage": 0.9499})).kind == "scheduler_cap"
+
+
+def test_a_node_is_pinned_only_when_its_replicas_average_near_their_cap():
+    # 8 replicas of max_num_seqs 256: the node's mean running is the sum over replicas, the peak
+    # one replica's. One replica touched 256, but 1,200 / 8 = 150 per replica on average, below
+    # 0.9 x 256: not pinned, and full steps make it the token budget.
+    node = {"replicas": 8, "gpu_count": 8, "mean_tokens_per_step": 2_000.0}
+    spread = verdict(engine(**{**BELOW_CAP_WAITING, "mean_running": 1_200.0,
+                               "peak_running": 256.0, "mean_waiting": 3_200.0}, **node))
+    assert spread.kind == "token_budget"
+    assert spread.evidence["replicas"] == 8
+    # 8 x 240 = 1,920 >= 0.9 x 256 x 8 = 1,843.2: every replica is pinned on average.
+    pinned = verdict(engine(**{**PINNED, "mean_running": 1_920.0}, **node))
+    assert pinned.kind == "scheduler_cap"
+
+
+def node_ladder():
+    """The single-replica ladder of sweep()'s seqs=256 config, and an 8-replica node run of the
+    same config at the same load levels, pinned too (8 x 240 running, 8 x 1,500 waiting)."""
+    node = {
+        "replicas": 8, "gpu_count": 8, "mean_running": 1_920.0, "peak_running": 256.0,
+        "mean_waiting": 12_000.0, "peak_waiting": 14_000.0, "peak_kv_usage": 0.4,
+    }
+    return [
+        engine("s256|1000|x8", 1000, 143_000, median_e2el_ms=9_500.0, **node),
+        engine("s256|2000|x8", 2000, 144_000, median_e2el_ms=17_000.0, **node),
+    ]
+
+
+def test_a_node_run_beside_single_replica_points_is_judged_on_its_own_ladder():
+    verdicts = verdicts_for_sweep(sweep() + node_ladder())
+    assert len(verdicts) == 6
+    assert verdicts["s256|2000"].evidence["previous_key"] == "s256|1000"
+    assert verdicts["s256|2000|x8"].evidence["previous_key"] == "s256|1000|x8"
+    assert verdicts["s256|2000|x8"].kind == "scheduler_cap"
+    assert "previous_key" not in verdicts["s256|1000|x8"].evidence
+
+
+def test_another_workload_spec_beside_a_point_is_its_own_ladder():
+    other = WorkloadShape(input_tokens_min=1000, input_tokens_max=1000, output_tokens=1000)
+    long_prompts = engine("s256|2000|long", 2000, 9_000, workload=other, **PINNED)
+    verdicts = verdicts_for_sweep(sweep() + [long_prompts])
+    assert "previous_key" not in verdicts["s256|2000|long"].evidence
+    assert verdicts["s256|2000"].evidence["previous_key"] == "s256|1000"
+
+
+def test_two_points_on_one_ladder_at_one_load_level_are_refused():
+    twin = engine("s256|2000|again", 2000, 18_100, median_e2el_ms=16_100.0, **PINNED)
+    with pytest.raises(AnalysisError, match="share config, replica count, workload spec, repeat"):
+        verdicts_for_sweep(sweep() + [twin])
+
+
+def test_a_verdict_refuses_a_previous_point_on_another_replica_count():
+    single, node = engine("lo", 1000), engine("hi", 2000, replicas=8, gpu_count=8)
+    with pytest.raises(AnalysisError, match="another replica count or workload spec"):
+        verdict(node, single)
+
+
+def test_the_sweep_summary_stands_each_config_on_its_single_replica_points():
+    # The node run sits at a higher load than any single-replica point; the summary still joins
+    # the single-replica verdicts, so its throughputs are one engine's, not a node's.
+    node = engine("s1024|4000|x8", 4000, 330_000, config_label="seqs=1024", max_num_seqs=1024,
+                  max_num_batched_tokens=8192, replicas=8, gpu_count=8, **PINNED)
+    found = verdicts_for_sweep(sweep() + [node])
+    summary = summarize_sweep_change(list(found.values()))
+    assert (summary.overall.from_key, summary.overall.to_key) == ("s256|2000", "s1024|2000")
+    assert summary.overall.to_throughput == 42_000

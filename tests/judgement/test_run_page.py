@@ -224,3 +224,85 @@ def test_an_slo_without_any_limit_is_refused(owner_client):
     response = owner_client.post(f"/runs/{benchmark.code}/operating-point/", {"method": "slo"})
     assert response.status_code == 400
     assert "An SLO selection needs at least one latency limit." in response.content.decode()
+
+
+def _node_point(benchmark, num_requests, throughput, median_e2el_ms, repeat=0, replicas=8):
+    """An 8-replica node run of sweep()'s seqs=256 config, pinned on every replica (8 x 256
+    running, 8 x 1,500 waiting), keyed apart from the single-replica point of the same load."""
+    single_key = schema.point_key(schema.EngineConfig(max_num_seqs=256),
+                                  schema.LoadSpec(shape="burst", num_requests=num_requests),
+                                  repeat)
+    per_replica = [
+        schema.ReplicaResult(replica=i, base_url=f"http://127.0.0.1:{8000 + i}",
+                             window=schema.Window(start=0.0, end=10.0), metrics=None)
+        for i in range(replicas)
+    ]
+    queue = schema.QueueSummary(samples=160, mean_running=256.0 * replicas,
+                                mean_waiting=1500.0 * replicas, peak_running=256.0,
+                                peak_waiting=3000.0, peak_kv_usage=0.5, preemptions=0.0)
+    return store(benchmark, max_num_seqs=256, num_requests=num_requests, throughput=throughput,
+                 median_e2el_ms=median_e2el_ms, repeat=repeat,
+                 completed=num_requests * replicas,  # each replica was sent the load
+                 update={"key": f"{single_key}|x{replicas}", "replicas": replicas,
+                         "per_replica": per_replica, "queue": queue})
+
+
+def test_node_runs_beside_single_replica_points_keep_every_verdict_and_the_summary(
+    owner_client,
+):
+    benchmark = sweep()
+    low = _node_point(benchmark, 2000, 20_000.0, 4500.0)
+    high = _node_point(benchmark, 4000, 20_100.0, 8200.0)
+    response = owner_client.get(f"/runs/{benchmark.code}/")
+    j = response.context["judgement"]
+    assert j["verdict_error"] is None
+    rows = {r["point"].key: r for r in j["rows"]}
+    assert len(rows) == 8
+    assert all(r["verdict"] is not None for r in rows.values()), {
+        k: r["no_verdict"] for k, r in rows.items() if r["verdict"] is None
+    }
+    # Each is judged against the lower load level of its own ladder: the node against the node.
+    assert rows[high.key]["verdict"].kind == "scheduler_cap"
+    assert rows[high.key]["verdict"].evidence["previous_key"] == low.key
+    single = point(benchmark, 256, 4000)
+    assert rows[single.key]["verdict"].evidence["previous_key"] == point(benchmark, 256, 2000).key
+    # The sweep summary still joins the single-replica configs.
+    summary = j["summary"]
+    assert summary is not None
+    assert "max_num_seqs from 256 to 512" in summary.sentence
+    assert summary.overall.from_key == single.key
+    assert summary.sentence in response.content.decode()
+    # A node run is not a repeat of the single-replica point at its config and load.
+    assert j["capacity"] == []
+
+
+def test_the_capacity_table_groups_node_repeats_apart_and_names_replicas_and_spec(
+    owner_client,
+):
+    benchmark = sweep()
+    _node_point(benchmark, 2000, 20_000.0, 4500.0, repeat=0)
+    _node_point(benchmark, 2000, 19_000.0, 4600.0, repeat=1)
+    response = owner_client.get(f"/runs/{benchmark.code}/")
+    (row,) = response.context["judgement"]["capacity"]
+    assert (row["config"], row["offered_concurrency"], row["replicas"]) == ("seqs=256", 2000, 8)
+    assert row["spec"] == "63-66 in / 256 out"
+    assert row["estimate"].capacity == 19_000.0
+    assert row["estimate"].spread == 1_000.0
+
+
+def test_a_ladder_with_two_points_at_one_level_loses_only_its_own_verdicts(owner_client):
+    # The same point stored twice under another key (imported again): its ladder cannot say
+    # which is the lower load level, so it gets no verdicts; the other config keeps its own.
+    benchmark = sweep()
+    twin_key = f"{point(benchmark, 256, 2000).key}|again"
+    store(benchmark, max_num_seqs=256, num_requests=2000, throughput=2590.0,
+          median_e2el_ms=4310.0, mean_running=256.0, mean_waiting=1500.0,
+          update={"key": twin_key})
+    response = owner_client.get(f"/runs/{benchmark.code}/")
+    j = response.context["judgement"]
+    rows = {r["point"].key: r for r in j["rows"]}
+    assert "share config, replica count, workload spec, repeat and load level" in j["verdict_error"]
+    assert rows[twin_key]["verdict"] is None
+    assert rows[point(benchmark, 256, 4000).key]["verdict"] is None
+    assert "share config" in rows[point(benchmark, 256, 4000).key]["no_verdict"]
+    assert rows[point(benchmark, 512, 4000).key]["verdict"].kind == "saturated"
