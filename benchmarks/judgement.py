@@ -94,7 +94,15 @@ def reference(ref: ExternalReference) -> Reference:
         gpu_count=ref.gpu_count or None,
         runtime=ref.runtime or None,
         runtime_version=ref.runtime_version or None,
+        checkpoint=ref.checkpoint or None,
+        checkpoint_revision=ref.checkpoint_revision or None,
+        precision=ref.precision or None,
+        kv_dtype=ref.kv_dtype or None,
+        request_count=ref.request_count,
         workload=parse_spec(ref.workload_spec),
+        host=ref.host or None,
+        latency_ms=ref.latency_ms,
+        latency_statistic=ref.latency_statistic or None,
         source_url=ref.url or None,
     )
 
@@ -124,8 +132,14 @@ def replica_figures(point: Point) -> tuple[Any, ...]:
 
 
 def candidates(figs: Sequence[PointFigures]) -> list[PointFigures]:
-    """What knee / SLO / Pareto choose among: one point per setting, the lowest valid repeat."""
-    return repeats.lowest_repeats(figs)
+    """What knee / SLO / Pareto choose among: one point per setting, the lowest valid repeat,
+    on the sweep's own ladder (the fewest replicas). A node run beside it is scaled against a
+    reference in its own section; as a load level of the same curve it would be a 1-GPU
+    throughput set against an 8-GPU one."""
+    if not figs:
+        return []
+    fewest = min(f.replicas for f in figs)
+    return repeats.lowest_repeats([f for f in figs if f.replicas == fewest])
 
 
 def select(method: str, params: Mapping[str, Any], figs: Sequence[PointFigures]) -> Selection:
@@ -242,17 +256,30 @@ def _has_samples(f: PointFigures) -> bool:
 
 def verdict_rows(figs: Sequence[PointFigures]) -> VerdictRows:
     """A verdict per point. Points without engine samples (an imported file) get none and say
-    why; the others are judged among themselves, each against its own config's lower level."""
+    why; the others are judged ladder by ladder (verdicts.ladder_of: config, replica count,
+    workload spec, repeat), each point against the lower load level of its own ladder.
+
+    A ladder that cannot be judged (two of its points at one load level) loses only its own
+    verdicts, with the reason, so one odd pair never blanks the whole page.
+    """
     judged = [f for f in figs if _has_samples(f)]
     missing = {
         f.key: "no engine samples (running/waiting from /metrics); a verdict needs them"
         for f in figs
         if not _has_samples(f)
     }
-    try:
-        return VerdictRows(verdicts.verdicts_for_sweep(judged), missing, None)
-    except AnalysisError as exc:
-        return VerdictRows({}, {f.key: str(exc) for f in figs}, str(exc))
+    ladders: dict[Any, list[PointFigures]] = {}
+    for f in judged:
+        ladders.setdefault(verdicts.ladder_of(f), []).append(f)
+    by_key: dict[str, Verdict] = {}
+    errors = []
+    for ladder in ladders.values():
+        try:
+            by_key.update(verdicts.verdicts_for_sweep(ladder))
+        except AnalysisError as exc:
+            missing.update({f.key: str(exc) for f in ladder})
+            errors.append(str(exc))
+    return VerdictRows(by_key, missing, "; ".join(errors) or None)
 
 
 def sweep_change(found: Mapping[str, Verdict]) -> tuple[SweepSummary | None, str | None]:
@@ -263,16 +290,25 @@ def sweep_change(found: Mapping[str, Verdict]) -> tuple[SweepSummary | None, str
 
 
 def capacity_rows(figs: Sequence[PointFigures]) -> list[dict[str, Any]]:
-    """Settings with more than one repeat: capacity (the lowest) with the spread beside it."""
-    counts: dict[tuple[str, float], int] = {}
-    for f in figs:
-        counts[repeats.setting_of(f)] = counts.get(repeats.setting_of(f), 0) + 1
+    """Settings with more than one repeat: capacity (the lowest) with the spread beside it.
+
+    A setting is one config, load level, replica count and workload spec (repeats.Setting), so
+    a node run never counts as a repeat of a single-replica point; each row names all four.
+    """
+    groups = repeats.group_by_setting(figs)
     rows = []
     for setting, estimate in repeats.capacity_by_setting(figs).items():
-        if counts[setting] > 1:
+        count = len(groups[setting])
+        if count > 1:
             rows.append(
-                {"config": setting[0], "offered_concurrency": setting[1], "estimate": estimate,
-                 "invalid_repeats": counts[setting] - estimate.repeats}
+                {
+                    "config": setting.config_label,
+                    "offered_concurrency": setting.offered_concurrency,
+                    "replicas": setting.replicas,
+                    "spec": setting.workload.label() if setting.workload else None,
+                    "estimate": estimate,
+                    "invalid_repeats": count - estimate.repeats,
+                }
             )
     return rows
 
@@ -321,8 +357,10 @@ def save_demo_comparison(benchmark: Benchmark) -> Comparison | None:
     stored. Returns None when the sweep has fewer than two max_num_seqs settings with valid
     points, or when the two cannot be compared (e.g. no latency data).
     """
-    points = [p for p in load_points(benchmark) if p.valid]
+    points = load_points(benchmark)
     figs, _ = figures_by_key(points)
+    # The analysis's validity: also False when a point's stored aggregates fail their checks.
+    figs = {key: f for key, f in figs.items() if f.valid and f.replicas == 1}
     by_key = {p.key: p for p in points}
     seqs = {f.max_num_seqs for f in figs.values() if f.max_num_seqs is not None}
     if len(seqs) < 2:

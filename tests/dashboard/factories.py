@@ -108,10 +108,22 @@ def make_samples(count: int) -> list[schema.EngineSample]:
 
 
 def make_metrics(**fields: Any) -> schema.Metrics:
+    """Metrics whose rates agree with their counts over the window, as a real point's do.
+
+    A test that names a throughput gets the output tokens that make it over the window; the
+    other rates follow from the counts unless the test names them too (to make them disagree).
+    """
+    duration = fields.get("duration", 10.0)
+    completed = fields.get("completed", 100)
+    if "output_throughput" in fields and "total_output_tokens" not in fields:
+        fields["total_output_tokens"] = round(fields["output_throughput"] * duration)
+    total_in = fields.get("total_input_tokens", 64 * completed)
+    total_out = fields.get("total_output_tokens", 256 * completed)
     defaults: dict[str, Any] = dict(
-        duration=10.0, completed=100, failed=0, short_responses=0, valid=True,
-        total_input_tokens=6400, total_output_tokens=25600, request_throughput=10.0,
-        output_throughput=2560.0, total_token_throughput=3200.0,
+        duration=duration, completed=completed, failed=0, short_responses=0, valid=True,
+        total_input_tokens=total_in, total_output_tokens=total_out,
+        request_throughput=completed / duration, output_throughput=total_out / duration,
+        total_token_throughput=(total_in + total_out) / duration,
         median_ttft_ms=120.0, p95_ttft_ms=300.0, p99_ttft_ms=350.0,
         median_tpot_ms=20.0, p95_tpot_ms=25.0, p99_tpot_ms=30.0,
         median_itl_ms=20.0, median_e2el_ms=5200.0, p95_e2el_ms=6000.0, p99_e2el_ms=6500.0,
@@ -146,7 +158,9 @@ def make_point_result(
         workload=schema.WorkloadSpec(),
         repeat=repeat,
         window=schema.Window(start=0.0, end=10.0),
-        metrics=make_metrics(**metric_fields),
+        # Every request the load sent is accounted for, as in a point the runner measured.
+        metrics=make_metrics(**{
+            "completed": num_requests - metric_fields.get("failed", 0), **metric_fields}),
         queue=schema.QueueSummary(samples=samples, mean_running=7.5, mean_waiting=30.0,
                                   peak_running=8, peak_waiting=50, peak_kv_usage=0.93),
         client=schema.ClientHealth(saturated=saturated,

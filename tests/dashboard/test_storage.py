@@ -68,8 +68,10 @@ def test_storing_a_point_counts_it_and_keeps_the_best_throughput():
 @pytest.mark.django_db
 def test_a_cpu_point_gets_the_cpu_caveat_and_a_gpu_point_does_not():
     benchmark = make_benchmark(state="running")
-    cpu = store_point(benchmark, make_point_result(max_num_seqs=8, launch_style="cpu"))
-    gpu = store_point(benchmark, make_point_result(max_num_seqs=16, launch_style="serve"))
+    # 100 requests: what the factory's figures complete, so no check of them fails.
+    cpu = make_point_result(max_num_seqs=8, num_requests=100, launch_style="cpu")
+    gpu = make_point_result(max_num_seqs=16, num_requests=100, launch_style="serve")
+    cpu, gpu = store_point(benchmark, cpu), store_point(benchmark, gpu)
     assert list(cpu.caveats.values_list("code", flat=True)) == ["cpu-engine"]
     assert not gpu.caveats.exists()
 
@@ -77,9 +79,10 @@ def test_a_cpu_point_gets_the_cpu_caveat_and_a_gpu_point_does_not():
 @pytest.mark.django_db
 def test_a_point_its_samples_left_mostly_uncovered_gets_the_sparse_samples_caveat():
     benchmark = make_benchmark(state="running")
-    thin = make_point_result(max_num_seqs=8, launch_style="serve", samples=2)  # a 10 s window
+    # The factory's window is 10 s.
+    thin = make_point_result(max_num_seqs=8, num_requests=100, launch_style="serve", samples=2)
     thin.queue.max_gap_s = 6.0
-    covered = make_point_result(max_num_seqs=16, launch_style="serve")
+    covered = make_point_result(max_num_seqs=16, num_requests=100, launch_style="serve")
     covered.queue.max_gap_s = 0.5
     thin_point, covered_point = store_point(benchmark, thin), store_point(benchmark, covered)
     caveat = thin_point.caveats.get()
@@ -92,7 +95,7 @@ def test_a_point_its_samples_left_mostly_uncovered_gets_the_sparse_samples_cavea
 @pytest.mark.django_db
 def test_a_point_no_sample_fell_inside_is_said_to_have_no_queue_figures():
     benchmark = make_benchmark(state="running")
-    unsampled = make_point_result(max_num_seqs=8, launch_style="serve", samples=0)
+    unsampled = make_point_result(max_num_seqs=8, num_requests=100, launch_style="serve", samples=0)
     unsampled.queue.max_gap_s = 10.0
     caveat = store_point(benchmark, unsampled).caveats.get()
     assert caveat.code == "sparse-queue-samples"
@@ -105,12 +108,46 @@ def test_a_saturated_client_and_an_invalid_point_get_their_caveats():
     benchmark = make_benchmark(state="running")
     point = store_point(
         benchmark,
-        make_point_result(launch_style="serve", saturated=True, valid=False, failed=3),
+        make_point_result(num_requests=103, launch_style="serve", saturated=True, valid=False,
+                          failed=3),
     )
     caveats = {c.code: c for c in Caveat.objects.filter(point=point)}
     assert set(caveats) == {"client-saturated", "invalid-point"}
     assert "event-loop lag" in caveats["client-saturated"].text
     assert "3 failed" in caveats["invalid-point"].text
+
+
+@pytest.mark.django_db
+def test_a_point_whose_aggregates_disagree_gets_a_caveat_with_the_numbers():
+    benchmark = make_benchmark(state="running")
+    # 25,600 output tokens / 10 s make 2,560 tok/s; the point claims 3,000.
+    result = make_point_result(num_requests=100, launch_style="serve", completed=100,
+                               total_output_tokens=25600, output_throughput=3000.0)
+    point = store_point(benchmark, result)
+    caveat = point.caveats.get()
+    assert (caveat.code, caveat.kind, caveat.automatic) == (
+        "inconsistent-aggregates", Caveat.Kind.METHOD, True)
+    assert caveat.text == (
+        "The stored aggregates disagree, so this point is left out of capacity and "
+        "operating-point choices: output_throughput is 3,000.00/s but 25,600 output tokens "
+        "over the 10 s window make 2,560.00/s (+17.2%); they must agree within 0.5%."
+    )
+    assert point.valid is True  # the row keeps the run's own validity: every request completed
+
+
+@pytest.mark.django_db
+def test_every_failed_check_of_a_point_is_named_in_its_one_caveat():
+    benchmark = make_benchmark(state="running")
+    # 1,000 requests sent, 100 accounted for; and a burst whose median exceeds its 10 s window.
+    result = make_point_result(num_requests=1000, launch_style="serve", completed=100,
+                               median_e2el_ms=12000.0)
+    [caveat] = store_point(benchmark, result).caveats.all()
+    assert caveat.code == "inconsistent-aggregates"
+    assert caveat.text.endswith(
+        "choices: 100 completed + 0 failed = 100 requests, but the load sent 1000. "
+        "median_e2el_ms is 12,000.0 ms, longer than the burst's whole 10 s window: every "
+        "request of a burst was sent and answered inside it."
+    )
 
 
 def test_every_metrics_aggregate_has_its_own_point_column():
