@@ -181,13 +181,31 @@ class ComparisonForm(forms.Form):
 
 
 class ExternalReferenceForm(forms.ModelForm):
+    """A dated reference with every fixed factor its source states.
+
+    The model's clean() holds the rules between fields (a latency with its statistic, the
+    listing date after the recording date, http(s) links only); ModelForm validation runs it,
+    so its messages show next to the fields here.
+    """
+
     unit = forms.ChoiceField(choices=[(u, u) for u in REFERENCE_UNITS])
     url = forms.URLField(max_length=1000, assume_scheme="https")
 
     class Meta:
         model = ExternalReference
-        fields = ["source", "url", "recorded_on", "value", "unit", "gpu_name", "gpu_count",
-                  "runtime", "runtime_version", "workload_spec", "notes", "no_longer_listed_on"]
+        fields = ["source", "url", "recorded_on", "no_longer_listed_on", "value", "unit",
+                  "gpu_name", "gpu_count", "host", "runtime", "runtime_version", "checkpoint",
+                  "checkpoint_revision", "precision", "kv_dtype", "request_count",
+                  "workload_spec", "latency_ms", "latency_statistic", "notes"]
+        labels = {
+            "gpu_name": "GPU SKU",
+            "host": "Host",
+            "checkpoint": "Checkpoint (repo id)",
+            "kv_dtype": "KV cache dtype",
+            "latency_ms": "Published request latency (ms, E2EL)",
+            "latency_statistic": "That latency is a",
+            "no_longer_listed_on": "No longer listed on",
+        }
         widgets = {
             "recorded_on": forms.DateInput(attrs={"type": "date"}),
             "no_longer_listed_on": forms.DateInput(attrs={"type": "date"}),
@@ -201,23 +219,17 @@ class ExternalReferenceForm(forms.ModelForm):
         return value
 
     def clean_workload_spec(self) -> str:
-        from benchmarks.judgement import parse_spec
-
         spec = self.cleaned_data["workload_spec"]
-        if parse_spec(spec) is None:
+        if judgement.parse_spec(spec) is None:
             raise forms.ValidationError(
                 'Write the spec as "1000 in / 1000 out" (or "63-66 in / 256 out") so it can be '
                 "matched with a local run."
             )
         return spec
 
-    def clean(self) -> dict[str, Any]:
-        data = super().clean()
-        recorded, gone = data.get("recorded_on"), data.get("no_longer_listed_on")
-        if recorded and gone and gone < recorded:
-            self.add_error("no_longer_listed_on",
-                           "A figure cannot disappear before the day it was recorded.")
-        return data
+    def clean_checkpoint_revision(self) -> str:
+        # Hub commit ids are lowercase hex; a pasted uppercase one names the same commit.
+        return self.cleaned_data["checkpoint_revision"].lower()
 
 
 class ReferenceCompareForm(forms.Form):

@@ -7,15 +7,22 @@ charting runs never reads them.
 
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import timedelta
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import RegexValidator
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from benchmarks.analysis.types import LATENCY_STATISTICS
+
 REVISION_REGEX = r"^[0-9a-f]{40}$"
+# Links shown as <a href>: http(s) only, so a javascript: or data: URL can never be stored.
+HTTP_URL_REGEX = r"^https?://"
 
 
 class Node(models.Model):
@@ -63,9 +70,24 @@ class Node(models.Model):
 
 
 class Runtime(models.Model):
-    """The serving engine that ran: vllm, its version, and the image (with digest) if any."""
+    """The serving engine that ran, its version, and the image (with digest) if any.
 
-    engine = models.CharField(max_length=50, default="vllm")
+    Headroom launches only vLLM; the other engines come from imported files, so a comparison
+    can say the runtime differs instead of taking every import for a vLLM run.
+    """
+
+    class Engine(models.TextChoices):
+        VLLM = "vllm", "vLLM"
+        TENSORRT_LLM = "tensorrt-llm", "TensorRT-LLM"
+        SGLANG = "sglang", "SGLang"
+        OTHER = "other", "Another engine (named)"
+
+    LAUNCHABLE = (Engine.VLLM,)
+
+    engine = models.CharField(max_length=50, choices=Engine.choices, default=Engine.VLLM)
+    other_engine = models.CharField(
+        max_length=50, blank=True, help_text="the engine's name when engine is other, e.g. tgi"
+    )
     version = models.CharField(max_length=50)
     image = models.CharField(max_length=300, blank=True, help_text="e.g. vllm/vllm-openai:v0.11.0")
     digest = models.CharField(max_length=100, blank=True, help_text="sha256:...")
@@ -74,17 +96,40 @@ class Runtime(models.Model):
         ordering = ["engine", "-version"]
         constraints = [
             models.UniqueConstraint(
-                fields=["engine", "version", "image", "digest"], name="runtime_unique"
+                fields=["engine", "other_engine", "version", "image", "digest"],
+                name="runtime_unique",
             ),
             models.CheckConstraint(
                 condition=Q(digest="") | Q(digest__startswith="sha256:"),
                 name="runtime_digest_sha256",
             ),
+            models.CheckConstraint(
+                condition=Q(engine__in=["vllm", "tensorrt-llm", "sglang", "other"]),
+                name="runtime_engine_known",
+            ),
+            # "other" says nothing without a name; a named engine needs no second name.
+            models.CheckConstraint(
+                condition=(Q(engine="other") & ~Q(other_engine=""))
+                | (~Q(engine="other") & Q(other_engine="")),
+                name="runtime_other_engine_named",
+            ),
         ]
 
     def __str__(self) -> str:
         image = f" ({self.image})" if self.image else ""
-        return f"{self.engine} {self.version}{image}"
+        return f"{self.engine_name} {self.version}{image}"
+
+    @property
+    def engine_name(self) -> str:
+        """As runner.schema.EngineInfo.name spells it: vllm, tensorrt-llm, sglang or tgi."""
+        return self.other_engine if self.engine == self.Engine.OTHER else self.engine
+
+    @classmethod
+    def engine_fields(cls, name: str) -> dict[str, str]:
+        """engine and other_engine for an engine name as the runner spells it."""
+        if name in cls.Engine.values and name != cls.Engine.OTHER:
+            return {"engine": name, "other_engine": ""}
+        return {"engine": cls.Engine.OTHER, "other_engine": name}
 
 
 class Checkpoint(models.Model):
@@ -470,21 +515,56 @@ class Caveat(models.Model):
 
 
 class ExternalReference(models.Model):
-    """A dated public figure (a vendor's published number) kept with what it measured."""
+    """A dated public figure (a vendor's published number) kept with what it measured.
+
+    Each fixed factor of a controlled comparison (domain.md section 2) has a field, blank when
+    the source does not state it: a blank factor is "not recorded", so no comparison with the
+    reference is called controlled on a guess. The latency is one published request latency
+    with the statistic it is (median or mean), so it is only ever shown beside the same
+    statistic of a local point.
+    """
 
     source = models.CharField(max_length=200)
-    url = models.URLField(max_length=1000)
+    url = models.URLField(max_length=1000, help_text="the page the figure was read on (http(s))")
     recorded_on = models.DateField(help_text="when we read the figure on the page")
     value = models.FloatField()
     unit = models.CharField(max_length=50, default="output tokens/s per GPU")
     gpu_name = models.CharField(max_length=200)
     gpu_count = models.PositiveSmallIntegerField(default=1)
+    host = models.CharField(
+        max_length=200, blank=True, help_text="the machine or system named by the source"
+    )
     runtime = models.CharField(max_length=100, blank=True)
     runtime_version = models.CharField(max_length=50, blank=True)
+    checkpoint = models.CharField(
+        max_length=300, blank=True, help_text="Hub repo id, e.g. nvidia/Qwen3-30B-A3B-NVFP4"
+    )
+    checkpoint_revision = models.CharField(
+        max_length=40,
+        blank=True,
+        validators=[
+            RegexValidator(REVISION_REGEX, "A checkpoint revision is a 40-hex commit id.")
+        ],
+        help_text="40-hex commit, when the source pins one",
+    )
+    precision = models.CharField(max_length=50, blank=True, help_text="e.g. bf16, FP8, NVFP4")
+    kv_dtype = models.CharField(max_length=50, blank=True, help_text="e.g. fp8")
+    request_count = models.PositiveIntegerField(
+        null=True, blank=True, help_text="requests per measurement, when the source says"
+    )
     workload_spec = models.CharField(max_length=200, help_text="e.g. 1000 in / 1000 out")
+    latency_ms = models.FloatField(
+        null=True, blank=True, help_text="a published request latency (E2EL), in ms"
+    )
+    latency_statistic = models.CharField(
+        max_length=10,
+        blank=True,
+        choices=[(s, s.capitalize()) for s in LATENCY_STATISTICS],
+        help_text="whether the published latency is a median or a mean",
+    )
     notes = models.TextField(blank=True)
     no_longer_listed_on = models.DateField(
-        null=True, blank=True, help_text="first date the figure was no longer shown"
+        null=True, blank=True, help_text="first date the figure was no longer shown (optional)"
     )
 
     class Meta:
@@ -496,10 +576,51 @@ class ExternalReference(models.Model):
                 | Q(no_longer_listed_on__gte=models.F("recorded_on")),
                 name="reference_unlisted_after_recorded",
             ),
+            # A link that is not http(s) (javascript:, data:) must never reach an <a href>.
+            models.CheckConstraint(
+                condition=Q(url__iregex=HTTP_URL_REGEX), name="reference_url_http"
+            ),
+            # A branch or tag can move; only a commit id pins the weights that were measured.
+            models.CheckConstraint(
+                condition=Q(checkpoint_revision="")
+                | Q(checkpoint_revision__regex=REVISION_REGEX),
+                name="reference_revision_is_commit",
+            ),
+            models.CheckConstraint(
+                condition=Q(request_count__isnull=True) | Q(request_count__gt=0),
+                name="reference_request_count_pos",
+            ),
+            # A latency without its statistic cannot be put beside a local one, nor the reverse.
+            models.CheckConstraint(
+                condition=(Q(latency_ms__isnull=True) & Q(latency_statistic=""))
+                | (Q(latency_ms__gt=0) & Q(latency_statistic__in=LATENCY_STATISTICS)),
+                name="reference_latency_with_statistic",
+            ),
         ]
 
     def __str__(self) -> str:
         return f"{self.source} {self.recorded_on}: {self.value} {self.unit}"
+
+    def clean(self) -> None:
+        """Field-level messages for the rules the constraints above enforce (the form shows
+        them next to the field; the constraints keep the database right without a form)."""
+        errors: dict[str, str] = {}
+        if self.latency_ms is not None and self.latency_ms <= 0:
+            errors["latency_ms"] = "A published latency must be greater than zero."
+        elif self.latency_ms is not None and not self.latency_statistic:
+            errors["latency_statistic"] = "Say whether the latency is a median or a mean."
+        elif self.latency_ms is None and self.latency_statistic:
+            errors["latency_ms"] = "A median or mean needs the latency it describes."
+        # URLField alone accepts ftp:// too; the page links to this, so only http(s) is kept.
+        if self.url and not re.match(HTTP_URL_REGEX, self.url, re.IGNORECASE):
+            errors["url"] = "Only http and https links are kept."
+        recorded, gone = self.recorded_on, self.no_longer_listed_on
+        if recorded and gone and gone < recorded:
+            errors["no_longer_listed_on"] = (
+                "A figure cannot disappear before the day it was recorded."
+            )
+        if errors:
+            raise ValidationError(errors)
 
 
 class OperatingPoint(models.Model):

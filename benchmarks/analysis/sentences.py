@@ -124,25 +124,60 @@ def factors_sentence(
     return "; ".join(parts)
 
 
+def controlled_label(controlled: bool) -> str:
+    return "controlled" if controlled else "not controlled"
+
+
+def spec_statement(left: str, left_spec: str | None, right: str, right_spec: str | None) -> str:
+    """What replaces a percentage when the specs are not the same on both sides:
+    'no percentage across different specs: reference 1000 in / 1000 out, local point 63-66 in /
+    256 out'."""
+    lead = (
+        "no percentage across different specs"
+        if left_spec is not None and right_spec is not None
+        else "no percentage without the spec on both sides"
+    )
+
+    def side(name: str, spec: str | None) -> str:
+        return f"{name} {spec if spec is not None else '(spec not recorded)'}"
+
+    return f"{lead}: {side(left, left_spec)}, {side(right, right_spec)}"
+
+
 def comparison_sentence(
-    controlled: bool, matching: Sequence[str], differing: Sequence[str], unknown: Sequence[str]
+    controlled: bool,
+    matching: Sequence[str],
+    differing: Sequence[str],
+    unknown: Sequence[str],
+    spec_note: str | None = None,
 ) -> str:
-    label = "controlled" if controlled else "not controlled"
-    return f"{label}: {factors_sentence(matching, differing, unknown)}"
+    """'not controlled: same GPU SKU; spec differs; no percentage across different specs: ...'.
+    spec_note (a spec_statement) is given when the specs are not the same on both sides."""
+    text = f"{controlled_label(controlled)}: {factors_sentence(matching, differing, unknown)}"
+    return f"{text}; {spec_note}" if spec_note else text
 
 
 def reference_sentence(
     name: str,
     recorded_on: date,
     no_longer_listed_on: date | None,
+    controlled: bool,
     matching: Sequence[str],
     differing: Sequence[str],
     unknown: Sequence[str],
+    spec_note: str | None = None,
 ) -> str:
+    """The reference with its dates (the listing date only when one was recorded), then the
+    same guard as comparison_sentence."""
     dated = f"{name}, recorded on {recorded_on.isoformat()}"
     if no_longer_listed_on is not None:
         dated += f", no longer listed since {no_longer_listed_on.isoformat()}"
-    return f"{dated}: {factors_sentence(matching, differing, unknown)}"
+    return f"{dated}: {comparison_sentence(controlled, matching, differing, unknown, spec_note)}"
+
+
+def latency_label(statistic: str) -> str:
+    """'Median request latency (ms, E2EL)': a published latency always says which statistic."""
+    return f"{statistic.capitalize()} request latency (ms, E2EL)"
 
 
 # --- node scaling -----------------------------------------------------------------------------

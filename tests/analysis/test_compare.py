@@ -6,7 +6,12 @@ from datetime import date
 
 import pytest
 
-from benchmarks.analysis.compare import compare, compare_factors, compare_reference
+from benchmarks.analysis.compare import (
+    FACTORS,
+    compare,
+    compare_factors,
+    compare_reference,
+)
 from benchmarks.analysis.errors import AnalysisError
 from benchmarks.analysis.sentences import factors_sentence
 from benchmarks.analysis.types import (
@@ -154,9 +159,10 @@ def test_reference_comparison_keeps_dates_ratio_and_what_matches():
     assert r.matching == ("GPU SKU", "runtime", "spec")
     assert r.differing == ("runtime version",)
     assert "host" in r.unknown and "checkpoint" in r.unknown
+    assert r.controlled is False and r.spec_differs is False
     assert r.sentence.startswith(
         "Vendor per-GPU figure, recorded on 2025-03-01, no longer listed since 2025-08-15: "
-        "same GPU SKU, runtime and spec; runtime version differs; "
+        "not controlled: same GPU SKU, runtime and spec; runtime version differs; "
     )
 
 
@@ -183,3 +189,163 @@ def test_a_reference_refuses_an_unknown_unit_reversed_dates_and_a_non_positive_v
         vendor_reference(no_longer_listed_on=date(2025, 1, 1))
     with pytest.raises(AnalysisError, match="value must be > 0"):
         vendor_reference(value=0.0)
+
+
+# --- the comparison guard: spec rule and controlled / not controlled ---------------------------
+
+def matching_reference(**overrides):
+    """A reference that states every fixed factor exactly as facts() records it."""
+    f = facts()
+    values = {
+        "name": "Same setup, published",
+        "value": 40_000.0,
+        "unit": UNIT_OUTPUT_TPS_PER_GPU,
+        "recorded_on": date(2025, 3, 1),
+        **{name: getattr(f, name) for name, _ in FACTORS},
+    }
+    values.update(overrides)
+    return Reference(**values)
+
+
+def local_case_study(throughput=42_000.0, **figures):
+    return Measured(facts=facts(), figures=point("local", 2000, throughput, **figures))
+
+
+def test_a_reference_at_another_spec_gives_no_ratio_and_says_which_spec_each_side_has():
+    # The issue's case: a 1,000 in / 1,000 out vendor figure against a 63-66 / 256 point.
+    r = compare_reference(local_case_study(), vendor_reference())
+    assert r.ratio is None and r.difference_pct is None
+    assert r.spec_differs is True and r.controlled is False
+    assert "spec" in r.differing
+    # Both figures still stand side by side; only the percentage is withheld.
+    assert (r.local_value, r.reference_value) == (42_000, 6_250)
+    assert r.spec.baseline == "1000 in / 1000 out" and r.spec.candidate == "63-66 in / 256 out"
+    assert r.sentence.endswith(
+        "; no percentage across different specs: reference 1000 in / 1000 out, "
+        "local point 63-66 in / 256 out"
+    )
+
+
+def test_a_reference_matching_every_factor_is_controlled():
+    r = compare_reference(local_case_study(), matching_reference())
+    assert r.controlled is True
+    assert r.matching == ALL_LABELS and r.differing == () and r.unknown == ()
+    assert r.ratio == pytest.approx(42_000 / 40_000)  # 1.05
+    assert r.difference_pct == pytest.approx(5.0)
+    assert r.sentence == (
+        "Same setup, published, recorded on 2025-03-01: controlled: same GPU SKU, GPU count, "
+        "runtime, runtime version, checkpoint, checkpoint revision, precision, KV dtype, "
+        "request count, spec and host"
+    )
+
+
+def test_a_reference_missing_only_its_host_is_not_controlled_and_names_host():
+    r = compare_reference(local_case_study(), matching_reference(host=None))
+    assert r.controlled is False
+    assert r.unknown == ("host",) and r.differing == ()
+    assert r.sentence.endswith(": not controlled: same GPU SKU, GPU count, runtime, runtime "
+                               "version, checkpoint, checkpoint revision, precision, KV dtype, "
+                               "request count and spec; host not recorded on both sides")
+    # Same spec: the ratio is still given, beside the "not controlled" label.
+    assert r.ratio == pytest.approx(1.05)
+
+
+def test_a_reference_without_a_request_count_is_never_called_controlled():
+    r = compare_reference(local_case_study(), matching_reference(request_count=None))
+    assert r.controlled is False and r.unknown == ("request count",)
+
+
+def test_a_reference_latency_stands_beside_the_same_local_statistic():
+    r = compare_reference(
+        local_case_study(median_e2el_ms=11_000.0),
+        matching_reference(latency_ms=12_000.0, latency_statistic="median"),
+    )
+    assert r.latency_statistic == "median"
+    assert r.latency_label == "Median request latency (ms, E2EL)"
+    assert (r.reference_latency_ms, r.local_latency_ms) == (12_000.0, 11_000.0)
+    assert r.latency_difference_pct == pytest.approx(-1_000 / 12_000 * 100)  # -8.3%
+
+
+def test_a_mean_reference_latency_is_never_set_beside_the_local_median():
+    r = compare_reference(
+        local_case_study(median_e2el_ms=11_000.0),
+        matching_reference(latency_ms=12_000.0, latency_statistic="mean"),
+    )
+    # The point records only a median: beside a published mean there is no local figure.
+    assert r.latency_label == "Mean request latency (ms, E2EL)"
+    assert r.reference_latency_ms == 12_000.0
+    assert r.local_latency_ms is None and r.latency_difference_pct is None
+
+
+def test_a_reference_latency_at_another_spec_has_no_percentage():
+    r = compare_reference(
+        local_case_study(median_e2el_ms=11_000.0),
+        vendor_reference(latency_ms=20_000.0, latency_statistic="median"),
+    )
+    assert (r.reference_latency_ms, r.local_latency_ms) == (20_000.0, 11_000.0)
+    assert r.latency_difference_pct is None
+
+
+def test_a_reference_without_latency_has_no_latency_pair():
+    r = compare_reference(local_case_study(median_e2el_ms=11_000.0), matching_reference())
+    assert r.latency_statistic is None and r.latency_label is None
+    assert r.reference_latency_ms is None and r.local_latency_ms is None
+
+
+def test_a_reference_latency_needs_its_statistic_and_a_positive_value():
+    with pytest.raises(AnalysisError, match="needs its statistic"):
+        matching_reference(latency_ms=12_000.0)
+    with pytest.raises(AnalysisError, match="needs its statistic"):
+        matching_reference(latency_statistic="median")
+    with pytest.raises(AnalysisError, match="latency_ms must be > 0"):
+        matching_reference(latency_ms=0.0, latency_statistic="median")
+    with pytest.raises(AnalysisError, match="'p99' is not one of median, mean"):
+        matching_reference(latency_ms=12_000.0, latency_statistic="p99")
+
+
+def test_two_points_at_different_specs_give_no_percentage_and_name_both_specs():
+    # Two node runs on different runtimes and specs, both with latencies: figures side by
+    # side, no improvement, ratio or latency change.
+    before = Measured(facts=facts(gpu_count=8), figures=point("node-a", 2000, 42_000,
+                                                             median_e2el_ms=16_000, gpu_count=8,
+                                                             replicas=8))
+    after = Measured(
+        facts=facts(gpu_count=8, runtime_version="0.11.2", workload=SPEC_1K),
+        figures=point("node-b", 2000, 50_000, median_e2el_ms=30_000, gpu_count=8, replicas=8,
+                      workload=SPEC_1K),
+    )
+    c = compare(before, after)
+    assert c.improvement_pct is None and c.ratio is None and c.latency_change_pct is None
+    assert c.spec_differs is True and c.controlled is False
+    assert c.differing == ("runtime version", "spec")
+    assert (c.baseline_throughput, c.candidate_throughput) == (42_000, 50_000)
+    assert (c.baseline_median_e2el_ms, c.candidate_median_e2el_ms) == (16_000, 30_000)
+    assert c.sentence == (
+        "not controlled: same GPU SKU, GPU count, runtime, checkpoint, checkpoint revision, "
+        "precision, KV dtype, request count and host; runtime version and spec differ; "
+        "no percentage across different specs: baseline 63-66 in / 256 out, "
+        "candidate 1000 in / 1000 out"
+    )
+
+
+def test_a_spec_recorded_on_one_side_only_gives_no_percentage_either():
+    c = compare(
+        Measured(facts=facts(workload=None), figures=initial()),
+        Measured(facts=facts(), figures=tuned()),
+    )
+    assert c.ratio is None and c.improvement_pct is None and c.latency_change_pct is None
+    assert c.spec_differs is False and c.unknown == ("spec",)
+    assert c.sentence.endswith(
+        "; no percentage without the spec on both sides: baseline (spec not recorded), "
+        "candidate 63-66 in / 256 out"
+    )
+
+
+def test_same_spec_comparisons_keep_their_percentages_and_no_spec_statement():
+    c = compare(
+        Measured(facts=facts(host="gpu-host-2"), figures=initial()),
+        Measured(facts=facts(), figures=tuned()),
+    )
+    assert c.spec_differs is False and c.controlled is False
+    assert c.ratio == pytest.approx(42_000 / 18_000)
+    assert "no percentage" not in c.sentence

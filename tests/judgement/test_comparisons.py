@@ -9,7 +9,8 @@ from django.test import Client
 
 from benchmarks.judgement import save_demo_comparison
 from benchmarks.models import Comparison, ExternalReference
-from tests.dashboard.factories import make_benchmark, make_point_result
+from runner import schema
+from tests.dashboard.factories import REVISION, make_benchmark, make_point_result
 
 from .helpers import point, store, sweep
 
@@ -198,3 +199,210 @@ def test_a_comparison_needs_a_point_or_a_run_on_each_side(owner_client):
     assert "not both" in form.errors["baseline_run"][0]
     assert "Choose a point, or a run" in form.errors["candidate_point"][0]
     assert not Comparison.objects.exists()
+
+
+# --- references with full provenance, and the comparison guard on every comparison -----------
+
+FULL_REFERENCE = {
+    **REFERENCE, "host": "vendor-lab-1", "checkpoint": "nvidia/Qwen3-30B-A3B-NVFP4",
+    "checkpoint_revision": "0123456789abcdef0123456789abcdef01234567", "precision": "NVFP4",
+    "kv_dtype": "fp8", "request_count": "2000", "latency_ms": "12000",
+    "latency_statistic": "median",
+}
+
+
+def test_a_reference_keeps_every_fixed_factor_and_a_labelled_latency(owner_client):
+    from benchmarks import judgement
+    from benchmarks.analysis.types import Reference, WorkloadShape
+
+    assert owner_client.post("/references/new/", FULL_REFERENCE).status_code == 302
+    row = ExternalReference.objects.get()
+    # The adapter passes every recorded factor on; a dropped one would read "not recorded".
+    assert judgement.reference(row) == Reference(
+        name="Vendor blog", value=1200.0, unit="output tokens/s per GPU",
+        recorded_on=datetime.date(2026, 10, 1), gpu_sku="NVIDIA H200", gpu_count=1,
+        runtime="vllm", runtime_version="0.11.0", checkpoint="nvidia/Qwen3-30B-A3B-NVFP4",
+        checkpoint_revision="0123456789abcdef0123456789abcdef01234567", precision="NVFP4",
+        kv_dtype="fp8", request_count=2000,
+        workload=WorkloadShape(input_tokens_min=63, input_tokens_max=66, output_tokens=256),
+        host="vendor-lab-1", latency_ms=12000.0, latency_statistic="median",
+        source_url="https://example.com/h200",
+    )
+    html = owner_client.get("/references/").content.decode()
+    assert "12000 ms (median E2EL)" in html
+    assert "NVIDIA H200 on vendor-lab-1" in html and "@0123456789ab" in html
+
+
+def test_the_reference_form_refuses_bad_revisions_latencies_and_links(owner_client):
+    cases = {
+        "url": ({"url": "javascript:alert(1)"}, None),
+        "url ": ({"url": "ftp://example.com/figures"}, "Only http and https links are kept."),
+        "checkpoint_revision": ({"checkpoint_revision": "main"}, "40-hex commit id"),
+        "latency_ms": ({"latency_ms": "0"}, "A published latency must be greater than zero."),
+        "latency_statistic": ({"latency_statistic": ""}, "median or a mean"),
+        "latency_ms ": ({"latency_ms": ""}, "A median or mean needs the latency it describes."),
+    }
+    for field, (change, message) in cases.items():
+        response = owner_client.post("/references/new/", {**FULL_REFERENCE, **change})
+        assert response.status_code == 400, field
+        errors = response.context["form"].errors
+        assert set(errors) == {field.strip()}, (field, errors)
+        if message:
+            assert message in errors[field.strip()][0], (field, errors)
+    assert not ExternalReference.objects.exists()
+
+
+def test_the_model_refuses_a_non_http_link_in_clean_and_in_the_database():
+    from django.core.exceptions import ValidationError
+    from django.db import IntegrityError, transaction
+
+    fields = {"source": "Vendor", "recorded_on": datetime.date(2026, 10, 1), "value": 1.0,
+              "gpu_name": "NVIDIA H200", "workload_spec": "1000 in / 1000 out"}
+    with pytest.raises(ValidationError) as refused:
+        ExternalReference(url="javascript:alert(1)", **fields).clean()
+    assert set(refused.value.message_dict) == {"url"}
+    ExternalReference(url="HTTPS://example.com/a", **fields).clean()  # schemes ignore case
+    with pytest.raises(IntegrityError), transaction.atomic():
+        ExternalReference.objects.create(url="ftp://example.com/a", **fields)
+
+
+def test_the_listing_date_is_shown_only_when_recorded(owner_client):
+    benchmark = sweep()
+    ref = ExternalReference.objects.create(
+        source="Vendor blog", url="https://example.com/h200",
+        recorded_on=datetime.date(2026, 10, 1), value=1050.0, gpu_name="NVIDIA H200",
+        workload_spec="63-66 in / 256 out")
+    pages = [owner_client.get("/references/"),
+             owner_client.get(f"/references/{ref.pk}/compare/",
+                              {"point": point(benchmark, 512, 1000).pk})]
+    for page in pages:
+        assert "listed" not in page.content.decode()
+    ExternalReference.objects.filter(pk=ref.pk).update(
+        no_longer_listed_on=datetime.date(2026, 11, 15))
+    for url in ("/references/", f"/references/{ref.pk}/compare/"):
+        assert "no longer listed since 2026-11-15" in owner_client.get(url).content.decode()
+
+
+def test_a_reference_at_another_spec_shows_no_ratio_and_says_which_spec_each_side_has(
+    owner_client,
+):
+    benchmark = sweep()
+    ref = ExternalReference.objects.create(
+        source="Vendor blog", url="https://example.com/h200",
+        recorded_on=datetime.date(2026, 10, 1), value=1050.0, gpu_name="NVIDIA H200",
+        workload_spec="1000 in / 1000 out", latency_ms=20000.0, latency_statistic="median")
+    local = point(benchmark, 512, 1000)  # 2100 tok/s at 63-66 in / 256 out, 3900 ms median
+    page = owner_client.get(f"/references/{ref.pk}/compare/", {"point": local.pk})
+    result = page.context["result"]
+    assert result.ratio is None and result.difference_pct is None
+    assert result.spec_differs is True and result.controlled is False
+    html = page.content.decode()
+    assert "The reference is 1000 in / 1000 out, the local point 63-66 in / 256 out" in html
+    assert _cell(html, "reference-ratio") == "no percentage: specs differ"
+    # The published latency still stands beside the local median, without a percentage.
+    assert (result.reference_latency_ms, result.local_latency_ms) == (20000.0, 3900.0)
+    assert "Median request latency (ms, E2EL)" in html and "x2.000" not in html
+
+
+def _full_provenance(host: str = "test-host", version: str = "0.32.0") -> schema.Provenance:
+    return schema.Provenance(
+        hardware=schema.Hardware(host=host, gpu_name="NVIDIA H200", gpu_count=1),
+        engine=schema.EngineInfo(launch_style="serve", version=version, cache_dtype="fp8"),
+        checkpoint=schema.Checkpoint(model="nvidia/Qwen3-30B-A3B-NVFP4", revision=REVISION,
+                                     precision="NVFP4"),
+        client_version="headroom-runner 0.1.0",
+        started_at="2026-11-30T15:00:00Z",
+    )
+
+
+def _reference_like(local_point, **overrides) -> ExternalReference:
+    """A reference stating each fixed factor exactly as the local point records it."""
+    from benchmarks import judgement
+
+    facts = judgement.measured(local_point).facts
+    fields = {
+        "source": "Same setup", "url": "https://example.com/same",
+        "recorded_on": datetime.date(2026, 10, 1), "value": 1050.0, "gpu_name": facts.gpu_sku,
+        "gpu_count": facts.gpu_count, "runtime": facts.runtime,
+        "runtime_version": facts.runtime_version, "checkpoint": facts.checkpoint,
+        "checkpoint_revision": facts.checkpoint_revision, "precision": facts.precision,
+        "kv_dtype": facts.kv_dtype, "request_count": facts.request_count, "host": facts.host,
+        "workload_spec": facts.workload.label(), "latency_ms": 4000.0,
+        "latency_statistic": "median",
+    }
+    return ExternalReference.objects.create(**{**fields, **overrides})
+
+
+def test_a_reference_matching_every_factor_is_controlled_and_one_without_host_is_not(
+    owner_client,
+):
+    benchmark = sweep()
+    local = store(benchmark, max_num_seqs=1024, num_requests=2000, throughput=2100.0,
+                  median_e2el_ms=4300.0, update={"provenance": _full_provenance()})
+    ref = _reference_like(local)
+    page = owner_client.get(f"/references/{ref.pk}/compare/", {"point": local.pk})
+    result = page.context["result"]
+    assert result.controlled is True, result.sentence
+    assert result.ratio == pytest.approx(2.0)  # 2100 / 1050 per GPU on one GPU
+    html = page.content.decode()
+    assert "not controlled" not in html and ": controlled: same GPU SKU" in html
+    assert _cell(html, "reference-ratio") == "x2.000 (+100.0%)"
+    # 4000 ms published median against the local 4300 ms median: +7.5%.
+    assert result.latency_difference_pct == pytest.approx(7.5)
+    assert "+7.5%" in html
+
+    no_host = _reference_like(local, source="No host", host="")
+    page = owner_client.get(f"/references/{no_host.pk}/compare/", {"point": local.pk})
+    assert page.context["result"].controlled is False
+    assert page.context["result"].unknown == ("host",)
+    html = page.content.decode()
+    assert "not controlled" in html and "host not recorded on both sides" in html
+
+
+def _node_run(benchmark, *, version: str, workload: schema.WorkloadSpec, throughput: float,
+              median_e2el_ms: float, replicas: int = 8):
+    per_replica = [
+        schema.ReplicaResult(replica=i, base_url=f"http://127.0.0.1:{8000 + i}",
+                             window=schema.Window(start=0.0, end=10.0), metrics=None)
+        for i in range(replicas)
+    ]
+    return store(benchmark, max_num_seqs=256, num_requests=2000, throughput=throughput,
+                 median_e2el_ms=median_e2el_ms,
+                 update={"key": f"node x{replicas}", "replicas": replicas,
+                         "per_replica": per_replica, "workload": workload,
+                         "provenance": _full_provenance(version=version)})
+
+
+def test_two_node_runs_at_different_specs_give_no_percentage(owner_client):
+    from tests.dashboard.factories import make_node
+
+    first, second = sweep(), sweep(node=make_node("gpu-b"))
+    baseline = _node_run(first, version="0.10.0", workload=schema.WorkloadSpec(),  # 63-66 / 256
+                         throughput=42_000.0, median_e2el_ms=16_000.0)
+    spec_1k = schema.WorkloadSpec(input_tokens_min=1000, input_tokens_max=1000,
+                                  output_tokens=1000)
+    candidate = _node_run(second, version="0.11.0", workload=spec_1k, throughput=50_000.0,
+                          median_e2el_ms=30_000.0)
+    response = owner_client.post("/comparisons/new/", {
+        "baseline_point": baseline.pk, "candidate_point": candidate.pk, "name": "", "notes": ""})
+    assert response.status_code == 302  # shown with the statement, not refused
+    page = owner_client.get(response["Location"])
+    result = page.context["result"]
+    assert result.improvement_pct is None and result.ratio is None
+    assert result.latency_change_pct is None
+    assert result.spec_differs is True and result.controlled is False
+    assert result.differing == ("runtime version", "spec")
+    html = page.content.decode()
+    assert "The baseline is 63-66 in / 256 out, the candidate 1000 in / 1000 out" in html
+    assert _cell(html, "comparison-improvement") == "no percentage: specs differ"
+    assert _cell(html, "comparison-latency-change") == "no percentage: specs differ"
+    assert "42000.0" in html and "50000.0" in html  # the figures themselves stay
+
+
+def _cell(html: str, cell_id: str) -> str:
+    """The text of the element with this id, tags removed and whitespace collapsed."""
+    import re
+
+    match = re.search(rf'id="{cell_id}"[^>]*>(.*?)</td>', html, re.DOTALL)
+    assert match, cell_id
+    return " ".join(re.sub(r"<[^>]+>", "", match.group(1)).split())
