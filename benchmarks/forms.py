@@ -11,6 +11,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from benchmarks import plans
+from benchmarks.imports import StatedFacts
 from benchmarks.models import Benchmark, Checkpoint, Node, Runtime, Workload
 from runner import schema
 
@@ -52,6 +53,57 @@ WORKLOAD_PRESETS: dict[str, dict[str, Any]] = {
     },
 }
 WORKLOAD_FIELDS = tuple(WORKLOAD_PRESETS["case-study"])
+# The engine settings every config of a launch shares: all but the swept max_num_seqs.
+SHARED_SETTINGS = tuple(s for s in schema.EngineConfig.settings() if s.name != "max_num_seqs")
+
+
+class LaunchableRuntimeField(forms.ModelChoiceField):
+    """A vLLM runtime: the runner launches only vLLM; other engines' runs are imported."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(queryset=Runtime.objects.filter(engine__in=Runtime.LAUNCHABLE), **kwargs)
+
+    def to_python(self, value: Any) -> Runtime | None:
+        try:
+            return super().to_python(value)
+        except ValidationError:
+            other = _runtime_or_none(value)
+            if other is None:
+                raise
+            raise ValidationError(
+                f"{other} cannot be launched: Headroom launches only vLLM runtimes (import "
+                "the results of other engines instead).",
+                code="not_launchable",
+            ) from None
+
+
+def _runtime_or_none(value: Any) -> Runtime | None:
+    try:
+        return Runtime.objects.filter(pk=int(value)).first()
+    except (TypeError, ValueError):
+        return None
+
+
+def engine_setting_field(setting: schema.EngineSetting) -> forms.Field:
+    """A form field for one EngineConfig field: its flag as label, its description as help."""
+    common: dict[str, Any] = {
+        "label": setting.flag,
+        "help_text": setting.description,
+        "required": False,
+    }
+    if setting.default is not None:
+        common["initial"] = setting.default
+    if setting.kind is bool:
+        # Three states: unset leaves the engine's own default, which is not "off".
+        choices = [("", "engine default"), ("true", "on"), ("false", "off")]
+        return forms.NullBooleanField(widget=forms.Select(choices=choices), **common)
+    if setting.kind is int:
+        low = setting.ge if setting.gt is None else int(setting.gt) + 1
+        return forms.IntegerField(min_value=low, max_value=setting.le, **common)
+    if setting.kind is float:
+        # An exclusive bound (gt) has no form equivalent; EngineConfig refuses it on this field.
+        return forms.FloatField(min_value=setting.ge, max_value=setting.le, **common)
+    return forms.CharField(max_length=100, empty_value=None, **common)
 
 
 class NodeChoiceField(forms.ModelChoiceField):
@@ -90,7 +142,7 @@ class LaunchForm(forms.Form):
         error_messages={"invalid_choice": "Unknown node: it is not registered (any more)."},
     )
     checkpoint = forms.ModelChoiceField(queryset=Checkpoint.objects.all())
-    runtime = forms.ModelChoiceField(queryset=Runtime.objects.all())
+    runtime = LaunchableRuntimeField()
 
     workload_preset = forms.ChoiceField(
         choices=[("case-study", "Case study: ~2,000 x (63-66 in / 256 out), burst")]
@@ -111,20 +163,12 @@ class LaunchForm(forms.Form):
     stream = forms.BooleanField(required=False, initial=True)
     load_shape = forms.ChoiceField(choices=Workload.LoadShape.choices, required=False)
 
+    # The setting the sweep varies: one engine config per value. Every other EngineConfig field
+    # gets its field in __init__ (SHARED_SETTINGS), shared by all the configs.
     max_num_seqs = forms.CharField(
         label="--max-num-seqs values",
         required=False,
         help_text="one engine config per value, e.g. 256, 512, 1024; blank = engine default",
-    )
-    max_num_batched_tokens = forms.IntegerField(
-        label="--max-num-batched-tokens", min_value=1, required=False
-    )
-    gpu_memory_utilization = forms.FloatField(
-        label="--gpu-memory-utilization", min_value=0.05, max_value=1.0, required=False
-    )
-    max_model_len = forms.IntegerField(label="--max-model-len", min_value=1, required=False)
-    num_gpu_blocks_override = forms.IntegerField(
-        label="--num-gpu-blocks-override", min_value=1, required=False
     )
     extra_args = forms.CharField(
         label="Extra engine flags", required=False, help_text="e.g. --enforce-eager"
@@ -143,9 +187,16 @@ class LaunchForm(forms.Form):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        for setting in SHARED_SETTINGS:
+            self.fields[setting.name] = engine_setting_field(setting)
         for name, value in WORKLOAD_PRESETS["case-study"].items():
             self.fields[name].initial = value
         self.fields["load_levels"].initial = "2000"
+
+    def engine_fields(self) -> list[forms.BoundField]:
+        """The engine settings in EngineConfig's order, for the template to list."""
+        names = ["max_num_seqs", *(s.name for s in SHARED_SETTINGS), "extra_args"]
+        return [self[name] for name in names]
 
     # -- field cleaning ---------------------------------------------------------------------
 
@@ -182,6 +233,7 @@ class LaunchForm(forms.Form):
             )
         if node and data.get("runtime") and node.launch_style == "docker" and not data["runtime"].image:
             self.add_error("runtime", f"{node.queue} starts engines from an image; pick one with it.")
+        self._check_gpus(data)
         levels = self._clean_levels(data, workload)
         configs = self._clean_engine_configs(data)
         if levels is None or configs is None or self.errors:
@@ -202,6 +254,18 @@ class LaunchForm(forms.Form):
         except pydantic.ValidationError as exc:
             self.add_error(None, _pydantic_message(exc))
         return data
+
+    def _check_gpus(self, data: dict[str, Any]) -> None:
+        node, replicas = data.get("node"), data.get("replicas")
+        tp = data.get("tensor_parallel_size") or 1
+        if not node or not node.gpu_count or not replicas or "replicas" in self.errors:
+            return
+        if replicas * tp > node.gpu_count:
+            self.add_error(
+                "tensor_parallel_size",
+                f"{replicas} replica(s) x {tp} GPUs each need {replicas * tp} GPUs; "
+                f"{node.queue} has {node.gpu_count}.",
+            )
 
     def _clean_workload(self, data: dict[str, Any]) -> Workload | None:
         preset = data.get("workload_preset")
@@ -240,13 +304,13 @@ class LaunchForm(forms.Form):
     def _clean_engine_configs(self, data: dict[str, Any]) -> list[schema.EngineConfig] | None:
         if "max_num_seqs" not in data or "extra_args" not in data:
             return None
-        shared = {
-            "max_num_batched_tokens": data.get("max_num_batched_tokens"),
-            "gpu_memory_utilization": data.get("gpu_memory_utilization"),
-            "max_model_len": data.get("max_model_len"),
-            "num_gpu_blocks_override": data.get("num_gpu_blocks_override"),
-            "extra_args": data["extra_args"],
+        # Unset settings are left out, so EngineConfig's own defaults apply.
+        shared: dict[str, Any] = {
+            setting.name: data[setting.name]
+            for setting in SHARED_SETTINGS
+            if data.get(setting.name) is not None
         }
+        shared["extra_args"] = data["extra_args"]
         configs = []
         for seqs in data["max_num_seqs"] or [None]:
             try:
@@ -291,7 +355,75 @@ def _pydantic_message(exc: pydantic.ValidationError) -> str:
 
 
 class ImportForm(forms.Form):
+    """The file, and what the engineer states about the run where the file does not say.
+
+    Each stated value fills only what the file lacks (benchmarks.imports.apply_stated).
+    """
+
     file = forms.FileField(
         help_text="A Headroom results file (JSONL) or vllm bench serve --save-result JSON"
     )
     name = forms.CharField(max_length=200, required=False)
+
+    gpu_name = forms.CharField(
+        label="GPU", max_length=200, required=False, help_text="e.g. NVIDIA H200"
+    )
+    gpu_count = forms.IntegerField(
+        label="GPU count", min_value=1, required=False, help_text="GPUs on the host that served"
+    )
+    engine = forms.ChoiceField(
+        label="Runtime",
+        choices=[("", "not stated")] + Runtime.Engine.choices,
+        required=False,
+        help_text="the serving engine that ran",
+    )
+    other_engine = forms.CharField(
+        label="Engine name", max_length=50, required=False, help_text="for another engine, e.g. tgi"
+    )
+    engine_version = forms.CharField(label="Runtime version", max_length=50, required=False)
+    engine_image = forms.CharField(
+        label="Runtime image",
+        max_length=300,
+        required=False,
+        help_text="e.g. nvcr.io/nvidia/tritonserver:25.01-trtllm-python-py3",
+    )
+    checkpoint = forms.CharField(
+        label="Checkpoint", max_length=300, required=False, help_text="Hub repo id"
+    )
+    revision = forms.CharField(
+        label="Checkpoint revision", required=False, help_text="the 40-hex commit that ran"
+    )
+    precision = forms.CharField(
+        label="Precision", max_length=50, required=False, help_text="e.g. bf16, FP8, NVFP4"
+    )
+
+    STATED_FIELDS = (
+        "gpu_name", "gpu_count", "engine", "other_engine", "engine_version", "engine_image",
+        "checkpoint", "revision", "precision",
+    )
+
+    def stated_fields(self) -> list[forms.BoundField]:
+        return [self[name] for name in self.STATED_FIELDS]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        engine, other = data.get("engine"), data.get("other_engine")
+        if engine == Runtime.Engine.OTHER and not other:
+            self.add_error("other_engine", "Name the engine.")
+        elif other and engine != Runtime.Engine.OTHER:
+            self.add_error("other_engine", "Only for another engine: choose it as the runtime.")
+        if self.errors:
+            return data
+        values = {name: data.get(name) for name in self.STATED_FIELDS if name != "other_engine"}
+        if engine == Runtime.Engine.OTHER:
+            values["engine"] = other
+        try:
+            data["stated"] = StatedFacts(**values)
+        except pydantic.ValidationError as exc:
+            for error in exc.errors():
+                name = str(error["loc"][0]) if error["loc"] else None
+                field = "other_engine" if name == "engine" else name
+                message = error["msg"].removeprefix("Value error, ")
+                message = f"{message[:1].upper()}{message[1:]}."
+                self.add_error(field if field in self.fields else None, message)
+        return data

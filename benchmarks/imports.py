@@ -1,27 +1,170 @@
-"""Store the points of a result file (read by runner.importer) as one imported benchmark."""
+"""Store the points of a result file (read by runner.importer) as one imported benchmark.
+
+A `vllm bench serve` file rarely says which GPU, engine or checkpoint ran. The engineer may
+state them at import (StatedFacts): a stated fact fills only what the file does not record,
+and the point's notes and a caveat on the run say who stated what.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from benchmarks.models import Benchmark, Checkpoint, Runtime, Workload
+from benchmarks.models import Benchmark, Caveat, Checkpoint, Runtime, Workload
 from benchmarks.points import store_point
-from runner.importer import ImportFileError, load_result_file
-from runner.schema import PointResult
+from runner.importer import UNKNOWN_HOST, UNKNOWN_MODEL, ImportFileError, load_result_file
+from runner.schema import REVISION_RE, EngineInfo, PointResult, Provenance
 
-__all__ = ["ImportFileError", "import_file", "import_points"]
+__all__ = ["ImportFileError", "StatedFacts", "apply_stated", "import_file", "import_points"]
+
+STATED_CAVEAT = "stated-at-import"
 
 
-def import_file(path: Path, *, name: str = "", user: Any = None) -> Benchmark:
+class StatedFacts(BaseModel):
+    """Hardware, runtime and checkpoint as the engineer states them for an imported file.
+
+    Blank values are not statements. The field names are the import form's field names.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", str_strip_whitespace=True)
+
+    gpu_name: str | None = Field(default=None, max_length=200)
+    gpu_count: int | None = Field(default=None, gt=0)
+    engine: str | None = Field(default=None, max_length=50)
+    engine_version: str | None = Field(default=None, max_length=50)
+    engine_image: str | None = Field(default=None, max_length=300)
+    checkpoint: str | None = Field(default=None, max_length=300)
+    revision: str | None = None
+    precision: str | None = Field(default=None, max_length=50)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _blank_is_unstated(cls, value: Any) -> Any:
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("engine")
+    @classmethod
+    def _engine_spelling(cls, engine: str | None) -> str | None:
+        return EngineInfo.normalize_name(engine)
+
+    @field_validator("revision")
+    @classmethod
+    def _revision_is_commit(cls, revision: str | None) -> str | None:
+        if revision is not None and not REVISION_RE.match(revision):
+            raise ValueError(
+                f"a revision is a 40-hex commit id (a branch or tag can move), got {revision!r}"
+            )
+        return revision
+
+    def given(self) -> bool:
+        return any(value is not None for value in self.model_dump().values())
+
+
+# StatedFacts field -> (label, provenance group, field there), in the order notes list them.
+STATED_FIELDS: dict[str, tuple[str, str, str]] = {
+    "gpu_name": ("GPU", "hardware", "gpu_name"),
+    "gpu_count": ("GPU count", "hardware", "gpu_count"),
+    "engine": ("runtime", "engine", "name"),
+    "engine_version": ("runtime version", "engine", "version"),
+    "engine_image": ("runtime image", "engine", "image"),
+    "checkpoint": ("checkpoint", "checkpoint", "model"),
+    "revision": ("revision", "checkpoint", "revision"),
+    "precision": ("precision", "checkpoint", "precision"),
+}
+
+
+@dataclass
+class Statement:
+    """What the stated facts did to the points of one file: labels as 'GPU NVIDIA H200'."""
+
+    by: str
+    filled: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)  # stated, but the file records otherwise
+
+    def sentences(self) -> list[str]:
+        out = []
+        if self.filled:
+            out.append(
+                f"Stated at import by {self.by}, not recorded in the file: "
+                + "; ".join(self.filled) + "."
+            )
+        if self.kept:
+            out.append(
+                f"Stated at import by {self.by} but not used, the file records otherwise: "
+                + "; ".join(self.kept) + "."
+            )
+        return out
+
+    def add(self, other: Statement) -> None:
+        self.filled += [text for text in other.filled if text not in self.filled]
+        self.kept += [text for text in other.kept if text not in self.kept]
+
+
+def _recorded(point: PointResult, group: str, name: str, value: Any) -> bool:
+    """Whether the file records this fact (a None or an importer's placeholder does not)."""
+    if group == "hardware" and point.source == "headroom":
+        return True  # the runner measured its host: no GPU there means a CPU host
+    if value is None or (group, name, value) in (
+        ("hardware", "host", UNKNOWN_HOST),
+        ("checkpoint", "model", UNKNOWN_MODEL),
+    ):
+        return False
+    # vllm bench files never carry a GPU count: the 0 is the schema's default.
+    return (group, name, value) != ("hardware", "gpu_count", 0)
+
+
+def apply_stated(point: PointResult, stated: StatedFacts, by: str) -> tuple[PointResult, Statement]:
+    """The point with each stated fact filled in where its file does not record it."""
+    statement = Statement(by=by)
+    if not stated.given():
+        return point, statement
+    if point.provenance is None:
+        raise ImportFileError(
+            f"point {point.key!r} has no provenance at all, so there is nothing to complete; "
+            "import it without stated facts"
+        )
+    provenance = point.provenance.model_dump()
+    for attr, (label, group, name) in STATED_FIELDS.items():
+        value = getattr(stated, attr)
+        if value is None:
+            continue
+        recorded = provenance[group][name]
+        if not _recorded(point, group, name, recorded):
+            provenance[group][name] = value
+            statement.filled.append(f"{label} {value}")
+        elif recorded != value:
+            shown = "none" if recorded is None else recorded  # a CPU host records no GPU
+            statement.kept.append(f"{label} {shown} (stated {value})")
+    completed = point.model_copy(
+        update={
+            "provenance": Provenance.model_validate(provenance),
+            "notes": [*point.notes, *statement.sentences()],
+        }
+    )
+    return completed, statement
+
+
+def stated_by(user: Any) -> str:
+    if user is not None and user.is_authenticated:
+        return str(user.get_username())
+    return "an unnamed user (command line)"
+
+
+def import_file(
+    path: Path, *, name: str = "", user: Any = None, stated: StatedFacts | None = None
+) -> Benchmark:
     """Read the file first (ImportFileError if it is bad), then store it in one transaction."""
     points = load_result_file(path)
     if not points:
         raise ImportFileError(f"{path.name}: no points in this file")
-    return import_points(points, name=name or path.name, source_file=path.name, user=user)
+    return import_points(
+        points, name=name or path.name, source_file=path.name, user=user, stated=stated
+    )
 
 
 def _workload_for(point: PointResult) -> Workload:
@@ -60,22 +203,42 @@ def _checkpoint_for(point: PointResult) -> Checkpoint | None:
 
 
 def _runtime_for(point: PointResult) -> Runtime | None:
+    """The runtime row of what served the file; none when its engine or version is unknown."""
     engine = point.provenance.engine if point.provenance else None
-    if engine is None or not engine.version:
+    if engine is None or not engine.name or not engine.version:
         return None
     row, _ = Runtime.objects.get_or_create(
-        engine="vllm", version=engine.version, image=engine.image or "", digest=""
+        **Runtime.engine_fields(engine.name),
+        version=engine.version,
+        image=engine.image or "",
+        digest="",
     )
     return row
 
 
 def import_points(
-    points: list[PointResult], *, name: str, source_file: str, user: Any = None
+    points: list[PointResult],
+    *,
+    name: str,
+    source_file: str,
+    user: Any = None,
+    stated: StatedFacts | None = None,
 ) -> Benchmark:
     keys = [point.key for point in points]
     duplicates = sorted({key for key in keys if keys.count(key) > 1})
     if duplicates:
         raise ImportFileError(f"{source_file}: point key {duplicates[0]!r} appears more than once")
+    statement = Statement(by=stated_by(user))
+    if stated is not None:
+        completed = []
+        for point in points:
+            try:
+                point, told = apply_stated(point, stated, statement.by)
+            except ImportFileError as exc:
+                raise ImportFileError(f"{source_file}: {exc}") from None
+            completed.append(point)
+            statement.add(told)
+        points = completed
     first = points[0]
     now = timezone.now()
     with transaction.atomic():
@@ -95,4 +258,12 @@ def import_points(
         )
         for point in points:
             store_point(benchmark, point)
+        if statement.sentences():
+            # On the run page beside the figures; each point's notes say what it received.
+            Caveat.objects.create(
+                benchmark=benchmark,
+                kind=Caveat.Kind.SCOPE,
+                code=STATED_CAVEAT,
+                text=" ".join(statement.sentences()),
+            )
     return benchmark

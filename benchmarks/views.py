@@ -23,7 +23,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 from kombu.exceptions import OperationalError as BrokerError
 
-from benchmarks import charts, lifecycle, views_judgement
+from benchmarks import charts, lifecycle, tasks, views_judgement
 from benchmarks.forms import ImportForm, LaunchForm
 from benchmarks.imports import ImportFileError, import_file
 from benchmarks.models import Benchmark, Caveat, Checkpoint, Point, PointData, Runtime
@@ -80,7 +80,7 @@ def run_new(request: HttpRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         benchmark = form.save(request.user)  # committed: a worker can always find the row
         try:
-            lifecycle.enqueue_benchmark(benchmark)
+            tasks.enqueue_benchmark(benchmark)
         except BrokerError as exc:
             # Nothing half-created: the queued row would never run, so it goes.
             log.error("broker unreachable at submit: %s", exc)
@@ -123,6 +123,7 @@ def _import_upload(request: HttpRequest, form: ImportForm, upload) -> Benchmark 
                 Path(handle.name),
                 name=form.cleaned_data["name"] or upload.name,
                 user=request.user,
+                stated=form.cleaned_data["stated"],
             )
         except ImportFileError as exc:
             message = str(exc).replace(handle.name, upload.name)

@@ -78,3 +78,185 @@ def test_the_command_stores_nothing_when_one_file_is_bad(tmp_path):
 def test_the_command_names_a_missing_file(tmp_path):
     with pytest.raises(CommandError, match="no such file"):
         call_command("import_results", str(tmp_path / "missing.jsonl"))
+
+
+def test_an_imported_file_whose_throughput_disagrees_with_its_tokens_gets_a_caveat(owner_client):
+    # 25,600 output tokens / 12.5 s = 2,048 tok/s; the file claims 2,200 (+7.4%).
+    upload = SimpleUploadedFile(
+        "bench.json", json.dumps({**VLLM_BENCH, "output_throughput": 2200.0}).encode()
+    )
+    assert owner_client.post("/runs/import/", {"file": upload}).status_code == 302
+    caveat = Benchmark.objects.get().points.get().caveats.get(code="inconsistent-aggregates")
+    assert caveat.kind == "method"
+    assert (
+        "output_throughput is 2,200.00/s but 25,600 output tokens over the 12.5 s window make "
+        "2,048.00/s (+7.4%)" in caveat.text
+    )
+
+
+def test_an_imported_burst_whose_median_latency_exceeds_its_window_gets_the_caveat(owner_client):
+    # request_rate inf without max_concurrency is a burst; 13,000 ms > the 12.5 s window.
+    upload = SimpleUploadedFile(
+        "bench.json", json.dumps({**VLLM_BENCH, "median_e2el_ms": 13000.0}).encode()
+    )
+    assert owner_client.post("/runs/import/", {"file": upload}).status_code == 302
+    caveat = Benchmark.objects.get().points.get().caveats.get(code="inconsistent-aggregates")
+    assert "median_e2el_ms is 13,000.0 ms, longer than the burst's whole 12.5 s window" in (
+        caveat.text
+    )
+
+
+def test_an_imported_file_whose_figures_agree_gets_no_inconsistency_caveat(owner_client):
+    # 25,600 / 12.5 = 2,048 tok/s, 100 / 12.5 = 8 req/s, 32,000 / 12.5 = 2,560 tok/s: all agree.
+    upload = SimpleUploadedFile("bench.json", json.dumps(VLLM_BENCH).encode())
+    assert owner_client.post("/runs/import/", {"file": upload}).status_code == 302
+    point = Benchmark.objects.get().points.get()
+    assert not point.caveats.filter(code="inconsistent-aggregates").exists()
+
+
+def test_an_imported_results_file_is_checked_like_a_measured_point(owner_client):
+    # 25,600 output tokens over the factory's 10 s window: 2,560 tok/s, not 3,000.
+    data = results_jsonl(make_point_result(num_requests=100, completed=100,
+                                           total_output_tokens=25600, output_throughput=3000.0))
+    upload = SimpleUploadedFile("sweep.jsonl", data)
+    assert owner_client.post("/runs/import/", {"file": upload}).status_code == 302
+    caveat = Benchmark.objects.get().points.get().caveats.get(code="inconsistent-aggregates")
+    assert "output_throughput is 3,000.00/s" in caveat.text
+
+
+# ---------------------------------------------------------------------------------------------
+# The runtime as what ran, and facts the engineer states where the file is silent
+# ---------------------------------------------------------------------------------------------
+
+REVISION = "0123456789abcdef0123456789abcdef01234567"
+# vllm bench against a TensorRT-LLM server: an OpenAI request format, the GPU in --metadata.
+TRTLLM_BENCH = {**VLLM_BENCH, "backend": "openai-chat", "endpoint_type": "openai-chat",
+                "gpu": "NVIDIA H200"}
+
+
+def upload(client, document, **stated):
+    file = SimpleUploadedFile("bench.json", json.dumps(document).encode())
+    return client.post("/runs/import/", {"file": file, **stated})
+
+
+def test_a_file_that_does_not_name_its_engine_is_not_recorded_as_a_vllm_run(owner_client):
+    assert upload(owner_client, {**TRTLLM_BENCH, "version": "0.18.0"}).status_code == 302
+    benchmark = Benchmark.objects.get()
+    assert benchmark.runtime is None
+    assert benchmark.points.get().provenance["engine"]["name"] is None
+
+
+def test_a_file_whose_metadata_names_the_engine_gets_that_runtime(owner_client):
+    document = {**TRTLLM_BENCH, "engine": "TensorRT-LLM", "version": "0.18.0"}
+    assert upload(owner_client, document).status_code == 302
+    runtime = Benchmark.objects.get().runtime
+    assert (runtime.engine, runtime.version, str(runtime)) == (
+        "tensorrt-llm", "0.18.0", "tensorrt-llm 0.18.0"
+    )
+
+
+def test_stated_facts_fill_only_what_the_file_does_not_record(owner_client):
+    stated = {
+        "gpu_name": "NVIDIA H100", "gpu_count": "8", "engine": "tensorrt-llm",
+        "engine_version": "0.18.0", "engine_image": "nvcr.io/nvidia/tritonserver:25.01",
+        "checkpoint": "someone/else", "revision": REVISION, "precision": "NVFP4",
+    }
+    assert upload(owner_client, TRTLLM_BENCH, **stated).status_code == 302
+    benchmark = Benchmark.objects.get()
+    provenance = benchmark.points.get().provenance
+    # The file's own GPU and model id are kept; the rest is filled in as stated.
+    assert provenance["hardware"]["gpu_name"] == "NVIDIA H200"
+    assert provenance["checkpoint"]["model"] == "Qwen/Qwen3-30B-A3B"
+    assert provenance["hardware"]["gpu_count"] == 8
+    engine = provenance["engine"]
+    assert (engine["name"], engine["version"], engine["image"]) == (
+        "tensorrt-llm", "0.18.0", "nvcr.io/nvidia/tritonserver:25.01"
+    )
+    assert (provenance["checkpoint"]["revision"], provenance["checkpoint"]["precision"]) == (
+        REVISION, "NVFP4"
+    )
+    assert (benchmark.runtime.engine, benchmark.runtime.version) == ("tensorrt-llm", "0.18.0")
+    assert benchmark.checkpoint.revision == REVISION
+
+
+def test_the_run_page_says_who_stated_what_and_what_the_file_kept(owner_client):
+    upload(owner_client, TRTLLM_BENCH, gpu_name="NVIDIA H100", gpu_count="8", engine="sglang",
+           engine_version="0.4.1")
+    benchmark = Benchmark.objects.get()
+    caveat = benchmark.caveats.get(code="stated-at-import")
+    assert caveat.text == (
+        "Stated at import by owner, not recorded in the file: GPU count 8; runtime sglang; "
+        "runtime version 0.4.1. Stated at import by owner but not used, the file records "
+        "otherwise: GPU NVIDIA H200 (stated NVIDIA H100)."
+    )
+    assert caveat.text in owner_client.get(f"/runs/{benchmark.code}/").content.decode()
+    assert caveat.text.split(". ")[0] + "." in benchmark.points.get().notes
+
+
+def test_another_named_engine_is_stored_as_other_with_its_name(owner_client):
+    upload(owner_client, TRTLLM_BENCH, engine="other", other_engine="LMDeploy",
+           engine_version="0.6.0")
+    runtime = Benchmark.objects.get().runtime
+    assert (runtime.engine, runtime.other_engine, str(runtime)) == ("other", "LMDeploy",
+                                                                     "LMDeploy 0.6.0")
+
+
+def test_an_import_that_states_nothing_records_no_statement(owner_client):
+    assert upload(owner_client, TRTLLM_BENCH).status_code == 302
+    benchmark = Benchmark.objects.get()
+    assert not benchmark.caveats.filter(code="stated-at-import").exists()
+    assert not any("Stated at import" in note for note in benchmark.points.get().notes)
+
+
+def test_a_measured_points_hardware_is_never_replaced_by_a_stated_one(owner_client):
+    # The runner measured this CPU host: no GPU there is a record, not a gap to fill.
+    data = results_jsonl(make_point_result())
+    response = owner_client.post("/runs/import/", {
+        "file": SimpleUploadedFile("sweep.jsonl", data), "gpu_name": "NVIDIA H200",
+    })
+    assert response.status_code == 302
+    point = Benchmark.objects.get().points.get()
+    assert point.provenance["hardware"]["gpu_name"] is None
+    assert "GPU none (stated NVIDIA H200)" in point.notes[-1]
+
+
+@pytest.mark.parametrize(
+    "stated, field, message",
+    [
+        ({"revision": "main"}, "revision", "A revision is a 40-hex commit id"),
+        ({"revision": REVISION[:39]}, "revision", "A revision is a 40-hex commit id"),
+        ({"gpu_count": "0"}, "gpu_count", "greater than or equal to 1"),
+        ({"gpu_count": "eight"}, "gpu_count", "whole number"),
+        ({"engine": "other"}, "other_engine", "Name the engine"),
+        ({"engine": "vllm", "other_engine": "tgi"}, "other_engine", "Only for another engine"),
+        ({"engine": "tgi"}, "engine", "Select a valid choice"),
+    ],
+)
+def test_a_bad_stated_value_gets_an_error_on_its_field_and_imports_nothing(
+    owner_client, stated, field, message
+):
+    response = upload(owner_client, TRTLLM_BENCH, **stated)
+    assert response.status_code == 400
+    assert message in " ".join(response.context["form"].errors[field])
+    assert not Benchmark.objects.exists()
+
+
+def test_the_command_states_facts_for_every_file(tmp_path):
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps(TRTLLM_BENCH))
+    call_command("import_results", str(path), "--runtime", "SGLang", "--runtime-version", "0.4.1",
+                 "--gpu-count", "8")
+    benchmark = Benchmark.objects.get()
+    assert (benchmark.runtime.engine, benchmark.runtime.version) == ("sglang", "0.4.1")
+    assert benchmark.caveats.get(code="stated-at-import").text.startswith(
+        "Stated at import by an unnamed user (command line), not recorded in the file: "
+        "GPU count 8; runtime sglang"
+    )
+
+
+def test_the_command_names_the_flag_of_a_bad_stated_value(tmp_path):
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps(TRTLLM_BENCH))
+    with pytest.raises(CommandError, match="--revision: a revision is a 40-hex commit id"):
+        call_command("import_results", str(path), "--revision", "main")
+    assert not Benchmark.objects.exists()

@@ -138,3 +138,91 @@ def test_a_broker_that_is_down_gets_a_clear_message_and_leaves_nothing_behind(
     assert response.status_code == 400
     assert "broker" in " ".join(response.context["form"].non_field_errors())
     assert not Benchmark.objects.exists()
+
+
+# ---------------------------------------------------------------------------------------------
+# Engine settings come from runner.schema.EngineConfig; only vLLM is launchable
+# ---------------------------------------------------------------------------------------------
+
+
+def test_every_engine_setting_has_a_cli_flag_and_a_form_field():
+    from benchmarks.forms import LaunchForm
+    from runner.cli import build_parser
+    from runner.schema import EngineConfig
+
+    bench = build_parser()._subparsers._group_actions[0].choices["bench"]
+    flags = {flag for action in bench._actions for flag in action.option_strings}
+    settings = EngineConfig.settings()
+    assert {s.name for s in settings} == set(EngineConfig.model_fields) - {"extra_args"}
+    for setting in settings:
+        assert setting.flag in flags, setting.flag
+        assert setting.name in LaunchForm().fields, setting.name
+    assert [field.name for field in LaunchForm().engine_fields()] == [
+        *(s.name for s in settings), "extra_args"
+    ]
+
+
+def test_each_engine_setting_from_the_form_reaches_every_config_of_the_plan(
+    owner_client, node, broker
+):
+    data = form_data(node, max_num_seqs="8, 16", kv_cache_dtype="fp8_e5m2", max_model_len="4096",
+                     block_size="32", enable_prefix_caching="false", stream_interval="4",
+                     num_gpu_blocks_override="500", tensor_parallel_size="2",
+                     gpu_memory_utilization="0.85")
+    assert owner_client.post("/runs/new/", data).status_code == 302
+    configs = Benchmark.objects.get().plan["engine_configs"]
+    assert [c["max_num_seqs"] for c in configs] == [8, 16]
+    for config in configs:
+        assert {k: config[k] for k in data if k in config and k != "max_num_seqs"} == {
+            "max_num_batched_tokens": 8192, "kv_cache_dtype": "fp8_e5m2", "max_model_len": 4096,
+            "block_size": 32, "enable_prefix_caching": False, "stream_interval": 4,
+            "num_gpu_blocks_override": 500, "tensor_parallel_size": 2,
+            "gpu_memory_utilization": 0.85,
+        }
+
+
+def test_a_setting_left_blank_keeps_the_engines_default(owner_client, node, broker):
+    data = form_data(node, enable_prefix_caching="", tensor_parallel_size="", kv_cache_dtype="")
+    assert owner_client.post("/runs/new/", data).status_code == 302
+    config = Benchmark.objects.get().plan["engine_configs"][0]
+    # Unset prefix caching is the engine's choice, not "off"; the checkpoint's KV dtype applies.
+    assert (config["enable_prefix_caching"], config["tensor_parallel_size"]) == (None, 1)
+    assert config["kv_cache_dtype"] == "fp8"
+
+
+@pytest.mark.parametrize(
+    "overrides, field, message",
+    [
+        ({"gpu_memory_utilization": "0"}, "gpu_memory_utilization", "greater than 0"),
+        ({"block_size": "0"}, "block_size", "greater than or equal to 1"),
+        ({"tensor_parallel_size": "2", "replicas": "2"}, "tensor_parallel_size",
+         "2 replica(s) x 2 GPUs each need 4 GPUs"),
+    ],
+)
+def test_a_bad_engine_setting_gets_an_error_on_its_field(
+    owner_client, node, overrides, field, message
+):
+    response = owner_client.post("/runs/new/", form_data(node, **overrides))
+    assert response.status_code == 400
+    assert message in " ".join(response.context["form"].errors.get(field, []))
+    assert not Benchmark.objects.exists()
+
+
+def test_only_vllm_runtimes_are_offered_and_another_engine_is_refused(owner_client, node):
+    from benchmarks.forms import LaunchForm
+
+    trtllm = make_runtime(engine="tensorrt-llm", version="0.18.0")
+    vllm = make_runtime()
+    assert list(LaunchForm().fields["runtime"].queryset) == [vllm]
+    response = owner_client.post("/runs/new/", form_data(node, runtime=trtllm.pk))
+    assert response.status_code == 400
+    assert response.context["form"].errors["runtime"] == [
+        "tensorrt-llm 0.18.0 cannot be launched: Headroom launches only vLLM runtimes (import "
+        "the results of other engines instead)."
+    ]
+    assert not Benchmark.objects.exists()
+
+
+def test_a_runtime_that_does_not_exist_is_still_an_invalid_choice(owner_client, node):
+    response = owner_client.post("/runs/new/", form_data(node, runtime="999999"))
+    assert "Select a valid choice" in response.context["form"].errors["runtime"][0]

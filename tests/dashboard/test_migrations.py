@@ -3,23 +3,16 @@
 from __future__ import annotations
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 
 from benchmarks import storage
 from runner import schema
+
+from .conftest import migrate
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 BEFORE = [("benchmarks", "0004_vllm_parity_metrics")]
 AFTER = [("benchmarks", "0005_points_measured_before_vllm_parity")]
-
-
-def migrate(targets):
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(targets)
-    return executor.loader.project_state(targets).apps
 
 
 def old_era_record() -> schema.RequestRecord:
@@ -31,7 +24,9 @@ def old_era_record() -> schema.RequestRecord:
     )
 
 
-def test_old_points_move_schedule_figures_to_their_names_and_get_vllm_figures_recomputed():
+def test_old_points_move_schedule_figures_to_their_names_and_get_vllm_figures_recomputed(
+    newest_schema_after,
+):
     apps = migrate(BEFORE)
     Workload, Benchmark, Point, PointData = (
         apps.get_model("benchmarks", name)
