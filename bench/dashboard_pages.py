@@ -120,6 +120,8 @@ def _configure_django(database_url: str) -> None:
     os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
     # Production-like: DEBUG off (no query log, no debug context), a real secret key.
     os.environ["DEBUG"] = "0"
+    # The test client speaks plain HTTP: without this, DEBUG off redirects every page to https.
+    os.environ["HEADROOM_HTTPS"] = "0"
     os.environ.setdefault("SECRET_KEY", "bench-only-" + "x" * 40)
     os.environ["ALLOWED_HOSTS"] = "testserver,localhost"
     import django

@@ -148,6 +148,8 @@ def main() -> int:
     _recreate(args.database_url)
     os.environ["DATABASE_URL"] = args.database_url
     os.environ["DEBUG"] = "0"
+    # The test client speaks plain HTTP: without this, DEBUG off redirects every page to https.
+    os.environ["HEADROOM_HTTPS"] = "0"
     os.environ.setdefault("SECRET_KEY", "bench-only-secret-key")
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     import django

@@ -65,6 +65,9 @@ def main() -> int:
     broker = choose_broker(os.environ.get("CELERY_BROKER_URL", DEFAULT_REDIS))
     env = {
         **os.environ,
+        # Settings fail closed (DEBUG off, a real SECRET_KEY, HTTPS only); the demo is a
+        # developer's machine over plain HTTP, so it says so: DEBUG on, the development key.
+        "DEBUG": "1",
         "CELERY_BROKER_URL": broker,
         "HEADROOM_NODE_QUEUE": QUEUE,
         "HEADROOM_LAUNCH_STYLE": "cpu",

@@ -1,17 +1,23 @@
 """Headroom's settings, all from environment variables read through small strict helpers.
 
-With no environment at all, `manage.py runserver` works: SQLite under var/, DEBUG on, a
-development secret key. Production sets SECRET_KEY, DEBUG=0, ALLOWED_HOSTS and DATABASE_URL.
-A malformed value raises ImproperlyConfigured at start-up instead of misbehaving later.
+They fail closed: with no environment, DEBUG is off and start-up stops until SECRET_KEY is set,
+and the HTTPS protections (redirect, HSTS, secure cookies) are on. Development sets DEBUG=1
+(`make demo` does): SQLite under var/ and a development secret key, over plain HTTP.
+Production sets SECRET_KEY, ALLOWED_HOSTS, DATABASE_URL and, behind a TLS proxy,
+HEADROOM_PROXY_SSL_HEADER (docs/deployment.md, .env.example). A malformed value raises
+ImproperlyConfigured at start-up instead of misbehaving later.
 """
 
 from __future__ import annotations
 
 import os
+import re
+from datetime import timedelta
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import plotly
+from csp.constants import NONE, SELF, UNSAFE_INLINE
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -79,12 +85,138 @@ def database_from_url(url: str) -> dict[str, object]:
     )
 
 
-SECRET_KEY = os.getenv("SECRET_KEY", "---development-only-secret-key---")
-DEBUG = envbool("DEBUG", "1")
+# Public in this repository, so it signs nothing outside a developer's own machine.
+DEVELOPMENT_SECRET_KEY = "---development-only-secret-key---"
+
+
+def secret_key(value: str, debug: bool) -> str:
+    """SECRET_KEY from its environment value: the development key only while DEBUG is on.
+
+    With DEBUG off, a missing key or the published development key would let anyone forge
+    session cookies and password-reset links, so start-up stops instead.
+    """
+    if debug:
+        return value or DEVELOPMENT_SECRET_KEY
+    if not value or value == DEVELOPMENT_SECRET_KEY:
+        raise ImproperlyConfigured(
+            "SECRET_KEY must be set to a long random value when DEBUG is off "
+            "(or set DEBUG=1 for development)"
+        )
+    return value
+
+
+def header_meta_key(variable: str) -> str:
+    """The request.META key of the HTTP header named in an environment variable, or "" if unset.
+
+    "X-Forwarded-Proto" becomes "HTTP_X_FORWARDED_PROTO", the name Django looks it up by.
+    """
+    name = os.getenv(variable, "").strip()
+    if not name:
+        return ""
+    if not re.fullmatch(r"[A-Za-z][A-Za-z0-9-]*", name):
+        raise ImproperlyConfigured(f"{variable} must be an HTTP header name, got {name!r}")
+    return "HTTP_" + name.upper().replace("-", "_")
+
+
+def proxy_ssl_header(meta_key: str) -> tuple[str, str] | None:
+    """SECURE_PROXY_SSL_HEADER: the header a TLS proxy sets to "https", or None without a proxy.
+
+    Only safe when the proxy always sets (or strips) that header and clients cannot reach the
+    app without the proxy: otherwise a plain-HTTP client could claim to be on HTTPS.
+    """
+    return (meta_key, "https") if meta_key else None
+
+
+DEBUG = envbool("DEBUG", "0")
+SECRET_KEY = secret_key(os.getenv("SECRET_KEY", ""), DEBUG)
 ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]")
 CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS", "")
-if not DEBUG and SECRET_KEY.startswith("---development"):
-    raise ImproperlyConfigured("Set SECRET_KEY when DEBUG is off")
+
+# ---------------------------------------------------------------------------------------------
+# HTTPS. Browsers reach production over HTTPS, directly or through a TLS proxy, so with DEBUG off
+# every protection below is on unless HEADROOM_HTTPS=0 says the deployment is plain HTTP (a lab
+# network reached only through a VPN; docs/deployment.md). Each SECURE_* can also be set alone.
+# ---------------------------------------------------------------------------------------------
+
+HEADROOM_HTTPS = envbool("HEADROOM_HTTPS", "0" if DEBUG else "1")
+_HTTPS_DEFAULT = "1" if HEADROOM_HTTPS else "0"
+HSTS_ONE_YEAR_S = 365 * 24 * 3600
+# Behind a TLS proxy the app itself sees plain HTTP: this header tells it the browser used HTTPS,
+# so the redirect does not loop and share links (request.build_absolute_uri) say https://.
+SECURE_PROXY_SSL_HEADER = proxy_ssl_header(header_meta_key("HEADROOM_PROXY_SSL_HEADER"))
+SECURE_SSL_REDIRECT = envbool("SECURE_SSL_REDIRECT", _HTTPS_DEFAULT)
+SESSION_COOKIE_SECURE = envbool("SESSION_COOKIE_SECURE", _HTTPS_DEFAULT)
+CSRF_COOKIE_SECURE = envbool("CSRF_COOKIE_SECURE", _HTTPS_DEFAULT)
+SECURE_HSTS_SECONDS = envint("SECURE_HSTS_SECONDS", str(HSTS_ONE_YEAR_S if HEADROOM_HTTPS else 0))
+# includeSubDomains covers only names below the host that sends it (headroom.example.com's own
+# subdomains), never its siblings, so it is safe to turn on with HSTS.
+SECURE_HSTS_INCLUDE_SUBDOMAINS = envbool("SECURE_HSTS_INCLUDE_SUBDOMAINS", _HTTPS_DEFAULT)
+# Preloading commits the whole registrable domain, and only its owner can submit it to the
+# browsers' list: a decision for that owner, off unless set (and its check silenced below).
+SECURE_HSTS_PRELOAD = envbool("SECURE_HSTS_PRELOAD", "0")
+SILENCED_SYSTEM_CHECKS = ["security.W021"]
+
+# ---------------------------------------------------------------------------------------------
+# Content-Security-Policy (django-csp). The pages load only our own static JS (Plotly included,
+# served from our static files) and pass data with json_script, which is not executed; no page
+# has an inline script or event handler, so scripts come from 'self' only.
+# ---------------------------------------------------------------------------------------------
+
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        # Plotly.js inserts <style> elements at run time (its addStyleRule for the mode bar,
+        # hover labels and drag cursors) and sets style attributes on the SVG it draws; without
+        # 'unsafe-inline' here those are blocked and the charts render broken. Styles cannot
+        # run code, and script-src above stays strict.
+        "style-src": [SELF, UNSAFE_INLINE],
+        # Plotly's "download plot as png" draws the SVG through data: and blob: images.
+        "img-src": [SELF, "data:", "blob:"],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        # No page may be framed (clickjacking); X-Frame-Options: DENY says the same to old browsers.
+        "frame-ancestors": [NONE],
+    },
+}
+
+# ---------------------------------------------------------------------------------------------
+# Login throttling (django-axes): after HEADROOM_LOGIN_FAILURE_LIMIT failed logins for one user
+# name from one address, that pair is refused (even with the right password) for the cool-off.
+# Counting the pair, not the address alone, keeps one user's typos from locking out everyone
+# behind the same office NAT or TLS proxy. Attempts are rows in the database, shared by every
+# web process. A successful login clears the count.
+# ---------------------------------------------------------------------------------------------
+
+AXES_FAILURE_LIMIT = envint("HEADROOM_LOGIN_FAILURE_LIMIT", "5")
+AXES_COOLOFF_TIME = timedelta(minutes=envint("HEADROOM_LOGIN_COOLOFF_MINUTES", "15"))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+# Behind a proxy every request comes from the proxy's address; the header it sets to the client's
+# own address (X-Real-IP), trusted for the same reason as HEADROOM_PROXY_SSL_HEADER.
+HEADROOM_CLIENT_IP_META_KEY = header_meta_key("HEADROOM_CLIENT_IP_HEADER")
+AXES_CLIENT_IP_CALLABLE = "config.client_ip.client_ip"
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+# Axes' backend comes first: it refuses a locked-out pair before any password is checked. It
+# authenticates nobody itself; ModelBackend does.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+
+# ---------------------------------------------------------------------------------------------
+# Mail. Password reset sends a link by mail, so its views are routed only when EMAIL_HOST is
+# set (config/urls.py); without mail, an administrator sets passwords (manage.py changepassword).
+# ---------------------------------------------------------------------------------------------
+
+EMAIL_HOST = os.getenv("EMAIL_HOST", "")
+EMAIL_PORT = envint("EMAIL_PORT", "587")
+EMAIL_HOST_USER = os.getenv("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.getenv("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = envbool("EMAIL_USE_TLS", "1")
+DEFAULT_FROM_EMAIL = os.getenv("DEFAULT_FROM_EMAIL", "headroom@localhost")
+HEADROOM_PASSWORD_RESET = bool(EMAIL_HOST)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -93,6 +225,8 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "axes",
+    "csp",
     "benchmarks",
     "reports",
 ]
@@ -107,6 +241,9 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
+    # Last, as axes asks: it turns a lockout flagged during the request into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -226,7 +363,7 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         data_folder_out=str(_broker_dir / "messages"),
         control_folder=str(_broker_dir / "control"),
     )
-# Each node has its own queue; enqueue_benchmark() names it per call (apply_async(queue=...)),
+# Each node has its own queue; tasks.enqueue_benchmark() names it per call (apply_async(queue=...)),
 # so no static route can send a sweep to the wrong GPUs. Unrouted tasks fail loudly instead:
 # there is no worker on the default queue.
 CELERY_TASK_DEFAULT_QUEUE = "unrouted"

@@ -50,7 +50,7 @@ def test_the_filesystem_broker_gets_its_folders(tmp_path):
         "print(settings.CELERY_BROKER_TRANSPORT_OPTIONS['data_folder_in'])"
     )
     env = {"CELERY_BROKER_URL": "filesystem://", "DJANGO_SETTINGS_MODULE": "config.settings",
-           "PATH": "/usr/bin:/bin"}
+           "DEBUG": "1", "PATH": "/usr/bin:/bin"}  # the demo's own settings: DEBUG on, set
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip().endswith("var/broker/messages")

@@ -1,7 +1,40 @@
-import pytest
-from django.core.exceptions import ImproperlyConfigured
+"""Settings: the strict env helpers, fail-closed production settings, the CSP, login throttling
+and password reset that exists only with mail."""
 
-from config.settings import database_from_url, envbool, envint
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import re
+import subprocess
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from axes.models import AccessAttempt
+from django.conf import settings as django_settings
+from django.contrib.auth import get_user_model
+from django.core.exceptions import ImproperlyConfigured
+from django.test import Client, RequestFactory, override_settings
+from django.urls import clear_url_caches
+from django.utils import timezone
+
+import config.urls
+from config.client_ip import client_ip
+from config.settings import (
+    DEVELOPMENT_SECRET_KEY,
+    HSTS_ONE_YEAR_S,
+    database_from_url,
+    envbool,
+    envint,
+    header_meta_key,
+    proxy_ssl_header,
+    secret_key,
+)
+from tests.reports.conftest import make_sweep
+from tests.reports.helpers import make_report
 
 
 def test_it_rejects_a_boolean_it_cannot_read(monkeypatch):
@@ -38,3 +71,277 @@ def test_it_parses_a_sqlite_url():
 def test_it_rejects_a_database_url_it_does_not_support(url):
     with pytest.raises(ImproperlyConfigured):
         database_from_url(url)
+
+
+# ---------------------------------------------------------------------------------------------
+# Fail-closed settings: read in a fresh process, as a server starting with that environment would.
+# ---------------------------------------------------------------------------------------------
+
+REPO = Path(__file__).resolve().parents[2]
+A_REAL_KEY = "k" * 20 + "-production-like-key-" + "9" * 20
+HTTPS_SETTINGS = ("SECURE_SSL_REDIRECT", "SESSION_COOKIE_SECURE", "CSRF_COOKIE_SECURE",
+                  "SECURE_HSTS_SECONDS", "SECURE_HSTS_INCLUDE_SUBDOMAINS")
+
+
+def start_settings(env: dict[str, str], *names: str) -> subprocess.CompletedProcess:
+    """Import config.settings in a new process with only `env`; print the named settings."""
+    code = ("import json, django; django.setup(); from django.conf import settings; "
+            f"print(json.dumps({{n: getattr(settings, n) for n in {names!r}}}))")
+    return subprocess.run(
+        [sys.executable, "-c", code], check=False, cwd=REPO, capture_output=True, text=True,
+        timeout=60,
+        env={"PATH": os.environ["PATH"], "DJANGO_SETTINGS_MODULE": "config.settings", **env},
+    )  # fmt: skip
+
+
+def started_settings(env: dict[str, str], *names: str) -> dict:
+    started = start_settings(env, *names)
+    assert started.returncode == 0, started.stderr
+    return json.loads(started.stdout.splitlines()[-1])
+
+
+@pytest.mark.parametrize("env", [{}, {"SECRET_KEY": DEVELOPMENT_SECRET_KEY},
+                                 {"DEBUG": "0", "SECRET_KEY": ""}])
+def test_production_refuses_to_start_without_a_real_secret_key(env):
+    started = start_settings(env, "DEBUG")
+    assert started.returncode != 0
+    assert "ImproperlyConfigured: SECRET_KEY must be set" in started.stderr
+
+
+def test_debug_is_off_and_https_protections_on_unless_set():
+    got = started_settings({"SECRET_KEY": A_REAL_KEY}, "DEBUG", *HTTPS_SETTINGS)
+    assert got == {"DEBUG": False, "SECURE_SSL_REDIRECT": True, "SESSION_COOKIE_SECURE": True,
+                   "CSRF_COOKIE_SECURE": True, "SECURE_HSTS_SECONDS": HSTS_ONE_YEAR_S,
+                   "SECURE_HSTS_INCLUDE_SUBDOMAINS": True}
+
+
+def test_a_plain_http_deployment_turns_the_https_protections_off_explicitly():
+    got = started_settings({"SECRET_KEY": A_REAL_KEY, "HEADROOM_HTTPS": "0"}, *HTTPS_SETTINGS)
+    assert not any(got.values())
+
+
+def test_one_protection_can_be_turned_off_alone():
+    got = started_settings({"SECRET_KEY": A_REAL_KEY, "SECURE_SSL_REDIRECT": "0"},
+                           *HTTPS_SETTINGS)
+    assert got.pop("SECURE_SSL_REDIRECT") is False
+    assert all(got.values())
+
+
+def test_development_with_debug_on_uses_the_development_key_over_plain_http():
+    got = started_settings({"DEBUG": "1"}, "SECRET_KEY", *HTTPS_SETTINGS)
+    assert got.pop("SECRET_KEY") == DEVELOPMENT_SECRET_KEY
+    assert not any(got.values())
+
+
+def test_the_secret_key_is_kept_as_set():
+    assert secret_key(A_REAL_KEY, debug=False) == A_REAL_KEY
+    assert secret_key(A_REAL_KEY, debug=True) == A_REAL_KEY
+
+
+@pytest.mark.parametrize("key", ["", DEVELOPMENT_SECRET_KEY])
+def test_the_secret_key_check_names_the_variable(key):
+    with pytest.raises(ImproperlyConfigured, match="SECRET_KEY"):
+        secret_key(key, debug=False)
+
+
+def test_the_proxy_header_becomes_the_meta_key_django_reads(monkeypatch):
+    monkeypatch.setenv("HEADROOM_PROXY_SSL_HEADER", "X-Forwarded-Proto")
+    key = header_meta_key("HEADROOM_PROXY_SSL_HEADER")
+    assert proxy_ssl_header(key) == ("HTTP_X_FORWARDED_PROTO", "https")
+    monkeypatch.setenv("HEADROOM_PROXY_SSL_HEADER", "")
+    assert proxy_ssl_header(header_meta_key("HEADROOM_PROXY_SSL_HEADER")) is None
+
+
+@pytest.mark.parametrize("name", ["X Forwarded Proto", "X-Forwarded-Proto: https", "-X"])
+def test_it_rejects_a_proxy_header_that_is_not_a_header_name(monkeypatch, name):
+    monkeypatch.setenv("HEADROOM_PROXY_SSL_HEADER", name)
+    with pytest.raises(ImproperlyConfigured, match="HEADROOM_PROXY_SSL_HEADER"):
+        header_meta_key("HEADROOM_PROXY_SSL_HEADER")
+
+
+@pytest.fixture
+def engineer(db):
+    # A superuser, so this test is about the link's scheme whatever permissions the page asks.
+    return get_user_model().objects.create_superuser("engineer", password="engineer-password")
+
+
+def share_links(page: bytes) -> list[str]:
+    return re.findall(r"\bhttps?://[^/\"'<\s]+/r/[^\"'<\s]+", page.decode())
+
+
+# The request as the TLS proxy forwards it: the browser's Host, and the scheme in its header.
+PROXIED = {"HTTP_HOST": "headroom.example.com", "HTTP_X_FORWARDED_PROTO": "https"}
+
+
+@override_settings(SECURE_PROXY_SSL_HEADER=("HTTP_X_FORWARDED_PROTO", "https"),
+                   ALLOWED_HOSTS=["headroom.example.com"])
+def test_behind_a_tls_proxy_the_share_link_says_https(engineer):
+    report = make_report(make_sweep(engineer), engineer)
+    client = Client()
+    client.force_login(engineer)
+    behind_proxy = client.get(f"/reports/{report.token}/", **PROXIED)
+    assert behind_proxy.status_code == 200
+    links = share_links(behind_proxy.content)
+    assert links and all(link.startswith("https://headroom.example.com/r/") for link in links)
+    # The same request without the proxy's word is plain HTTP: the header decides, not luck.
+    plain = client.get(f"/reports/{report.token}/", HTTP_HOST="headroom.example.com")
+    links = share_links(plain.content)
+    assert links and all(link.startswith("http://headroom.example.com/r/") for link in links)
+
+
+# ---------------------------------------------------------------------------------------------
+# Content-Security-Policy
+# ---------------------------------------------------------------------------------------------
+
+
+def csp_directives(header: str) -> dict[str, list[str]]:
+    return {name: sources for name, *sources in (d.split() for d in header.split(";") if d.strip())}
+
+
+def test_every_page_carries_a_content_security_policy_with_scripts_from_self_only(db):
+    response = Client().get("/accounts/login/")
+    policy = csp_directives(response["Content-Security-Policy"])
+    assert policy["default-src"] == ["'self'"]
+    assert policy["script-src"] == ["'self'"]  # no 'unsafe-inline', no 'unsafe-eval'
+    assert policy["object-src"] == ["'none'"]
+    assert policy["frame-ancestors"] == ["'none'"]
+    assert policy["base-uri"] == ["'self'"]
+    assert policy["form-action"] == ["'self'"]
+    assert "'unsafe-inline'" in policy["style-src"]  # Plotly's <style> elements
+
+
+def template_files() -> list[Path]:
+    return sorted((REPO / "templates").rglob("*.html")) + sorted(REPO.glob("*/templates/**/*.html"))
+
+
+# Code in markup that script-src 'self' blocks: an inline <script> (json_script output is
+# data, written by the filter at render time, never in the template source), an event-handler
+# attribute, a javascript: URL.
+INLINE_CODE = re.compile(
+    r"<script\b(?![^>]*\bsrc=)[^>]*>|\son[a-z]+\s*=|javascript:", re.IGNORECASE | re.DOTALL)
+KNOWN_INLINE = {
+    "reports/public.html": "the Print button's onclick is blocked by the CSP; it belongs in "
+                           "static/js/report.js",
+}
+
+
+@pytest.mark.parametrize("path", [
+    pytest.param(p, id=str(p.relative_to(REPO)), marks=[
+        pytest.mark.xfail(strict=True, reason=KNOWN_INLINE[k])
+        for k in KNOWN_INLINE if p.as_posix().endswith(k)])
+    for p in template_files()
+])  # fmt: skip
+def test_no_template_has_code_the_content_security_policy_would_block(path):
+    assert not INLINE_CODE.findall(path.read_text())
+
+
+# ---------------------------------------------------------------------------------------------
+# Login throttling (django-axes), on as in production: the test settings turn it off for the
+# rest of the suite, whose Client.login() calls carry no request.
+# ---------------------------------------------------------------------------------------------
+
+throttled = override_settings(AXES_ENABLED=True)
+
+
+@pytest.fixture
+def alice(db):
+    return get_user_model().objects.create_user("alice", password="right-password")
+
+
+def log_in(password: str, username: str = "alice", address: str = "203.0.113.7"):
+    client = Client()
+    response = client.post("/accounts/login/", {"username": username, "password": password},
+                           REMOTE_ADDR=address)
+    return response, "_auth_user_id" in client.session
+
+
+@throttled
+def test_repeated_failed_logins_lock_the_account_even_for_the_right_password(alice):
+    limit = django_settings.AXES_FAILURE_LIMIT
+    for _ in range(limit - 1):
+        response, _ = log_in("wrong-password")
+        assert response.status_code == 200  # the form again, with its error
+    response, _ = log_in("wrong-password")
+    assert response.status_code == 429
+    response, logged_in = log_in("right-password")
+    assert response.status_code == 429 and not logged_in
+    assert b"Too many failed logins" in response.content
+
+
+@throttled
+def test_the_lockout_ends_after_the_cool_off(alice):
+    for _ in range(django_settings.AXES_FAILURE_LIMIT):
+        log_in("wrong-password")
+    assert log_in("right-password")[1] is False
+    # The cool-off passes: the failures are now older than it.
+    cooled = timezone.now() - django_settings.AXES_COOLOFF_TIME - timedelta(seconds=1)
+    AccessAttempt.objects.update(attempt_time=cooled)
+    response, logged_in = log_in("right-password")
+    assert response.status_code == 302 and logged_in
+
+
+@throttled
+def test_the_lockout_holds_one_user_name_from_one_address_only(alice):
+    get_user_model().objects.create_user("bob", password="bob-password")
+    for _ in range(django_settings.AXES_FAILURE_LIMIT):
+        log_in("wrong-password")
+    assert log_in("right-password", address="198.51.100.9")[1]  # alice elsewhere
+    assert log_in("bob-password", username="bob")[1]  # a colleague behind the same address
+
+
+@throttled
+def test_failures_below_the_limit_are_forgotten_after_a_successful_login(alice):
+    for _ in range(django_settings.AXES_FAILURE_LIMIT - 1):
+        log_in("wrong-password")
+    assert log_in("right-password")[1]
+    for _ in range(django_settings.AXES_FAILURE_LIMIT - 1):
+        log_in("wrong-password")
+    assert log_in("right-password")[1]
+
+
+def test_the_client_address_comes_from_the_proxy_header_when_one_is_configured():
+    request = RequestFactory().get("/", REMOTE_ADDR="172.18.0.1", HTTP_X_REAL_IP="203.0.113.7")
+    with override_settings(HEADROOM_CLIENT_IP_META_KEY="HTTP_X_REAL_IP"):
+        assert client_ip(request) == "203.0.113.7"
+    with override_settings(HEADROOM_CLIENT_IP_META_KEY=""):
+        assert client_ip(request) == "172.18.0.1"  # no proxy configured: the header is a lie
+
+
+# ---------------------------------------------------------------------------------------------
+# Password reset: routed only when mail is configured.
+# ---------------------------------------------------------------------------------------------
+
+RESET_PATHS = ("/accounts/password_reset/", "/accounts/password_reset/done/",
+               "/accounts/reset/done/", "/accounts/reset/MQ/set-password/")
+
+
+def reload_urlconf() -> None:
+    importlib.reload(config.urls)
+    clear_url_caches()
+
+
+def test_without_mail_the_password_reset_pages_do_not_exist(db):
+    assert not django_settings.HEADROOM_PASSWORD_RESET  # no EMAIL_HOST in the test environment
+    client = Client()
+    for path in RESET_PATHS:
+        assert client.get(path).status_code == 404, path
+    assert b"password_reset" not in client.get("/accounts/login/").content
+
+
+def test_with_mail_configured_the_password_reset_pages_are_routed_and_linked(db):
+    try:
+        with override_settings(HEADROOM_PASSWORD_RESET=True):
+            reload_urlconf()
+            client = Client()
+            assert client.get("/accounts/password_reset/").status_code == 200
+            assert b'href="/accounts/password_reset/"' in client.get("/accounts/login/").content
+    finally:
+        reload_urlconf()
+    assert Client().get("/accounts/password_reset/").status_code == 404
+
+
+def test_the_mail_setting_decides_whether_password_reset_is_on():
+    assert started_settings({"DEBUG": "1"}, "HEADROOM_PASSWORD_RESET") == {
+        "HEADROOM_PASSWORD_RESET": False}
+    assert started_settings({"DEBUG": "1", "EMAIL_HOST": "smtp.example.com"},
+                            "HEADROOM_PASSWORD_RESET") == {"HEADROOM_PASSWORD_RESET": True}

@@ -1,0 +1,22 @@
+"""The test suite's settings (pytest.ini): production's settings over plain HTTP, with a test key.
+
+Tests run with DEBUG off as production does (pytest-django turns it off anyway), so they need a
+SECRET_KEY; the test client and the live server speak plain HTTP, so the HTTPS protections are
+off (a redirect to https:// would answer every request with 301). Both are written into the
+environment before config.settings reads it, so the worker processes that tests start, which
+inherit the environment and this settings module, read the same.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("SECRET_KEY", "test-only-secret-key-" + "t" * 40)
+os.environ["HEADROOM_HTTPS"] = "0"
+
+from config.settings import *
+
+# Axes' switch for test suites (its documentation): its backend refuses authenticate() calls that
+# carry no request, which Client.login() and direct authenticate() calls in tests make. The
+# lockout tests (tests/dashboard/test_settings.py) turn it back on.
+AXES_ENABLED = False
