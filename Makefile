@@ -9,7 +9,7 @@ TEST_ENV := DATABASE_URL=postgres://postgres@127.0.0.1:5432/headroom \
 	CELERY_BROKER_URL=redis://127.0.0.1:6379/15 HEADROOM_TINY_MODEL=$(CURDIR)/$(TINY_MODEL) \
 	HEADROOM_SCREENSHOT_DIR=$(CURDIR)/var/screenshots
 
-.PHONY: install tiny-model chromium test test-fast demo demo-stop bench clean
+.PHONY: install tiny-model chromium lint test test-fast demo demo-stop bench clean
 
 install: $(VENV)/.installed
 
@@ -31,7 +31,11 @@ chromium:
 	@test -x /usr/bin/chromium && fc-list | grep -qi nanum || \
 		(apt-get update -qq && apt-get install -y -qq chromium chromium-driver fonts-nanum)
 
-test: install tiny-model chromium
+# House rules a tool checks, not a reviewer's memory: the layering contracts in .importlinter.
+lint: install
+	$(VENV)/bin/lint-imports
+
+test: install tiny-model chromium lint
 	$(TEST_ENV) $(PY) -m pytest
 
 # Everything but the tests that start real engines or a browser: seconds, not minutes.

@@ -22,26 +22,6 @@ State = Benchmark.State
 ERROR_DETAIL_CHARS = 20_000
 
 
-def enqueue_benchmark(benchmark: Benchmark) -> None:
-    """Send the id (never the row) to its node's queue; raises if the broker is unreachable.
-
-    Called after the row is committed, so the worker always finds it.
-    """
-    from benchmarks.tasks import run_benchmark
-
-    limits = {
-        "soft_time_limit": settings.CELERY_TASK_SOFT_TIME_LIMIT,
-        "time_limit": settings.CELERY_TASK_TIME_LIMIT,
-    }
-    # A fresh connection per launch rather than the app's pool: launches are rare, and a pool
-    # can hold a connection that went stale while the broker was restarted.
-    with run_benchmark.app.connection_for_write() as connection:
-        result = run_benchmark.apply_async(
-            args=[benchmark.pk], queue=benchmark.node.queue, connection=connection, **limits
-        )
-    Benchmark.objects.filter(pk=benchmark.pk).update(celery_task_id=result.id)
-
-
 def claim(benchmark_id: int, task_id: str) -> bool:
     """queued -> running. False when another delivery already claimed it (or it was cancelled)."""
     now = timezone.now()

@@ -31,6 +31,24 @@ from runner.sweep import Cancelled, Progress, run_plan
 log = logging.getLogger(__name__)
 State = Benchmark.State
 
+def enqueue_benchmark(benchmark: Benchmark) -> None:
+    """Send the id (never the row) to its node's queue; raises if the broker is unreachable.
+
+    Called after the row is committed, so the worker always finds it.
+    """
+    limits = {
+        "soft_time_limit": settings.CELERY_TASK_SOFT_TIME_LIMIT,
+        "time_limit": settings.CELERY_TASK_TIME_LIMIT,
+    }
+    # A fresh connection per launch rather than the app's pool: launches are rare, and a pool
+    # can hold a connection that went stale while the broker was restarted.
+    with run_benchmark.app.connection_for_write() as connection:
+        result = run_benchmark.apply_async(
+            args=[benchmark.pk], queue=benchmark.node.queue, connection=connection, **limits
+        )
+    Benchmark.objects.filter(pk=benchmark.pk).update(celery_task_id=result.id)
+
+
 # The worker's node heartbeat also runs the reaper, but not on every beat (every ~30 s).
 REAP_EVERY_BEATS = 15
 

@@ -12,7 +12,7 @@ import time
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from benchmarks import lifecycle
+from benchmarks import tasks
 from benchmarks.forms import LaunchForm
 from benchmarks.models import Checkpoint, Node, Runtime
 
@@ -60,7 +60,7 @@ class Command(BaseCommand):
             raise CommandError(f"the demo launch was refused: {form.errors.as_text()}")
         user = get_user_model().objects.get(username=username)
         benchmark = form.save(user)
-        lifecycle.enqueue_benchmark(benchmark)
+        tasks.enqueue_benchmark(benchmark)
         self.stdout.write(f"Launched the demo sweep: /runs/{benchmark.code}/")
 
 
