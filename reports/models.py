@@ -1,8 +1,10 @@
 """Shareable customer reports: a read-only link to a tuning result, generated from stored points.
 
-The numbers on a report are never stored here: the public page computes them from the Point rows
-each time (reports/content.py), so every figure traces back to stored requests. What is stored
-is the engineer's choice: the source points, the items to show, the language and the caveats.
+A Report is the engineer's choice: the source points, the items to show, the language and the
+caveats. What a customer reads is a ReportVersion: the page as it was generated from those rows
+when the version was published (every figure, sentence, label and the chart data), kept with
+the ids of the rows it came from. The public link renders that snapshot and nothing else, so
+editing a reference, an operating point or a point later never changes a link already sent.
 """
 
 from __future__ import annotations
@@ -55,7 +57,9 @@ class ReportQuerySet(models.QuerySet["Report"]):
 
 
 class Report(models.Model):
-    """One share link. Public at /r/<token>/ until revoked or expired; both then answer 410.
+    """One customer report and its links. Each published version has its own public link
+    /r/<token>/ (the first version's is the report's own token); all of them answer 410 Gone
+    once the report is revoked or expired.
 
     Source: a benchmark's points (baseline and candidate chosen by the engineer) and, when built
     from a saved comparison, that comparison's two points. The baseline/candidate columns are
@@ -139,6 +143,47 @@ class Report(models.Model):
         if not self.is_live():
             return "expired"
         return "live"
+
+
+class ReportVersion(models.Model):
+    """One published state of a report: exactly what its link shows, frozen.
+
+    `content` holds the page in each language as reports/content.py built it at `generated_at`
+    (reports/publishing.py writes it; nothing edits it afterwards); `sources` the ids of the
+    points, operating point, references and caveats it was built from. Publishing again adds
+    the next number with a new token, so a link already sent keeps showing its own version.
+    Revocation and expiry stay on the report: they close every version's link at once.
+
+    A report built before versions existed has none; it is frozen the first time its link is
+    opened (publishing.first_version), which is what that link showed until then.
+    """
+
+    report = models.ForeignKey(Report, models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    # Version 1 takes the report's own token, so the first link sent keeps working.
+    token = models.CharField(max_length=64, unique=True, default=new_token, editable=False)
+    language = models.CharField(max_length=2, choices=Report.Language.choices,
+                                help_text="the language the link opens in")
+    generated_at = models.DateTimeField(default=timezone.now)
+    content = models.JSONField(help_text="the rendered content per language (ko, en)")
+    sources = models.JSONField(default=dict, help_text="ids of the rows the figures came from")
+    published_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["report", "number"]
+        constraints = [
+            # Also the index for "the report's versions, in order" and "its latest version".
+            models.UniqueConstraint(fields=["report", "number"], name="report_version_once"),
+            models.CheckConstraint(condition=Q(number__gte=1), name="report_version_from_one"),
+            models.CheckConstraint(
+                condition=Q(language__in=["ko", "en"]), name="report_version_language_known"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.report.title} v{self.number}"
 
 
 class ReportCaveat(models.Model):

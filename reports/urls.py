@@ -8,6 +8,7 @@ urlpatterns = [
     path("comparisons/<uuid:code>/report/", views.report_new_from_comparison,
          name="report_new_from_comparison"),
     path("reports/<str:token>/", views.report_preview, name="report_preview"),
+    path("reports/<str:token>/publish/", views.report_publish, name="report_publish"),
     path("reports/<str:token>/revoke/", views.report_revoke, name="report_revoke"),
     # Public: no login. The token is the only key; nothing on the page links elsewhere.
     path("r/<str:token>/", views.report_public, name="report_public"),

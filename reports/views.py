@@ -7,6 +7,7 @@ from uuid import UUID
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.staticfiles import finders
+from django.db.models import Max
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
@@ -15,15 +16,17 @@ from django.urls import reverse
 from django.utils import timezone, translation
 from django.views.decorators.http import require_POST
 
+from benchmarks.analysis import AnalysisError
 from benchmarks.models import Benchmark, Comparison
-from reports import pdf
+from reports import pdf, publishing
 from reports.content import build_report_content
 from reports.forms import ReportForm
-from reports.models import Report
+from reports.models import Report, ReportVersion
+from reports.page import ReportContent
 
 ASSETS = {"plotly": "vendor/plotly/plotly.min.js", "js": "js/report.js",
           "css": "css/report.css"}
-LANGUAGES = ("ko", "en")
+LANGUAGES = publishing.LANGUAGES
 
 
 def _get_report_for_user(request: HttpRequest, token: str) -> Report:
@@ -31,17 +34,20 @@ def _get_report_for_user(request: HttpRequest, token: str) -> Report:
     return get_object_or_404(Report, token=token, created_by=request.user)
 
 
-def _public_report(token: str) -> Report:
-    queryset = Report.objects.select_related(
-        "benchmark__runtime", "baseline_point", "candidate_point", "scaling_point",
-        "scaling_reference",
-    )
-    return get_object_or_404(queryset, token=token)
+def _public_version(token: str) -> tuple[Report, ReportVersion | None]:
+    """The report behind a link and the version the link shows (None: the token is a report's
+    own but the report has no version yet; it is frozen on its first live opening)."""
+    version = ReportVersion.objects.select_related("report").filter(token=token).first()
+    if version is not None:
+        return version.report, version
+    return get_object_or_404(Report, token=token), None
 
 
 @login_required
 def report_list(request: HttpRequest) -> HttpResponse:
-    reports = Report.objects.for_owner(request.user).select_related("benchmark")
+    reports = (Report.objects.for_owner(request.user).select_related("benchmark")
+               .annotate(latest_version=Max("versions__number"),
+                         last_published=Max("versions__generated_at")))
     return render(request, "reports/list.html", {"reports": reports})
 
 
@@ -74,18 +80,17 @@ def report_new_from_comparison(request: HttpRequest, code: UUID) -> HttpResponse
     return render(request, "reports/new.html", ctx, status=400 if form.errors else 200)
 
 
-def _language(request: HttpRequest, report: Report) -> str:
+def _language(request: HttpRequest, default: str) -> str:
     lang = request.GET.get("lang", "")
-    return lang if lang in LANGUAGES else report.language
+    return lang if lang in LANGUAGES else default
 
 
-def _report_context(report: Report, language: str, assets: dict[str, str]) -> dict:
+def _report_context(content: ReportContent, language: str, assets: dict[str, str]) -> dict:
     return {
-        "content": build_report_content(report),
+        "content": content,
         "language": language,
         "other_language": "en" if language == "ko" else "ko",
         "assets": assets,
-        "token": report.token,
     }
 
 
@@ -93,16 +98,63 @@ def _static_assets() -> dict[str, str]:
     return {name: static(path) for name, path in ASSETS.items()}
 
 
+def _version_rows(request: HttpRequest, versions: list[ReportVersion]) -> list[dict]:
+    return [{"version": v, "url": request.build_absolute_uri(
+        reverse("report_public", args=[v.token]))} for v in versions]
+
+
+def _chosen_version(request: HttpRequest, versions: list[ReportVersion]) -> ReportVersion | None:
+    """?version=N, else the latest; None when nothing is published yet."""
+    wanted = request.GET.get("version", "")
+    for version in versions:
+        if wanted.isdigit() and version.number == int(wanted):
+            return version
+    return versions[-1] if versions else None
+
+
 @login_required
 def report_preview(request: HttpRequest, token: str) -> HttpResponse:
+    """A published version exactly as its link shows it, or (?draft=1) the current rows."""
     report = _get_report_for_user(request, token)
-    language = _language(request, report)
+    versions = list(report.versions.order_by("number"))
+    shown = _chosen_version(request, versions)
+    draft = request.GET.get("draft") == "1" or shown is None
+    language = _language(request, shown.language if shown and not draft else report.language)
+    ctx: dict = {"report": report, "versions": _version_rows(request, versions),
+                 "shown_version": None if draft else shown, "draft": draft,
+                 "next_number": len(versions) + 1,
+                 "first_url": request.build_absolute_uri(
+                     reverse("report_public", args=[report.token]))}
     with translation.override(language):
-        ctx = _report_context(report, language, _static_assets())
-        ctx["report"] = report
-        ctx["public_url"] = request.build_absolute_uri(
-            reverse("report_public", args=[report.token]))
+        if shown is not None and not draft:
+            ctx.update(_report_context(publishing.content_of(shown, language), language,
+                                       _static_assets()))
+        else:
+            try:
+                ctx.update(_report_context(build_report_content(report), language,
+                                           _static_assets()))
+            except AnalysisError as exc:
+                ctx["draft_error"] = str(exc)
         return render(request, "reports/preview.html", ctx)
+
+
+@login_required
+@require_POST
+def report_publish(request: HttpRequest, token: str) -> HttpResponse:
+    """A new version from the current rows, with its own link; earlier links stay as they are."""
+    report = _get_report_for_user(request, token)
+    if not report.is_live():
+        messages.error(request, f"This report is {report.status}: its links answer 410 Gone, "
+                                "so a new version could not be read by anyone.")
+        return redirect("report_preview", token=report.token)
+    try:
+        version = publishing.publish(report, request.user)
+    except AnalysisError as exc:
+        messages.error(request, f"Not published: {exc}.")
+        return redirect("report_preview", token=report.token)
+    messages.success(request, f"Version {version.number} published with its own link. Links "
+                              "sent earlier keep showing the version they were sent with.")
+    return redirect(f"{reverse('report_preview', args=[report.token])}?version={version.number}")
 
 
 @login_required
@@ -129,14 +181,36 @@ def _private(response: HttpResponse) -> HttpResponse:
     return response
 
 
+def _frozen(report: Report, version: ReportVersion | None) -> ReportVersion | None:
+    """The version to show; a report from before versions is frozen now (None if it cannot
+    be built, which the caller answers without showing anything of the run)."""
+    if version is not None:
+        return version
+    try:
+        return publishing.first_version(report)
+    except AnalysisError:
+        return None
+
+
+def _unavailable() -> HttpResponse:
+    return _private(HttpResponse("This report could not be generated. Ask the engineer who "
+                                 "sent the link.", status=503,
+                                 content_type="text/plain; charset=utf-8"))
+
+
 def report_public(request: HttpRequest, token: str) -> HttpResponse:
-    """Readable without login. Unknown token: 404. Revoked or expired: 410 Gone."""
-    report = _public_report(token)
+    """Readable without login. Unknown token: 404. Revoked or expired: 410 Gone. Renders the
+    version's stored content only: no row the figures came from is read."""
+    report, version = _public_version(token)
     if not report.is_live():
         return _gone(request, report)
-    language = _language(request, report)
+    version = _frozen(report, version)
+    if version is None:
+        return _unavailable()
+    language = _language(request, version.language)
     with translation.override(language):
-        ctx = _report_context(report, language, _static_assets())
+        ctx = _report_context(publishing.content_of(version, language), language,
+                              _static_assets())
         response = render(request, "reports/public.html", ctx)
     return _private(response)
 
@@ -152,12 +226,16 @@ def _file_assets() -> dict[str, str]:
 
 
 def report_pdf(request: HttpRequest, token: str) -> HttpResponse:
-    report = _public_report(token)
+    report, version = _public_version(token)
     if not report.is_live():
         return _gone(request, report)
-    language = _language(request, report)
+    version = _frozen(report, version)
+    if version is None:
+        return _unavailable()
+    language = _language(request, version.language)
     with translation.override(language):
-        ctx = _report_context(report, language, _file_assets())
+        ctx = _report_context(publishing.content_of(version, language), language,
+                              _file_assets())
         ctx["printing"] = True
         html = render_to_string("reports/public.html", ctx)
     try:
@@ -166,5 +244,6 @@ def report_pdf(request: HttpRequest, token: str) -> HttpResponse:
         response = HttpResponse(str(exc), status=503, content_type="text/plain; charset=utf-8")
         return _private(response)
     response = HttpResponse(document, content_type="application/pdf")
-    response["Content-Disposition"] = f'attachment; filename="report-{language}.pdf"'
+    response["Content-Disposition"] = (
+        f'attachment; filename="report-v{version.number}-{language}.pdf"')
     return _private(response)

@@ -3,6 +3,12 @@
 "use strict";
 
 (function () {
+  // The Print button: a listener here, since the Content-Security-Policy blocks inline handlers.
+  document.addEventListener("DOMContentLoaded", function () {
+    var button = document.getElementById("print-report");
+    if (button) button.addEventListener("click", function () { window.print(); });
+  });
+
   var PLOT_CONFIG = {responsive: true, displaylogo: false, displayModeBar: false};
   // The page's own fonts, so Korean axis titles and legends have glyphs.
   var FONT = {family: 'system-ui, "Segoe UI", "Apple SD Gothic Neo", "Noto Sans KR", "Malgun Gothic", "NanumGothic", sans-serif'};

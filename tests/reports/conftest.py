@@ -36,13 +36,14 @@ SWEEP = {
 }
 
 
-def provenance(launch_style: str = "cpu") -> schema.Provenance:
+def provenance(launch_style: str = "cpu", host_gpus: int = 1,
+               revision: str | None = None) -> schema.Provenance:
     gpu = launch_style != "cpu"
     return schema.Provenance(
         hardware=schema.Hardware(
             host=SECRET_HOST,
             gpu_name="NVIDIA H200" if gpu else None,
-            gpu_count=1 if gpu else 0,
+            gpu_count=host_gpus if gpu else 0,
             cpu_model="Test CPU",
             cpu_count=2,
         ),
@@ -54,40 +55,68 @@ def provenance(launch_style: str = "cpu") -> schema.Provenance:
             log_tail=SECRET_LOG,
             cache_dtype="auto",
         ),
-        checkpoint=schema.Checkpoint(model=SECRET_PATH, precision="bf16"),
+        checkpoint=schema.Checkpoint(model=SECRET_PATH, precision="bf16", revision=revision),
         client_version="headroom-runner 0.1.0",
         started_at="2026-11-30T15:00:00Z",
     )
 
 
+# Every point's window; latencies of a burst must fit inside it.
+WINDOW_S = 10.0
+INPUT_TOKENS = 64
+SPEC_63_66_256 = schema.WorkloadSpec(input_tokens_min=63, input_tokens_max=66, output_tokens=256)
+
+
+def metrics(tps: float, completed: int, **extra: Any) -> schema.Metrics:
+    """Aggregates that agree with their own counts (the stored-point checks hold them to it):
+    the throughputs are the counts over the window."""
+    output_tokens = round(tps * WINDOW_S)
+    input_tokens = completed * INPUT_TOKENS
+    return factories.make_metrics(**{
+        "duration": WINDOW_S, "completed": completed,
+        "total_input_tokens": input_tokens, "total_output_tokens": output_tokens,
+        "output_throughput": output_tokens / WINDOW_S,
+        "request_throughput": completed / WINDOW_S,
+        "total_token_throughput": (input_tokens + output_tokens) / WINDOW_S,
+        **extra,
+    })
+
+
 def point_result(seqs: int, requests: int, *, repeat: int = 0, replicas: int = 1,
                  launch_style: str = "cpu", throughput: float | None = None,
-                 **extra: Any) -> schema.PointResult:
+                 median_e2el_ms: float | None = None,
+                 workload: schema.WorkloadSpec = SPEC_63_66_256,
+                 tensor_parallel_size: int = 1, host_gpus: int = 1,
+                 revision: str | None = None, **extra: Any) -> schema.PointResult:
     tps, e2el, running, waiting = SWEEP.get((seqs, requests), (1000.0, 1000.0, 1.0, 0.0))
     tps = throughput if throughput is not None else tps
-    config = schema.EngineConfig(max_num_seqs=seqs)
+    e2el = median_e2el_ms if median_e2el_ms is not None else e2el
+    config = schema.EngineConfig(max_num_seqs=seqs, tensor_parallel_size=tensor_parallel_size)
     load = schema.LoadSpec(shape="burst", num_requests=requests)
     per_replica = [
         schema.ReplicaResult(
             replica=i, base_url=f"http://{SECRET_IP}:{8001 + i}", gpu=str(i),
-            window=schema.Window(start=0.0, end=10.0 - i),
-            metrics=factories.make_metrics(output_throughput=tps / replicas),
+            window=schema.Window(start=0.0, end=WINDOW_S),
+            metrics=metrics(tps / replicas, requests),
         )
         for i in range(replicas)
     ] if replicas > 1 else []
+    # A burst's latencies lie inside its window: p95/p99 between the median and the window.
+    tail = {"p95_e2el_ms": max(e2el, min(WINDOW_S * 1000, e2el * 1.1)),
+            "p99_e2el_ms": max(e2el, min(WINDOW_S * 1000, e2el * 1.2))}
     return schema.PointResult(
         key=schema.point_key(config, load, repeat) + (f"|x{replicas}" if replicas > 1 else ""),
         engine_config=config,
         load=load,
-        workload=schema.WorkloadSpec(input_tokens_min=63, input_tokens_max=66, output_tokens=256),
+        workload=workload,
         repeat=repeat,
         replicas=replicas,
-        window=schema.Window(start=0.0, end=10.0),
-        metrics=factories.make_metrics(output_throughput=tps, median_e2el_ms=e2el, **extra),
+        window=schema.Window(start=0.0, end=WINDOW_S),
+        metrics=metrics(tps, requests * replicas, median_e2el_ms=e2el, **{**tail, **extra}),
         queue=schema.QueueSummary(samples=20, mean_running=running, mean_waiting=waiting,
                                   peak_running=seqs, peak_waiting=requests, peak_kv_usage=0.42,
                                   mean_kv_usage=0.3, preemptions=0),
-        provenance=provenance(launch_style),
+        provenance=provenance(launch_style, host_gpus, revision),
         per_replica=per_replica,
         samples=factories.make_samples(20),
         requests=factories.make_requests(4),
@@ -112,18 +141,22 @@ def owner_client(owner) -> Client:
     return client
 
 
-def make_sweep(owner, launch_style: str = "cpu") -> Benchmark:
+def make_sweep(owner, launch_style: str = "cpu", *, node_run: bool = True,
+               revision: str | None = None) -> Benchmark:
     node = factories.make_node(queue=f"node-{launch_style}", hostname=SECRET_HOST)
-    benchmark = factories.make_benchmark(node=node, state="succeeded", created_by=owner, points_total=len(SWEEP) + 2,
-                                         error_message=SECRET_NOTE)
+    # Room for the points below and a few a test adds.
+    benchmark = factories.make_benchmark(node=node, state="succeeded", created_by=owner,
+                                         points_total=len(SWEEP) + 10, error_message=SECRET_NOTE)
     for seqs, requests in SWEEP:
-        store_point(benchmark, point_result(seqs, requests, launch_style=launch_style))
+        store_point(benchmark, point_result(seqs, requests, launch_style=launch_style,
+                                            revision=revision))
     # A second repeat of the tuned setting, a little lower: the capacity estimate uses it.
     store_point(benchmark, point_result(64, 32, repeat=1, launch_style=launch_style,
-                                        throughput=41600.0))
-    # A node run: 2 replicas over one common window.
-    store_point(benchmark, point_result(64, 32, replicas=2, launch_style=launch_style,
-                                        throughput=80000.0))
+                                        throughput=41600.0, revision=revision))
+    if node_run:
+        # A node run: 2 replicas over one common window.
+        store_point(benchmark, point_result(64, 32, replicas=2, launch_style=launch_style,
+                                            throughput=80000.0, revision=revision))
     return benchmark
 
 

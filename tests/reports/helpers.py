@@ -3,26 +3,37 @@ from __future__ import annotations
 from typing import Any
 
 from benchmarks.models import Benchmark
+from reports import publishing
 from reports.models import Item, Report, ReportCaveat
 from tests.reports.conftest import point
 
 ALL_ITEMS = list(Item.values)
 
 
-def make_report(benchmark: Benchmark, owner, **fields: Any) -> Report:
+def make_report(benchmark: Benchmark, owner, *, publish: bool = True, **fields: Any) -> Report:
+    """A report as the build form leaves it: saved with its caveats and version 1 published
+    (publish=False: a report from before versions, frozen when its link is first opened)."""
     caveats = fields.pop("caveats", [])
+    references = fields.pop("references", [])
     defaults: dict[str, Any] = {
         "title": "Scheduling settings: 2.3x output throughput",
         "language": "en",
         "benchmark": benchmark,
-        "baseline_point": point(benchmark, 8, 32),
-        "candidate_point": point(benchmark, 64, 32),
-        "scaling_point": point(benchmark, 64, 32, replicas=2),
-        "scaling_reference": point(benchmark, 64, 32),
+        "baseline_point": lambda: point(benchmark, 8, 32),
+        "candidate_point": lambda: point(benchmark, 64, 32),
+        "scaling_point": lambda: point(benchmark, 64, 32, replicas=2),
+        "scaling_reference": lambda: point(benchmark, 64, 32),
         "items": ALL_ITEMS,
         "created_by": owner,
     }
-    report = Report.objects.create(**{**defaults, **fields})
+    # The default points are looked up only when not given: another sweep may lack them.
+    for name, value in defaults.items():
+        if name not in fields:
+            fields[name] = value() if callable(value) else value
+    report = Report.objects.create(**fields)
+    report.references.set(references)
     for position, text in enumerate(caveats):
         ReportCaveat.objects.create(report=report, position=position, kind="scope", text=text)
+    if publish:
+        publishing.publish(report, owner)
     return report

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+
 import pytest
 from django.test import Client
 
@@ -118,16 +120,19 @@ def test_references_are_shown_with_their_recording_dates(sweep, owner_client):
     reference = ExternalReference.objects.create(
         source="Vendor per-GPU figure", url="https://vendor.example/perf", value=20000.0,
         recorded_on="2025-03-01", no_longer_listed_on="2025-06-01", gpu_name="NVIDIA H200",
-        workload_spec="1000 in / 1000 out")
+        workload_spec="63-66 in / 256 out")
     owner_client.post(f"/runs/{sweep.code}/report/", _form(
         sweep, language="en", items=["headline", "references"], references=[reference.pk]))
     report = Report.objects.get()
-    body = Client().get(f"/r/{report.token}/").content.decode()
+    body = html.unescape(Client().get(f"/r/{report.token}/").content.decode())
     assert "Recorded on March 1, 2025" in body
     assert "no longer listed since June 1, 2025" in body
-    assert "20,000" in body and "41,874" in body  # reference and this result, per GPU
-    assert "Matches: GPU count, request count" in body or "Matches: GPU count" in body
-    assert "Differs: GPU, input/output spec" in body
+    # The reference and this result per GPU, side by side: 41,873.6 / 20,000 = 2.09x.
+    assert ("Reference: 20,000 output tokens/s per GPU (63-66 in / 256 out); After: seqs=64: "
+            "41,874 output tokens/s per GPU (CPU engine) (2.09x, +109.4%)") in body
+    assert "Not a controlled comparison." in body
+    assert "Matches: GPU count" in body
+    assert "Differs: GPU: NVIDIA H200 → CPU only (Test CPU)" in body
 
 
 def test_my_reports_lists_only_mine(sweep, owner, outsider, owner_client):

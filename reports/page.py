@@ -1,0 +1,116 @@
+"""What the report page receives: plain text and numbers, nothing that links back to a row.
+
+reports/content.py fills these; reports/publishing.py stores them as a version's JSON and loads
+them back, so a field added later needs a default (older snapshots lack it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Side:
+    """One measured point as the customer sees it."""
+
+    label: str
+    config: str
+    output_throughput: float
+    output_throughput_text: str
+    median_e2el_text: str
+    cpu_engine: bool
+
+
+@dataclass
+class Headline:
+    baseline: Side
+    candidate: Side
+    # None when the input/output specs differ: then spec_sentence says so instead.
+    ratio_text: str | None
+    improvement_text: str | None
+    latency_sentence: str
+    controlled: bool
+    held_fixed: list[tuple[str, str]]
+    differing: list[tuple[str, str, str]]
+    not_recorded: list[str]
+    spec_sentence: str | None = None
+
+
+@dataclass
+class TableRow:
+    """One comparison: what is compared, baseline -> result, what it shows, what differs."""
+
+    comparison: str
+    baseline: str
+    result: str
+    shows: str
+    differs: str = ""
+
+
+@dataclass
+class QueueSide:
+    title: str
+    verdict: str
+    sentence: str
+
+
+@dataclass
+class ReferenceRow:
+    source: str
+    url: str
+    recorded_on: str
+    no_longer_listed_on: str | None
+    reference_value: str
+    unit: str
+    spec: str
+    local_spec: str
+    # The report point compared with the reference (one of the same spec), or None.
+    local_label: str | None
+    local_value: str | None
+    ratio_text: str | None
+    difference_text: str | None
+    controlled: bool
+    matching: list[str]
+    differing: list[str]
+    not_recorded: list[str]
+    cpu_engine: bool
+    # Set when no report point has the reference's spec: no ratio is given.
+    no_match: str | None = None
+    # The reference's published latency beside the same statistic of this result, when stated.
+    latency_text: str | None = None
+
+
+@dataclass
+class MethodRow:
+    """One methodology fact; one value when both sides share it, else one per side."""
+
+    label: str
+    values: list[tuple[str, str]]
+
+
+@dataclass
+class ReportContent:
+    title: str
+    language: str
+    created_on: str
+    cpu_engine: bool
+    items: list[str]
+    version: int | None = None
+    headline: Headline | None = None
+    table: list[TableRow] | None = None
+    curve_sentence: str | None = None
+    curve_selected: str | None = None
+    queue: list[QueueSide] | None = None
+    scaling_sentence: str | None = None
+    scaling_facts: list[tuple[str, str]] = field(default_factory=list)
+    scaling_missing: str | None = None
+    references: list[ReferenceRow] | None = None
+    methodology: list[MethodRow] = field(default_factory=list)
+    metric_definitions: list[tuple[str, str]] = field(default_factory=list)
+    limits: list[str] = field(default_factory=list)
+    caveats: list[tuple[str, str]] = field(default_factory=list)
+    # Everything the charts draw (json_script): raw numbers and translated axis titles.
+    figures: dict[str, Any] = field(default_factory=dict)
+    # Ids of the rows the figures came from; kept on the published version, never rendered.
+    sources: dict[str, Any] = field(default_factory=dict)

@@ -1,0 +1,302 @@
+"""The report's sections about the sweep itself: the curve with its operating point, the queue
+evidence, and the methodology (how each side was measured, on what)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
+
+from benchmarks import charts, judgement
+from benchmarks.analysis.repeats import capacity_estimate
+from benchmarks.models import Point, PointData
+from reports import facts
+from reports.page import MethodRow, QueueSide, ReportContent
+from reports.rows import Build
+from reports.wording import (
+    VERDICT_NAMES,
+    cpu_label,
+    kv_text,
+    num,
+    pct,
+    percent,
+    queue_value,
+    seconds,
+    spec_text,
+)
+
+# --- curve and operating point -----------------------------------------------------------------
+
+
+def curve(content: ReportContent, build: Build) -> None:
+    """The sweep's curve with the operating point the run page shows (stored, or the default
+    knee over every single-replica point of the benchmark)."""
+    benchmark = build.report.benchmark
+    points, figs = build.sweeps.single_replica(benchmark)
+    by_key = {p.key: p for p in build.sweeps.of(benchmark)[0]}
+    shown = judgement.shown_operating_point(benchmark, figs)
+    selected = by_key.get(shown.key) if shown.key else None
+    if shown.error is not None:
+        content.curve_sentence = _no_operating_point_sentence()
+    else:
+        content.curve_sentence = _tradeoff_sentence(shown.method, shown.evidence, shown.reason,
+                                                    by_key)
+    content.sources["curve_points"] = [p.pk for p in points]
+    content.sources["operating_point"] = shown.stored.pk if shown.stored else None
+    content.sources["operating_point_point"] = selected.pk if selected else None
+    figure = charts.throughput_figure(points)
+    traces = [{
+        "name": trace["name"],
+        "x": [None if v is None else v / 1000 for v in trace["x"]["median_e2el_ms"]],
+        "y": trace["y"],
+        "valid": trace["valid"],
+    } for trace in figure["traces"]]
+    content.figures["curve"] = {"traces": traces, "selected": None}
+    if selected is None:
+        return
+    content.curve_selected = _(
+        "%(config)s at %(load)s: %(tps)s output tokens/s, median latency %(lat)s"
+    ) % {"config": selected.engine_label, "load": selected.load_label,
+         "tps": num(selected.output_throughput), "lat": seconds(selected.median_e2el_ms)}
+    content.curve_selected += cpu_label(facts.is_cpu_engine(selected))
+    content.figures["curve"]["selected"] = {
+        "x": None if selected.median_e2el_ms is None else selected.median_e2el_ms / 1000,
+        "y": selected.output_throughput,
+        "name": selected.engine_label,
+    }
+
+
+def _tradeoff_sentence(method: str, evidence: dict[str, Any], reason: str,
+                       by_key: dict[str, Point]) -> str:
+    """The trade-off at the operating point, quoting the selection's measured evidence.
+
+    The evidence, never the parameters: both hold throughput_gain_pct and latency_growth_pct,
+    the evidence as the measured step and the parameters as the thresholds it was tested
+    against, and a customer must read what was measured.
+    """
+    if method == "knee" and evidence.get("knee_found") and evidence.get("to_key") in by_key:
+        return _(
+            "The operating point is the last load level before the knee: going on to "
+            "%(load)s added %(gain)s output tokens/s while median latency rose %(growth)s."
+        ) % {"load": by_key[evidence["to_key"]].load_label,
+             "gain": pct(evidence["throughput_gain_pct"]),
+             "growth": pct(evidence["latency_growth_pct"])}
+    if method == "knee":
+        return _("No knee within the measured load levels: the highest-throughput point is "
+                 "shown as the operating point.")
+    if method == "slo":
+        return _("The operating point is the highest throughput within the latency limits "
+                 "(%(limits)s).") % {"limits": ", ".join(
+                     f"{name} <= {num(value)} ms"
+                     for name, value in (evidence.get("limits") or {}).items()) or "-"}
+    if method == "pareto":
+        return _("The operating point is the highest throughput per GPU on the Pareto frontier "
+                 "at the per-user speed target.")
+    if method == "override":
+        return _("The operating point was chosen by an engineer: %(reason)s") % {"reason": reason}
+    return _no_operating_point_sentence()
+
+
+def _no_operating_point_sentence() -> str:
+    return _("No operating point could be chosen from the measured load levels (a knee needs "
+             "enough valid levels of one engine config); none is marked.")
+
+
+# --- queue evidence ------------------------------------------------------------------------------
+
+
+def _verdict_name(point: Point, build: Build) -> str:
+    """The point's verdict as the run page gives it."""
+    found = build.sweeps.verdicts(point.benchmark).by_key.get(point.key)
+    if found is not None:
+        return str(VERDICT_NAMES.get(found.kind, found.kind))
+    figs = build.sweeps.figures(point)
+    if figs is not None and figs.queue_samples == 0:
+        return _("not determined (no engine samples)")
+    return _("not determined")
+
+
+def queue(content: ReportContent, build: Build) -> None:
+    baseline, candidate = build.report.baseline_point, build.report.candidate_point
+    blobs = dict(PointData.objects.filter(point__in=[baseline, candidate])
+                 .values_list("point_id", "samples"))
+    sides, figures = [], []
+    for point, label in ((baseline, _("Before")), (candidate, _("After"))):
+        title = f"{label}: {point.engine_label}{cpu_label(facts.is_cpu_engine(point))}"
+        sentence = _(
+            "On average %(running)s requests ran while %(waiting)s waited (peak %(peak_waiting)s "
+            "waiting); peak KV cache use %(kv)s."
+        ) % {
+            "running": num(queue_value(point, "mean_running"), 1),
+            "waiting": num(queue_value(point, "mean_waiting"), 1),
+            "peak_waiting": num(queue_value(point, "peak_waiting")),
+            "kv": kv_text(point),
+        }
+        sides.append(QueueSide(title=title, verdict=_verdict_name(point, build),
+                               sentence=sentence))
+        blob = blobs.get(point.pk)
+        figures.append({"title": title,
+                        "replicas": charts.samples_figure(blob)["replicas"] if blob else []})
+    content.queue = sides
+    content.figures["queue"] = figures
+
+
+# --- methodology -------------------------------------------------------------------------------
+
+
+def _devices(point: Point, build: Build) -> int:
+    """Devices the point used (replicas x tensor parallel), as the judgement layer counts them."""
+    figs = build.sweeps.figures(point)
+    return figs.gpu_count if figs is not None else judgement.figures(point).gpu_count
+
+
+def _hardware_text(point: Point, build: Build) -> str:
+    """What this point ran on: its own replicas x tensor parallel, not the host's GPU count."""
+    prov = facts.public_provenance(point)
+    used = _devices(point, build)
+    replicas = ngettext("%(count)s replica", "%(count)s replicas", point.replicas) % {
+        "count": point.replicas}
+    layout = _("%(replicas)s x tensor parallel %(tp)s") % {
+        "replicas": replicas, "tp": max(1, used // point.replicas)}
+    if prov["gpu_name"]:
+        text = f"{used} x {prov['gpu_name']} ({layout})"
+        if prov["gpu_memory_mib"]:
+            text += _(", %(gib)s GiB each") % {"gib": num(prov["gpu_memory_mib"] / 1024)}
+        if prov["driver_version"] or prov["cuda_version"]:
+            text += _(", driver %(driver)s, CUDA %(cuda)s") % {
+                "driver": prov["driver_version"] or "-", "cuda": prov["cuda_version"] or "-"}
+        if prov["gpu_count"] > used:
+            text += _("; the host has %(count)s GPUs") % {"count": prov["gpu_count"]}
+    else:
+        text = _("CPU only") + (f" ({prov['cpu_model']})" if prov["cpu_model"] else "")
+        text += f", {layout}"
+    if facts.is_cpu_engine(point):
+        text += " - " + _("a CPU engine stands in for the customer's GPU: the shape of the "
+                          "results is real, the absolute numbers are not GPU numbers")
+    return text
+
+
+# How the customer reads an engine's name; another engine is shown as its record spells it.
+ENGINE_NAMES = {"vllm": "vLLM", "tensorrt-llm": "TensorRT-LLM", "sglang": "SGLang"}
+
+
+def _software_text(point: Point) -> str:
+    prov = facts.public_provenance(point)
+    runtime = point.benchmark.runtime
+    name = prov["engine_name"]
+    software = _("%(engine)s %(version)s") % {
+        "engine": ENGINE_NAMES.get(name, name) if name else _("engine not recorded"),
+        "version": prov["engine_version"] or "-"}
+    image = prov["image"] or (runtime.image if runtime else "")
+    if image:
+        software += _(", image %(image)s") % {"image": image}
+    if runtime and runtime.digest:
+        software += f" ({runtime.digest})"
+    return software
+
+
+def _model_text(point: Point) -> str:
+    prov = facts.public_provenance(point)
+    model = prov["model"] or "-"
+    if prov["model_is_local"]:
+        model += " " + _("(local directory)")
+    revision = prov["revision"] or _("no revision (local)")
+    return f"{model} @ {revision}"
+
+
+def _spec_long_text(point: Point) -> str:
+    workload = point.workload or {}
+    spec = _("%(spec)s, temperature %(temp)s") % {
+        "spec": spec_text(point), "temp": num(workload.get("temperature", 0), 1)}
+    if workload.get("ignore_eos"):
+        spec += _("; every response must reach the output limit (ignore_eos)")
+    return spec
+
+
+def _requests_text(point: Point) -> str:
+    return _("%(count)s, load %(load)s") % {
+        "count": num((point.load or {}).get("num_requests")), "load": point.load_label}
+
+
+def _method_row(label: str, sides: Sequence[tuple[str, Point]], text: Any) -> MethodRow:
+    """One value when every side reads the same, else each side's own, labelled."""
+    values = [(side, text(point)) for side, point in sides]
+    if len({value for _side, value in values}) == 1:
+        return MethodRow(label=label, values=[("", values[0][1])])
+    return MethodRow(label=label, values=values)
+
+
+def methodology(content: ReportContent, build: Build) -> None:
+    report = build.report
+    sides = [(_("Before"), report.baseline_point), (_("After"), report.candidate_point)]
+    if build.scaling is not None:
+        sides.append((_("Node run"), report.scaling_point))
+    headline = sides[:2]
+    if not all(facts.public_provenance(p)["recorded"] for _side, p in headline):
+        content.methodology.append(MethodRow(
+            label=_("Provenance"), values=[("", _("not recorded (imported result)"))]))
+    content.methodology += [
+        _method_row(_("Hardware"), sides, lambda p: _hardware_text(p, build)),
+        _method_row(_("Software"), headline, _software_text),
+        _method_row(_("Model and revision"), headline, _model_text),
+        _method_row(_("Precision"), headline,
+                    lambda p: facts.public_provenance(p)["precision"] or _("not recorded")),
+        _method_row(_("KV cache dtype"), headline,
+                    lambda p: facts.public_provenance(p)["kv_dtype"] or _("auto (model dtype)")),
+        _method_row(_("Requests per point"), headline, _requests_text),
+        _method_row(_("Input/output spec"), headline, _spec_long_text),
+        _method_row(_("Repeats"), headline, _repeats_text),
+    ]
+    content.metric_definitions = [
+        (_("Output tokens/s"), _("as vllm bench serve computes it: completed output tokens "
+                                 "divided by the benchmark window (its start to the last "
+                                 "request's end); output tokens come from the server's usage "
+                                 "report, failed requests count in the window but not in the "
+                                 "tokens.")),
+        (_("Request latency"), _("as vllm bench serve computes it: last streamed chunk minus the "
+                                 "moment the request was sent (E2EL), median over the requests "
+                                 "of a point.")),
+        (_("Running / waiting"), _("the engine's own gauges (vllm:num_requests_running and "
+                                   "vllm:num_requests_waiting) sampled during the point.")),
+        (_("KV cache use"), _("vllm:kv_cache_usage_perc sampled during the point.")),
+    ]
+    content.limits = [
+        _("A local improvement over an initial configuration is not a claim of superiority over "
+          "a tuned baseline."),
+        _("A fixed output length validates generation work, not answer quality."),
+        _("p95/p99 latency, network overhead, failures and domain quality remain production "
+          "acceptance criteria; longer contexts or interactive latency targets need their own "
+          "evaluation."),
+    ]
+
+
+def valid_repeats(point: Point) -> list[float]:
+    """Output tokens/s of the valid repeats of the point's setting: the same engine config,
+    load, replica count and input/output spec in the same benchmark."""
+    spec = point.workload or {}
+    return list(
+        Point.objects.filter(
+            benchmark_id=point.benchmark_id, engine_label=point.engine_label,
+            offered_concurrency=point.offered_concurrency, replicas=point.replicas, valid=True,
+            workload__input_tokens_min=spec.get("input_tokens_min"),
+            workload__input_tokens_max=spec.get("input_tokens_max"),
+            workload__output_tokens=spec.get("output_tokens"),
+        ).order_by("repeat").values_list("output_throughput", flat=True)
+    )
+
+
+def _repeats_text(point: Point) -> str:
+    repeats = valid_repeats(point)
+    if not repeats:
+        return _("this point is not a valid run; no capacity estimate rests on it")
+    estimate = capacity_estimate(repeats)
+    text = ngettext(
+        "%(count)s valid repeat of this setting",
+        "%(count)s valid repeats of this setting",
+        estimate.repeats,
+    ) % {"count": estimate.repeats}
+    return text + _("; the capacity estimate uses the lowest: %(value)s output tokens/s "
+                    "(spread %(spread)s)") % {
+        "value": num(estimate.capacity), "spread": percent(estimate.relative_spread_pct)}

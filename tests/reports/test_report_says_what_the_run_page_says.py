@@ -1,0 +1,221 @@
+"""The report quotes the judgement layer as the run page does: the same operating point and
+measured step, references only at their own spec, one table row per comparison, and a
+methodology that describes each side's own hardware."""
+
+from __future__ import annotations
+
+import html
+import re
+
+import pytest
+from django.test import Client
+
+from benchmarks import judgement
+from benchmarks.models import Benchmark, ExternalReference, Point
+from benchmarks.points import store_point
+from runner import schema
+from tests.dashboard import factories
+from tests.reports.conftest import make_sweep, point, point_result
+from tests.reports.helpers import make_report
+
+pytestmark = pytest.mark.django_db
+
+SPEC_1000 = schema.WorkloadSpec(input_tokens_min=1000, input_tokens_max=1000, output_tokens=1000)
+
+
+def _text(body: str, element_id: str) -> str:
+    match = re.search(rf'id="{element_id}"[^>]*>(.*?)</', body, re.DOTALL)
+    assert match, element_id
+    return html.unescape(match.group(1)).strip()
+
+
+def _section(body: str, section_id: str) -> str:
+    match = re.search(rf'<section id="{section_id}".*?</section>', body, re.DOTALL)
+    assert match, section_id
+    return html.unescape(re.sub(r"<[^>]+>", " ", match.group(0)))
+
+
+def _benchmark(owner) -> Benchmark:
+    return factories.make_benchmark(node=factories.make_node(queue="node-ladder"),
+                                    state="succeeded", created_by=owner)
+
+
+def _ladder(benchmark: Benchmark, seqs: int, levels: list[tuple[int, float, float]]) -> None:
+    """(requests, output tokens/s, median latency ms) per load level of one engine config."""
+    for requests, tps, e2el in levels:
+        store_point(benchmark, point_result(seqs, requests, throughput=tps, median_e2el_ms=e2el))
+
+
+# A knee ladder as in the case study: the last step adds under 1% output tokens/s while median
+# latency rises by half. The knee's thresholds (2% / 20%) are not the measured step.
+KNEE_LADDER = [(16, 30000.0, 2000.0), (32, 41000.0, 2500.0), (64, 41200.0, 3750.0)]
+
+
+@pytest.mark.parametrize("stored", [False, True], ids=["default", "saved"])
+def test_the_trade_off_sentence_quotes_the_measured_step_not_the_knee_thresholds(
+        owner, owner_client, stored):
+    benchmark = _benchmark(owner)
+    _ladder(benchmark, 64, KNEE_LADDER)
+    if stored:
+        points = list(benchmark.points.all())
+        figs = list(judgement.figures_by_key(points)[0].values())
+        judgement.save_operating_point(benchmark, judgement.select("knee", {}, figs), points)
+    report = make_report(benchmark, owner, baseline_point=point(benchmark, 64, 16),
+                         candidate_point=point(benchmark, 64, 32), scaling_point=None,
+                         scaling_reference=None, items=["headline", "curves"])
+    body = Client().get(f"/r/{report.token}/").content.decode()
+    # (41,200 - 41,000) / 41,000 = +0.49%; (3,750 - 2,500) / 2,500 = +50%.
+    assert _text(body, "curve-sentence") == (
+        "The operating point is the last load level before the knee: going on to burst 64 "
+        "added +0.5% output tokens/s while median latency rose +50.0%.")
+    shown = owner_client.get(f"/runs/{benchmark.code}/").context["judgement"]["shown"]
+    assert shown.key == point(benchmark, 64, 32).key
+    assert round(shown.evidence["throughput_gain_pct"], 1) == 0.5
+    assert round(shown.evidence["latency_growth_pct"], 1) == 50.0
+
+
+def test_without_a_saved_choice_the_report_names_the_run_pages_point_in_another_config(
+        owner, owner_client):
+    # The report's points are both seqs=8, yet the run page's default knee walks every config
+    # and picks seqs=64, whose operating point delivers more: the report must say the same.
+    sweep = make_sweep(owner, node_run=False)
+    report = make_report(sweep, owner, baseline_point=point(sweep, 8, 16),
+                         candidate_point=point(sweep, 8, 64), scaling_point=None,
+                         scaling_reference=None, items=["headline", "curves"])
+    body = Client().get(f"/r/{report.token}/").content.decode()
+    run_page = owner_client.get(f"/runs/{sweep.code}/")
+    shown = run_page.context["judgement"]["shown"]
+    assert shown.stored is None and shown.key == point(sweep, 64, 32, repeat=1).key
+    assert _text(body, "curve-selected").startswith(
+        "seqs=64 at burst 32: 41,600 output tokens/s, median latency 2.5 s")
+    # The run page's sentence: "+1.2% output tokens/s for +60% median latency".
+    assert "+1.2% output tokens/s for +60% median latency" in run_page.content.decode()
+    assert _text(body, "curve-sentence").endswith(
+        "going on to burst 64 added +1.2% output tokens/s while median latency rose +60.0%.")
+
+
+def test_a_reference_at_another_spec_gets_no_ratio_and_the_report_says_none_matches(
+        sweep, owner):
+    reference = ExternalReference.objects.create(
+        source="Vendor per-GPU figure", url="https://vendor.example/perf", value=10000.0,
+        recorded_on="2025-03-01", gpu_name="NVIDIA H200", workload_spec="1000 in / 1000 out")
+    report = make_report(sweep, owner, references=[reference])
+    body = Client().get(f"/r/{report.token}/").content.decode()
+    references = _section(body, "references")
+    assert ("No point in this report was measured at the reference's input/output spec "
+            "(1000 in / 1000 out; this report: 63-66 in / 256 out), so no ratio is given."
+            in " ".join(references.split()))
+    assert not re.search(r"\d\.\d\dx", references) and "%" not in references
+    row = _table_rows(body)[1]
+    assert row[0].startswith("Vendor per-GPU figure (recorded March 1, 2025)")
+    assert row[1:3] == ["10,000", "→ -"] and "%" not in " ".join(row)
+
+
+def test_a_reference_is_compared_with_the_report_point_of_its_own_spec(sweep, owner):
+    store_point(sweep, point_result(16, 32, throughput=18000.0, median_e2el_ms=8000.0,
+                                    workload=SPEC_1000))
+    reference = ExternalReference.objects.create(
+        source="Vendor per-GPU figure", url="https://vendor.example/perf", value=10000.0,
+        recorded_on="2025-03-01", gpu_name="NVIDIA H200", workload_spec="1000 in / 1000 out")
+    # Before ran 1000 in / 1000 out, after 63-66 / 256: the reference meets the "before" point.
+    report = make_report(sweep, owner, baseline_point=point(sweep, 16, 32),
+                         references=[reference])
+    body = Client().get(f"/r/{report.token}/").content.decode()
+    references = " ".join(_section(body, "references").split())
+    assert "Before: seqs=16: 18,000 output tokens/s per GPU (CPU engine) (1.80x, +80.0%)" \
+        in references
+    # And the headline, across specs, says so instead of printing a ratio.
+    assert 'id="headline-ratio"' not in body
+    assert _text(body, "headline-spec") == (
+        "The input/output specs differ (1000 in / 1000 out against 63-66 in / 256 out): no "
+        "ratio or percentage is given.")
+    tuning = _table_rows(body)[0]
+    assert "%" not in " ".join(tuning) and "no ratio or percentage is given" in tuning[3]
+
+
+def _table_rows(body: str) -> list[list[str]]:
+    table = re.search(r'<section id="comparison-table">.*?</section>', body, re.DOTALL).group(0)
+    rows = re.findall(r"<tr>(.*?)</tr>", table.split("</thead>")[1], re.DOTALL)
+    return [[" ".join(html.unescape(re.sub(r"<[^>]+>", " ", cell)).split())
+             for cell in re.findall(r"<td[^>]*>(.*?)</td>", row, re.DOTALL)] for row in rows]
+
+
+def test_the_comparison_table_holds_one_row_per_comparison(sweep, owner):
+    reference = ExternalReference.objects.create(
+        source="Vendor per-GPU figure", url="https://vendor.example/perf", value=20000.0,
+        recorded_on="2025-03-01", gpu_name="NVIDIA H200", workload_spec="63-66 in / 256 out")
+    report = make_report(sweep, owner, references=[reference])
+    body = Client().get(f"/r/{report.token}/").content.decode()
+    tuning, vendor, node = _table_rows(body)
+    # The local tuning result: 18,012.4 -> 41,873.6 is 2.32x, +132.5%.
+    assert tuning[0] == "Local tuning: output tokens/s (CPU engine)"
+    assert tuning[1:3] == ["18,012", "→ 41,874"]
+    assert tuning[3].startswith("Ratio 2.32x (+132.5%). Median request latency fell from "
+                                "5.0 s to 2.5 s.")
+    assert "Engine settings seqs=8 → seqs=64." in tuning[4]
+    # The dated reference: 41,873.6 / 20,000 = 2.09x, +109.4%, against the "after" point.
+    assert vendor[1:3] == ["20,000", "→ 41,874 (CPU engine)"]
+    assert vendor[3] == "After: seqs=64 is 2.09x the reference (+109.4%)."
+    assert vendor[4].startswith("Not controlled. Differs: GPU: NVIDIA H200 → CPU only")
+    # The node capacity: 80,000 over 2 x 41,873.6 = 83,747.2 is 95.5%.
+    assert node[0] == "Node capacity: 2 replicas, one common window (CPU engine)"
+    assert node[1:3] == ["2 x 41,874 = 83,747", "→ 80,000"]
+    assert node[3].startswith("Scaling efficiency 95.5%")
+    assert "GPU count: 1 → 2" in node[4]
+
+
+def test_every_percentage_on_the_page_has_the_same_precision(sweep, owner):
+    reference = ExternalReference.objects.create(
+        source="Vendor", url="https://vendor.example/perf", value=20000.0,
+        recorded_on="2025-03-01", gpu_name="NVIDIA H200", workload_spec="63-66 in / 256 out")
+    report = make_report(sweep, owner, references=[reference])
+    for lang in ("en", "ko"):
+        body = Client().get(f"/r/{report.token}/?lang={lang}").content.decode()
+        article = body.split('<script id="report-figures"')[0]
+        found = re.findall(r"[\d.,]+%", article)
+        assert len(found) > 8
+        assert all(re.fullmatch(r"[\d,]*\d\.\d%", value) for value in found), found
+        assert "42.0%" in article  # peak KV use 0.42, not "42%" beside "95.5%"
+
+
+def test_zero_failures_read_as_zero(sweep, owner):
+    report = make_report(sweep, owner)
+    body = Client().get(f"/r/{report.token}/").content.decode()
+    scaling = " ".join(_section(body, "scaling").split())
+    assert "Requests completed / failed 64 / 0" in scaling
+
+
+def _gpu_point(benchmark: Benchmark, seqs: int, *, tp: int = 1, replicas: int = 1,
+               throughput: float = 20000.0) -> Point:
+    return store_point(benchmark, point_result(
+        seqs, 32, launch_style="serve", host_gpus=8, tensor_parallel_size=tp,
+        replicas=replicas, throughput=throughput, median_e2el_ms=3000.0))
+
+
+def test_the_methodology_describes_each_sides_own_devices_not_the_hosts(owner):
+    benchmark = _benchmark(owner)
+    before = _gpu_point(benchmark, 8)
+    after = _gpu_point(benchmark, 64, tp=2, throughput=40000.0)
+    reference = _gpu_point(benchmark, 64, throughput=21000.0)
+    node = _gpu_point(benchmark, 64, replicas=2, throughput=40000.0)
+    report = make_report(benchmark, owner, baseline_point=before, candidate_point=after,
+                         scaling_point=node, scaling_reference=reference)
+    body = Client().get(f"/r/{report.token}/").content.decode()
+    hardware = re.search(r"<dt>Hardware</dt><dd>(.*?)</dd>", body, re.DOTALL).group(1)
+    lines = [" ".join(html.unescape(re.sub(r"<[^>]+>", " ", line)).split())
+             for line in hardware.split("<br>")]
+    assert lines == [
+        "Before: 1 x NVIDIA H200 (1 replica x tensor parallel 1); the host has 8 GPUs",
+        "After: 2 x NVIDIA H200 (1 replica x tensor parallel 2); the host has 8 GPUs",
+        "Node run: 2 x NVIDIA H200 (2 replicas x tensor parallel 1); the host has 8 GPUs",
+    ]
+    assert "8 x NVIDIA H200" not in body
+
+
+def test_a_fact_both_sides_share_is_written_once(sweep, owner):
+    report = make_report(sweep, owner)
+    body = Client().get(f"/r/{report.token}/").content.decode()
+    software = re.search(r"<dt>Software</dt><dd>(.*?)</dd>", body, re.DOTALL).group(1)
+    assert software == "vLLM 0.32.0"
+    requests = re.search(r"<dt>Requests per point</dt><dd>(.*?)</dd>", body, re.DOTALL).group(1)
+    assert "<br>" not in requests and requests == "32, load burst 32"

@@ -1,0 +1,57 @@
+"""Every sentence a Korean report looks up has a Korean translation in our own catalog."""
+
+from __future__ import annotations
+
+import gettext as gettext_module
+
+import pytest
+from django.conf import settings
+from django.test import Client
+from django.utils import translation
+from django.utils.translation import trans_real
+
+from benchmarks.models import ExternalReference
+from tests.reports.helpers import make_report
+
+pytestmark = pytest.mark.django_db
+
+
+def _catalog() -> dict:
+    """Our ko catalog alone: Django's own would hide a string we forgot behind one of its own."""
+    found = gettext_module.translation("django", localedir=str(settings.LOCALE_PATHS[0]),
+                                       languages=["ko"])
+    return found._catalog  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+def looked_up(monkeypatch) -> list[str]:
+    """Each msgid the page asks for (gettext, gettext_lazy, ngettext, the template tags)."""
+    asked: list[str] = []
+
+    def recording_gettext(message: str) -> str:
+        asked.append(message)
+        return trans_real.gettext(message)
+
+    def recording_ngettext(singular: str, plural: str, number: int) -> str:
+        asked.append(singular)
+        return trans_real.ngettext(singular, plural, number)
+
+    monkeypatch.setattr(translation._trans, "gettext", recording_gettext)
+    monkeypatch.setattr(translation._trans, "ngettext", recording_ngettext)
+    return asked
+
+
+def test_a_korean_report_with_every_item_has_no_untranslated_sentence(sweep, owner, looked_up):
+    same_spec = ExternalReference.objects.create(
+        source="Vendor", url="https://vendor.example/a", value=20000.0,
+        recorded_on="2025-03-01", no_longer_listed_on="2025-06-01", gpu_name="NVIDIA H200",
+        workload_spec="63-66 in / 256 out")
+    other_spec = ExternalReference.objects.create(
+        source="Vendor 1k", url="https://vendor.example/b", value=9000.0,
+        recorded_on="2025-03-01", gpu_name="NVIDIA H200", workload_spec="1000 in / 1000 out")
+    report = make_report(sweep, owner, language="ko", references=[same_spec, other_spec])
+    assert Client().get(f"/r/{report.token}/").status_code == 200
+    assert looked_up, "the recorder saw no lookup: the test would pass on anything"
+    catalog = _catalog()
+    missing = sorted({m for m in looked_up if m not in catalog and (m, 0) not in catalog})
+    assert missing == []
