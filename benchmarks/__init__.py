@@ -1,2 +1,2 @@
-"""The Django app: persists and presents what the runner returns. Analysis lives in
-benchmarks/analysis/ (pure functions, no Django)."""
+"""The Django app: persists and presents what the runner returns. Every figure and sentence a
+page shows comes from the judgement package (judgement.judge)."""

@@ -1,7 +1,7 @@
 """Forms of the judgement pages: operating point selection, saved comparisons, references.
 
 The forms validate what a person typed; whether the stored points allow the choice (enough load
-levels, latency recorded, same workload spec) is benchmarks.analysis's call, and its
+levels, latency recorded, same workload spec) is judgement.analysis's call, and its
 AnalysisError message becomes a form error.
 """
 
@@ -12,10 +12,10 @@ from typing import Any
 from django import forms
 from django.db.models import Q
 
-from benchmarks import judgement
+from judgement import judge
 
-from benchmarks.analysis.selection import DEFAULT_LATENCY_GROWTH_PCT, DEFAULT_THROUGHPUT_GAIN_PCT
-from benchmarks.analysis.types import LATENCY_FIELDS, LATENCY_LABELS, REFERENCE_UNITS
+from judgement.analysis.selection import DEFAULT_LATENCY_GROWTH_PCT, DEFAULT_THROUGHPUT_GAIN_PCT
+from judgement.analysis.types import LATENCY_FIELDS, LATENCY_LABELS, REFERENCE_UNITS
 from benchmarks.models import Benchmark, ExternalReference, OperatingPoint, Point
 
 RECENT_RUNS_FOR_CHOICES = 20
@@ -172,8 +172,8 @@ class ComparisonForm(forms.Form):
         return data
 
     def _operating_point(self, side: str, run: Benchmark) -> Point | None:
-        figs, _ = judgement.figures_by_key(judgement.load_points(run))
-        shown = judgement.shown_operating_point(run, list(figs.values()))
+        figs, _ = judge.figures_by_key(judge.load_points(run))
+        shown = judge.shown_operating_point(run, list(figs.values()))
         if shown.key is None:
             self.add_error(f"{side}_run", f"{run.name} has no operating point: {shown.error}")
             return None
@@ -220,7 +220,7 @@ class ExternalReferenceForm(forms.ModelForm):
 
     def clean_workload_spec(self) -> str:
         spec = self.cleaned_data["workload_spec"]
-        if judgement.parse_spec(spec) is None:
+        if judge.parse_spec(spec) is None:
             raise forms.ValidationError(
                 'Write the spec as "1000 in / 1000 out" (or "63-66 in / 256 out") so it can be '
                 "matched with a local run."

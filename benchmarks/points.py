@@ -10,9 +10,9 @@ from django.db.models import F, Q
 from django.db.models.functions import Greatest
 
 from benchmarks import storage
-from benchmarks.analysis.checks import failed_checks
-from benchmarks.analysis.convert import queue_gap_fraction
-from benchmarks.analysis.verdicts import sparse_queue_samples
+from judgement.analysis.checks import failed_checks
+from judgement.analysis.convert import queue_gap_fraction
+from judgement.analysis.verdicts import sparse_queue_samples
 from benchmarks.models import Benchmark, Caveat, Point, PointData
 from runner.schema import Metrics, PointResult, Window
 

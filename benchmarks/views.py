@@ -23,7 +23,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 from kombu.exceptions import OperationalError as BrokerError
 
-from benchmarks import charts, lifecycle, tasks, views_judgement
+from judgement import charts
+from benchmarks import lifecycle, tasks, views_judgement
 from benchmarks.forms import ImportForm, LaunchForm
 from benchmarks.imports import ImportFileError, import_file
 from benchmarks.models import Benchmark, Caveat, Checkpoint, Point, PointData, Runtime

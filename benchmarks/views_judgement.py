@@ -1,6 +1,6 @@
 """Pages of the judgement layer: operating point, saved comparisons, external references, and
-the judgement sections of the run page. Views only call benchmarks.judgement, which calls the
-pure functions in benchmarks.analysis; an AnalysisError is shown as its message, never a 500.
+the judgement sections of the run page. Views only call judgement.judge, which calls the
+pure functions in judgement.analysis; an judge.AnalysisError is shown as its message, never a 500.
 """
 
 from __future__ import annotations
@@ -14,8 +14,7 @@ from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
-from benchmarks import charts, judgement
-from benchmarks.analysis import AnalysisError
+from judgement import charts, judge
 from benchmarks.forms_judgement import (
     ComparisonForm,
     ExternalReferenceForm,
@@ -59,7 +58,7 @@ def _scaling_sections(request: HttpRequest, points: list[Point]) -> list[dict[st
         section: dict[str, Any] = {
             "point": point,
             "param": f"scaling_ref_{point.pk}",
-            "choices": judgement.scaling_reference_choices(point),
+            "choices": judge.scaling_reference_choices(point),
             "result": None,
             "error": None,
             "reference": _point_or_none(request.GET.get(f"scaling_ref_{point.pk}")),
@@ -69,11 +68,11 @@ def _scaling_sections(request: HttpRequest, points: list[Point]) -> list[dict[st
             if point.window_start is not None and point.window_end is not None
             else None
         )
-        section["per_replica"] = judgement.replica_figures(point)
+        section["per_replica"] = judge.replica_figures(point)
         if section["reference"] is not None:
             try:
-                section["result"] = judgement.scaling_for(point, section["reference"])
-            except AnalysisError as exc:
+                section["result"] = judge.scaling_for(point, section["reference"])
+            except judge.AnalysisError as exc:
                 section["error"] = str(exc)
         sections.append(section)
     return sections
@@ -112,17 +111,17 @@ def _evidence_items(verdict: Any) -> list[tuple[str, Any]]:
 
 def run_detail_context(request: HttpRequest, benchmark: Benchmark) -> dict[str, Any]:
     """What the run page adds for the judgement layer (called by benchmarks.views.run_detail)."""
-    points = judgement.load_points(benchmark)
+    points = judge.load_points(benchmark)
     if not points:
         return {"judgement": None}
-    figs, unreadable = judgement.figures_by_key(points)
+    figs, unreadable = judge.figures_by_key(points)
     fig_list = list(figs.values())
-    shown = judgement.shown_operating_point(benchmark, fig_list)
-    found = judgement.verdict_rows(fig_list)
-    summary, summary_error = judgement.sweep_change(found.by_key)
-    frontier_keys, frontier_error = judgement.frontier(fig_list)
+    shown = judge.shown_operating_point(benchmark, fig_list)
+    found = judge.verdict_rows(fig_list)
+    summary, summary_error = judge.sweep_change(found.by_key)
+    frontier_keys, frontier_error = judge.frontier(fig_list)
     spec = next((f.workload for f in fig_list if f.workload is not None), None)
-    refs = judgement.references_for_chart(spec)
+    refs = judge.references_for_chart(spec)
     by_key = {p.key: p for p in points}
     rows = [
         {
@@ -145,11 +144,11 @@ def run_detail_context(request: HttpRequest, benchmark: Benchmark) -> dict[str, 
             "summary_error": summary_error,
             "verdict_error": found.error,
             "frontier_error": frontier_error,
-            "capacity": judgement.capacity_rows(fig_list),
+            "capacity": judge.capacity_rows(fig_list),
             "scaling": _scaling_sections(request, points),
             "references": refs,
             "unreadable": unreadable,
-            "overlay": judgement.chart_overlay(
+            "overlay": judge.chart_overlay(
                 points, figs, shown.key, frontier_keys, refs,
                 [field for field, _ in charts.LATENCY_METRICS],
             ),
@@ -168,14 +167,14 @@ def operating_point(request: HttpRequest, code: UUID) -> HttpResponse:
     benchmark = _get_benchmark_for_user(request, code)
     form = OperatingPointForm(request.POST or None, benchmark=benchmark)
     if request.method == "POST" and form.is_valid():
-        points = judgement.load_points(benchmark)
-        figs = list(judgement.figures_by_key(points)[0].values())
+        points = judge.load_points(benchmark)
+        figs = list(judge.figures_by_key(points)[0].values())
         try:
-            chosen = judgement.select(form.cleaned_data["method"], form.params(), figs)
-        except AnalysisError as exc:
+            chosen = judge.select(form.cleaned_data["method"], form.params(), figs)
+        except judge.AnalysisError as exc:
             form.add_error(None, f"Cannot select: {exc}.")
         else:
-            judgement.save_operating_point(benchmark, chosen, points, request.user)
+            judge.save_operating_point(benchmark, chosen, points, request.user)
             messages.success(request, f"Operating point: {chosen.chosen_key}.")
             return redirect(f"{_run_url(benchmark)}#operating-point")
     ctx = {
@@ -219,8 +218,8 @@ def comparison_new(request: HttpRequest) -> HttpResponse:
         baseline = form.cleaned_data["baseline_point"]
         candidate = form.cleaned_data["candidate_point"]
         try:
-            judgement.compare_points(baseline, candidate)
-        except AnalysisError as exc:
+            judge.compare_points(baseline, candidate)
+        except judge.AnalysisError as exc:
             form.add_error(None, f"Cannot compare these points: {exc}.")
         else:
             with transaction.atomic():
@@ -240,7 +239,7 @@ def comparison_new(request: HttpRequest) -> HttpResponse:
 @login_required
 def comparison_detail(request: HttpRequest, code: UUID) -> HttpResponse:
     comparison = _get_comparison_for_user(request, code)
-    result, error = judgement.compare_saved(comparison)
+    result, error = judge.compare_saved(comparison)
     ctx = {"comparison": comparison, "result": result, "error": error}
     return render(request, "judgement/comparison_detail.html", ctx)
 
@@ -285,6 +284,6 @@ def reference_compare(request: HttpRequest, pk: int) -> HttpResponse:
     point = None
     if form.is_bound and form.is_valid():
         point = form.cleaned_data["point"]
-        result, error = judgement.compare_with_reference(point, ref)
+        result, error = judge.compare_with_reference(point, ref)
     ctx = {"reference": ref, "form": form, "point": point, "result": result, "error": error}
     return render(request, "judgement/reference_compare.html", ctx)

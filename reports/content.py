@@ -1,6 +1,6 @@
 """What a report shows, as plain numbers and sentences: build_report_content(report).
 
-Every figure comes from benchmarks.judgement, through the same calls the run page makes (the
+Every figure comes from judgement.judge, through the same calls the run page makes (the
 default operating point, the verdicts, the comparisons and the scaling); the report only
 chooses what to show and words it (reports/wording.py). This module builds the comparisons:
 the headline, the comparison table, the node scaling and the references; reports/sections.py
@@ -20,15 +20,13 @@ from typing import Any
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from benchmarks import judgement
-from benchmarks.analysis import AnalysisError
-from benchmarks.analysis.types import UNIT_OUTPUT_TPS_PER_GPU
+from judgement import judge
 from benchmarks.models import ExternalReference, Point
 from reports import facts
 from reports.models import Item, Report
 from reports.page import Headline, ReferenceRow, ReportContent, Side, TableRow
 from reports.rows import Build, Sweeps, report_points
-from reports.sections import curve, methodology, queue, valid_repeats
+from reports.sections import capacity_of, curve, methodology, queue
 from reports.wording import (
     FACTOR_LABELS,
     HIDDEN_FACTOR_VALUES,
@@ -69,11 +67,11 @@ def _side(point: Point, label: str) -> Side:
 
 def build_report_content(report: Report, generated_at: datetime | None = None,
                          version: int | None = None) -> ReportContent:
-    """The whole page from the stored rows, as of now. Raises AnalysisError when the two
+    """The whole page from the stored rows, as of now. Raises judge.AnalysisError when the two
     headline points cannot be compared (e.g. one has no latency data)."""
     baseline, candidate = report.baseline_point, report.candidate_point
     build = Build(report=report, sweeps=Sweeps(), points=report_points(report))
-    build.comparison = judgement.compare_points(baseline, candidate)
+    build.comparison = judge.compare_points(baseline, candidate)
     content = ReportContent(
         title=report.title,
         language=report.language,
@@ -226,13 +224,13 @@ def _capacity_row(build: Build) -> TableRow:
               "%(n)s x the single-replica reference (%(ref)s).") % {
         "eff": percent(outcome.efficiency * 100), "n": outcome.n_replicas,
         "ref": num(outcome.reference_throughput)}
-    repeats = valid_repeats(node)
-    if len(repeats) > 1:
+    estimate = capacity_of(node, build)
+    if estimate is not None and estimate.repeats > 1:
         shows += " " + _("Capacity, the lowest of %(count)s valid repeats: %(value)s.") % {
-            "count": len(repeats), "value": tokens_per_s(min(repeats))}
+            "count": estimate.repeats, "value": tokens_per_s(estimate.capacity)}
     try:
-        differs = differs_text(judgement.compare_points(reference, node))
-    except AnalysisError:
+        differs = differs_text(judge.compare_points(reference, node))
+    except judge.AnalysisError:
         differs = _("Replicas: 1 → %(n)s.") % {"n": outcome.n_replicas}
     return TableRow(
         comparison=_("Node capacity: %(n)s replicas, one common window") % {
@@ -254,8 +252,8 @@ def scaling_problem(node: Point, reference: Point) -> str | None:
     if node.replicas < 2:
         return "The node run must have at least two replicas."
     try:
-        judgement.scaling_for(node, reference)
-    except (AnalysisError, ValueError) as exc:
+        judge.scaling_for(node, reference)
+    except (judge.AnalysisError, ValueError) as exc:
         return str(exc)
     return None
 
@@ -267,8 +265,8 @@ def _scaling(content: ReportContent, build: Build) -> None:
         return
     content.sources.update(scaling_point=node.pk, scaling_reference=reference.pk)
     try:
-        outcome = judgement.scaling_for(node, reference)
-    except (AnalysisError, ValueError):
+        outcome = judge.scaling_for(node, reference)
+    except (judge.AnalysisError, ValueError):
         content.scaling_missing = _("The chosen node run cannot be compared with its reference.")
         return
     build.scaling = outcome
@@ -307,7 +305,7 @@ def _compared_at_same_spec(build: Build, row: ExternalReference) -> tuple[Any, A
     spec, or (None, None); the flag says whether the reference could be compared at all."""
     comparable = False
     for label, point in build.points:
-        result, _error = judgement.compare_with_reference(point, row)
+        result, _error = judge.compare_with_reference(point, row)
         if result is None:
             continue
         comparable = True
@@ -344,7 +342,7 @@ def _references(content: ReportContent, build: Build) -> list[ReferenceRow]:
         if not comparable:
             continue  # the reference itself cannot be compared (its unit): nothing to show
         compared[str(row.pk)] = chosen[1].pk if chosen else None
-        unit = (_("output tokens/s per GPU") if row.unit == UNIT_OUTPUT_TPS_PER_GPU
+        unit = (_("output tokens/s per GPU") if row.unit == judge.UNIT_OUTPUT_TPS_PER_GPU
                 else _("output tokens/s"))
         common: dict[str, Any] = {
             "source": row.source, "url": row.url, "recorded_on": day(row.recorded_on),

@@ -7,8 +7,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from benchmarks import judgement
-from benchmarks.analysis import AnalysisError
+from judgement import judge
 from benchmarks.models import Benchmark, Caveat, Comparison, ExternalReference, Point
 from reports import publishing
 from reports.content import scaling_problem
@@ -126,8 +125,8 @@ class ReportForm(forms.ModelForm):
                 self.add_error("candidate_point", "Choose a different point than the baseline.")
             else:
                 try:
-                    judgement.compare_points(baseline, candidate)
-                except AnalysisError as exc:
+                    judge.compare_points(baseline, candidate)
+                except judge.AnalysisError as exc:
                     self.add_error("baseline_point", f"These points cannot be compared: {exc}")
         if Item.NODE_SCALING in items:
             self._clean_scaling(data)

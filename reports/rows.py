@@ -7,8 +7,7 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 
-from benchmarks import judgement
-from benchmarks.analysis.types import PointFigures
+from judgement import judge
 from benchmarks.models import Benchmark, Point
 from reports.models import Item, Report
 
@@ -17,29 +16,29 @@ class Sweeps:
     """Each benchmark's points, their figures and verdicts, read once per build."""
 
     def __init__(self) -> None:
-        self._cache: dict[int, tuple[list[Point], dict[str, PointFigures]]] = {}
-        self._verdicts: dict[int, judgement.VerdictRows] = {}
+        self._cache: dict[int, tuple[list[Point], dict[str, judge.PointFigures]]] = {}
+        self._verdicts: dict[int, judge.VerdictRows] = {}
 
-    def of(self, benchmark: Benchmark) -> tuple[list[Point], dict[str, PointFigures]]:
+    def of(self, benchmark: Benchmark) -> tuple[list[Point], dict[str, judge.PointFigures]]:
         if benchmark.pk not in self._cache:
-            points = judgement.load_points(benchmark)
-            self._cache[benchmark.pk] = (points, judgement.figures_by_key(points)[0])
+            points = judge.load_points(benchmark)
+            self._cache[benchmark.pk] = (points, judge.figures_by_key(points)[0])
         return self._cache[benchmark.pk]
 
-    def single_replica(self, benchmark: Benchmark) -> tuple[list[Point], list[PointFigures]]:
+    def single_replica(self, benchmark: Benchmark) -> tuple[list[Point], list[judge.PointFigures]]:
         """The sweep's load levels: a node run is its own section, not a level of the curve."""
         points, figs = self.of(benchmark)
         single = [p for p in points if p.replicas == 1]
         return single, [figs[p.key] for p in single if p.key in figs]
 
-    def figures(self, point: Point) -> PointFigures | None:
+    def figures(self, point: Point) -> judge.PointFigures | None:
         return self.of(point.benchmark)[1].get(point.key)
 
-    def verdicts(self, benchmark: Benchmark) -> judgement.VerdictRows:
+    def verdicts(self, benchmark: Benchmark) -> judge.VerdictRows:
         """As the run page judges them: every readable point of the benchmark together."""
         if benchmark.pk not in self._verdicts:
             figs = list(self.of(benchmark)[1].values())
-            self._verdicts[benchmark.pk] = judgement.verdict_rows(figs)
+            self._verdicts[benchmark.pk] = judge.verdict_rows(figs)
         return self._verdicts[benchmark.pk]
 
 

@@ -9,8 +9,7 @@ from typing import Any
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
-from benchmarks import charts, judgement
-from benchmarks.analysis.repeats import capacity_estimate
+from judgement import charts, judge
 from benchmarks.models import Point, PointData
 from reports import facts
 from reports.page import MethodRow, QueueSide, ReportContent
@@ -36,7 +35,7 @@ def curve(content: ReportContent, build: Build) -> None:
     benchmark = build.report.benchmark
     points, figs = build.sweeps.single_replica(benchmark)
     by_key = {p.key: p for p in build.sweeps.of(benchmark)[0]}
-    shown = judgement.shown_operating_point(benchmark, figs)
+    shown = judge.shown_operating_point(benchmark, figs)
     selected = by_key.get(shown.key) if shown.key else None
     if shown.error is not None:
         content.curve_sentence = _no_operating_point_sentence()
@@ -149,7 +148,7 @@ def queue(content: ReportContent, build: Build) -> None:
 def _devices(point: Point, build: Build) -> int:
     """Devices the point used (replicas x tensor parallel), as the judgement layer counts them."""
     figs = build.sweeps.figures(point)
-    return figs.gpu_count if figs is not None else judgement.figures(point).gpu_count
+    return figs.gpu_count if figs is not None else judge.figures(point).gpu_count
 
 
 def _hardware_text(point: Point, build: Build) -> str:
@@ -247,7 +246,7 @@ def methodology(content: ReportContent, build: Build) -> None:
                     lambda p: facts.public_provenance(p)["kv_dtype"] or _("auto (model dtype)")),
         _method_row(_("Requests per point"), headline, _requests_text),
         _method_row(_("Input/output spec"), headline, _spec_long_text),
-        _method_row(_("Repeats"), headline, _repeats_text),
+        _method_row(_("Repeats"), headline, lambda p: _repeats_text(p, build)),
     ]
     content.metric_definitions = [
         (_("Output tokens/s"), _("as vllm bench serve computes it: completed output tokens "
@@ -272,26 +271,18 @@ def methodology(content: ReportContent, build: Build) -> None:
     ]
 
 
-def valid_repeats(point: Point) -> list[float]:
-    """Output tokens/s of the valid repeats of the point's setting: the same engine config,
-    load, replica count and input/output spec in the same benchmark."""
-    spec = point.workload or {}
-    return list(
-        Point.objects.filter(
-            benchmark_id=point.benchmark_id, engine_label=point.engine_label,
-            offered_concurrency=point.offered_concurrency, replicas=point.replicas, valid=True,
-            workload__input_tokens_min=spec.get("input_tokens_min"),
-            workload__input_tokens_max=spec.get("input_tokens_max"),
-            workload__output_tokens=spec.get("output_tokens"),
-        ).order_by("repeat").values_list("output_throughput", flat=True)
-    )
+def capacity_of(point: Point, build: Build) -> judge.CapacityEstimate | None:
+    """The capacity estimate of the point's setting, grouped as the run page groups repeats."""
+    figures = build.sweeps.figures(point)
+    if figures is None:
+        return None
+    return judge.capacity_of(figures, list(build.sweeps.of(point.benchmark)[1].values()))
 
 
-def _repeats_text(point: Point) -> str:
-    repeats = valid_repeats(point)
-    if not repeats:
+def _repeats_text(point: Point, build: Build) -> str:
+    estimate = capacity_of(point, build)
+    if estimate is None:
         return _("this point is not a valid run; no capacity estimate rests on it")
-    estimate = capacity_estimate(repeats)
     text = ngettext(
         "%(count)s valid repeat of this setting",
         "%(count)s valid repeats of this setting",

@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.utils import timezone, translation
 from django.views.decorators.http import require_POST
 
-from benchmarks.analysis import AnalysisError
+from judgement import judge
 from benchmarks.models import Benchmark, Comparison
 from reports import pdf, publishing
 from reports.content import build_report_content
@@ -133,7 +133,7 @@ def report_preview(request: HttpRequest, token: str) -> HttpResponse:
             try:
                 ctx.update(_report_context(build_report_content(report), language,
                                            _static_assets()))
-            except AnalysisError as exc:
+            except judge.AnalysisError as exc:
                 ctx["draft_error"] = str(exc)
         return render(request, "reports/preview.html", ctx)
 
@@ -149,7 +149,7 @@ def report_publish(request: HttpRequest, token: str) -> HttpResponse:
         return redirect("report_preview", token=report.token)
     try:
         version = publishing.publish(report, request.user)
-    except AnalysisError as exc:
+    except judge.AnalysisError as exc:
         messages.error(request, f"Not published: {exc}.")
         return redirect("report_preview", token=report.token)
     messages.success(request, f"Version {version.number} published with its own link. Links "
@@ -188,7 +188,7 @@ def _frozen(report: Report, version: ReportVersion | None) -> ReportVersion | No
         return version
     try:
         return publishing.first_version(report)
-    except AnalysisError:
+    except judge.AnalysisError:
         return None
 
 

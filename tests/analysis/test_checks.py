@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from benchmarks.analysis import repeats, selection
-from benchmarks.analysis.checks import failed_checks
-from benchmarks.analysis.convert import from_point_result
-from benchmarks.analysis.errors import AnalysisError
+from judgement.analysis import repeats, selection
+from judgement.analysis.checks import failed_checks
+from judgement.analysis.convert import from_point_result
+from judgement.analysis.errors import AnalysisError
 from runner.schema import (
     EngineConfig,
     LoadSpec,

@@ -6,15 +6,15 @@ from datetime import date
 
 import pytest
 
-from benchmarks.analysis.compare import (
+from judgement.analysis.compare import (
     FACTORS,
     compare,
     compare_factors,
     compare_reference,
 )
-from benchmarks.analysis.errors import AnalysisError
-from benchmarks.analysis.sentences import factors_sentence
-from benchmarks.analysis.types import (
+from judgement.analysis.errors import AnalysisError
+from judgement.analysis.sentences import factors_sentence
+from judgement.analysis.types import (
     UNIT_OUTPUT_TPS,
     UNIT_OUTPUT_TPS_PER_GPU,
     Measured,

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from benchmarks.analysis.convert import (
+from judgement.analysis.convert import (
     from_point_result,
     replica_figures_from_point_result,
     run_facts_from_point_result,
 )
-from benchmarks.analysis.types import WorkloadShape
+from judgement.analysis.types import WorkloadShape
 from runner.schema import (
     Checkpoint,
     ClientHealth,
@@ -164,7 +164,7 @@ def test_replica_figures_carry_each_replicas_window_and_metrics():
 
 
 def test_a_client_starved_by_other_processes_does_not_decide_the_bottleneck():
-    from benchmarks.analysis.convert import client_limited
+    from judgement.analysis.convert import client_limited
     from runner.schema import ClientHealth
 
     starved = ClientHealth(cpu_fraction=0.03, loop_lag_p99_ms=46, saturated=True)

@@ -10,8 +10,8 @@ from pathlib import Path
 def test_the_analysis_package_imports_without_django():
     code = (
         "import sys\n"
-        "import benchmarks.analysis.compare, benchmarks.analysis.convert, benchmarks.analysis.repeats\n"
-        "import benchmarks.analysis.scaling, benchmarks.analysis.selection, benchmarks.analysis.verdicts\n"
+        "import judgement.analysis.compare, judgement.analysis.convert, judgement.analysis.repeats\n"
+        "import judgement.analysis.scaling, judgement.analysis.selection, judgement.analysis.verdicts\n"
         "print(sorted(m for m in sys.modules if m == 'django' or m.startswith('django.')))\n"
     )
     root = Path(__file__).resolve().parents[2]

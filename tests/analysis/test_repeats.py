@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.analysis.errors import AnalysisError
-from benchmarks.analysis.repeats import (
+from judgement.analysis.errors import AnalysisError
+from judgement.analysis.repeats import (
     capacity_by_setting,
     capacity_estimate,
     lowest_repeats,
     setting_of,
 )
-from benchmarks.analysis.types import WorkloadShape
+from judgement.analysis.types import WorkloadShape
 from tests.analysis.helpers import CASE_STUDY_SPEC, point
 
 CONFIG = "seqs=1024,tokens=8192"

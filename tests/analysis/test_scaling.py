@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.analysis.errors import AnalysisError
-from benchmarks.analysis.scaling import scaling
-from benchmarks.analysis.types import ReplicaFigures, WorkloadShape
+from judgement.analysis.errors import AnalysisError
+from judgement.analysis.scaling import scaling
+from judgement.analysis.types import ReplicaFigures, WorkloadShape
 from tests.analysis.helpers import CASE_STUDY_SPEC, point
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.analysis.errors import AnalysisError
-from benchmarks.analysis.selection import (
+from judgement.analysis.errors import AnalysisError
+from judgement.analysis.selection import (
     knee,
     override,
     pareto_choice,

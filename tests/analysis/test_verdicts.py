@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.analysis.errors import AnalysisError
-from benchmarks.analysis.types import WorkloadShape
-from benchmarks.analysis.verdicts import summarize_sweep_change, verdict, verdicts_for_sweep
+from judgement.analysis.errors import AnalysisError
+from judgement.analysis.types import WorkloadShape
+from judgement.analysis.verdicts import summarize_sweep_change, verdict, verdicts_for_sweep
 from tests.analysis.helpers import point
 
 

@@ -10,7 +10,7 @@ import re
 import pytest
 from django.test import Client
 
-from benchmarks import judgement
+from judgement import judge
 from benchmarks.models import Benchmark, ExternalReference, Point
 from benchmarks.points import store_point
 from runner import schema
@@ -58,8 +58,8 @@ def test_the_trade_off_sentence_quotes_the_measured_step_not_the_knee_thresholds
     _ladder(benchmark, 64, KNEE_LADDER)
     if stored:
         points = list(benchmark.points.all())
-        figs = list(judgement.figures_by_key(points)[0].values())
-        judgement.save_operating_point(benchmark, judgement.select("knee", {}, figs), points)
+        figs = list(judge.figures_by_key(points)[0].values())
+        judge.save_operating_point(benchmark, judge.select("knee", {}, figs), points)
     report = make_report(benchmark, owner, baseline_point=point(benchmark, 64, 16),
                          candidate_point=point(benchmark, 64, 32), scaling_point=None,
                          scaling_reference=None, items=["headline", "curves"])

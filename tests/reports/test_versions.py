@@ -7,7 +7,7 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from benchmarks import judgement
+from judgement import judge
 from benchmarks.models import ExternalReference, OperatingPoint, Point
 from reports import publishing
 from reports.content import build_report_content
@@ -146,8 +146,8 @@ def test_the_preview_of_a_report_from_before_versions_says_it_is_not_published(
 
 def test_the_version_keeps_the_ids_of_the_rows_its_figures_came_from(sweep, owner):
     points = list(sweep.points.all())
-    figs = judgement.figures_by_key([p for p in points if p.replicas == 1])[0]
-    judgement.save_operating_point(sweep, judgement.select("knee", {}, list(figs.values())),
+    figs = judge.figures_by_key([p for p in points if p.replicas == 1])[0]
+    judge.save_operating_point(sweep, judge.select("knee", {}, list(figs.values())),
                                    points)
     reference = _reference()
     report = make_report(sweep, owner, references=[reference])

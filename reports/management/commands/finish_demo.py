@@ -1,7 +1,7 @@
 """python manage.py finish_demo CODE : after the demo sweep, save its comparison and a report.
 
 Waits for the run to end. If it succeeded, saves the comparison of the smallest and the best
-max_num_seqs setting (benchmarks.judgement.save_demo_comparison) and builds an English customer
+max_num_seqs setting (judgement.judge.save_demo_comparison) and builds an English customer
 report from it through the report form, exactly as an engineer would, then prints both links.
 """
 
@@ -13,7 +13,7 @@ from uuid import UUID
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from benchmarks.judgement import compare_points, save_demo_comparison
+from judgement.judge import compare_points, save_demo_comparison
 from benchmarks.models import Benchmark
 from reports.forms import DEFAULT_ITEMS, ReportForm
 

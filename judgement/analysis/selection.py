@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from benchmarks.analysis import sentences
-from benchmarks.analysis.errors import AnalysisError
-from benchmarks.analysis.types import LATENCY_FIELDS, ParetoPoint, PointFigures, Selection
+from judgement.analysis import sentences
+from judgement.analysis.errors import AnalysisError
+from judgement.analysis.types import LATENCY_FIELDS, ParetoPoint, PointFigures, Selection
 
 # Defaults from the issue: the case study's knee added under 1% throughput for about +50%
 # median latency, so 2% / 20% catches it with margin and ignores run-to-run noise.

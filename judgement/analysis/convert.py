@@ -6,8 +6,8 @@ dataclasses, so a view can build them from database rows just as well.
 
 from __future__ import annotations
 
-from benchmarks.analysis.checks import failed_checks
-from benchmarks.analysis.types import (
+from judgement.analysis.checks import failed_checks
+from judgement.analysis.types import (
     LATENCY_FIELDS,
     QUEUE_FIELDS,
     PointFigures,

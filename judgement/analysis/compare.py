@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from benchmarks.analysis import sentences
-from benchmarks.analysis.errors import AnalysisError
-from benchmarks.analysis.types import (
+from judgement.analysis import sentences
+from judgement.analysis.errors import AnalysisError
+from judgement.analysis.types import (
     SPEC_FACTOR,
     UNIT_OUTPUT_TPS_PER_GPU,
     Comparison,

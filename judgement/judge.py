@@ -1,6 +1,11 @@
-"""View-side glue for the judgement layer: stored rows in, benchmarks.analysis results out.
+"""The judgement layer's one entry point: stored rows in, judgements out.
 
-The logic (knee, SLO, Pareto, verdicts, comparisons, scaling) lives in benchmarks.analysis as
+Run page, comparison, reference and scaling pages, reports and exports call this module; none
+of them reads figures off a row or calls judgement.analysis itself (import-linter holds reports
+and the page views to it). The names a caller needs from the analysis (AnalysisError, the
+result types, unit constants) are re-exported here so that holds without exceptions.
+
+The logic (knee, SLO, Pareto, verdicts, comparisons, scaling) lives in judgement.analysis as
 pure functions. This module only turns Point / ExternalReference rows into the analysis inputs
 (through analysis.convert, so the conversion is the one the unit tests cover), calls those
 functions, and turns an AnalysisError into a message the page shows instead of a number.
@@ -15,19 +20,20 @@ from typing import Any
 
 from django.db import transaction
 
-from benchmarks.analysis import AnalysisError
-from benchmarks.analysis import compare as compare_mod
-from benchmarks.analysis import repeats, scaling, selection, verdicts
-from benchmarks.analysis.convert import (
+from judgement.analysis import AnalysisError
+from judgement.analysis import compare as compare_mod
+from judgement.analysis import repeats, scaling, selection, verdicts
+from judgement.analysis.convert import (
     from_point_result,
     replica_figures_from_point_result,
     run_facts_from_point_result,
 )
-from benchmarks.analysis.types import (
+from judgement.analysis.types import (
     Comparison as ComparisonResult,
 )
-from benchmarks.analysis.types import (
+from judgement.analysis.types import (
     UNIT_OUTPUT_TPS_PER_GPU,
+    CapacityEstimate,
     Measured,
     PointFigures,
     Reference,
@@ -311,6 +317,12 @@ def capacity_rows(figs: Sequence[PointFigures]) -> list[dict[str, Any]]:
                 }
             )
     return rows
+
+
+def capacity_of(point: PointFigures, figs: Sequence[PointFigures]) -> CapacityEstimate | None:
+    """The capacity estimate of the point's setting among figs (as capacity_rows groups them),
+    or None when none of its repeats is valid."""
+    return repeats.capacity_by_setting(figs).get(repeats.setting_of(point))
 
 
 def frontier(figs: Sequence[PointFigures]) -> tuple[list[str], str | None]:

@@ -11,9 +11,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from benchmarks.analysis import sentences
-from benchmarks.analysis.errors import AnalysisError
-from benchmarks.analysis.types import PointFigures, ReplicaFigures, ScalingResult, WorkloadShape
+from judgement.analysis import sentences
+from judgement.analysis.errors import AnalysisError
+from judgement.analysis.types import PointFigures, ReplicaFigures, ScalingResult, WorkloadShape
 
 
 def scaling(

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks import storage
-from benchmarks.analysis.types import LATENCY_LABELS
+from judgement.analysis.types import LATENCY_LABELS
 from benchmarks.models import Point
 
 # Every latency a curve can be drawn against, labelled with its family (analysis.types).

@@ -1,7 +1,7 @@
 """The plain inputs and results of the analysis layer.
 
 Inputs mirror the field names of `runner.schema` (Metrics, QueueSummary) so a stored point or
-a database row converts with a few attribute reads (`benchmarks.analysis.convert` does it for a
+a database row converts with a few attribute reads (`judgement.analysis.convert` does it for a
 `PointResult`). Results keep every number a sentence quotes as its own field, so templates can
 format and translate without parsing text.
 
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any, Literal
 
-from benchmarks.analysis.errors import AnalysisError
+from judgement.analysis.errors import AnalysisError
 
 # ---------------------------------------------------------------------------------------------
 # Inputs
@@ -118,7 +118,7 @@ class PointFigures:
     # checks failed, never with one whose run is invalid (its throughput counts missing work).
     run_valid: bool = True
     # One sentence, with the numbers, for each check of the stored aggregates that failed
-    # (benchmarks.analysis.checks); any of them makes `valid` False.
+    # (judgement.analysis.checks); any of them makes `valid` False.
     failed_checks: tuple[str, ...] = ()
     client_saturated: bool = False
     total_output_tokens: int | None = None

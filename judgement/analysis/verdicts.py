@@ -34,10 +34,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from benchmarks.analysis import sentences
-from benchmarks.analysis.errors import AnalysisError
-from benchmarks.analysis.selection import DEFAULT_THROUGHPUT_GAIN_PCT
-from benchmarks.analysis.types import (
+from judgement.analysis import sentences
+from judgement.analysis.errors import AnalysisError
+from judgement.analysis.selection import DEFAULT_THROUGHPUT_GAIN_PCT
+from judgement.analysis.types import (
     PointFigures,
     SettingChange,
     SweepStep,
