@@ -91,6 +91,11 @@ class Runtime(models.Model):
     version = models.CharField(max_length=50)
     image = models.CharField(max_length=300, blank=True, help_text="e.g. vllm/vllm-openai:v0.11.0")
     digest = models.CharField(max_length=100, blank=True, help_text="sha256:...")
+    # An import records what ran elsewhere; only a person allowed to manage runtimes makes one
+    # launchable, since a launched runtime's image runs on a GPU node with the host's GPUs.
+    approved = models.BooleanField(
+        default=False, help_text="launchable: approved by someone allowed to manage runtimes"
+    )
 
     class Meta:
         ordering = ["engine", "-version"]
@@ -141,6 +146,16 @@ class Checkpoint(models.Model):
     )
     precision = models.CharField(max_length=50, blank=True, help_text="e.g. bf16, FP8, NVFP4")
     kv_cache_dtype = models.CharField(max_length=50, blank=True, help_text="e.g. fp8; blank=auto")
+    # As with Runtime.approved: a checkpoint named by an imported file is a record, not a
+    # permission to load those weights on a GPU node.
+    approved = models.BooleanField(
+        default=False, help_text="launchable: approved by someone allowed to manage checkpoints"
+    )
+    # Flags that load code or read files (--trust-remote-code, --tokenizer, --chat-template,
+    # ...) run with the worker's rights on the node; an administrator allows them per checkpoint.
+    trusted = models.BooleanField(
+        default=False, help_text="an administrator allows code-loading engine flags with it"
+    )
 
     class Meta:
         ordering = ["repo", "revision"]
