@@ -181,6 +181,7 @@ class Context:
     workdir: Path
     deadline: float  # time.monotonic() by which the script must be done
     prompts: Prompts | None = None
+    sample_interval_s: float = 0.5  # Headroom's /metrics scrapes; vLLM's client makes none
 
     def timeout(self, wanted_s: float) -> float:
         left = self.deadline - time.monotonic()
@@ -392,6 +393,7 @@ def run_headroom(ctx: Context, workload: Workload, label: str) -> dict[str, Any]
         "--output-tokens", str(OUTPUT_TOKENS), "--temperature", "0", "--endpoint", "completions",
         *workload.headroom_args(), "--client-cpus", str(CLIENT_CPU),
         "--request-timeout", str(REQUEST_TIMEOUT_S),
+        "--sample-interval", str(ctx.sample_interval_s),
         "--out", str(out), "--workdir", str(ctx.workdir / f"{label}-headroom-work"),
     ]  # fmt: skip
     log = ctx.workdir / f"{label}-headroom.log"
@@ -612,12 +614,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--json", type=Path, metavar="OUT", help="also save per-pair figures")
     parser.add_argument(
+        "--sample-interval", type=float, default=0.5, metavar="S",
+        help="seconds between Headroom's /metrics scrapes (default 0.5, as a sweep's default); "
+        "a longer one shows what the scrapes cost the engine",
+    )  # fmt: skip
+    parser.add_argument(
         "--time-limit", type=float, default=DEFAULT_TIME_LIMIT_MIN, metavar="MIN",
         help=f"stop after this many minutes whatever happens (default {DEFAULT_TIME_LIMIT_MIN})",
     )  # fmt: skip
     args = parser.parse_args(argv)
     if args.pairs < 1:
         parser.error("--pairs must be at least 1")
+    if not args.sample_interval > 0:
+        parser.error("--sample-interval must be a number of seconds > 0")
     if args.quick:
         args.pairs = 1
     if not Path(args.model).is_dir():
@@ -643,6 +652,7 @@ def _header(args: argparse.Namespace, engine: RunningEngine, pinned: str) -> dic
         ),
         "pairs": args.pairs,
         "quick": args.quick,
+        "headroom_sample_interval_s": args.sample_interval,
     }
     for key, value in info.items():
         print(f"{key}: {value}")
@@ -669,7 +679,8 @@ def main(argv: list[str] | None = None) -> int:
             print("starting the engine...", flush=True)
             engine = start_engine(stack, args.model, args.port, workdir)
             header = _header(args, engine, check_engine_pinned())
-            ctx = Context(engine.base_url, args.model, workdir, deadline)
+            ctx = Context(engine.base_url, args.model, workdir, deadline,
+                          sample_interval_s=args.sample_interval)
             needed = max(w.num_requests for w in (*workloads, WARM_UP))
             ctx.prompts = write_prompts(engine, workdir, needed)
             header["prompts"] = {

@@ -219,6 +219,14 @@ def _add_load_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--request-timeout", type=float, default=600)
     group.add_argument("--warmup-requests", type=int, default=0)
     group.add_argument(
+        "--sample-interval",
+        type=_positive_number(allow_inf=False),
+        default=SweepPlan.model_fields["sample_interval_s"].default,
+        metavar="S",
+        help="seconds between /metrics scrapes of the engine's queue (default %(default)s); "
+        "each scrape costs the API server a little CPU",
+    )
+    group.add_argument(
         "--goodput",
         nargs="+",
         type=_goodput_slo,
@@ -430,6 +438,7 @@ def plan_from_bench_args(args: argparse.Namespace) -> dict[str, Any]:
         },
         "replicas": args.replicas,
         "warmup_requests": args.warmup_requests,
+        "sample_interval_s": args.sample_interval,
         "goodput": args.goodput,
     }
 

@@ -392,3 +392,14 @@ def test_an_engine_name_is_spelled_one_way(written, name):
     from runner.schema import EngineInfo
 
     assert EngineInfo(launch_style="attach", name=written).name == name
+
+
+def test_the_metrics_scrape_interval_is_a_bench_flag_with_the_plans_default():
+    assert bench_plan().sample_interval_s == 0.5
+    assert bench_plan("--sample-interval", "5").sample_interval_s == 5.0
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf"])
+def test_the_scrape_interval_refuses_what_would_never_or_always_scrape(capsys, value):
+    err = refused(capsys, "--sample-interval", value)
+    assert "argument --sample-interval: expected a finite number > 0" in err
