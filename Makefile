@@ -27,9 +27,11 @@ tiny-model: install
 
 # The browser tests and report PDFs use Debian's Chromium (a browser is never downloaded), with
 # Korean fonts so ko reports render as text rather than empty boxes.
+# Chromium prints and drives the pages; pdftotext reads back what a printed PDF says.
 chromium:
-	@test -x /usr/bin/chromium && fc-list | grep -qi nanum || \
-		(apt-get update -qq && apt-get install -y -qq chromium chromium-driver fonts-nanum)
+	@test -x /usr/bin/chromium && test -x /usr/bin/pdftotext && fc-list | grep -qi nanum || \
+		(apt-get update -qq && \
+		 apt-get install -y -qq chromium chromium-driver fonts-nanum poppler-utils)
 
 # House rules a tool checks, not a reviewer's memory: the layering contracts in .importlinter.
 lint: install

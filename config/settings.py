@@ -309,6 +309,8 @@ HEADROOM_CHROMIUM = os.getenv("HEADROOM_CHROMIUM", "/usr/bin/chromium")
 HEADROOM_PDF_TIMEOUT_S = envint("HEADROOM_PDF_TIMEOUT_S", "60")
 # Virtual time Chromium gives the page's scripts (Plotly) before printing, in milliseconds.
 HEADROOM_PDF_SCRIPT_BUDGET_MS = envint("HEADROOM_PDF_SCRIPT_BUDGET_MS", "10000")
+# Each published version's PDF, printed once per language and served from here after.
+HEADROOM_PDF_DIR = Path(os.getenv("HEADROOM_PDF_DIR", str(BASE_DIR / "var" / "pdf")))
 
 # ---------------------------------------------------------------------------------------------
 # Headroom workers

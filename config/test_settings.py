@@ -10,6 +10,8 @@ inherit the environment and this settings module, read the same.
 from __future__ import annotations
 
 import os
+import tempfile
+from pathlib import Path
 
 os.environ.setdefault("SECRET_KEY", "test-only-secret-key-" + "t" * 40)
 os.environ["HEADROOM_HTTPS"] = "0"
@@ -20,3 +22,6 @@ from config.settings import *
 # carry no request, which Client.login() and direct authenticate() calls in tests make. The
 # lockout tests (tests/dashboard/test_settings.py) turn it back on.
 AXES_ENABLED = False
+
+# Printed PDFs are kept on disk; a test run keeps its own out of var/.
+HEADROOM_PDF_DIR = Path(tempfile.mkdtemp(prefix="headroom-test-pdf-"))

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from uuid import UUID
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.staticfiles import finders
 from django.db.models import Max
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.templatetags.static import static
@@ -215,17 +217,27 @@ def report_public(request: HttpRequest, token: str) -> HttpResponse:
     return _private(response)
 
 
-def _file_assets() -> dict[str, str]:
-    paths = {}
+def _inline_assets() -> dict[str, str]:
+    """The page's stylesheet and scripts as text, for a printed page that may load nothing."""
+    texts = {}
     for name, path in ASSETS.items():
         found = finders.find(path)
         if found is None:
-            raise Http404(f"static file {path} is missing")
-        paths[name] = "file://" + str(found)
-    return paths
+            raise pdf.PdfUnavailable("The PDF could not be printed.")
+        texts[name] = pdf.inline_asset(Path(found))
+    return texts
+
+
+def _printed_page(version: ReportVersion, language: str) -> str:
+    with translation.override(language):
+        ctx = _report_context(publishing.content_of(version, language), language, {})
+        ctx.update(printing=True, inline=_inline_assets(), print_csp=pdf.PRINT_CSP)
+        return render_to_string("reports/public.html", ctx)
 
 
 def report_pdf(request: HttpRequest, token: str) -> HttpResponse:
+    """The stored version printed once per language (reports.pdf keeps it); 429 while another
+    print runs, 503 with a plain sentence when none can be made."""
     report, version = _public_version(token)
     if not report.is_live():
         return _gone(request, report)
@@ -233,16 +245,20 @@ def report_pdf(request: HttpRequest, token: str) -> HttpResponse:
     if version is None:
         return _unavailable()
     language = _language(request, version.language)
-    with translation.override(language):
-        ctx = _report_context(publishing.content_of(version, language), language,
-                              _file_assets())
-        ctx["printing"] = True
-        html = render_to_string("reports/public.html", ctx)
     try:
-        document = pdf.html_to_pdf(html)
-    except pdf.PdfUnavailable as exc:
-        response = HttpResponse(str(exc), status=503, content_type="text/plain; charset=utf-8")
+        document = pdf.cached_pdf(version.token, language, lambda: _printed_page(version, language))
+    except pdf.PdfBusy as exc:
+        response = HttpResponse(str(exc), status=429, content_type="text/plain; charset=utf-8")
+        response["Retry-After"] = str(pdf.RETRY_AFTER_S)
         return _private(response)
+    except pdf.PdfUnavailable as exc:
+        message = f"{exc} Use your browser's Print instead: the page has a print stylesheet."
+        return _private(HttpResponse(message, status=503,
+                                     content_type="text/plain; charset=utf-8"))
+    response = HttpResponse(document, content_type="application/pdf")
+    response["Content-Disposition"] = (
+        f'attachment; filename="report-v{version.number}-{language}.pdf"')
+    return _private(response)
     response = HttpResponse(document, content_type="application/pdf")
     response["Content-Disposition"] = (
         f'attachment; filename="report-v{version.number}-{language}.pdf"')
