@@ -258,9 +258,19 @@ CSV_COLUMNS = (
 ) + METRIC_FIELDS
 
 
+# A spreadsheet runs a cell that starts with one of these as a formula (OWASP's CSV injection).
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
 def _csv_cell(value: object) -> object:
-    """Dict columns (goodput SLOs and their attainment) as JSON, not Python's repr."""
-    return json.dumps(value, sort_keys=True) if isinstance(value, dict) else value
+    """Dict columns (goodput SLOs and their attainment) as JSON, not Python's repr; text that a
+    spreadsheet would run as a formula (an engine label of extra flags, say) behind a quote.
+    Numbers stay numbers, negative ones included."""
+    if isinstance(value, dict):
+        value = json.dumps(value, sort_keys=True)
+    if isinstance(value, str) and value.startswith(_FORMULA_STARTS):
+        return "'" + value
+    return value
 
 
 @login_required

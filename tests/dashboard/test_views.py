@@ -112,6 +112,16 @@ def test_the_csv_download_has_one_row_per_point_with_its_caveats(owner_client, f
     assert float(rows[0]["output_throughput"]) > 0
 
 
+def test_csv_text_cells_never_start_a_spreadsheet_formula(owner_client, finished_run):
+    finished_run.points.filter(repeat=0).update(engine_label="=HYPERLINK(\"http://x\")")
+    finished_run.points.exclude(repeat=0).update(engine_label="--enable-prefix-caching")
+    response = owner_client.get(f"/runs/{finished_run.code}.csv")
+    rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
+    assert {r["engine_label"] for r in rows} <= {
+        "'=HYPERLINK(\"http://x\")", "'--enable-prefix-caching"}
+    assert all(not r["key"].startswith(("=", "+", "-", "@")) for r in rows)
+
+
 def test_cancelling_a_running_run_asks_its_worker_to_stop(owner_client):
     benchmark = make_benchmark(state="running")
     response = owner_client.post(f"/runs/{benchmark.code}/cancel/")
