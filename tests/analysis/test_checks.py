@@ -16,36 +16,18 @@ from judgement.analysis import repeats, selection
 from judgement.analysis.checks import failed_checks
 from judgement.analysis.convert import from_point_result
 from judgement.analysis.errors import AnalysisError
-from runner.schema import (
-    EngineConfig,
-    LoadSpec,
-    Metrics,
-    PointResult,
-    ReplicaResult,
-    WorkloadSpec,
-    point_key,
+from runner.schema import LoadSpec, Metrics, PointResult, ReplicaResult
+from tests import factories
+
+# The latencies of the base point, all inside its 10 s window.
+LATENCIES_MS = dict(
+    median_ttft_ms=120.0, p99_ttft_ms=350.0, median_e2el_ms=5_200.0, p99_e2el_ms=9_000.0
 )
 
 
 def metrics(**overrides: Any) -> Metrics:
-    values: dict[str, Any] = dict(
-        duration=10.0,
-        completed=100,
-        failed=0,
-        short_responses=0,
-        valid=True,
-        total_input_tokens=6_400,
-        total_output_tokens=25_600,
-        request_throughput=10.0,
-        output_throughput=2_560.0,
-        total_token_throughput=3_200.0,
-        median_ttft_ms=120.0,
-        p99_ttft_ms=350.0,
-        median_e2el_ms=5_200.0,
-        p99_e2el_ms=9_000.0,
-    )
-    values.update(overrides)
-    return Metrics(**values)
+    """The base point's aggregates (the factory's burst of 100 requests) with these figures."""
+    return factories.metrics(**{**LATENCIES_MS, **overrides})
 
 
 def result(
@@ -56,17 +38,12 @@ def result(
     per_replica: list[ReplicaResult] | None = None,
     **metric_overrides: Any,
 ) -> PointResult:
-    config = EngineConfig(max_num_seqs=256)
-    load = load or LoadSpec(shape="burst", num_requests=100)
-    return PointResult(
-        key=point_key(config, load, repeat),
-        engine_config=config,
+    return factories.point_result(
         load=load,
-        workload=WorkloadSpec(),
         repeat=repeat,
         replicas=replicas,
-        metrics=metrics(**metric_overrides),
         per_replica=per_replica or [],
+        metrics=metrics(**metric_overrides),
     )
 
 
@@ -79,6 +56,17 @@ def codes(p: PointResult) -> list[str]:
 
 def test_a_point_whose_figures_agree_with_its_counts_passes_every_check():
     assert failed_checks(result()) == []
+
+
+def test_the_shared_factory_builds_points_whose_figures_agree_unless_told_otherwise():
+    # Every test that builds a point through tests/factories.py relies on this.
+    assert failed_checks(factories.point_result()) == []
+    # 8 replicas x 100 requests: the factory counts 800 completed, their tokens and rates.
+    assert failed_checks(factories.point_result(replicas=8)) == []
+    # 1,234.5 tok/s over 10 s is 12,345 output tokens; the burst latencies fit the window.
+    claimed = factories.metrics_at(1_234.5, **factories.BURST_LATENCIES_MS)
+    assert claimed.total_output_tokens == 12_345
+    assert failed_checks(factories.point_result(metrics=claimed)) == []
 
 
 def test_a_figure_the_point_does_not_carry_is_not_a_failure():
@@ -158,7 +146,9 @@ def test_a_point_that_completed_requests_in_no_time_fails_and_its_rates_are_not_
 
 
 def test_a_window_of_no_time_may_not_claim_output_tokens_either():
-    [check] = failed_checks(result(duration=0.0, completed=0, failed=100, valid=False))
+    [check] = failed_checks(result(
+        duration=0.0, completed=0, failed=100, valid=False, total_output_tokens=25_600
+    ))
     assert check.code == "empty-window"
     assert check.sentence.startswith("0 completed requests and 25,600 output tokens")
 
@@ -186,11 +176,8 @@ def test_completed_plus_failed_must_be_the_requests_the_load_sent():
 def test_a_node_run_sent_the_load_to_every_replica():
     # 8 replicas x 100 requests = 800; the node's figures pool them: 800 x 256 = 204,800
     # tokens / 10 s = 20,480 tok/s, 80 req/s, 800 x 320 / 10 = 25,600 tok/s in and out.
-    node = dict(
-        replicas=8, completed=800, total_input_tokens=51_200, total_output_tokens=204_800,
-        request_throughput=80.0, output_throughput=20_480.0, total_token_throughput=25_600.0,
-    )
-    assert failed_checks(result(**node)) == []
+    # The factory derives those tokens and rates from the 800 completed requests.
+    assert failed_checks(result(replicas=8, completed=800)) == []
     one_replicas_worth = result(replicas=8)  # 100 requests: what a single replica was sent
     [check] = failed_checks(one_replicas_worth)
     assert check.sentence == (
@@ -201,22 +188,16 @@ def test_a_node_run_sent_the_load_to_every_replica():
 
 def test_each_replica_of_a_node_run_must_account_for_its_own_requests():
     def replica(i: int, completed: int, failed: int = 0) -> ReplicaResult:
-        # Each replica's own rates: completed x 256 tokens over its 10 s window.
+        # Each replica's own rates, derived by the factory: completed x 64 input and x 256
+        # output tokens over its 10 s window.
         return ReplicaResult(
             replica=i, base_url=f"http://127.0.0.1:{8001 + i}",
-            metrics=metrics(
-                completed=completed, failed=failed, total_input_tokens=completed * 64,
-                total_output_tokens=completed * 256, request_throughput=completed / 10,
-                output_throughput=completed * 25.6, total_token_throughput=completed * 32.0,
-            ),
+            metrics=metrics(completed=completed, failed=failed),
         )
 
     def node(*replicas: ReplicaResult) -> PointResult:
-        return result(
-            replicas=2, per_replica=list(replicas), completed=200, total_input_tokens=12_800,
-            total_output_tokens=51_200, request_throughput=20.0, output_throughput=5_120.0,
-            total_token_throughput=6_400.0,
-        )
+        # 200 completed: 12,800 + 51,200 tokens, 20 req/s and 5,120 tok/s over 10 s.
+        return result(replicas=2, per_replica=list(replicas), completed=200)
 
     [check] = failed_checks(node(replica(0, 100), replica(1, 90)))
     assert check.sentence == (
@@ -275,12 +256,12 @@ def test_only_a_burst_is_held_to_its_window():
 
 
 def level(requests: int, duration: float, median_e2el_ms: float, **overrides: Any) -> PointResult:
-    """A burst of `requests`, 256 output and 64 input tokens each, over `duration` seconds."""
-    out, inp = requests * 256, requests * 64
+    """A burst of `requests`, 256 output and 64 input tokens each, over `duration` seconds.
+
+    The factory derives the token totals and the rates (tokens / duration) from those counts.
+    """
     values: dict[str, Any] = dict(
-        completed=requests, duration=duration, total_input_tokens=inp, total_output_tokens=out,
-        request_throughput=requests / duration, output_throughput=out / duration,
-        total_token_throughput=(inp + out) / duration, median_e2el_ms=median_e2el_ms,
+        completed=requests, duration=duration, median_e2el_ms=median_e2el_ms,
         p99_e2el_ms=median_e2el_ms,
     )
     values.update(overrides)

@@ -22,43 +22,35 @@ from runner.schema import (
     ReplicaResult,
     Window,
     WorkloadSpec,
-    point_key,
+)
+from tests import factories
+
+# 64 requests of 128 output tokens (64 input) in 10 s: 8,192 / 10 = 819.2 tok/s, 6.4 req/s and
+# (4,096 + 8,192) / 10 = 1,228.8 tok/s, as the factory derives them.
+COUNTS = dict(completed=64, total_output_tokens=8192)
+LATENCIES_MS = dict(
+    median_ttft_ms=50.0,
+    p95_ttft_ms=90.0,
+    p99_ttft_ms=99.0,
+    median_tpot_ms=5.0,
+    p95_tpot_ms=7.0,
+    p99_tpot_ms=8.0,
+    median_e2el_ms=700.0,
+    p95_e2el_ms=900.0,
+    p99_e2el_ms=990.0,
 )
 
 
-def metrics(**overrides):
-    values = dict(
-        duration=10.0,
-        completed=64,
-        failed=0,
-        short_responses=0,
-        valid=True,
-        total_input_tokens=4096,
-        total_output_tokens=8192,
-        request_throughput=6.4,
-        output_throughput=819.2,
-        total_token_throughput=1228.8,
-        median_ttft_ms=50.0,
-        p95_ttft_ms=90.0,
-        p99_ttft_ms=99.0,
-        median_tpot_ms=5.0,
-        p95_tpot_ms=7.0,
-        p99_tpot_ms=8.0,
-        median_e2el_ms=700.0,
-        p95_e2el_ms=900.0,
-        p99_e2el_ms=990.0,
-    )
-    values.update(overrides)
-    return Metrics(**values)
+def metrics(**overrides) -> Metrics:
+    return factories.metrics(**{**COUNTS, **LATENCIES_MS, **overrides})
 
 
-def result(provenance=True, **overrides):
-    config = EngineConfig(max_num_seqs=8, max_num_batched_tokens=2048, kv_cache_dtype="auto")
-    load = LoadSpec(shape="concurrency", num_requests=64, concurrency=16)
+def result(provenance=True, **overrides) -> PointResult:
     values = dict(
-        key=point_key(config, load, 1),
-        engine_config=config,
-        load=load,
+        engine_config=EngineConfig(
+            max_num_seqs=8, max_num_batched_tokens=2048, kv_cache_dtype="auto"
+        ),
+        load=LoadSpec(shape="concurrency", num_requests=64, concurrency=16),
         workload=WorkloadSpec(output_tokens=128),
         repeat=1,
         metrics=metrics(),
@@ -84,7 +76,7 @@ def result(provenance=True, **overrides):
             started_at="2026-11-30T00:00:00Z",
         )
     values.update(overrides)
-    return PointResult(**values)
+    return factories.point_result(**values)
 
 
 def test_point_figures_mirror_the_metrics_and_queue_summary():

@@ -31,7 +31,7 @@ def test_knee_chooses_the_point_before_the_step_that_stops_paying():
     assert sel.method == "knee"
     assert sel.chosen_key == "c2000"
     assert sel.reason == "the point before the saturation knee"
-    assert sel.sentence == "beyond this point: +0.9% output tokens/s for +49% median latency"
+    assert sel.sentence == "beyond this point: +0.87% output tokens/s for +49.0% median latency"
     assert sel.params == {"throughput_gain_pct": 2.0, "latency_growth_pct": 20.0}
     assert sel.evidence["knee_found"] is True
     assert sel.evidence["to_key"] == "c4000"
@@ -365,3 +365,46 @@ def test_knee_per_config_refuses_when_no_config_has_three_levels():
     ]
     with pytest.raises(AnalysisError, match="valid levels per config: a \\(2\\), b \\(2\\)"):
         knee(points)
+
+
+# -- Boundaries as fixed examples: a rule with < for <= (or the reverse) fails one of these ----
+
+
+def test_knee_thresholds_below_one_percent_are_compared_as_given():
+    # b -> c adds 100 / 20,000 = exactly +0.5% for 1,100 -> 1,500 ms (+36%). At a 0.5% gain
+    # threshold that step still pays (the rule is gain < X); at 0.6% it is the knee. A gain
+    # rounded or truncated to whole percent (0%) would call it the knee at 0.5% too.
+    levels = [
+        point("a", 1, 10_000, median_e2el_ms=1_000),
+        point("b", 2, 20_000, median_e2el_ms=1_100),
+        point("c", 4, 20_100, median_e2el_ms=1_500),
+    ]
+    at = knee(levels, throughput_gain_pct=0.5)
+    assert at.evidence["steps"][1]["throughput_gain_pct"] == 0.5
+    assert (at.evidence["knee_found"], at.chosen_key) == (False, "c")
+    past = knee(levels, throughput_gain_pct=0.6)
+    assert (past.evidence["knee_found"], past.chosen_key) == (True, "b")
+
+
+def test_a_latency_exactly_at_its_slo_limit_is_within_it():
+    # The rule is value <= limit: c's p99 E2EL of 18,000 ms meets a limit of 18,000 ms; 1 ms
+    # tighter, c is out and b (12,000 ms) is the fastest point left.
+    assert slo(slo_points(), {"p99_e2el_ms": 18_000}).chosen_key == "c"
+    assert slo(slo_points(), {"p99_e2el_ms": 17_999}).chosen_key == "b"
+
+
+def test_an_slo_tie_in_throughput_goes_to_the_lower_load_level():
+    # Both deliver 2,000 tok/s within the limit; the one at concurrency 2 queues less. Listed
+    # second, so a choice that kept the first of equals would take the other.
+    points = [
+        point("high", 4, 2000, p99_e2el_ms=12_000),
+        point("low", 2, 2000, p99_e2el_ms=9_000),
+    ]
+    assert slo(points, {"p99_e2el_ms": 20_000}).chosen_key == "low"
+
+
+def test_a_pareto_point_exactly_at_the_per_user_target_meets_it():
+    # B makes 1000 / 20 ms = exactly 50 tokens/s per user: at a target of 50 it is eligible
+    # (the rule is >=) and delivers more per GPU than A; just above 50 only A (100) is left.
+    assert pareto_choice(pareto_points(), min_tokens_per_user=50).chosen_key == "B"
+    assert pareto_choice(pareto_points(), min_tokens_per_user=50.5).chosen_key == "A"

@@ -61,7 +61,7 @@ def test_near_full_kv_is_kv_capacity():
     v = verdict(engine(**{**PINNED, "peak_kv_usage": 0.97}))
     assert v.kind == "kv_capacity"
     assert "scheduler_cap" in v.evidence["also"]
-    assert v.sentence == "KV capacity: peak KV usage 97% and 0.0 preemptions"
+    assert v.sentence == "KV capacity: peak KV usage 97.0% and 0.0 preemptions"
 
 
 def test_preemptions_alone_are_kv_capacity():
@@ -70,7 +70,7 @@ def test_preemptions_alone_are_kv_capacity():
     )
     assert v.kind == "kv_capacity"
     assert v.evidence["preemptions"] == 12
-    assert v.sentence == "KV capacity: peak KV usage 80% and 12.0 preemptions"
+    assert v.sentence == "KV capacity: peak KV usage 80.0% and 12.0 preemptions"
 
 
 def test_running_pinned_at_max_num_seqs_while_requests_wait_is_the_scheduler_cap():
@@ -102,7 +102,7 @@ def test_steps_at_the_token_budget_with_room_under_the_cap_is_the_token_budget()
     assert v.kind == "token_budget"
     assert v.partial is False
     assert v.sentence == (
-        "token budget: running 150 of 256 on average with 400 waiting and KV at 60% peak; "
+        "token budget: running 150 of 256 on average with 400 waiting and KV at 60.0% peak; "
         "steps average 2,000 of 2048 batched tokens"
     )
 
@@ -139,7 +139,7 @@ def test_more_load_for_no_throughput_is_saturated():
     assert v.evidence["latency_growth_pct"] == pytest.approx(50.0)
     assert (
         v.sentence
-        == "saturated: +0.5% output tokens/s over the previous load level for +50% median latency"
+        == "saturated: +0.48% output tokens/s over the previous load level for +50.0% median latency"
     )
 
 
@@ -172,7 +172,7 @@ def test_nothing_waiting_and_room_in_the_engine_is_underloaded():
     assert v.kind == "underloaded"
     assert (
         v.sentence == "underloaded: nothing waits (mean 0.2) and the engine has room "
-        "(peak running 12.0 of 256, peak KV 8%)"
+        "(peak running 12.0 of 256, peak KV 8.0%)"
     )
 
 
@@ -186,7 +186,7 @@ def test_samples_that_leave_most_of_the_point_uncovered_make_the_verdict_unclear
     # The figures alone would say underloaded; a burst can fill and drain between two samples.
     v = verdict(engine(queue_samples=2, queue_gap_fraction=0.9))
     assert v.kind == "unclear"
-    assert "90% of the point passed without a sample" in v.sentence
+    assert "90.0% of the point passed without a sample" in v.sentence
     assert v.evidence["also"] == []
     assert verdict(engine(queue_samples=2, queue_gap_fraction=0.5)).kind == "underloaded"
 
@@ -419,3 +419,68 @@ def test_the_sweep_summary_stands_each_config_on_its_single_replica_points():
     summary = summarize_sweep_change(list(found.values()))
     assert (summary.overall.from_key, summary.overall.to_key) == ("s256|2000", "s1024|2000")
     assert summary.overall.to_throughput == 42_000
+
+
+# -- Each threshold exactly at its boundary and one step past it -------------------------------
+# A rule written with > where it says >= (or the reverse) fails one of these fixed examples.
+
+
+def test_mean_running_exactly_at_ninety_percent_of_the_cap_is_pinned():
+    # The rule is mean running >= 0.9 x 256 = 230.4 (exact in binary: 0.9 x 2^8).
+    assert verdict(engine(**{**PINNED, "mean_running": 230.4})).kind == "scheduler_cap"
+    assert verdict(engine(**{**PINNED, "mean_running": 230.3})).kind == "token_budget"
+
+
+def test_one_request_waiting_on_average_counts_as_waiting():
+    # The rule is mean waiting >= 1.0: at 1.0 the pinned engine is held by its cap; at 0.99
+    # nothing waits and the cap is merely filled.
+    assert verdict(engine(**{**PINNED, "mean_waiting": 1.0})).kind == "scheduler_cap"
+    below = verdict(engine(**{**PINNED, "mean_waiting": 0.99}))
+    assert below.kind == "unclear"
+    assert "nothing waits" in below.evidence["why"]
+
+
+def test_steps_exactly_at_ninety_percent_of_the_budget_fill_it():
+    # The rule is mean tokens per step >= 0.9 x 2048 = 1,843.2 (exact: 0.9 x 2^11).
+    at = verdict(engine(mean_tokens_per_step=1_843.2, **BELOW_CAP_WAITING))
+    assert (at.kind, at.partial) == ("token_budget", False)
+    assert verdict(engine(mean_tokens_per_step=1_843.1, **BELOW_CAP_WAITING)).kind == "unclear"
+
+
+def saturation_step(throughput: float, median_e2el_ms: float, mean_waiting: float = 400.0):
+    """(current, previous): 1000 -> 2000 requests from 40,000 tok/s at 8,000 ms, with 400
+    waiting before. Steps well below the budget, so only saturation can be the verdict."""
+    previous = engine(
+        "lo", 1000, 40_000, median_e2el_ms=8_000.0, mean_tokens_per_step=900.0,
+        **BELOW_CAP_WAITING,
+    )
+    current = engine(
+        "hi", 2000, throughput, median_e2el_ms=median_e2el_ms, mean_tokens_per_step=900.0,
+        **{**BELOW_CAP_WAITING, "mean_waiting": mean_waiting},
+    )
+    return current, previous
+
+
+def test_a_throughput_gain_exactly_at_two_percent_is_not_saturation():
+    # The rule is gain < 2%: 40,000 -> 40,800 is exactly +2.0% (for +50% latency) and still
+    # pays; 40,799 is +1.9975% and does not.
+    at = verdict(*saturation_step(40_800, 12_000.0))
+    assert at.evidence["throughput_gain_pct"] == 2.0
+    assert at.kind == "unclear"
+    assert verdict(*saturation_step(40_799, 12_000.0)).kind == "saturated"
+
+
+def test_latency_growth_exactly_at_five_percent_is_saturation():
+    # The rule is growth >= 5%: 8,000 -> 8,400 ms is exactly +5.0% for +0.25% throughput;
+    # 8,399 ms is +4.99%, and with waiting unchanged (400 -> 400) nothing else says saturated.
+    at = verdict(*saturation_step(40_100, 8_400.0))
+    assert at.evidence["latency_growth_pct"] == 5.0
+    assert at.kind == "saturated"
+    assert verdict(*saturation_step(40_100, 8_399.0)).kind == "unclear"
+
+
+def test_more_requests_waiting_is_saturation_even_when_latency_barely_grows():
+    # +0.25% throughput and +1.25% latency (8,000 -> 8,100 ms), but 401 wait where 400 did:
+    # the added load only queued. With waiting unchanged it is not saturation.
+    assert verdict(*saturation_step(40_100, 8_100.0, mean_waiting=401.0)).kind == "saturated"
+    assert verdict(*saturation_step(40_100, 8_100.0, mean_waiting=400.0)).kind == "unclear"

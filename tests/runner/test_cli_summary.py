@@ -7,15 +7,8 @@ import re
 import pytest
 
 from runner.summary import print_summary
-from runner.schema import (
-    ClientHealth,
-    EngineConfig,
-    LoadSpec,
-    PointResult,
-    QueueSummary,
-    WorkloadSpec,
-    point_key,
-)
+from runner.schema import ClientHealth, EngineConfig, LoadSpec, PointResult, QueueSummary
+from tests import factories
 from tests.runner.test_results_and_import import make_point
 
 LAG_REASON = (
@@ -46,11 +39,9 @@ def wide_point(**metrics: object) -> PointResult:
         "p99_e2el_ms": 223456.0,
         **metrics,
     }
-    return PointResult(
-        key=point_key(config, load, 0),
+    return factories.point_result(
         engine_config=config,
         load=load,
-        workload=WorkloadSpec(),
         metrics=make_point(1).metrics.model_copy(update=figures),
         queue=QueueSummary(samples=40, mean_running=255.9, mean_waiting=1792.0, peak_kv_usage=1.0),
     )

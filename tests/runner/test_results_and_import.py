@@ -11,33 +11,22 @@ import pytest
 
 from runner.importer import ImportFileError, from_vllm_bench, load_result_file
 from runner.results import ResultFileError, append_point, finished_keys, read_points
-from runner.schema import EngineConfig, LoadSpec, Metrics, PointResult, WorkloadSpec, point_key
+from runner.schema import EngineConfig, LoadSpec, PointResult
+from tests import factories
 
 DATA = Path(__file__).parent / "data"
 
 
 def make_point(seqs: int, repeat: int = 0) -> PointResult:
-    config = EngineConfig(max_num_seqs=seqs)
-    load = LoadSpec(num_requests=8)
-    metrics = Metrics(
-        duration=2.0,
-        completed=8,
-        failed=0,
-        short_responses=0,
-        valid=True,
-        total_input_tokens=512,
-        total_output_tokens=1024,
-        request_throughput=4.0,
-        output_throughput=512.0,
-        total_token_throughput=768.0,
-    )
-    return PointResult(
-        key=point_key(config, load, repeat),
-        engine_config=config,
-        load=load,
-        workload=WorkloadSpec(),
+    """A burst of 8 requests of 64 input and 128 output tokens, all completed in 2 s.
+
+    The factory derives the rest: 512 + 1,024 tokens, 4 req/s, 512 and 768 tok/s.
+    """
+    return factories.point_result(
+        engine_config=EngineConfig(max_num_seqs=seqs),
+        load=LoadSpec(num_requests=8),
         repeat=repeat,
-        metrics=metrics,
+        metrics=factories.metrics(duration=2.0, completed=8, total_output_tokens=1024),
     )
 
 
