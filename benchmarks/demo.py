@@ -71,6 +71,8 @@ def main() -> int:
         "CELERY_BROKER_URL": broker,
         "HEADROOM_NODE_QUEUE": QUEUE,
         "HEADROOM_LAUNCH_STYLE": "cpu",
+        # Local models are refused unless their folder is allowed: the tiny model's is.
+        "HEADROOM_MODEL_DIRS": str(tiny_model.resolve().parent),
         "PYTHONUNBUFFERED": "1",
     }
     manage("migrate", "--noinput", "-v", "0", env=env)

@@ -7,6 +7,7 @@ from typing import Any
 
 import pydantic
 from django import forms
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
@@ -57,31 +58,54 @@ WORKLOAD_FIELDS = tuple(WORKLOAD_PRESETS["case-study"])
 SHARED_SETTINGS = tuple(s for s in schema.EngineConfig.settings() if s.name != "max_num_seqs")
 
 
-class LaunchableRuntimeField(forms.ModelChoiceField):
-    """A vLLM runtime: the runner launches only vLLM; other engines' runs are imported."""
+class ApprovedChoiceField(forms.ModelChoiceField):
+    """A choice among the rows that may be launched; another row gets a message saying why not.
 
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(queryset=Runtime.objects.filter(engine__in=Runtime.LAUNCHABLE), **kwargs)
+    Rows an import created name what ran elsewhere; they wait for someone allowed to approve
+    them, since a launched checkpoint's weights and runtime's image run on a GPU node.
+    """
 
-    def to_python(self, value: Any) -> Runtime | None:
+    def to_python(self, value: Any) -> Any:
         try:
             return super().to_python(value)
         except ValidationError:
-            other = _runtime_or_none(value)
+            other = self._any_row(value)
             if other is None:
                 raise
-            raise ValidationError(
-                f"{other} cannot be launched: Headroom launches only vLLM runtimes (import "
-                "the results of other engines instead).",
-                code="not_launchable",
-            ) from None
+            raise ValidationError(self.refusal(other), code="not_launchable") from None
+
+    def _any_row(self, value: Any) -> Any:
+        try:
+            return self.queryset.model.objects.filter(pk=int(value)).first()
+        except (TypeError, ValueError):
+            return None
+
+    def refusal(self, row: Any) -> str:
+        return (
+            f"{row} is not approved for launching yet: someone allowed to manage "
+            f"{row._meta.verbose_name_plural} approves it first."
+        )
 
 
-def _runtime_or_none(value: Any) -> Runtime | None:
-    try:
-        return Runtime.objects.filter(pk=int(value)).first()
-    except (TypeError, ValueError):
-        return None
+class ApprovedCheckpointField(ApprovedChoiceField):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(queryset=Checkpoint.objects.filter(approved=True), **kwargs)
+
+
+class LaunchableRuntimeField(ApprovedChoiceField):
+    """An approved vLLM runtime: the runner launches only vLLM; other engines' runs are imported."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        launchable = Runtime.objects.filter(approved=True, engine__in=Runtime.LAUNCHABLE)
+        super().__init__(queryset=launchable, **kwargs)
+
+    def refusal(self, row: Any) -> str:
+        if row.engine not in Runtime.LAUNCHABLE:
+            return (
+                f"{row} cannot be launched: Headroom launches only vLLM runtimes (import the "
+                "results of other engines instead)."
+            )
+        return super().refusal(row)
 
 
 def engine_setting_field(setting: schema.EngineSetting) -> forms.Field:
@@ -141,7 +165,7 @@ class LaunchForm(forms.Form):
         help_text="runs on this node's worker",
         error_messages={"invalid_choice": "Unknown node: it is not registered (any more)."},
     )
-    checkpoint = forms.ModelChoiceField(queryset=Checkpoint.objects.all())
+    checkpoint = ApprovedCheckpointField()
     runtime = LaunchableRuntimeField()
 
     workload_preset = forms.ChoiceField(
@@ -234,6 +258,7 @@ class LaunchForm(forms.Form):
         if node and data.get("runtime") and node.launch_style == "docker" and not data["runtime"].image:
             self.add_error("runtime", f"{node.queue} starts engines from an image; pick one with it.")
         self._check_gpus(data)
+        self._check_checkpoint(data)
         levels = self._clean_levels(data, workload)
         configs = self._clean_engine_configs(data)
         if levels is None or configs is None or self.errors:
@@ -252,8 +277,25 @@ class LaunchForm(forms.Form):
                 goodput=data.get("goodput") or {},
             )
         except pydantic.ValidationError as exc:
-            self.add_error(None, _pydantic_message(exc))
+            self.add_error(None, plans.pydantic_message(exc))
         return data
+
+    def _check_checkpoint(self, data: dict[str, Any]) -> None:
+        """Its model must be one this deployment may load, and only a trusted one may run
+        flags that load code or read files on the node."""
+        checkpoint = data.get("checkpoint")
+        if checkpoint is None:
+            return
+        try:
+            schema.check_model_source(checkpoint.repo, settings.HEADROOM_MODEL_DIRS)
+        except ValueError as exc:
+            self.add_error("checkpoint", f"{exc}.")
+        if "extra_args" not in data:
+            return
+        try:
+            schema.check_code_loading(data["extra_args"], trusted=checkpoint.trusted)
+        except ValueError as exc:
+            self.add_error("extra_args", f"{exc}.")
 
     def _check_gpus(self, data: dict[str, Any]) -> None:
         node, replicas = data.get("node"), data.get("replicas")
@@ -344,14 +386,6 @@ class LaunchForm(forms.Form):
                 points_total=plans.points_total(plan),
                 created_by=user if user.is_authenticated else None,
             )
-
-
-def _pydantic_message(exc: pydantic.ValidationError) -> str:
-    parts = []
-    for error in exc.errors():
-        where = ".".join(str(part) for part in error["loc"])
-        parts.append(f"{where}: {error['msg']}" if where else error["msg"])
-    return "; ".join(parts)
 
 
 class ImportForm(forms.Form):

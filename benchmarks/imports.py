@@ -198,6 +198,8 @@ def _checkpoint_for(point: PointResult) -> Checkpoint | None:
         revision=checkpoint.revision or "",
         precision=checkpoint.precision or "",
         kv_cache_dtype=engine.cache_dtype or "",
+        # A file names what ran elsewhere, not what may run here: a new row waits for approval.
+        defaults={"approved": False, "trusted": False},
     )
     return row
 
@@ -212,6 +214,7 @@ def _runtime_for(point: PointResult) -> Runtime | None:
         version=engine.version,
         image=engine.image or "",
         digest="",
+        defaults={"approved": False},  # as a checkpoint: a record until someone approves it
     )
     return row
 

@@ -22,11 +22,16 @@ State = Benchmark.State
 ERROR_DETAIL_CHARS = 20_000
 
 
-def claim(benchmark_id: int, task_id: str) -> bool:
-    """queued -> running. False when another delivery already claimed it (or it was cancelled)."""
+def claim(benchmark_id: int, task_id: str, node_queue: str) -> bool:
+    """queued -> running, by the worker of node_queue only.
+
+    False when another delivery already claimed it, it was cancelled, or it belongs to another
+    node: a message that reached the wrong queue must not start a sweep on these GPUs.
+    """
     now = timezone.now()
+    mine = Benchmark.objects.filter(pk=benchmark_id, state=State.QUEUED, node__queue=node_queue)
     return bool(
-        Benchmark.objects.filter(pk=benchmark_id, state=State.QUEUED).update(
+        mine.update(
             state=State.RUNNING,
             started_at=now,
             heartbeat_at=now,

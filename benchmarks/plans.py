@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchmarks.models import Checkpoint, Node, Runtime, Workload
+import pydantic
+from django.conf import settings
+
+from benchmarks.models import Benchmark, Checkpoint, Node, Runtime, Workload
 from runner import schema
 
 
@@ -54,6 +57,15 @@ def engine_launch(node: Node, runtime: Runtime) -> schema.EngineLaunch:
     return schema.EngineLaunch(style=node.launch_style, image=image, gpus=gpus)
 
 
+def checkpoint_spec(checkpoint: Checkpoint) -> schema.Checkpoint:
+    return schema.Checkpoint(
+        model=checkpoint.repo,
+        revision=checkpoint.revision or None,
+        precision=checkpoint.precision or None,
+        trusted=checkpoint.trusted,
+    )
+
+
 def build_plan(
     *,
     name: str,
@@ -76,11 +88,7 @@ def build_plan(
         ]
     return schema.SweepPlan(
         name=name,
-        checkpoint=schema.Checkpoint(
-            model=checkpoint.repo,
-            revision=checkpoint.revision or None,
-            precision=checkpoint.precision or None,
-        ),
+        checkpoint=checkpoint_spec(checkpoint),
         launch=engine_launch(node, runtime),
         engine_configs=engine_configs,
         loads=load_specs(workload, load_levels),
@@ -93,3 +101,73 @@ def build_plan(
 
 def points_total(plan: schema.SweepPlan) -> int:
     return len(plan.engine_configs) * len(plan.loads) * plan.repeats
+
+
+# ---------------------------------------------------------------------------------------------
+# The worker's check of a stored plan
+# ---------------------------------------------------------------------------------------------
+
+
+class PlanRefused(Exception):
+    """A stored plan this node's worker must not start; the message says why."""
+
+
+def launchable_plan(benchmark: Benchmark, *, launch_style: str) -> schema.SweepPlan:
+    """The benchmark's stored plan, parsed and checked again on the node before anything starts.
+
+    The plan is data in the database, not a decision: whoever can write it could otherwise pick
+    the model, the flags, the image and the engines' environment on this GPU node. So it must
+    parse (the schema refuses flags, environment and model ids it would not accept from the
+    form), its checkpoint and runtime must still be approved, a code-loading flag needs the
+    checkpoint to be trusted now, and the launch must be what this node and the approved
+    runtime give (style, image, environment). Raises PlanRefused naming the first problem.
+    """
+    checkpoint, runtime, node = benchmark.checkpoint, benchmark.runtime, benchmark.node
+    if checkpoint is None or not checkpoint.approved:
+        raise PlanRefused(f"checkpoint {checkpoint} is not approved for launching")
+    if runtime is None or not runtime.approved or runtime.engine not in Runtime.LAUNCHABLE:
+        raise PlanRefused(f"runtime {runtime} is not an approved vLLM runtime")
+    if node is None:
+        raise PlanRefused("the run names no node")
+    try:
+        plan = schema.SweepPlan.model_validate(benchmark.plan)
+        expected = engine_launch(node, runtime).model_copy(update={"style": launch_style})
+        schema.check_model_source(plan.checkpoint.model, settings.HEADROOM_MODEL_DIRS)
+        for config in plan.engine_configs:
+            schema.check_code_loading(config.extra_args, trusted=checkpoint.trusted)
+    except pydantic.ValidationError as exc:
+        raise PlanRefused(f"the stored plan is not valid: {pydantic_message(exc)}") from None
+    except ValueError as exc:
+        raise PlanRefused(str(exc)) from None
+    _check_same_checkpoint(plan.checkpoint, checkpoint_spec(checkpoint))
+    _check_same_launch(plan.launch, expected)
+    return plan
+
+
+def _check_same_checkpoint(stored: schema.Checkpoint, approved: schema.Checkpoint) -> None:
+    for name in ("model", "revision"):
+        if getattr(stored, name) != getattr(approved, name):
+            raise PlanRefused(
+                f"the stored plan's checkpoint {name} {getattr(stored, name)!r} is not the "
+                f"approved checkpoint's {getattr(approved, name)!r}"
+            )
+
+
+def _check_same_launch(stored: schema.EngineLaunch, expected: schema.EngineLaunch) -> None:
+    # gpus follow the node's GPU count at launch time and only choose among this node's GPUs.
+    for name in schema.EngineLaunch.model_fields:
+        if name != "gpus" and getattr(stored, name) != getattr(expected, name):
+            raise PlanRefused(
+                f"the stored plan's launch {name} {getattr(stored, name)!r} is not this node's "
+                f"{getattr(expected, name)!r} (from the node and the approved runtime)"
+            )
+
+
+def pydantic_message(exc: pydantic.ValidationError) -> str:
+    """Every error of a validation, as 'where: message; ...'."""
+    parts = []
+    for error in exc.errors():
+        where = ".".join(str(part) for part in error["loc"])
+        message = error["msg"].removeprefix("Value error, ")
+        parts.append(f"{where}: {message}" if where else message)
+    return "; ".join(parts)

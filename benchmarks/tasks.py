@@ -22,10 +22,9 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
-from benchmarks import lifecycle
+from benchmarks import lifecycle, plans
 from benchmarks.models import Benchmark
 from benchmarks.points import store_point
-from runner.schema import SweepPlan
 from runner.sweep import Cancelled, Progress, run_plan
 
 log = logging.getLogger(__name__)
@@ -55,9 +54,12 @@ REAP_EVERY_BEATS = 15
 
 @shared_task(bind=True, name="benchmarks.tasks.run_benchmark")
 def run_benchmark(self, benchmark_id: int) -> None:
-    if not lifecycle.claim(benchmark_id, self.request.id or ""):
-        # Delivered twice, cancelled while queued, or deleted: nothing to do, and no error.
-        log.info("benchmark %s not claimable; another delivery has it or it is final", benchmark_id)
+    queue = settings.HEADROOM_NODE_QUEUE
+    if not lifecycle.claim(benchmark_id, self.request.id or "", queue):
+        # Delivered twice, cancelled while queued, deleted, or another node's: nothing to do
+        # here. Another node's run stays queued for its own worker (or the user's cancel).
+        log.info("benchmark %s not claimable by node %s: another delivery has it, it is "
+                 "final, or it runs on another node", benchmark_id, queue)
         return
     allow_child_processes()
     execute_benchmark(benchmark_id)
@@ -81,9 +83,26 @@ def allow_child_processes() -> None:
 
 
 def execute_benchmark(benchmark_id: int) -> str:
-    """Run a claimed (running) benchmark to a final state; returns that state."""
-    benchmark = Benchmark.objects.get(pk=benchmark_id)
-    plan = SweepPlan.model_validate(benchmark.plan)
+    """Run a claimed (running) benchmark to a final state; returns that state.
+
+    The stored plan is checked again first (plans.launchable_plan); a refused plan fails the
+    run with the reason and starts nothing.
+    """
+    benchmark = Benchmark.objects.select_related("checkpoint", "runtime", "node").get(
+        pk=benchmark_id
+    )
+    try:
+        plan = plans.launchable_plan(benchmark, launch_style=settings.HEADROOM_LAUNCH_STYLE)
+    except plans.PlanRefused as exc:
+        log.warning("benchmark %s refused: %s", benchmark_id, exc)
+        lifecycle.finish(
+            benchmark_id,
+            State.FAILED,
+            error_type="PlanRefused",
+            error_message=f"Not started: {exc}.",
+            note="refused before any engine started",
+        )
+        return State.FAILED
     workdir = settings.HEADROOM_WORK_DIR / str(benchmark.code)
     workdir.mkdir(parents=True, exist_ok=True)
     # Points already stored (a resumed run) are not measured again.

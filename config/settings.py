@@ -44,6 +44,18 @@ def envlist(name: str, default: str) -> list[str]:
     return [item.strip() for item in os.getenv(name, default).split(",") if item.strip()]
 
 
+def envdirs(name: str) -> list[Path]:
+    """Absolute directories separated by os.pathsep, as in PATH; none when unset.
+
+    A relative one would mean another folder for each process's working directory.
+    """
+    dirs = [Path(item) for item in os.getenv(name, "").split(os.pathsep) if item.strip()]
+    relative = [str(directory) for directory in dirs if not directory.is_absolute()]
+    if relative:
+        raise ImproperlyConfigured(f"{name} takes absolute directories, got {relative}")
+    return dirs
+
+
 def database_from_url(url: str) -> dict[str, object]:
     """DATABASES["default"] for a postgres:// or sqlite:/// URL.
 
@@ -324,6 +336,10 @@ if HEADROOM_LAUNCH_STYLE not in ("cpu", "serve", "docker"):
     raise ImproperlyConfigured(
         f"HEADROOM_LAUNCH_STYLE must be cpu, serve or docker, got {HEADROOM_LAUNCH_STYLE!r}"
     )
+# Local model folders a launch may name, on the web host and the nodes (hub repo ids are always
+# allowed). It fails closed: unset, no local path is launchable, since vLLM reads whatever folder
+# a checkpoint names with the worker's rights. `make demo` and the tests set var/ (the tiny model).
+HEADROOM_MODEL_DIRS = envdirs("HEADROOM_MODEL_DIRS")
 # Engine logs and scratch files of each run go under WORK_DIR/<benchmark code>/.
 HEADROOM_WORK_DIR = Path(os.getenv("HEADROOM_WORK_DIR", str(BASE_DIR / "var" / "work")))
 # A running benchmark writes its heartbeat and progress (and looks for a cancel request) this

@@ -15,6 +15,8 @@ from pathlib import Path
 
 os.environ.setdefault("SECRET_KEY", "test-only-secret-key-" + "t" * 40)
 os.environ["HEADROOM_HTTPS"] = "0"
+# The tiny model lives in var/ (make tiny-model); local models elsewhere stay refused.
+os.environ.setdefault("HEADROOM_MODEL_DIRS", str(Path(__file__).resolve().parent.parent / "var"))
 
 from config.settings import *
 

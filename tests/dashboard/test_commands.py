@@ -24,8 +24,10 @@ def test_running_it_again_resets_the_password(capsys):
 def test_it_registers_the_tiny_model_and_the_installed_vllm(tmp_path):
     (tmp_path / "config.json").write_text("{}")
     call_command("create_demo_user", tiny_model=tmp_path)
-    assert Checkpoint.objects.get().repo == str(tmp_path)
-    assert Runtime.objects.get().version  # whatever vLLM this environment has
+    checkpoint, runtime = Checkpoint.objects.get(), Runtime.objects.get()
+    assert checkpoint.repo == str(tmp_path)
+    assert runtime.version  # whatever vLLM this environment has
+    assert checkpoint.approved and runtime.approved  # the demo launches them
 
 
 def test_it_refuses_a_directory_without_a_model(tmp_path):

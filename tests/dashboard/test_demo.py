@@ -6,6 +6,7 @@ import socket
 import subprocess
 import sys
 
+from django.conf import settings
 from django.utils import timezone
 
 from benchmarks.demo import choose_broker
@@ -22,7 +23,7 @@ def test_the_demo_sweep_is_a_valid_launch(db):
     data = {
         **DEMO_FORM,
         "node": node.pk,
-        "checkpoint": make_checkpoint(repo="/tmp/tiny", revision="").pk,
+        "checkpoint": make_checkpoint(repo=f"{settings.HEADROOM_MODEL_DIRS[0]}/tiny", revision="").pk,
         "runtime": make_runtime().pk,
     }
     form = LaunchForm(data)

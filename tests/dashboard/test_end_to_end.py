@@ -53,8 +53,8 @@ def test_a_launched_sweep_runs_on_a_real_worker_and_its_page_shows_the_points(
 ):
     node = Node.objects.get(queue=celery_worker_queue)
     assert node.launch_style == "cpu" and node.hostname
-    checkpoint = Checkpoint.objects.create(repo=str(tiny_model_dir))
-    runtime = Runtime.objects.create(engine="vllm", version="0.32.0")
+    checkpoint = Checkpoint.objects.create(repo=str(tiny_model_dir), approved=True)
+    runtime = Runtime.objects.create(engine="vllm", version="0.32.0", approved=True)
     client = Client()
     client.force_login(owner)
 

@@ -260,3 +260,47 @@ def test_the_command_names_the_flag_of_a_bad_stated_value(tmp_path):
     with pytest.raises(CommandError, match="--revision: a revision is a 40-hex commit id"):
         call_command("import_results", str(path), "--revision", "main")
     assert not Benchmark.objects.exists()
+
+
+# ---------------------------------------------------------------------------------------------
+# An import names what ran elsewhere; it never makes a checkpoint or runtime launchable
+# ---------------------------------------------------------------------------------------------
+
+
+def test_an_imported_checkpoint_and_runtime_are_records_the_launch_form_does_not_offer(
+    owner_client
+):
+    from benchmarks.forms import LaunchForm
+    from benchmarks.models import Checkpoint, Runtime
+
+    document = {**VLLM_BENCH, "model_id": "attacker-org/evil-remote-code-model",
+                "engine": "vllm", "version": "0.32.0"}
+    assert upload(owner_client, document, engine_image="attacker/evil:latest").status_code == 302
+    benchmark = Benchmark.objects.get()
+    checkpoint, runtime = benchmark.checkpoint, benchmark.runtime
+    assert (checkpoint.repo, checkpoint.approved, checkpoint.trusted) == (
+        "attacker-org/evil-remote-code-model", False, False)
+    assert (runtime.image, runtime.approved) == ("attacker/evil:latest", False)
+    form = LaunchForm()
+    assert checkpoint not in form.fields["checkpoint"].queryset
+    assert runtime not in form.fields["runtime"].queryset
+    assert not Checkpoint.objects.filter(approved=True).exists()
+    assert not Runtime.objects.filter(approved=True).exists()
+
+
+def test_an_import_reuses_an_approved_row_without_changing_it(owner_client):
+    from .factories import make_checkpoint
+
+    approved = make_checkpoint(repo="Qwen/Qwen3-30B-A3B", revision="", precision="",
+                               kv_cache_dtype="")
+    assert upload(owner_client, VLLM_BENCH).status_code == 302
+    assert Benchmark.objects.get().checkpoint == approved
+    approved.refresh_from_db()
+    assert approved.approved and not approved.trusted
+
+
+def test_a_file_whose_model_id_vllm_would_read_as_a_flag_is_refused(owner_client):
+    response = upload(owner_client, {**VLLM_BENCH, "model_id": "--trust-remote-code"})
+    assert response.status_code == 400
+    assert "starts with '-'" in response.context["form"].errors["file"][0]
+    assert not Benchmark.objects.exists()

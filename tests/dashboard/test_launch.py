@@ -8,7 +8,7 @@ import pytest
 import redis
 from django.conf import settings
 
-from benchmarks.models import Benchmark, Workload
+from benchmarks.models import Benchmark, Checkpoint, Workload
 from config.celery import app as celery_app
 
 from .factories import make_checkpoint, make_node, make_runtime
@@ -86,6 +86,9 @@ def test_goodput_slos_from_the_form_go_into_the_plan(owner_client, node, broker)
          "must be >= max_num_seqs"),
         ({"extra_args": "--max-num-seqs 5"}, "extra_args", "has its own field"),
         ({"extra_args": "--turbo"}, "extra_args", "unknown engine flag"),
+        ({"extra_args": "-tp 8 -pp 4"}, "extra_args", "-tp: short flags are not accepted"),
+        ({"extra_args": "--enforce-eager other/model"}, "extra_args",
+         "'other/model' is neither an engine flag"),
         ({"load_levels": ""}, "load_levels", "required"),
         ({"load_levels": "1000, 1000"}, "load_levels", "Each value once"),
         ({"repeats": "0"}, "repeats", "greater than or equal to 1"),
@@ -226,3 +229,125 @@ def test_only_vllm_runtimes_are_offered_and_another_engine_is_refused(owner_clie
 def test_a_runtime_that_does_not_exist_is_still_an_invalid_choice(owner_client, node):
     response = owner_client.post("/runs/new/", form_data(node, runtime="999999"))
     assert "Select a valid choice" in response.context["form"].errors["runtime"][0]
+
+
+# ---------------------------------------------------------------------------------------------
+# Only approved rows are launchable; code-loading flags need a trusted checkpoint
+# ---------------------------------------------------------------------------------------------
+
+# The attack of issue 11: an imported checkpoint with flags that load code and read files.
+CODE_LOADING_ARGS = (
+    "--tokenizer attacker-org/evil-tok --trust-remote-code --chat-template /etc/shadow"
+)
+
+
+def test_only_approved_checkpoints_and_runtimes_are_offered():
+    from benchmarks.forms import LaunchForm
+
+    approved = make_checkpoint()
+    make_checkpoint(repo="attacker-org/evil-remote-code-model", approved=False)
+    vllm = make_runtime()
+    make_runtime(version="0.32.0", image="attacker/evil:latest", approved=False)
+    form = LaunchForm()
+    assert list(form.fields["checkpoint"].queryset) == [approved]
+    assert list(form.fields["runtime"].queryset) == [vllm]
+
+
+@pytest.mark.parametrize(
+    "field, factory, fields",
+    [("checkpoint", make_checkpoint, {"repo": "attacker-org/evil-remote-code-model"}),
+     ("runtime", make_runtime, {"version": "0.32.0", "image": "attacker/evil:latest"})],
+)
+def test_an_unapproved_checkpoint_or_runtime_is_refused_with_the_reason(
+    owner_client, node, field, factory, fields
+):
+    row = factory(approved=False, **fields)
+    response = owner_client.post("/runs/new/", form_data(node, **{field: row.pk}))
+    assert response.status_code == 400
+    assert "is not approved for launching yet" in response.context["form"].errors[field][0]
+    assert not Benchmark.objects.exists()
+
+
+def test_code_loading_flags_with_an_untrusted_checkpoint_get_an_error_naming_them(
+    owner_client, node
+):
+    response = owner_client.post("/runs/new/", form_data(node, extra_args=CODE_LOADING_ARGS))
+    assert response.status_code == 400
+    assert response.context["form"].errors["extra_args"] == [(
+        "--tokenizer, --trust-remote-code, --chat-template can load code or read files on the "
+        "node: allowed only with a checkpoint an administrator marked trusted."
+    )]
+    assert not Benchmark.objects.exists()
+
+
+def test_a_trusted_checkpoint_may_use_code_loading_flags(owner_client, node, broker):
+    trusted = make_checkpoint(trusted=True)
+    data = form_data(node, checkpoint=trusted.pk, extra_args=CODE_LOADING_ARGS)
+    assert owner_client.post("/runs/new/", data).status_code == 302
+    plan = Benchmark.objects.get().plan
+    assert plan["checkpoint"]["trusted"] is True
+    assert "--trust-remote-code" in plan["engine_configs"][0]["extra_args"]
+
+
+@pytest.mark.parametrize(
+    "repo, message",
+    [("--trust-remote-code", "starts with '-': vLLM would read it as a flag"),
+     ("/etc", "neither a hub repo id (org/name) nor a path inside the model directories"),
+     ("/tmp/tiny-model", "neither a hub repo id")],
+)
+def test_a_checkpoint_whose_model_is_not_loadable_here_is_refused(owner_client, node, repo, message):
+    # Rows written around the model's clean() (a migration, the shell) are checked at launch too.
+    checkpoint = Checkpoint.objects.create(repo=repo, approved=True)
+    response = owner_client.post("/runs/new/", form_data(node, checkpoint=checkpoint.pk))
+    assert response.status_code == 400
+    assert message in response.context["form"].errors["checkpoint"][0]
+    assert not Benchmark.objects.exists()
+
+
+def test_a_local_model_inside_the_allowed_directories_is_launchable(owner_client, node, broker):
+    repo = str(settings.HEADROOM_MODEL_DIRS[0] / "tiny-model")
+    checkpoint = make_checkpoint(repo=repo, revision="")
+    response = owner_client.post("/runs/new/", form_data(node, checkpoint=checkpoint.pk))
+    assert response.status_code == 302
+    assert Benchmark.objects.get().plan["checkpoint"]["model"] == repo
+
+
+def test_local_models_are_refused_when_no_model_directory_is_configured(owner_client, node, settings):
+    repo = str(settings.HEADROOM_MODEL_DIRS[0] / "tiny-model")
+    settings.HEADROOM_MODEL_DIRS = []
+    checkpoint = make_checkpoint(repo=repo, revision="")
+    response = owner_client.post("/runs/new/", form_data(node, checkpoint=checkpoint.pk))
+    assert "none are configured" in response.context["form"].errors["checkpoint"][0]
+
+
+@pytest.mark.parametrize(
+    "repo, approved, message",
+    [("--trust-remote-code", False, "starts with '-'"),
+     ("/etc", True, "neither a hub repo id"),
+     ("/etc", False, None),  # a record of what ran elsewhere, not launchable
+     ("Qwen/Qwen3-30B-A3B", True, None)],
+)
+def test_the_checkpoint_model_validates_its_repo(repo, approved, message):
+    from django.core.exceptions import ValidationError
+
+    checkpoint = Checkpoint(repo=repo, approved=approved)
+    if message is None:
+        checkpoint.full_clean()
+        return
+    with pytest.raises(ValidationError) as refused:
+        checkpoint.full_clean()
+    assert message in refused.value.message_dict["repo"][0]
+
+
+def test_the_model_directories_setting_fails_closed_and_takes_only_absolute_paths(monkeypatch):
+    from django.core.exceptions import ImproperlyConfigured
+
+    from config.settings import envdirs
+
+    monkeypatch.delenv("HEADROOM_MODEL_DIRS", raising=False)
+    assert envdirs("HEADROOM_MODEL_DIRS") == []
+    monkeypatch.setenv("HEADROOM_MODEL_DIRS", "/models:/scratch/models")
+    assert [str(d) for d in envdirs("HEADROOM_MODEL_DIRS")] == ["/models", "/scratch/models"]
+    monkeypatch.setenv("HEADROOM_MODEL_DIRS", "/models:var")
+    with pytest.raises(ImproperlyConfigured, match="absolute directories, got \\['var'\\]"):
+        envdirs("HEADROOM_MODEL_DIRS")

@@ -13,7 +13,7 @@ from benchmarks import lifecycle, tasks
 from benchmarks.models import Benchmark, Node
 from runner.sweep import Cancelled, Progress
 
-from .factories import make_benchmark, make_node, make_point_result
+from .factories import make_benchmark, make_checkpoint, make_node, make_point_result
 
 pytestmark = pytest.mark.django_db
 
@@ -38,6 +38,13 @@ class FakeRunPlan:
 @pytest.fixture(autouse=True)
 def work_dir(settings, tmp_path):
     settings.HEADROOM_WORK_DIR = tmp_path
+
+
+@pytest.fixture(autouse=True)
+def worker_of_gpu_a(settings):
+    """These tests run as the worker of make_node()'s node: gpu-a, engines by `vllm serve`."""
+    settings.HEADROOM_NODE_QUEUE = "gpu-a"
+    settings.HEADROOM_LAUNCH_STYLE = "serve"
 
 
 def install(monkeypatch, fake):
@@ -206,3 +213,100 @@ def test_a_restarted_worker_fails_the_run_its_predecessor_left_running():
     assert lifecycle.fail_orphans(node) == 1
     assert Benchmark.objects.get(pk=orphan.pk).state == "failed"
     assert Benchmark.objects.get(pk=other.pk).state == "running"
+
+
+# ---------------------------------------------------------------------------------------------
+# The worker checks the stored plan before it starts anything
+# ---------------------------------------------------------------------------------------------
+
+
+def test_a_worker_does_not_claim_another_nodes_run(monkeypatch):
+    benchmark = make_benchmark(node=make_node("gpu-b"))
+    fake = install(monkeypatch, FakeRunPlan([make_point_result()]))
+    tasks.run_benchmark.apply(args=[benchmark.pk])
+    benchmark.refresh_from_db()
+    assert fake.calls == []
+    assert (benchmark.state, benchmark.started_at) == ("queued", None)  # for gpu-b's worker
+
+
+def edit_plan(benchmark, change):
+    plan = benchmark.plan
+    change(plan)
+    Benchmark.objects.filter(pk=benchmark.pk).update(plan=plan)
+
+
+def add_extra_args(*args):
+    def change(plan):
+        plan["engine_configs"][0]["extra_args"] = list(args)
+    return change
+
+
+def set_in(group, name, value):
+    def change(plan):
+        plan[group][name] = value
+    return change
+
+
+def claim_trust_for(*args):
+    """The plan asks for code-loading flags and says its checkpoint is trusted."""
+    def change(plan):
+        add_extra_args(*args)(plan)
+        set_in("checkpoint", "trusted", True)(plan)
+    return change
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        # The row decides whether the checkpoint is trusted, not what the stored plan says.
+        (claim_trust_for("--trust-remote-code"), "--trust-remote-code can load code"),
+        (set_in("launch", "image", "attacker/evil:latest"), "launch image 'attacker/evil:latest'"),
+        (set_in("launch", "env", {"LD_PRELOAD": "/tmp/evil.so"}), "may not set LD_PRELOAD"),
+        (set_in("launch", "style", "cpu"), "launch style 'cpu' is not this node's 'serve'"),
+        (set_in("checkpoint", "model", "--trust-remote-code"), "starts with '-'"),
+        (set_in("checkpoint", "model", "attacker-org/evil-model"),
+         "checkpoint model 'attacker-org/evil-model' is not the approved checkpoint's"),
+        (set_in("checkpoint", "model", "/etc"), "neither a hub repo id"),
+        (add_extra_args("-tp", "8"), "short flags are not accepted"),
+    ],
+)
+def test_a_stored_plan_the_form_would_refuse_fails_the_run_before_any_engine(
+    monkeypatch, change, message
+):
+    benchmark = make_benchmark()
+    edit_plan(benchmark, change)
+    fake = install(monkeypatch, FakeRunPlan([make_point_result()]))
+    tasks.run_benchmark.apply(args=[benchmark.pk])
+    benchmark.refresh_from_db()
+    assert fake.calls == []
+    assert (benchmark.state, benchmark.error_type) == ("failed", "PlanRefused")
+    assert benchmark.error_message.startswith("Not started: ")
+    assert message in benchmark.error_message
+
+
+@pytest.mark.parametrize(
+    "row, message",
+    [("checkpoint", "is not approved for launching"),
+     ("runtime", "is not an approved vLLM runtime")],
+)
+def test_a_run_whose_checkpoint_or_runtime_lost_its_approval_never_starts(
+    monkeypatch, row, message
+):
+    benchmark = make_benchmark()
+    revoked = getattr(benchmark, row)
+    type(revoked).objects.filter(pk=revoked.pk).update(approved=False)
+    fake = install(monkeypatch, FakeRunPlan([make_point_result()]))
+    tasks.run_benchmark.apply(args=[benchmark.pk])
+    benchmark.refresh_from_db()
+    assert fake.calls == []
+    assert benchmark.state == "failed" and message in benchmark.error_message
+
+
+def test_a_trusted_checkpoints_run_may_use_code_loading_flags(monkeypatch):
+    benchmark = make_benchmark(checkpoint=make_checkpoint(trusted=True))
+    edit_plan(benchmark, claim_trust_for("--trust-remote-code", "--tokenizer", "org/tok"))
+    fake = install(monkeypatch, FakeRunPlan([make_point_result()]))
+    tasks.run_benchmark.apply(args=[benchmark.pk])
+    assert Benchmark.objects.get(pk=benchmark.pk).state == "succeeded"
+    extra_args = fake.calls[0]["plan"].engine_configs[0].extra_args
+    assert extra_args == ["--trust-remote-code", "--tokenizer", "org/tok"]

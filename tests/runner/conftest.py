@@ -8,6 +8,7 @@ Run engine tests under `flock /tmp/headroom-engine.lock` (see pytest.ini's `engi
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -33,6 +34,27 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     shared = os.environ.get("HEADROOM_TINY_MODEL")
     return build_tiny_model(Path(shared) if shared else tmp_path_factory.mktemp("model") / "tiny")
+
+
+@pytest.fixture(scope="session")
+def vllm_cpu_on_path(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A `vllm` first on PATH that runs vLLM's own CLI on vllm-cpu (runner/vllm_cpu_serve.py),
+    so the serve style's `vllm serve ...` starts here as on a GPU node."""
+    bin_dir = tmp_path_factory.mktemp("bin")
+    script = bin_dir / "vllm"
+    repo = Path(__file__).resolve().parents[2]
+    script.write_text(
+        "#!/bin/sh\n"
+        f'PYTHONPATH="{repo}${{PYTHONPATH:+:$PYTHONPATH}}" '
+        f'exec "{sys.executable}" -m runner.vllm_cpu_serve "$@"\n'
+    )
+    script.chmod(0o755)
+    old_path = os.environ["PATH"]
+    os.environ["PATH"] = f"{bin_dir}{os.pathsep}{old_path}"
+    try:
+        yield script
+    finally:
+        os.environ["PATH"] = old_path
 
 
 @pytest.fixture(scope="session")

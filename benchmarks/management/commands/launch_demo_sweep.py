@@ -11,10 +11,11 @@ import time
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import transaction
 
 from benchmarks import tasks
 from benchmarks.forms import LaunchForm
-from benchmarks.models import Checkpoint, Node, Runtime
+from benchmarks.models import AuditEvent, Checkpoint, Node, Runtime
 
 # Small enough to finish in a few minutes on two cores, large enough to show the effect: at
 # max_num_seqs 4 most of each burst waits; at 64 the engine admits it.
@@ -49,8 +50,8 @@ class Command(BaseCommand):
 
     def handle(self, *args: object, queue: str, username: str, wait: float, **options: object):
         node = _wait_for_node(queue, wait)
-        checkpoint = Checkpoint.objects.order_by("-id").first()
-        runtime = Runtime.objects.order_by("-id").first()
+        checkpoint = Checkpoint.objects.filter(approved=True).order_by("-id").first()
+        runtime = Runtime.objects.filter(approved=True).order_by("-id").first()
         if checkpoint is None or runtime is None:
             raise CommandError("no checkpoint or runtime: run create_demo_user --tiny-model first")
         form = LaunchForm(
@@ -59,7 +60,10 @@ class Command(BaseCommand):
         if not form.is_valid():
             raise CommandError(f"the demo launch was refused: {form.errors.as_text()}")
         user = get_user_model().objects.get(username=username)
-        benchmark = form.save(user)
+        with transaction.atomic():  # as the launch view: the row and its record, then enqueue
+            benchmark = form.save(user)
+            AuditEvent.objects.record(user, AuditEvent.Action.LAUNCHED, benchmark,
+                                      detail="manage.py launch_demo_sweep")
         tasks.enqueue_benchmark(benchmark)
         self.stdout.write(f"Launched the demo sweep: /runs/{benchmark.code}/")
 
