@@ -1,8 +1,14 @@
-"""Admin pages for every model: where nodes, runtimes, checkpoints and references are curated."""
+"""Admin pages for every model: where nodes, runtimes, checkpoints and references are curated.
+
+Who sees what here is Django's model permissions, held by the roles (benchmarks/migrations/0009):
+adding or changing a checkpoint or runtime approves it for launch; trusting a checkpoint needs
+trust_checkpoint. Ticking approved or trusted writes an audit event; the audit log is read-only.
+"""
 
 from django.contrib import admin
 
 from benchmarks.models import (
+    AuditEvent,
     Benchmark,
     Caveat,
     Checkpoint,
@@ -24,16 +30,50 @@ class NodeAdmin(admin.ModelAdmin):
     readonly_fields = ("registered_at", "last_heartbeat_at")
 
 
+TRUST_CHECKPOINT = "benchmarks.trust_checkpoint"
+
+# The boxes a person answers for: ticking one is recorded with who ticked it.
+AUDITED_FLAGS = {"approved": AuditEvent.Action.APPROVED, "trusted": AuditEvent.Action.TRUSTED}
+
+
+def record_granted_flags(request, obj, form) -> None:
+    """An event per box ticked in this save. The admin saves in a transaction, so the event
+    is kept with the change or not at all."""
+    for field, action in AUDITED_FLAGS.items():
+        if field in form.changed_data and getattr(obj, field):
+            AuditEvent.objects.record(request.user, action, obj)
+
+
 @admin.register(Runtime)
 class RuntimeAdmin(admin.ModelAdmin):
-    list_display = ("engine", "version", "image", "digest")
+    list_display = ("engine", "version", "image", "digest", "approved")
+    list_filter = ("engine", "approved")
     search_fields = ("version", "image")
+
+    def save_model(self, request, obj, form, change) -> None:
+        super().save_model(request, obj, form, change)
+        record_granted_flags(request, obj, form)
 
 
 @admin.register(Checkpoint)
 class CheckpointAdmin(admin.ModelAdmin):
-    list_display = ("repo", "revision", "precision", "kv_cache_dtype")
+    list_display = ("repo", "revision", "precision", "kv_cache_dtype", "approved", "trusted")
+    list_filter = ("approved", "trusted")
     search_fields = ("repo", "revision")
+
+    def get_readonly_fields(self, request, obj=None) -> tuple[str, ...]:
+        return () if request.user.has_perm(TRUST_CHECKPOINT) else ("trusted",)
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        # Editing a trusted checkpoint's repo or revision would carry the trust to other
+        # weights, so only someone who may trust may edit it.
+        if obj is not None and obj.trusted and not request.user.has_perm(TRUST_CHECKPOINT):
+            return False
+        return super().has_change_permission(request, obj)
+
+    def save_model(self, request, obj, form, change) -> None:
+        super().save_model(request, obj, form, change)
+        record_granted_flags(request, obj, form)
 
 
 @admin.register(Workload)
@@ -115,3 +155,21 @@ class ComparisonAdmin(admin.ModelAdmin):
     list_select_related = ("baseline_point", "candidate_point", "created_by")
     raw_id_fields = ("baseline_point", "candidate_point", "created_by")
     readonly_fields = ("code", "created_at")
+
+
+@admin.register(AuditEvent)
+class AuditEventAdmin(admin.ModelAdmin):
+    """Read-only: an event is written by the action it records (AuditEvent.objects.record)."""
+
+    list_display = ("created_at", "actor_name", "action", "target_type", "target_label", "detail")
+    list_filter = ("action", "target_type")
+    search_fields = ("actor_name", "target_label", "detail")
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False

@@ -10,15 +10,19 @@ from __future__ import annotations
 import re
 import uuid
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
+from django.contrib.contenttypes.fields import GenericForeignKey
+from django.contrib.contenttypes.models import ContentType
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
-from django.db import models
+from django.db import models, transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from judgement.analysis.types import LATENCY_STATISTICS
+from runner.schema import check_command_value, check_model_source
 
 REVISION_REGEX = r"^[0-9a-f]{40}$"
 # Links shown as <a href>: http(s) only, so a javascript: or data: URL can never be stored.
@@ -170,11 +174,26 @@ class Checkpoint(models.Model):
                 name="checkpoint_revision_is_commit",
             ),
         ]
+        # Approving (approved=True) is changing the row: Django's change_checkpoint. Trusting
+        # lets code-loading flags run with the worker's rights, so it is an administrator's own.
+        permissions = [
+            ("trust_checkpoint", "Can mark a checkpoint trusted for code-loading engine flags"),
+        ]
 
     def __str__(self) -> str:
         revision = f"@{self.revision[:8]}" if self.revision else ""
         precision = f" {self.precision}" if self.precision else ""
         return f"{self.repo}{revision}{precision}"
+
+    def clean(self) -> None:
+        # The repo goes on vLLM's command line: never one it would read as a flag, and an
+        # approved one must be a hub id or a folder this deployment allows (runner.schema).
+        try:
+            check_command_value(self.repo, "repo")
+            if self.approved:
+                check_model_source(self.repo, settings.HEADROOM_MODEL_DIRS)
+        except ValueError as exc:
+            raise ValidationError({"repo": str(exc)}) from None
 
 
 class Workload(models.Model):
@@ -349,6 +368,13 @@ class Benchmark(models.Model):
                 name="benchmark_running_heartbeat",
                 condition=Q(state="running"),
             ),
+        ]
+        # Who may do what is in Django's groups (benchmarks/migrations/0009): viewing needs only
+        # a login; these name the actions that cost GPU time or change what others see.
+        permissions = [
+            ("launch_benchmark", "Can launch benchmarks and cancel their own"),
+            ("cancel_any_benchmark", "Can cancel a benchmark someone else launched"),
+            ("import_results", "Can import result files"),
         ]
 
     def __str__(self) -> str:
@@ -717,3 +743,77 @@ class Comparison(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class AuditEventQuerySet(models.QuerySet["AuditEvent"]):
+    def record(self, actor: Any, action: str, target: models.Model, detail: str = "") -> AuditEvent:
+        """Keep one event about `target`. Called inside the transaction that makes the change,
+        so the change and its record are kept or lost together (refused outside one)."""
+        if not transaction.get_connection(self.db).in_atomic_block:
+            raise RuntimeError("an audit event is written in the transaction of its change")
+        person = actor if getattr(actor, "is_authenticated", False) else None
+        return self.create(
+            actor=person,
+            actor_name=person.get_username() if person is not None else "",
+            action=action,
+            target_type=ContentType.objects.get_for_model(target),
+            target_id=target.pk,
+            target_label=str(target)[:300],
+            detail=detail[:300],
+        )
+
+    def about(self, target: models.Model) -> AuditEventQuerySet:
+        return self.filter(target_type=ContentType.objects.get_for_model(target),
+                           target_id=target.pk)
+
+
+class AuditEvent(models.Model):
+    """Who launched, cancelled, imported, published, revoked or approved what, and when.
+
+    Written only by AuditEvent.objects.record, next to the change; never edited (the admin is
+    read-only). The target is a content type and id rather than a foreign key: the record must
+    outlive the row (a deleted run, report or checkpoint), so its label is copied too, and so is
+    the actor's user name for the same reason. An actor of None is a command-line action.
+    """
+
+    class Action(models.TextChoices):
+        LAUNCHED = "launched"
+        CANCELLED = "cancelled"
+        IMPORTED = "imported"
+        PUBLISHED = "published"
+        REVOKED = "revoked"
+        APPROVED = "approved"
+        TRUSTED = "trusted"
+
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    actor_name = models.CharField(max_length=150, blank=True)
+    action = models.CharField(max_length=20, choices=Action.choices)
+    target_type = models.ForeignKey(ContentType, models.PROTECT, related_name="+")
+    target_id = models.PositiveBigIntegerField()
+    target = GenericForeignKey("target_type", "target_id")
+    target_label = models.CharField(max_length=300)
+    detail = models.CharField(max_length=300, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects = AuditEventQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(action__in=["launched", "cancelled", "imported", "published",
+                                        "revoked", "approved", "trusted"]),
+                name="audit_event_action_known",
+            ),
+        ]
+        indexes = [
+            # The audit page: newest first.
+            models.Index(fields=["-created_at"], name="audit_event_created"),
+            # AuditEvent.objects.about(row): the events of one run, report or checkpoint.
+            models.Index(fields=["target_type", "target_id"], name="audit_event_target"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.actor_name or 'command line'} {self.action} {self.target_label}"

@@ -35,4 +35,5 @@ urlpatterns = [
         views_judgement.reference_compare,
         name="reference_compare",
     ),
+    path("audit/", views.audit, name="audit"),
 ]

@@ -1,4 +1,5 @@
-"""Server-rendered pages and the small JSON views they poll. Every page needs a login."""
+"""Server-rendered pages and the small JSON views they poll. Every page needs a login; what
+else each action needs is a permission (the roles are in benchmarks/migrations/0009)."""
 
 from __future__ import annotations
 
@@ -14,25 +15,41 @@ from uuid import UUID
 
 from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
+from django.contrib.auth.decorators import login_required, permission_required
+from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.core.serializers.json import DjangoJSONEncoder
+from django.db import transaction
 from django.db.models import Q
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_POST, require_safe
 from kombu.exceptions import OperationalError as BrokerError
 
 from judgement import charts
 from benchmarks import lifecycle, tasks, views_judgement
 from benchmarks.forms import ImportForm, LaunchForm
 from benchmarks.imports import ImportFileError, import_file
-from benchmarks.models import Benchmark, Caveat, Checkpoint, Point, PointData, Runtime
+from benchmarks.models import (
+    AuditEvent,
+    Benchmark,
+    Caveat,
+    Checkpoint,
+    Point,
+    PointData,
+    Runtime,
+)
 from benchmarks.points import METRIC_FIELDS, point_to_result
 
 log = logging.getLogger(__name__)
 
 RUNS_PER_PAGE = 50
+AUDIT_EVENTS_PER_PAGE = 100
+
+LAUNCH = "benchmarks.launch_benchmark"
+CANCEL_ANY = "benchmarks.cancel_any_benchmark"
+IMPORT = "benchmarks.import_results"
+VIEW_AUDIT = "benchmarks.view_auditevent"
 
 
 def _get_benchmark_for_user(request: HttpRequest, code: UUID) -> Benchmark:
@@ -41,7 +58,16 @@ def _get_benchmark_for_user(request: HttpRequest, code: UUID) -> Benchmark:
     return get_object_or_404(queryset, code=code)
 
 
+def can_cancel(user, benchmark: Benchmark) -> bool:
+    """A launcher cancels their own runs; another's takes cancel_any_benchmark as well, so a
+    teammate cannot free a shared GPU by stopping someone else's sweep."""
+    if not user.has_perm(LAUNCH):
+        return False
+    return benchmark.created_by_id == user.pk or user.has_perm(CANCEL_ANY)
+
+
 @login_required
+@require_safe
 def runs(request: HttpRequest) -> HttpResponse:
     queryset = Benchmark.objects.for_list()
     filters = {
@@ -76,16 +102,22 @@ def runs(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
+@permission_required(LAUNCH, raise_exception=True)
 def run_new(request: HttpRequest) -> HttpResponse:
     form = LaunchForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        benchmark = form.save(request.user)  # committed: a worker can always find the row
+        with transaction.atomic():  # committed: a worker can always find the row
+            benchmark = form.save(request.user)
+            AuditEvent.objects.record(request.user, AuditEvent.Action.LAUNCHED, benchmark)
         try:
             tasks.enqueue_benchmark(benchmark)
         except BrokerError as exc:
-            # Nothing half-created: the queued row would never run, so it goes.
+            # Nothing half-created: the queued row would never run, so it goes, and so does
+            # the record of a launch that did not happen.
             log.error("broker unreachable at submit: %s", exc)
-            benchmark.delete()
+            with transaction.atomic():
+                AuditEvent.objects.about(benchmark).delete()
+                benchmark.delete()
             form.add_error(
                 None,
                 "The task queue (broker) is unreachable, so nothing was launched. "
@@ -98,6 +130,7 @@ def run_new(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
+@permission_required(IMPORT, raise_exception=True)
 def run_import(request: HttpRequest) -> HttpResponse:
     form = ImportForm(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
@@ -120,12 +153,16 @@ def _import_upload(request: HttpRequest, form: ImportForm, upload) -> Benchmark 
             handle.write(chunk)
         handle.flush()
         try:
-            return import_file(
-                Path(handle.name),
-                name=form.cleaned_data["name"] or upload.name,
-                user=request.user,
-                stated=form.cleaned_data["stated"],
-            )
+            with transaction.atomic():
+                benchmark = import_file(
+                    Path(handle.name),
+                    name=form.cleaned_data["name"] or upload.name,
+                    user=request.user,
+                    stated=form.cleaned_data["stated"],
+                )
+                AuditEvent.objects.record(request.user, AuditEvent.Action.IMPORTED, benchmark,
+                                          detail=f"from {upload.name}")
+            return benchmark
         except ImportFileError as exc:
             message = str(exc).replace(handle.name, upload.name)
             form.add_error("file", f"Cannot import {upload.name}: {message}")
@@ -133,6 +170,7 @@ def _import_upload(request: HttpRequest, form: ImportForm, upload) -> Benchmark 
 
 
 @login_required
+@require_safe
 def run_detail(request: HttpRequest, code: UUID) -> HttpResponse:
     benchmark = _get_benchmark_for_user(request, code)
     points = list(benchmark.points.defer("provenance", "per_replica"))
@@ -158,8 +196,8 @@ def run_detail(request: HttpRequest, code: UUID) -> HttpResponse:
         "point_caveats": sorted(distinct_point_caveats.values(), key=lambda c: c.code),
         "provenance": provenance,
         "throughput_figure": charts.throughput_figure(points),
-        "sampled_points": [p for p in points if p.queue.get("samples")],
         "any_goodput": any(p.goodput_slos for p in points),
+        "can_cancel": can_cancel(request.user, benchmark),
     }
     ctx.update(views_judgement.run_detail_context(request, benchmark))
     # Each point row finds its verdict in one lookup (a loop in the template was quadratic).
@@ -170,6 +208,7 @@ def run_detail(request: HttpRequest, code: UUID) -> HttpResponse:
 
 
 @login_required
+@require_safe
 def run_progress(request: HttpRequest, code: UUID) -> JsonResponse:
     b = _get_benchmark_for_user(request, code)
     return JsonResponse(
@@ -189,6 +228,7 @@ def run_progress(request: HttpRequest, code: UUID) -> JsonResponse:
 
 
 @login_required
+@require_safe
 def point_samples(request: HttpRequest, code: UUID, point_id: int) -> JsonResponse:
     benchmark = _get_benchmark_for_user(request, code)
     # Only the samples column: the request records of a big point stay on disk.
@@ -203,7 +243,14 @@ def point_samples(request: HttpRequest, code: UUID, point_id: int) -> JsonRespon
 @require_POST
 def run_cancel(request: HttpRequest, code: UUID) -> HttpResponse:
     benchmark = _get_benchmark_for_user(request, code)
-    outcome = lifecycle.request_cancel(benchmark)
+    if not can_cancel(request.user, benchmark):
+        raise PermissionDenied
+    with transaction.atomic():
+        outcome = lifecycle.request_cancel(benchmark)
+        # A run that had already ended was not cancelled by this request: nothing to record.
+        if not benchmark.is_final and outcome in (Benchmark.State.CANCELLED, "cancelling"):
+            AuditEvent.objects.record(request.user, AuditEvent.Action.CANCELLED, benchmark,
+                                      detail=f"{benchmark.state} -> {outcome}")
     messages.info(request, f"Run is {outcome}.")
     return redirect("run_detail", code=benchmark.code)
 
@@ -231,6 +278,7 @@ def _benchmark_summary(benchmark: Benchmark) -> dict[str, object]:
 
 
 @login_required
+@require_safe
 def run_json(request: HttpRequest, code: UUID) -> StreamingHttpResponse:
     """The run and every point in full (runner.schema.PointResult), streamed point by point."""
     benchmark = _get_benchmark_for_user(request, code)
@@ -274,6 +322,7 @@ def _csv_cell(value: object) -> object:
 
 
 @login_required
+@require_safe
 def run_csv(request: HttpRequest, code: UUID) -> StreamingHttpResponse:
     """One row per point with every aggregate, for a spreadsheet."""
     benchmark = _get_benchmark_for_user(request, code)
@@ -294,3 +343,14 @@ def run_csv(request: HttpRequest, code: UUID) -> StreamingHttpResponse:
     response = StreamingHttpResponse(rows(), content_type="text/csv")
     response["Content-Disposition"] = f'attachment; filename="headroom-{benchmark.code}.csv"'
     return response
+
+
+@login_required
+@require_safe
+@permission_required(VIEW_AUDIT, raise_exception=True)
+def audit(request: HttpRequest) -> HttpResponse:
+    """Who launched, cancelled, imported, published, revoked or approved what, newest first."""
+    # The run an event names is linked; prefetching its target keeps that to one query.
+    events = AuditEvent.objects.select_related("target_type").prefetch_related("target")
+    page = Paginator(events, AUDIT_EVENTS_PER_PAGE).get_page(request.GET.get("page"))
+    return render(request, "audit/list.html", {"page": page})

@@ -1,6 +1,8 @@
 from django.contrib import admin
+from django.db import transaction
 from django.utils import timezone
 
+from benchmarks.models import AuditEvent
 from reports.models import Report, ReportCaveat, ReportVersion
 
 
@@ -33,12 +35,23 @@ class ReportAdmin(admin.ModelAdmin):
                     "expires_at")
     list_filter = ("language",)
     search_fields = ("title",)
-    readonly_fields = ("token", "created_at")
+    # Revocation only through the action below, which records who revoked; a revoked link
+    # stays revoked (a customer was told it is gone).
+    readonly_fields = ("token", "created_at", "revoked_at")
     raw_id_fields = ("benchmark", "baseline_point", "candidate_point", "scaling_point",
                      "scaling_reference")
     inlines = [ReportVersionInline, ReportCaveatInline]
     actions = ["revoke"]
 
-    @admin.action(description="Revoke the selected reports (every version's link answers 410)")
-    def revoke(self, request, queryset):
-        queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
+    @admin.action(description="Revoke the selected reports (every version's link answers 410)",
+                  permissions=["publish"])
+    def revoke(self, request, queryset) -> None:
+        with transaction.atomic():
+            for report in queryset.filter(revoked_at__isnull=True).select_for_update():
+                report.revoked_at = timezone.now()
+                report.save(update_fields=["revoked_at"])
+                AuditEvent.objects.record(request.user, AuditEvent.Action.REVOKED, report,
+                                          detail="in the admin")
+
+    def has_publish_permission(self, request) -> bool:
+        return request.user.has_perm("reports.publish_report")

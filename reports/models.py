@@ -123,6 +123,11 @@ class Report(models.Model):
             # "My reports": the owner's reports, newest first.
             models.Index(fields=["created_by", "-created_at"], name="report_owner_created"),
         ]
+        # Building a report publishes its first version, so one right covers building,
+        # publishing again and revoking: what a customer can read (benchmarks/migrations/0009).
+        permissions = [
+            ("publish_report", "Can build and publish customer reports and revoke their links"),
+        ]
 
     def __str__(self) -> str:
         return self.title

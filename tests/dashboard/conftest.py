@@ -1,18 +1,36 @@
 from __future__ import annotations
 
+import importlib
+
 import pytest
+from django.apps import apps as django_apps
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
 from django.test import Client
+
+ROLES_MIGRATION = "benchmarks.migrations.0009_permissions_and_groups"
+
+
+def grant_role(user, role: str = "Engineer"):
+    """Put user in one of the roles' groups (benchmarks/migrations/0009). A transactional
+    test's flush empties auth_group; the migration's own function puts the groups back."""
+    if not Group.objects.filter(name=role).exists():
+        importlib.import_module(ROLES_MIGRATION).create_roles(django_apps, None)
+    user.groups.add(Group.objects.get(name=role))
+    return user
 
 
 @pytest.fixture
 def owner(db):
-    return get_user_model().objects.create_user("owner", password="owner-password")
+    # An engineer: launches, cancels their own runs, chooses, compares and reports.
+    return grant_role(get_user_model().objects.create_user("owner", password="owner-password"))
 
 
 @pytest.fixture
 def teammate(db):
-    return get_user_model().objects.create_user("teammate", password="teammate-password")
+    return grant_role(
+        get_user_model().objects.create_user("teammate", password="teammate-password")
+    )
 
 
 @pytest.fixture

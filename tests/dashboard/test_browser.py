@@ -43,8 +43,8 @@ def test_a_person_launches_a_sweep_and_sees_its_chart(
     from playwright.sync_api import expect
 
     node = Node.objects.get(queue=celery_worker_queue)
-    checkpoint = Checkpoint.objects.create(repo=str(tiny_model_dir))
-    runtime = Runtime.objects.create(engine="vllm", version="0.32.0")
+    checkpoint = Checkpoint.objects.create(repo=str(tiny_model_dir), approved=True)
+    runtime = Runtime.objects.create(engine="vllm", version="0.32.0", approved=True)
 
     page.goto(f"{live_server.url}/runs/")
     page.fill("#id_username", "owner")

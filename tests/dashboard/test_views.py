@@ -122,8 +122,8 @@ def test_csv_text_cells_never_start_a_spreadsheet_formula(owner_client, finished
     assert all(not r["key"].startswith(("=", "+", "-", "@")) for r in rows)
 
 
-def test_cancelling_a_running_run_asks_its_worker_to_stop(owner_client):
-    benchmark = make_benchmark(state="running")
+def test_cancelling_a_running_run_asks_its_worker_to_stop(owner, owner_client):
+    benchmark = make_benchmark(state="running", created_by=owner)
     response = owner_client.post(f"/runs/{benchmark.code}/cancel/")
     assert response.status_code == 302
     benchmark.refresh_from_db()

@@ -11,10 +11,16 @@ from importlib import metadata
 from pathlib import Path
 
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from benchmarks.models import Checkpoint, Runtime
 from runner.tinymodel import weights_digest
+
+
+# The role that can do everything the demo shows (benchmarks/migrations/0009): launch, import,
+# choose, compare, report, and approve checkpoints and runtimes in the admin.
+DEMO_ROLE = "Administrator"
 
 
 class Command(BaseCommand):
@@ -29,13 +35,18 @@ class Command(BaseCommand):
                **options: object) -> None:
         if tiny_model is not None:
             self._register_tiny_model(tiny_model)
+        role = Group.objects.filter(name=DEMO_ROLE).first()
+        if role is None:
+            raise CommandError(f"no {DEMO_ROLE} group: run manage.py migrate first")
         password = password or secrets.token_urlsafe(12)
         user, created = get_user_model().objects.get_or_create(username=username)
         user.set_password(password)
-        # Staff, so the demo can also add nodes, runtimes and checkpoints in the admin.
+        # Staff, so the demo can also add nodes, runtimes and checkpoints in the admin; not a
+        # superuser, so the demo shows what the role may do and nothing more.
         user.is_staff = True
-        user.is_superuser = True
+        user.is_superuser = False
         user.save()
+        user.groups.add(role)
         verb = "Created" if created else "Reset"
         self.stdout.write(f"{verb} demo user. Log in at /accounts/login/ with")
         self.stdout.write(f"  username: {username}")
@@ -48,11 +59,15 @@ class Command(BaseCommand):
         # revision, so two runs of the same tiny model count as the same checkpoint and a
         # rebuilt, different one does not. The tiny model's weights are bfloat16.
         revision = weights_digest(directory)[:40]
-        Checkpoint.objects.get_or_create(
-            repo=str(directory.resolve()), revision=revision, defaults={"precision": "bf16"}
+        # Approved: the demo launches them (an imported row of the same name is approved too).
+        Checkpoint.objects.update_or_create(
+            repo=str(directory.resolve()), revision=revision, defaults={"approved": True},
+            create_defaults={"precision": "bf16", "approved": True},
         )
         version = _installed_vllm_version()
-        Runtime.objects.get_or_create(engine="vllm", version=version, image="", digest="")
+        Runtime.objects.update_or_create(
+            engine="vllm", version=version, image="", digest="", defaults={"approved": True}
+        )
         self.stdout.write(f"Registered checkpoint {directory} and runtime vllm {version}.")
 
 

@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pydantic
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import transaction
 
 from benchmarks.imports import ImportFileError, StatedFacts, import_points
+from benchmarks.models import AuditEvent
 from runner.importer import load_result_file
 
 # StatedFacts field -> the flag that states it; each fills only what a file does not record.
@@ -51,9 +53,13 @@ class Command(BaseCommand):
             loaded.append((path, points))
         for path, points in loaded:
             try:
-                benchmark = import_points(
-                    points, name=name or path.name, source_file=path.name, stated=stated
-                )
+                with transaction.atomic():
+                    benchmark = import_points(
+                        points, name=name or path.name, source_file=path.name, stated=stated
+                    )
+                    # No account: the event's actor is the command line.
+                    AuditEvent.objects.record(None, AuditEvent.Action.IMPORTED, benchmark,
+                                              detail=f"manage.py import_results {path.name}")
             except ImportFileError as exc:
                 raise CommandError(f"{path}: {exc}") from None
             self.stdout.write(f"{path}: {len(points)} point(s) -> /runs/{benchmark.code}/")

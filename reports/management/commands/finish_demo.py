@@ -12,9 +12,10 @@ from uuid import UUID
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import transaction
 
 from judgement.judge import compare_points, save_demo_comparison
-from benchmarks.models import Benchmark
+from benchmarks.models import AuditEvent, Benchmark
 from reports.forms import DEFAULT_ITEMS, ReportForm
 
 POLL_S = 2
@@ -57,7 +58,10 @@ class Command(BaseCommand):
         )
         if not form.is_valid():
             raise CommandError(f"the demo report was refused: {form.errors.as_text()}")
-        report = form.save_for(user)
+        with transaction.atomic():  # as the build view: the report and its record together
+            report = form.save_for(user)
+            AuditEvent.objects.record(user, AuditEvent.Action.PUBLISHED, report,
+                                      detail="version 1 (built by manage.py finish_demo)")
         self.stdout.write(f"Customer report (no login needed): /r/{report.token}/")
 
 
