@@ -1,4 +1,5 @@
-"""Engineer pages (login required) and the public report page (no login, token only)."""
+"""Engineer pages (login required; building, publishing and revoking need publish_report) and
+the public report page (no login, token only)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ from pathlib import Path
 from uuid import UUID
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
+from django.contrib.auth.decorators import login_required, permission_required
 from django.contrib.staticfiles import finders
+from django.db import transaction
 from django.db.models import Max
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -16,10 +18,10 @@ from django.template.loader import render_to_string
 from django.templatetags.static import static
 from django.urls import reverse
 from django.utils import timezone, translation
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from judgement import judge
-from benchmarks.models import Benchmark, Comparison
+from benchmarks.models import AuditEvent, Benchmark, Comparison
 from reports import pdf, publishing
 from reports.content import build_report_content
 from reports.forms import ReportForm
@@ -29,6 +31,9 @@ from reports.page import ReportContent
 ASSETS = {"plotly": "vendor/plotly/plotly.min.js", "js": "js/report.js",
           "css": "css/report.css"}
 LANGUAGES = publishing.LANGUAGES
+# What a customer can read: building a report (which publishes version 1), publishing again,
+# revoking.
+PUBLISH = "reports.publish_report"
 
 
 def _get_report_for_user(request: HttpRequest, token: str) -> Report:
@@ -46,6 +51,7 @@ def _public_version(token: str) -> tuple[Report, ReportVersion | None]:
 
 
 @login_required
+@require_safe
 def report_list(request: HttpRequest) -> HttpResponse:
     reports = (Report.objects.for_owner(request.user).select_related("benchmark")
                .annotate(latest_version=Max("versions__number"),
@@ -53,12 +59,22 @@ def report_list(request: HttpRequest) -> HttpResponse:
     return render(request, "reports/list.html", {"reports": reports})
 
 
+def _build(request: HttpRequest, form: ReportForm) -> Report:
+    """Save the report (form.save_for publishes its version 1) with the record of it."""
+    with transaction.atomic():
+        report = form.save_for(request.user)
+        AuditEvent.objects.record(request.user, AuditEvent.Action.PUBLISHED, report,
+                                  detail="version 1 (built)")
+    return report
+
+
 @login_required
+@permission_required(PUBLISH, raise_exception=True)
 def report_new(request: HttpRequest, code: UUID) -> HttpResponse:
     benchmark = get_object_or_404(Benchmark, code=code)
     form = ReportForm(request.POST or None, benchmark=benchmark)
     if request.method == "POST" and form.is_valid():
-        report = form.save_for(request.user)
+        report = _build(request, form)
         messages.success(request, "Report created. Check the preview before sending the link.")
         return redirect("report_preview", token=report.token)
     ctx = {"form": form, "benchmark": benchmark}
@@ -66,6 +82,7 @@ def report_new(request: HttpRequest, code: UUID) -> HttpResponse:
 
 
 @login_required
+@permission_required(PUBLISH, raise_exception=True)
 def report_new_from_comparison(request: HttpRequest, code: UUID) -> HttpResponse:
     comparison = get_object_or_404(
         Comparison.objects.select_related("baseline_point", "candidate_point__benchmark"),
@@ -75,7 +92,7 @@ def report_new_from_comparison(request: HttpRequest, code: UUID) -> HttpResponse
     benchmark = comparison.candidate_point.benchmark
     form = ReportForm(request.POST or None, benchmark=benchmark, comparison=comparison)
     if request.method == "POST" and form.is_valid():
-        report = form.save_for(request.user)
+        report = _build(request, form)
         messages.success(request, "Report created. Check the preview before sending the link.")
         return redirect("report_preview", token=report.token)
     ctx = {"form": form, "benchmark": benchmark, "comparison": comparison}
@@ -115,6 +132,7 @@ def _chosen_version(request: HttpRequest, versions: list[ReportVersion]) -> Repo
 
 
 @login_required
+@require_safe
 def report_preview(request: HttpRequest, token: str) -> HttpResponse:
     """A published version exactly as its link shows it, or (?draft=1) the current rows."""
     report = _get_report_for_user(request, token)
@@ -142,6 +160,7 @@ def report_preview(request: HttpRequest, token: str) -> HttpResponse:
 
 @login_required
 @require_POST
+@permission_required(PUBLISH, raise_exception=True)
 def report_publish(request: HttpRequest, token: str) -> HttpResponse:
     """A new version from the current rows, with its own link; earlier links stay as they are."""
     report = _get_report_for_user(request, token)
@@ -150,7 +169,10 @@ def report_publish(request: HttpRequest, token: str) -> HttpResponse:
                                 "so a new version could not be read by anyone.")
         return redirect("report_preview", token=report.token)
     try:
-        version = publishing.publish(report, request.user)
+        with transaction.atomic():
+            version = publishing.publish(report, request.user)
+            AuditEvent.objects.record(request.user, AuditEvent.Action.PUBLISHED, report,
+                                      detail=f"version {version.number}")
     except judge.AnalysisError as exc:
         messages.error(request, f"Not published: {exc}.")
         return redirect("report_preview", token=report.token)
@@ -161,9 +183,14 @@ def report_publish(request: HttpRequest, token: str) -> HttpResponse:
 
 @login_required
 @require_POST
+@permission_required(PUBLISH, raise_exception=True)
 def report_revoke(request: HttpRequest, token: str) -> HttpResponse:
     report = _get_report_for_user(request, token)
-    Report.objects.filter(pk=report.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+    with transaction.atomic():
+        revoked = Report.objects.filter(pk=report.pk, revoked_at__isnull=True).update(
+            revoked_at=timezone.now())
+        if revoked:  # a second click revokes nothing more
+            AuditEvent.objects.record(request.user, AuditEvent.Action.REVOKED, report)
     messages.info(request, f"Report \u201c{report.title}\u201d revoked: its link now answers 410 Gone.")
     return redirect("report_list")
 
@@ -200,6 +227,7 @@ def _unavailable() -> HttpResponse:
                                  content_type="text/plain; charset=utf-8"))
 
 
+@require_safe
 def report_public(request: HttpRequest, token: str) -> HttpResponse:
     """Readable without login. Unknown token: 404. Revoked or expired: 410 Gone. Renders the
     version's stored content only: no row the figures came from is read."""
@@ -231,10 +259,11 @@ def _inline_assets() -> dict[str, str]:
 def _printed_page(version: ReportVersion, language: str) -> str:
     with translation.override(language):
         ctx = _report_context(publishing.content_of(version, language), language, {})
-        ctx.update(printing=True, inline=_inline_assets(), print_csp=pdf.PRINT_CSP)
-        return render_to_string("reports/public.html", ctx)
+        ctx.update(inline=_inline_assets(), print_csp=pdf.PRINT_CSP)
+        return render_to_string("reports/printed.html", ctx)
 
 
+@require_safe
 def report_pdf(request: HttpRequest, token: str) -> HttpResponse:
     """The stored version printed once per language (reports.pdf keeps it); 429 while another
     print runs, 503 with a plain sentence when none can be made."""

@@ -210,8 +210,14 @@ def test_every_page_carries_a_content_security_policy_with_scripts_from_self_onl
     assert "'unsafe-inline'" in policy["style-src"]  # Plotly's <style> elements
 
 
+# Handed to Chromium by reports.pdf and never served: it carries its own stricter policy
+# (nothing but inline code, no resource at all), checked in tests/reports/test_pdf.py.
+PRINTED_ONLY = ("templates/reports/printed.html",)
+
+
 def template_files() -> list[Path]:
-    return sorted((REPO / "templates").rglob("*.html")) + sorted(REPO.glob("*/templates/**/*.html"))
+    found = sorted((REPO / "templates").rglob("*.html")) + sorted(REPO.glob("*/templates/**/*.html"))
+    return [p for p in found if not p.as_posix().endswith(PRINTED_ONLY)]
 
 
 # Code in markup that script-src 'self' blocks: an inline <script> (json_script output is
