@@ -9,10 +9,12 @@ from typing import Any
 from uuid import UUID
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
+from django.contrib.auth.decorators import login_required, permission_required
+from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_safe
 
 from judgement import charts, judge
 from benchmarks.forms_judgement import (
@@ -23,6 +25,12 @@ from benchmarks.forms_judgement import (
     point_label,
 )
 from benchmarks.models import Benchmark, Comparison, ExternalReference, Point
+
+# Reading any of these pages needs only a login; storing a choice needs these.
+CHOOSE_OPERATING_POINT = "benchmarks.add_operatingpoint"
+SAVE_COMPARISON = "benchmarks.add_comparison"
+ADD_REFERENCE = "benchmarks.add_externalreference"
+EDIT_REFERENCE = "benchmarks.change_externalreference"
 
 
 def _get_benchmark_for_user(request: HttpRequest, code: UUID) -> Benchmark:
@@ -69,7 +77,8 @@ def _scaling_sections(request: HttpRequest, points: list[Point]) -> list[dict[st
             else None
         )
         section["per_replica"] = judge.replica_figures(point)
-        if section["reference"] is not None:
+        section["refusal"] = judge.node_scaling_refusal(point)
+        if section["refusal"] is None and section["reference"] is not None:
             try:
                 section["result"] = judge.scaling_for(point, section["reference"])
             except judge.AnalysisError as exc:
@@ -78,35 +87,8 @@ def _scaling_sections(request: HttpRequest, points: list[Point]) -> list[dict[st
     return sections
 
 
-# Evidence shown next to a verdict, in reading order, with its label.
-EVIDENCE_LABELS: tuple[tuple[str, str], ...] = (
-    ("mean_running", "mean running"),
-    ("peak_running", "peak running"),
-    ("max_num_seqs", "max_num_seqs"),
-    ("mean_waiting", "mean waiting"),
-    ("peak_waiting", "peak waiting"),
-    ("peak_kv_usage", "peak KV %"),
-    ("preemptions", "preemptions"),
-    ("mean_tokens_per_step", "tokens/step"),
-    ("max_num_batched_tokens", "token budget"),
-    ("throughput_gain_pct", "gain vs previous level %"),
-    ("latency_growth_pct", "median latency growth %"),
-    ("queue_samples", "samples"),
-    ("queue_gap_fraction", "longest unsampled stretch %"),
-)
-
-
-def _evidence_items(verdict: Any) -> list[tuple[str, Any]]:
-    if verdict is None:
-        return []
-    ev = verdict.evidence
-    # KV usage is a 0-1 fraction in the samples; the page reads it in percent, as the table does.
-    scale = {"peak_kv_usage": 100.0, "queue_gap_fraction": 100.0}
-    return [
-        (label, ev[name] * scale.get(name, 1))
-        for name, label in EVIDENCE_LABELS
-        if ev.get(name) is not None
-    ]
+def _point_label(point: Point) -> str:
+    return f"{point.engine_label} · {point.load_label} · r{point.repeat}"
 
 
 def run_detail_context(request: HttpRequest, benchmark: Benchmark) -> dict[str, Any]:
@@ -118,8 +100,8 @@ def run_detail_context(request: HttpRequest, benchmark: Benchmark) -> dict[str, 
     fig_list = list(figs.values())
     shown = judge.shown_operating_point(benchmark, fig_list)
     found = judge.verdict_rows(fig_list)
-    summary, summary_error = judge.sweep_change(found.by_key)
-    frontier_keys, frontier_error = judge.frontier(fig_list)
+    summary, summary_error = judge.sweep_change(found, fig_list)
+    frontier = judge.frontier(fig_list)
     spec = next((f.workload for f in fig_list if f.workload is not None), None)
     refs = judge.references_for_chart(spec)
     by_key = {p.key: p for p in points}
@@ -127,10 +109,10 @@ def run_detail_context(request: HttpRequest, benchmark: Benchmark) -> dict[str, 
         {
             "point": p,
             "verdict": found.by_key.get(p.key),
-            "evidence": _evidence_items(found.by_key.get(p.key)),
+            "evidence": judge.evidence_items(found.by_key.get(p.key)),
             "no_verdict": found.missing.get(p.key) or unreadable.get(p.key),
             "selected": p.key == shown.key,
-            "on_frontier": p.key in frontier_keys,
+            "on_frontier": p.key in frontier.keys,
         }
         for p in points
     ]
@@ -143,14 +125,17 @@ def run_detail_context(request: HttpRequest, benchmark: Benchmark) -> dict[str, 
             "summary": summary,
             "summary_error": summary_error,
             "verdict_error": found.error,
-            "frontier_error": frontier_error,
+            "frontier_error": frontier.error,
+            "pareto": None if frontier.error else charts.pareto_figure(
+                frontier.points, frontier.keys, {p.key: _point_label(p) for p in points}
+            ),
+            "queue": judge.queue_charts(points, figs),
             "capacity": judge.capacity_rows(fig_list),
             "scaling": _scaling_sections(request, points),
             "references": refs,
             "unreadable": unreadable,
             "overlay": judge.chart_overlay(
-                points, figs, shown.key, frontier_keys, refs,
-                [field for field, _ in charts.LATENCY_METRICS],
+                points, figs, shown.key, refs, [field for field, _ in charts.LATENCY_METRICS]
             ),
         }
     }
@@ -164,6 +149,8 @@ def run_detail_context(request: HttpRequest, benchmark: Benchmark) -> dict[str, 
 @login_required
 def operating_point(request: HttpRequest, code: UUID) -> HttpResponse:
     """GET: the current choice, its history and the form; POST: choose and store."""
+    if request.method == "POST" and not request.user.has_perm(CHOOSE_OPERATING_POINT):
+        raise PermissionDenied  # the history stays readable to everyone logged in
     benchmark = _get_benchmark_for_user(request, code)
     form = OperatingPointForm(request.POST or None, benchmark=benchmark)
     if request.method == "POST" and form.is_valid():
@@ -198,6 +185,7 @@ def _run_url(benchmark: Benchmark) -> str:
 
 
 @login_required
+@require_safe
 def comparisons(request: HttpRequest) -> HttpResponse:
     rows = Comparison.objects.select_related(
         "baseline_point__benchmark", "candidate_point__benchmark", "created_by"
@@ -206,6 +194,7 @@ def comparisons(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
+@permission_required(SAVE_COMPARISON, raise_exception=True)
 def comparison_new(request: HttpRequest) -> HttpResponse:
     preselected = [_point_or_none(request.GET.get("baseline")),
                    _point_or_none(request.GET.get("candidate"))]
@@ -237,6 +226,7 @@ def comparison_new(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
+@require_safe
 def comparison_detail(request: HttpRequest, code: UUID) -> HttpResponse:
     comparison = _get_comparison_for_user(request, code)
     result, error = judge.compare_saved(comparison)
@@ -250,17 +240,20 @@ def comparison_detail(request: HttpRequest, code: UUID) -> HttpResponse:
 
 
 @login_required
+@require_safe
 def references(request: HttpRequest) -> HttpResponse:
     return render(request, "judgement/references.html",
                   {"references": ExternalReference.objects.all()})
 
 
 @login_required
+@permission_required(ADD_REFERENCE, raise_exception=True)
 def reference_new(request: HttpRequest) -> HttpResponse:
     return _reference_form(request, None)
 
 
 @login_required
+@permission_required(EDIT_REFERENCE, raise_exception=True)
 def reference_edit(request: HttpRequest, pk: int) -> HttpResponse:
     return _reference_form(request, get_object_or_404(ExternalReference, pk=pk))
 
@@ -276,6 +269,7 @@ def _reference_form(request: HttpRequest, ref: ExternalReference | None) -> Http
 
 
 @login_required
+@require_safe
 def reference_compare(request: HttpRequest, pk: int) -> HttpResponse:
     ref = get_object_or_404(ExternalReference, pk=pk)
     preselected = _point_or_none(request.GET.get("point"))

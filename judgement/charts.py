@@ -1,17 +1,18 @@
 """Figure data for the run page. Plain dicts and lists: json_script / JsonResponse carry them,
-static/js/run.js turns them into Plotly traces."""
+static/js/run.js turns them into Plotly traces. Every title and line shape is set here, so the
+script only draws."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from benchmarks import storage
-from judgement.analysis.types import LATENCY_LABELS
 from benchmarks.models import Point
+from judgement.analysis.types import LATENCY_LABELS, ParetoPoint
 
 # Every latency a curve can be drawn against, labelled with its family (analysis.types).
 LATENCY_METRICS: tuple[tuple[str, str], ...] = tuple(
@@ -19,20 +20,39 @@ LATENCY_METRICS: tuple[tuple[str, str], ...] = tuple(
 )
 
 
-def throughput_figure(points: Iterable[Point]) -> dict[str, Any]:
-    """Output tokens/s against each latency metric, one trace per engine config.
+def plotly_text(text: str) -> str:
+    """Text for a Plotly label, trace name or hover text, shown as typed.
 
-    Traces keep the order in which their configs were measured; within a trace, points go by
-    offered load, so each line reads left to right as load rises.
+    Plotly reads a small HTML subset in those strings (<a href>, <b>, <br>) and renders it; a
+    reference's source or an engine label is user input, so its <, > and & go in as entities,
+    which Plotly turns back into the characters themselves.
     """
-    traces: dict[str, dict[str, Any]] = {}
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def trace_name(engine_label: str, replicas: int) -> str:
+    """One line per engine config and replica count: a node run is not a load level of its
+    single-replica config (its throughput is the node's)."""
+    name = engine_label if replicas == 1 else f"{engine_label}, {replicas} replicas"
+    return plotly_text(name)
+
+
+def throughput_figure(points: Iterable[Point]) -> dict[str, Any]:
+    """Output tokens/s against each latency metric, one trace per engine config and replica
+    count.
+
+    Traces keep the order in which their configs first appear by load; within a trace, points
+    go by offered load, so each line reads left to right as load rises.
+    """
+    traces: dict[tuple[str, int], dict[str, Any]] = {}
     for point in sorted(points, key=lambda p: (p.offered_concurrency, p.repeat)):
         trace = traces.setdefault(
-            point.engine_label,
-            {"name": point.engine_label, "y": [], "text": [], "valid": [], "x": {}},
+            (point.engine_label, point.replicas),
+            {"name": trace_name(point.engine_label, point.replicas),
+             "y": [], "text": [], "valid": [], "x": {}},
         )
         trace["y"].append(point.output_throughput)
-        trace["text"].append(f"{point.load_label}, repeat {point.repeat}")
+        trace["text"].append(plotly_text(f"{point.load_label}, repeat {point.repeat}"))
         trace["valid"].append(point.valid and not point.client_saturated)
         for field, _ in LATENCY_METRICS:
             trace["x"].setdefault(field, []).append(getattr(point, field))
@@ -45,6 +65,12 @@ def throughput_figure(points: Iterable[Point]) -> dict[str, Any]:
 def _json_list(values: np.ndarray) -> list[float | None]:
     """NaN is not JSON: missing gauge readings become null (a gap in the line)."""
     return [None if math.isnan(v) else v for v in values.tolist()]
+
+
+# The engine's gauges hold their value until the next scrape: between two samples the queue was
+# last seen at the earlier one, so each reading is drawn as a step to the next ("hv"), never a
+# slope that invents values nobody sampled. runner.sampler.summarize holds them the same way.
+GAUGE_LINE_SHAPE = "hv"
 
 
 def samples_figure(blob: bytes | memoryview) -> dict[str, Any]:
@@ -62,4 +88,33 @@ def samples_figure(blob: bytes | memoryview) -> dict[str, Any]:
                 "kv_usage": _json_list(columns["kv_usage"][mask]),
             }
         )
-    return {"replicas": replicas}
+    return {"replicas": replicas, "line_shape": GAUGE_LINE_SHAPE}
+
+
+# The Pareto chart's axes, with their units and the statistic they rest on.
+PARETO_X_TITLE = "Output tokens/s per user (1000 / median TPOT in ms, vllm bench serve)"
+PARETO_Y_TITLE = "Output tokens/s per GPU (the point's / GPUs it used)"
+
+
+def pareto_figure(
+    points: Sequence[ParetoPoint], frontier_keys: Sequence[str], labels: Mapping[str, str]
+) -> dict[str, Any]:
+    """Output tokens/s per GPU against tokens/s per user: the frontier joined in its drawing
+    order, the points it beats apart (the page draws them faint). labels: key -> point label."""
+    by_key = {p.key: p for p in points}
+    on_frontier = set(frontier_keys)
+
+    def series(keys: Sequence[str]) -> dict[str, list[Any]]:
+        return {
+            "keys": list(keys),
+            "x": [by_key[k].tokens_per_user for k in keys],
+            "y": [by_key[k].output_throughput_per_gpu for k in keys],
+            "text": [plotly_text(labels.get(k, k)) for k in keys],
+        }
+
+    return {
+        "x_title": PARETO_X_TITLE,
+        "y_title": PARETO_Y_TITLE,
+        "frontier": series([k for k in frontier_keys if k in by_key]),
+        "others": series([p.key for p in points if p.key not in on_frontier]),
+    }

@@ -20,9 +20,10 @@ from typing import Any
 
 from django.db import transaction
 
+from judgement import charts
 from judgement.analysis import AnalysisError
 from judgement.analysis import compare as compare_mod
-from judgement.analysis import repeats, scaling, selection, verdicts
+from judgement.analysis import repeats, scaling, selection, sentences, verdicts
 from judgement.analysis.convert import (
     from_point_result,
     replica_figures_from_point_result,
@@ -35,6 +36,7 @@ from judgement.analysis.types import (
     UNIT_OUTPUT_TPS_PER_GPU,
     CapacityEstimate,
     Measured,
+    ParetoPoint,
     PointFigures,
     Reference,
     ReferenceComparison,
@@ -44,9 +46,22 @@ from judgement.analysis.types import (
     Verdict,
     WorkloadShape,
 )
-from benchmarks.models import Benchmark, Comparison, ExternalReference, OperatingPoint, Point
+from benchmarks.models import (
+    Benchmark,
+    Comparison,
+    ExternalReference,
+    OperatingPoint,
+    Point,
+    PointData,
+)
 from benchmarks.points import point_to_result
-from runner.schema import PointResult
+from runner.schema import PointResult, QueueSummary
+
+# How the run page and reports write a percentage: one rule for every one of them (the
+# sentences use it too), so a +0.38% step never reads as "+0%".
+pct = sentences.pct
+percent = sentences.percent
+pct_decimals = sentences.pct_decimals
 
 # --------------------------------------------------------------------------------------------
 # Rows -> analysis inputs
@@ -288,11 +303,85 @@ def verdict_rows(figs: Sequence[PointFigures]) -> VerdictRows:
     return VerdictRows(by_key, missing, "; ".join(errors) or None)
 
 
-def sweep_change(found: Mapping[str, Verdict]) -> tuple[SweepSummary | None, str | None]:
+def sweep_change(
+    found: VerdictRows, figs: Sequence[PointFigures]
+) -> tuple[SweepSummary | None, str | None]:
+    """What the sweep changed, or why it cannot be said: the page never shows an empty section.
+
+    A config none of whose points has a verdict is named with the reason (its first point's),
+    so a sweep of two configs, one of them imported without engine samples, does not read as a
+    one-config sweep.
+    """
+    missing: dict[str, str] = {}
+    for f in figs:
+        if f.key in found.missing:
+            missing.setdefault(f.config_label, found.missing[f.key])
     try:
-        return verdicts.summarize_sweep_change(list(found.values())), None
+        return verdicts.summarize_sweep_change(list(found.by_key.values()), missing), None
     except AnalysisError as exc:
         return None, str(exc)
+
+
+@dataclass(frozen=True)
+class EvidenceItem:
+    """One number beside a verdict. kind: "number", "percent" (a level) or "change" (signed),
+    for the template's formatting filter."""
+
+    label: str
+    value: float
+    kind: str
+
+
+# Evidence shown next to a verdict, in reading order: (evidence key, label, kind, the
+# QueueSummary field whose node rule says whose figure it is on a node run, or None for a
+# per-replica engine setting, or "" for a figure of the whole point).
+EVIDENCE_ITEMS: tuple[tuple[str, str, str, str | None], ...] = (
+    ("mean_running", "mean running", "number", "mean_running"),
+    ("peak_running", "peak running", "number", "peak_running"),
+    ("max_num_seqs", "max_num_seqs", "number", None),
+    ("mean_waiting", "mean waiting", "number", "mean_waiting"),
+    ("peak_waiting", "peak waiting", "number", "peak_waiting"),
+    ("peak_kv_usage", "peak KV", "percent", "peak_kv_usage"),
+    ("preemptions", "preemptions", "number", "preemptions"),
+    ("mean_tokens_per_step", "tokens/step", "number", "mean_tokens_per_step"),
+    ("max_num_batched_tokens", "token budget", "number", None),
+    ("throughput_gain_pct", "gain vs previous level", "change", ""),
+    ("latency_growth_pct", "median latency growth", "change", ""),
+    ("queue_samples", "samples", "number", "samples"),
+    ("queue_gap_fraction", "longest unsampled stretch", "percent", "max_gap_s"),
+)
+
+# Fractions (0-1) in the evidence that the page reads in percent.
+EVIDENCE_FRACTIONS = frozenset({"peak_kv_usage", "queue_gap_fraction"})
+
+# Whose figure a node run's evidence is, by QueueSummary's node rule.
+NODE_SCOPES = {"sum": "all {n} replicas", "max": "highest replica", "mean": "mean of replicas"}
+
+
+def _evidence_label(label: str, field: str | None, replicas: int) -> str:
+    if replicas <= 1 or field == "":
+        return label
+    if field is None:
+        return f"{label} (per replica)"
+    return f"{label} ({NODE_SCOPES[QueueSummary.node_rule(field)].format(n=replicas)})"
+
+
+def evidence_items(verdict: Verdict | None) -> list[EvidenceItem]:
+    """The verdict's evidence numbers, labelled; a node run's labels say whose figure each is
+    (the sum over its replicas, the highest replica's, or per replica)."""
+    if verdict is None:
+        return []
+    ev = verdict.evidence
+    replicas = int(ev.get("replicas") or 1)
+    return [
+        EvidenceItem(
+            label=_evidence_label(label, field, replicas),
+            value=ev[name] * (100.0 if name in EVIDENCE_FRACTIONS else 1.0),
+            kind=kind,
+        )
+        for name, label, kind, field in EVIDENCE_ITEMS
+        if ev.get(name) is not None
+    ]
 
 
 def capacity_rows(figs: Sequence[PointFigures]) -> list[dict[str, Any]]:
@@ -325,12 +414,24 @@ def capacity_of(point: PointFigures, figs: Sequence[PointFigures]) -> CapacityEs
     return repeats.capacity_by_setting(figs).get(repeats.setting_of(point))
 
 
-def frontier(figs: Sequence[PointFigures]) -> tuple[list[str], str | None]:
-    """Keys of the Pareto frontier (in drawing order), or the reason there is none."""
+@dataclass(frozen=True)
+class Frontier:
+    """The Pareto axes of the run: every candidate point (valid, lowest repeat per setting,
+    single-replica ladder) and the frontier among them, or why there is none."""
+
+    points: tuple[ParetoPoint, ...]
+    keys: tuple[str, ...]  # the frontier, in drawing order (per GPU ascending)
+    error: str | None
+
+
+def frontier(figs: Sequence[PointFigures]) -> Frontier:
+    chosen = candidates(figs)
     try:
-        return [c.key for c in selection.pareto_frontier(candidates(figs))], None
+        points = selection.pareto_points(chosen)
+        keys = tuple(c.key for c in selection.pareto_frontier(chosen))
     except AnalysisError as exc:
-        return [], str(exc)
+        return Frontier(points=(), keys=(), error=str(exc))
+    return Frontier(points=points, keys=keys, error=None)
 
 
 # --------------------------------------------------------------------------------------------
@@ -419,13 +520,15 @@ def save_demo_comparison(benchmark: Benchmark) -> Comparison | None:
 def scaling_for(node_point: Point, reference_point: Point) -> ScalingResult:
     """Node figures of a replica run against an explicitly chosen single-replica reference.
 
-    Raises AnalysisError with the reason when the reference does not fit (another workload spec,
-    several replicas, another GPU count, invalid) or the run has no common window.
+    Raises AnalysisError with the reason when the node point's stored aggregates fail a check,
+    when the reference does not fit (another workload spec, several replicas, another GPU
+    count, a failed check, invalid) or the run has no common window.
     """
     result = point_result(node_point)
     if result.window is None:
         raise AnalysisError(f"point {node_point.key} has no common window recorded")
     fig = from_point_result(result)
+    scaling.check_node_point(fig)
     if fig.workload is None:
         raise AnalysisError(f"point {node_point.key} has no workload spec")
     return scaling.scaling(
@@ -437,6 +540,15 @@ def scaling_for(node_point: Point, reference_point: Point) -> ScalingResult:
         per_replica=replica_figures_from_point_result(result),
         reference=figures(reference_point),
     )
+
+
+def node_scaling_refusal(node_point: Point) -> str | None:
+    """Why no reference can make this node point's scaling (a failed check), or None."""
+    try:
+        scaling.check_node_point(figures(node_point))
+    except (AnalysisError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
+        return str(exc)
+    return None
 
 
 def scaling_reference_choices(node_point: Point, limit: int = 200) -> list[Point]:
@@ -464,12 +576,12 @@ def chart_overlay(
     points: Sequence[Point],
     figs: Mapping[str, PointFigures],
     selected_key: str | None,
-    frontier_keys: Sequence[str],
     refs: Sequence[ExternalReference],
     latency_fields: Sequence[str],
 ) -> dict[str, Any]:
-    """The selected point, the frontier line and dated reference lines, in the curve chart's
-    axes (output tokens/s against each latency metric)."""
+    """The selected point and dated reference lines, in the curve chart's axes (output tokens/s
+    against each latency metric). The Pareto frontier has its own axes (charts.pareto_figure):
+    joined here, in throughput-against-latency order, it zigzags."""
     by_key = {p.key: p for p in points}
 
     def xy(keys: Sequence[str]) -> dict[str, Any]:
@@ -492,10 +604,9 @@ def chart_overlay(
             label += f": {ref.value:g} per GPU x {count}"
         if ref.no_longer_listed_on:
             label += f", no longer listed since {ref.no_longer_listed_on.isoformat()}"
-        lines.append({"y": value, "label": label})
+        lines.append({"y": value, "label": charts.plotly_text(label)})
     return {
         "selected": xy([selected_key] if selected_key else []),
-        "frontier": xy(list(frontier_keys)),
         "references": lines,
     }
 
@@ -507,3 +618,39 @@ def references_for_chart(benchmark_spec: WorkloadShape | None) -> list[ExternalR
     return [
         r for r in ExternalReference.objects.all() if parse_spec(r.workload_spec) == benchmark_spec
     ]
+
+
+# --------------------------------------------------------------------------------------------
+# Queue charts
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class QueueCharts:
+    """Which points get a queue chart (stored engine samples to draw), and why the others
+    do not, grouped by reason in the order the points come: never an empty plot."""
+
+    drawn: list[Point]
+    missing: list[tuple[str, list[Point]]]
+
+
+def queue_charts(points: Sequence[Point], figs: Mapping[str, PointFigures]) -> QueueCharts:
+    """A point's chart is drawn from its stored samples (PointData), so that is what decides;
+    the reason for a point without them reads its source and its queue summary."""
+    stored = set(
+        PointData.objects.filter(point__in=list(points), sample_count__gt=0).values_list(
+            "point_id", flat=True
+        )
+    )
+    drawn, missing = [], {}
+    for p in points:
+        if p.pk in stored:
+            drawn.append(p)
+            continue
+        fig = figs.get(p.key)
+        summarized = fig.queue_samples if fig is not None else int(p.queue.get("samples") or 0)
+        why = sentences.no_queue_chart_sentence(
+            imported=p.source == "vllm-bench-import", summary_samples=summarized
+        )
+        missing.setdefault(why, []).append(p)
+    return QueueCharts(drawn=drawn, missing=list(missing.items()))

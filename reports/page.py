@@ -53,6 +53,9 @@ class QueueSide:
     title: str
     verdict: str
     sentence: str
+    # Why the side has no queue chart (no engine samples stored); empty when it has one.
+    # Versions published before this field read as having a chart, as they were drawn.
+    no_chart: str = ""
 
 
 @dataclass

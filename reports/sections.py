@@ -133,11 +133,14 @@ def queue(content: ReportContent, build: Build) -> None:
             "peak_waiting": num(queue_value(point, "peak_waiting")),
             "kv": kv_text(point),
         }
-        sides.append(QueueSide(title=title, verdict=_verdict_name(point, build),
-                               sentence=sentence))
         blob = blobs.get(point.pk)
-        figures.append({"title": title,
-                        "replicas": charts.samples_figure(blob)["replicas"] if blob else []})
+        drawn = charts.samples_figure(blob) if blob else {"replicas": []}
+        sides.append(QueueSide(
+            title=title, verdict=_verdict_name(point, build), sentence=sentence,
+            no_chart="" if drawn["replicas"] else _(
+                "No engine samples were stored for this point, so there is no queue chart.")))
+        figures.append({"title": title, "replicas": drawn["replicas"],
+                        "line_shape": drawn.get("line_shape", "linear")})
     content.queue = sides
     content.figures["queue"] = figures
 

@@ -30,7 +30,9 @@ def scaling(
 
     The reference is an explicitly chosen single-replica point; it is refused when its workload
     spec differs (or is unknown), when it ran more than one replica, when it used a different
-    number of GPUs than one replica here, or when it is not a valid run.
+    number of GPUs than one replica here, when its stored aggregates fail a check (the failed
+    check is named), or when it is not a valid run. The node point itself is checked apart, by
+    check_node_point, since this function takes its figures as numbers.
     """
     if n_replicas < 1 or gpus_per_replica < 1:
         raise AnalysisError("node scaling needs at least one replica and one GPU per replica")
@@ -75,6 +77,23 @@ def scaling(
     )
 
 
+def _checks_text(point: PointFigures) -> str:
+    """The failed checks' sentences as one clause (the page ends the sentence)."""
+    return " ".join(point.failed_checks).rstrip(".")
+
+
+def check_node_point(node: PointFigures) -> None:
+    """Refuse a node point whose stored aggregates fail a check (judgement.analysis.checks):
+    its throughput disagrees with its own counts, so no efficiency may rest on it, as no
+    capacity or operating point does. A node whose replicas lost requests passes: the result
+    says so (all_replicas_valid), and its throughput counts only what completed."""
+    if node.failed_checks:
+        raise AnalysisError(
+            f"node point {node.key} fails a check of its stored aggregates, so its scaling "
+            f"cannot be computed: {_checks_text(node)}"
+        )
+
+
 def _check_reference(
     reference: PointFigures, workload: WorkloadShape, gpus_per_replica: int
 ) -> None:
@@ -95,6 +114,11 @@ def _check_reference(
         raise AnalysisError(
             f"reference {reference.key} used {reference.gpu_count} GPU(s) but each replica uses "
             f"{gpus_per_replica}; the efficiency would compare different engines"
+        )
+    if reference.failed_checks:
+        raise AnalysisError(
+            f"reference {reference.key} fails a check of its stored aggregates, so its "
+            f"throughput cannot be the ideal: {_checks_text(reference)}"
         )
     if not reference.valid:
         raise AnalysisError(

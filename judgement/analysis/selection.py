@@ -331,15 +331,21 @@ def _dominates(a: ParetoPoint, b: ParetoPoint) -> bool:
     )
 
 
+def pareto_points(points: Sequence[PointFigures]) -> tuple[ParetoPoint, ...]:
+    """Every valid point on the Pareto axes: output tokens/s per GPU and tokens/s per user
+    (1000 / median TPOT ms), in the order given. Invalid points take no part."""
+    valid, _ = split_valid(points)
+    if not valid:
+        raise AnalysisError("no valid point to draw a Pareto frontier from")
+    return tuple(_pareto_coordinates(p) for p in valid)
+
+
 def pareto_frontier(points: Sequence[PointFigures]) -> tuple[ParetoPoint, ...]:
     """Valid points no other valid point beats on both output tokens/s per GPU and tokens/s per
     user (1000 / median TPOT ms), ordered by throughput per GPU ascending (so per-user
     descending), the order a chart draws the line in. Sweeps are tens of points: O(n^2) is fine.
     """
-    valid, _ = split_valid(points)
-    if not valid:
-        raise AnalysisError("no valid point to draw a Pareto frontier from")
-    coords = [_pareto_coordinates(p) for p in valid]
+    coords = pareto_points(points)
     frontier = [c for c in coords if not any(_dominates(o, c) for o in coords)]
     return tuple(
         sorted(frontier, key=lambda c: (c.output_throughput_per_gpu, -c.tokens_per_user, c.key))

@@ -8,6 +8,7 @@ the numbers also travel as fields of the result dataclasses.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
@@ -23,11 +24,20 @@ KIND_PHRASES = {
 }
 
 
+def pct_decimals(value: float) -> int:
+    """Decimals for a percentage: one, and two below 1% in size, so a +0.38% step never reads
+    as "+0%" (or, rounded up, as "+1%") beside a knee threshold of 2%."""
+    return 2 if abs(value) < 1 else 1
+
+
+def percent(value: float) -> str:
+    """A level in percent (KV use, efficiency, a share of the window): "0.38%", "73.1%"."""
+    return f"{value:.{pct_decimals(value)}f}%"
+
+
 def pct(value: float) -> str:
-    """Signed percentage: one decimal below 10% ("+0.9%"), whole numbers above ("+49%")."""
-    if abs(value) < 10:
-        return f"{value:+.1f}%"
-    return f"{value:+.0f}%"
+    """A signed change in percent: "+0.38%", "-3.0%", "+70.7%"."""
+    return f"{value:+.{pct_decimals(value)}f}%"
 
 
 def num(value: float) -> str:
@@ -195,73 +205,164 @@ def scaling_sentence(
     return (
         f"{n_replicas} replicas on {total_gpus} GPUs: {num(node_throughput)} output tokens/s "
         f"over one {window_seconds:.1f} s window, {num(throughput_per_gpu)} per GPU; "
-        f"{efficiency * 100:.1f}% of {n_replicas} x the reference ({num(reference_throughput)})"
+        f"{percent(efficiency * 100)} of {n_replicas} x the reference ({num(reference_throughput)})"
+    )
+
+
+# --- queue charts -----------------------------------------------------------------------------
+
+
+def no_queue_chart_sentence(imported: bool, summary_samples: int) -> str:
+    """Why a point has no queue chart: it stored no engine samples to draw."""
+    if imported:
+        return (
+            "imported from vllm bench serve, whose result file holds the client's aggregates "
+            "only, no engine samples (running/waiting from /metrics)"
+        )
+    if summary_samples > 0:
+        return (
+            f"the result holds the queue summary of {summary_samples} engine samples but not "
+            "the samples themselves"
+        )
+    return (
+        "no engine samples were recorded: the engine's /metrics did not answer during the "
+        "point"
     )
 
 
 # --- verdicts ---------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class _Scope:
+    """How a verdict sentence names its figures: one engine's, or a node's per replica.
+
+    A node run's queue summary holds the sum of its replicas' mean running and waiting, the
+    highest replica's peaks and the replicas' mean KV use and tokens per step
+    (runner.schema.QueueSummary). A node sentence divides the sums by the replica count and
+    says whose peak it quotes, so "running 2,048 of 256" never reads as one engine's.
+    """
+
+    replicas: int
+
+    @property
+    def node(self) -> bool:
+        return self.replicas > 1
+
+    def mean(self, total: float) -> str:
+        """A summed mean (running, waiting) as one replica's share."""
+        return f"{num(total / self.replicas)} per replica" if self.node else num(total)
+
+    @property
+    def each(self) -> str:
+        return " per replica" if self.node else ""
+
+    @property
+    def busiest(self) -> str:
+        return " on the busiest replica" if self.node else ""
+
+    @property
+    def fullest(self) -> str:
+        return " on the fullest replica" if self.node else ""
+
+
+def _scope(evidence: Mapping[str, Any]) -> _Scope:
+    return _Scope(replicas=int(evidence.get("replicas") or 1))
+
+
+def _kv_capacity(e: Mapping[str, Any], scope: _Scope) -> str:
+    usage = e.get("peak_kv_usage")
+    across = f" across the {scope.replicas} replicas" if scope.node else ""
+    return (
+        "KV capacity: "
+        + (f"peak KV usage {percent(usage * 100)}{scope.fullest} and " if usage is not None else "")
+        + f"{num(e.get('preemptions') or 0)} preemptions{across}"
+    )
+
+
+def _scheduler_cap(e: Mapping[str, Any], scope: _Scope) -> str:
+    on_each = f" on each of {scope.replicas} replicas" if scope.node else ""
+    return (
+        f"scheduler cap: running pinned at max_num_seqs{on_each} "
+        f"(mean {scope.mean(e['mean_running'])}, peak {num(e['peak_running'])} of "
+        f"{e['max_num_seqs']}{scope.busiest}) while {num(e['mean_waiting'] / scope.replicas)} "
+        f"requests wait{scope.each} on average"
+    )
+
+
+def _token_budget(e: Mapping[str, Any], scope: _Scope) -> str:
+    usage = e.get("peak_kv_usage")
+    text = (
+        f"token budget: running {num(e['mean_running'] / scope.replicas)} of "
+        f"{e['max_num_seqs']}{scope.each} on average with "
+        f"{num(e['mean_waiting'] / scope.replicas)} waiting{scope.each} and "
+        + (
+            f"KV at {percent(usage * 100)} peak{scope.fullest}"
+            if usage is not None
+            else "KV usage not recorded"
+        )
+    )
+    # Tokens per step is each replica's own (a mean over the replicas), read against one
+    # replica's budget.
+    if e.get("mean_tokens_per_step") is not None and e.get("max_num_batched_tokens"):
+        return text + (
+            f"; steps average {num(e['mean_tokens_per_step'])} of "
+            f"{e['max_num_batched_tokens']} batched tokens{scope.each}"
+        )
+    if e.get("mean_tokens_per_step") is not None:
+        return text + (
+            f"; steps average {num(e['mean_tokens_per_step'])} tokens{scope.each}, but "
+            "max_num_batched_tokens was left at the engine default (not recorded), "
+            "so the evidence is partial"
+        )
+    return text + "; no per-step token counts, so the evidence is partial"
+
+
+def _saturated(e: Mapping[str, Any], scope: _Scope) -> str:
+    growth = e.get("latency_growth_pct")
+    what = f"node output tokens/s ({scope.replicas} replicas)" if scope.node else "output tokens/s"
+    return (
+        f"saturated: {pct(e['throughput_gain_pct'])} {what} over the previous load "
+        + (
+            f"level for {pct(growth)} median latency"
+            if growth is not None
+            else "level while more requests wait"
+        )
+    )
+
+
+def _underloaded(e: Mapping[str, Any], scope: _Scope) -> str:
+    room = "every replica has room" if scope.node else "the engine has room"
+    cap = f" of {e['max_num_seqs']}" if e.get("max_num_seqs") is not None else ""
+    kv = (
+        f", peak KV {percent(e['peak_kv_usage'] * 100)}{scope.fullest}"
+        if e.get("peak_kv_usage") is not None
+        else ""
+    )
+    return (
+        f"underloaded: nothing waits (mean {scope.mean(e['mean_waiting'])}) and {room} "
+        f"(peak running {num(e['peak_running'])}{cap}{scope.busiest}{kv})"
+    )
+
+
 def verdict_sentence(kind: str, evidence: Mapping[str, Any], partial: bool) -> str:
-    e = evidence
+    """The verdict with its evidence numbers; a node run's (evidence["replicas"] > 1) quotes
+    them per replica (_Scope)."""
+    scope = _scope(evidence)
     if kind == "client_bound":
         text = "client-bound: the load generator was saturated, so its timings may be wrong"
     elif kind == "kv_capacity":
-        usage = e.get("peak_kv_usage")
-        text = (
-            "KV capacity: "
-            + (f"peak KV usage {usage * 100:.0f}% and " if usage is not None else "")
-            + f"{num(e.get('preemptions') or 0)} preemptions"
-        )
+        text = _kv_capacity(evidence, scope)
     elif kind == "scheduler_cap":
-        text = (
-            f"scheduler cap: running pinned at max_num_seqs (mean {num(e['mean_running'])}, "
-            f"peak {num(e['peak_running'])} of {e['max_num_seqs']}) while "
-            f"{num(e['mean_waiting'])} requests wait on average"
-        )
+        text = _scheduler_cap(evidence, scope)
     elif kind == "token_budget":
-        usage = e.get("peak_kv_usage")
-        text = (
-            f"token budget: running {num(e['mean_running'])} of {e['max_num_seqs']} on average "
-            f"with {num(e['mean_waiting'])} waiting and "
-            + (f"KV at {usage * 100:.0f}% peak" if usage is not None else "KV usage not recorded")
-        )
-        if e.get("mean_tokens_per_step") is not None and e.get("max_num_batched_tokens"):
-            text += (
-                f"; steps average {num(e['mean_tokens_per_step'])} of "
-                f"{e['max_num_batched_tokens']} batched tokens"
-            )
-        elif e.get("mean_tokens_per_step") is not None:
-            text += (
-                f"; steps average {num(e['mean_tokens_per_step'])} tokens, but "
-                "max_num_batched_tokens was left at the engine default (not recorded), "
-                "so the evidence is partial"
-            )
-        else:
-            text += "; no per-step token counts, so the evidence is partial"
+        text = _token_budget(evidence, scope)
     elif kind == "saturated":
-        growth = e.get("latency_growth_pct")
-        text = (
-            f"saturated: {pct(e['throughput_gain_pct'])} output tokens/s over the previous load "
-            + (
-                f"level for {pct(growth)} median latency"
-                if growth is not None
-                else "level while more requests wait"
-            )
-        )
+        text = _saturated(evidence, scope)
     elif kind == "underloaded":
-        text = (
-            f"underloaded: nothing waits (mean {num(e['mean_waiting'])}) and the engine has room "
-            f"(peak running {num(e['peak_running'])}"
-            + (f" of {e['max_num_seqs']}" if e.get("max_num_seqs") is not None else "")
-            + (
-                f", peak KV {e['peak_kv_usage'] * 100:.0f}%)"
-                if e.get("peak_kv_usage") is not None
-                else ")"
-            )
-        )
+        text = _underloaded(evidence, scope)
     else:
-        text = f"unclear: {e.get('why', 'no limit shows in the evidence')}"
+        text = f"unclear: {evidence.get('why', 'no limit shows in the evidence')}"
     if partial and kind != "token_budget":
         text += " (evidence partial)"
     return text

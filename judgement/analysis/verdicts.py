@@ -31,7 +31,7 @@ peak and the per-step tokens with one replica's cap and budget.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from judgement.analysis import sentences
@@ -230,9 +230,11 @@ def verdict(point: PointFigures, previous: PointFigures | None = None) -> Verdic
             "a bottleneck verdict needs them"
         )
     elif sparse_queue_samples(point.queue_gap_fraction):
+        assert point.queue_gap_fraction is not None  # sparse_queue_samples says so
         kind = "unclear"
         evidence["why"] = (
-            f"the engine's /metrics was sampled too sparsely: {point.queue_gap_fraction:.0%} "
+            "the engine's /metrics was sampled too sparsely: "
+            f"{sentences.percent(point.queue_gap_fraction * 100)} "
             "of the point passed without a sample, so the queue may have filled and drained "
             "unseen; run a longer point"
         )
@@ -327,7 +329,26 @@ def _step(a: Verdict, b: Verdict) -> SweepStep:
     )
 
 
-def summarize_sweep_change(verdicts: Sequence[Verdict]) -> SweepSummary:
+def _no_summary_reason(judged: Sequence[str], missing: Mapping[str, str]) -> str:
+    """Why fewer than two engine configs have a verdict to compare."""
+    unjudged = {label: why for label, why in missing.items() if label not in judged}
+    if not unjudged:
+        return "the sweep has one engine config: there is no change to summarize"
+    reasons = "; ".join(f"{label}: {why}" for label, why in sorted(unjudged.items()))
+    if not judged:
+        return (
+            f"no engine config has a bottleneck verdict ({reasons}), so there is no change "
+            "to summarize"
+        )
+    return (
+        f"only {judged[0]} has bottleneck verdicts ({reasons}): a change needs two engine configs "
+        "with verdicts"
+    )
+
+
+def summarize_sweep_change(
+    verdicts: Sequence[Verdict], missing: Mapping[str, str] | None = None
+) -> SweepSummary:
     """What the sweep changed: "raising max_num_seqs from 256 to 1024 moved the bottleneck from
     the scheduler cap to saturation".
 
@@ -336,6 +357,9 @@ def summarize_sweep_change(verdicts: Sequence[Verdict]) -> SweepSummary:
     its points on the fewest replicas: a node run beside single-replica points would otherwise
     put a node's throughput against one engine's. Configs are ordered by max_num_seqs, then
     max_num_batched_tokens; steps join neighbours and overall joins the first and the last.
+
+    missing: the sweep's configs that have no verdict, each with why (config label -> reason),
+    so a refusal names them instead of calling a two-config sweep a one-config one.
     """
     by_config: dict[str, Verdict] = {}
     for v in verdicts:
@@ -343,7 +367,7 @@ def summarize_sweep_change(verdicts: Sequence[Verdict]) -> SweepSummary:
         if held is None or _represents(v) > _represents(held):
             by_config[v.config_label] = v
     if len(by_config) < 2:
-        raise AnalysisError("the sweep has one engine config: there is no change to summarize")
+        raise AnalysisError(_no_summary_reason(sorted(by_config), missing or {}))
     ordered = sorted(
         by_config.values(),
         key=lambda v: (_order(v.max_num_seqs), _order(v.max_num_batched_tokens), v.config_label),

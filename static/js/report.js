@@ -45,12 +45,16 @@
     var id = "queue-chart-" + index;
     if (!document.getElementById(id)) return null;
     var traces = [];
+    // Gauges hold until the next sample: drawn as steps (judgement.charts.GAUGE_LINE_SHAPE).
+    var shape = side.line_shape || "linear";
     side.replicas.forEach(function (r) {
       var suffix = side.replicas.length > 1 ? " r" + r.replica : "";
-      traces.push({type: "scatter", mode: "lines", name: labels.waiting + suffix, x: r.t, y: r.waiting});
-      traces.push({type: "scatter", mode: "lines", name: labels.running + suffix, x: r.t, y: r.running});
+      traces.push({type: "scatter", mode: "lines", name: labels.waiting + suffix, x: r.t, y: r.waiting,
+                   line: {shape: shape}});
+      traces.push({type: "scatter", mode: "lines", name: labels.running + suffix, x: r.t, y: r.running,
+                   line: {shape: shape}});
       traces.push({type: "scatter", mode: "lines", name: labels.kv + suffix, x: r.t, y: r.kv_usage,
-                   yaxis: "y2", line: {dash: "dot"}});
+                   yaxis: "y2", line: {dash: "dot", shape: shape}});
     });
     return Plotly.newPlot(id, traces, {
       font: FONT, margin: {t: 10, r: 50}, legend: {orientation: "h", y: -0.3},

@@ -9,25 +9,15 @@ function readJSON(id) {
 
 var PLOT_CONFIG = {responsive: true, displaylogo: false};
 
-// The judgement layer's additions, in the same axes: the operating point (a star), the Pareto
-// frontier (a dashed line through its points) and external references (dated dotted lines).
+// The judgement layer's additions, in the same axes: the operating point (a star) and
+// external references (dated dotted lines). The Pareto frontier has its own chart.
 function overlayTraces(overlay, field) {
-  if (!overlay) return [];
-  var traces = [];
-  if (overlay.frontier.keys.length) {
-    traces.push({type: "scatter", mode: "lines", name: "Pareto frontier",
-                 x: overlay.frontier.x[field], y: overlay.frontier.y, text: overlay.frontier.keys,
-                 hovertemplate: "%{text}<extra>Pareto frontier</extra>",
-                 line: {dash: "dash", color: "#555"}});
-  }
-  if (overlay.selected.keys.length) {
-    traces.push({type: "scatter", mode: "markers", name: "Operating point",
-                 x: overlay.selected.x[field], y: overlay.selected.y, text: overlay.selected.keys,
-                 hovertemplate: "%{text}<br>%{y:.0f} tok/s<extra>operating point</extra>",
-                 marker: {symbol: "star", size: 18, color: "#d62728",
-                          line: {color: "#000", width: 1}}});
-  }
-  return traces;
+  if (!overlay || !overlay.selected.keys.length) return [];
+  return [{type: "scatter", mode: "markers", name: "Operating point",
+           x: overlay.selected.x[field], y: overlay.selected.y, text: overlay.selected.keys,
+           hovertemplate: "%{text}<br>%{y:.0f} tok/s<extra>operating point</extra>",
+           marker: {symbol: "star", size: 18, color: "#d62728",
+                    line: {color: "#000", width: 1}}}];
 }
 
 function referenceShapes(overlay) {
@@ -73,6 +63,27 @@ function drawThroughput() {
   draw();
 }
 
+// Output tokens/s per GPU against tokens/s per user: the frontier joined, the points it beats
+// faint. Titles and points come from judgement.charts.pareto_figure.
+function drawPareto() {
+  var figure = readJSON("pareto-data");
+  if (!figure || !document.getElementById("pareto-chart")) return;
+  var hover = "%{text}<br>%{x:.1f} tok/s per user, %{y:.0f} tok/s per GPU<extra>%{fullData.name}</extra>";
+  var traces = [
+    {type: "scatter", mode: "markers", name: "Beaten by the frontier",
+     x: figure.others.x, y: figure.others.y, text: figure.others.text, hovertemplate: hover,
+     marker: {size: 8, color: "#1f77b4", opacity: 0.3}},
+    {type: "scatter", mode: "lines+markers", name: "Pareto frontier",
+     x: figure.frontier.x, y: figure.frontier.y, text: figure.frontier.text, hovertemplate: hover,
+     marker: {size: 10, color: "#1f77b4"}, line: {color: "#1f77b4"}}
+  ];
+  Plotly.react("pareto-chart", traces, {
+    margin: {t: 10, r: 10}, legend: {orientation: "h", y: -0.25},
+    xaxis: {title: {text: figure.x_title}, rangemode: "tozero"},
+    yaxis: {title: {text: figure.y_title}, rangemode: "tozero"}
+  }, PLOT_CONFIG);
+}
+
 function drawSamples() {
   var select = document.getElementById("samples-point");
   if (!select) return;
@@ -81,12 +92,16 @@ function drawSamples() {
       .then(function (r) { return r.json(); })
       .then(function (figure) {
         var traces = [];
+        // Gauges hold until the next sample: drawn as steps (judgement.charts.GAUGE_LINE_SHAPE).
+        var shape = figure.line_shape;
         figure.replicas.forEach(function (r) {
           var suffix = figure.replicas.length > 1 ? " r" + r.replica : "";
-          traces.push({type: "scatter", mode: "lines", name: "waiting" + suffix, x: r.t, y: r.waiting});
-          traces.push({type: "scatter", mode: "lines", name: "running" + suffix, x: r.t, y: r.running});
+          traces.push({type: "scatter", mode: "lines", name: "waiting" + suffix, x: r.t, y: r.waiting,
+                       line: {shape: shape}});
+          traces.push({type: "scatter", mode: "lines", name: "running" + suffix, x: r.t, y: r.running,
+                       line: {shape: shape}});
           traces.push({type: "scatter", mode: "lines", name: "KV use" + suffix, x: r.t, y: r.kv_usage,
-                       yaxis: "y2", line: {dash: "dot"}});
+                       yaxis: "y2", line: {dash: "dot", shape: shape}});
         });
         Plotly.react("samples-chart", traces, {
           margin: {t: 10, r: 50}, legend: {orientation: "h", y: -0.25},
@@ -130,6 +145,7 @@ function showPlan() {
 
 document.addEventListener("DOMContentLoaded", function () {
   drawThroughput();
+  drawPareto();
   drawSamples();
   showPlan();
   setTimeout(pollProgress, POLL_MS);

@@ -5,8 +5,8 @@ from __future__ import annotations
 from judgement.analysis.sentences import join_names, num, pct, sweep_step_sentence
 
 
-def test_percentages_keep_one_decimal_only_below_ten():
-    assert (pct(0.87), pct(49.2), pct(-25.0), pct(-3.04)) == ("+0.9%", "+49%", "-25%", "-3.0%")
+def test_percentages_keep_one_decimal_and_two_below_one_percent():
+    assert (pct(0.87), pct(49.2), pct(-25.0), pct(-3.04)) == ("+0.87%", "+49.2%", "-25.0%", "-3.0%")
 
 
 def test_numbers_get_thousands_separators():

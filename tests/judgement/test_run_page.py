@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.models import Benchmark, OperatingPoint
+from judgement import judge
 from runner import schema
 from tests.dashboard.factories import make_benchmark
 
@@ -20,7 +21,8 @@ def test_the_run_page_shows_the_default_knee_with_its_sentence(owner_client):
     j = response.context["judgement"]
     assert j["shown"].key == point(benchmark, 512, 2000).key
     assert j["shown"].stored is None
-    assert "+0.7% output tokens/s for +71% median latency" in response.content.decode()
+    # 3000 -> 3020 is +0.67% (two decimals below 1%), 4100 -> 7000 ms +70.7%.
+    assert "+0.67% output tokens/s for +70.7% median latency" in response.content.decode()
     # The chart marks the selected point.
     assert j["overlay"]["selected"]["y"] == [3000.0]
 
@@ -32,7 +34,9 @@ def test_each_point_gets_a_verdict_with_its_evidence_numbers(owner_client):
     pinned = rows[point(benchmark, 256, 4000).key]
     # mean running 256 of max_num_seqs 256 with 3000 waiting: the scheduler cap binds.
     assert pinned["verdict"].kind == "scheduler_cap"
-    assert ("mean waiting", 3000.0) in pinned["evidence"]
+    assert judge.EvidenceItem(label="mean waiting", value=3000.0, kind="number") in (
+        pinned["evidence"]
+    )
     assert rows[point(benchmark, 512, 4000).key]["verdict"].kind == "saturated"
     html = response.content.decode()
     assert "scheduler_cap" in html and "mean waiting 3000" in html
@@ -157,7 +161,7 @@ def _replica_point(benchmark, replicas=2, output_tokens=256):
     ]
     return store(
         benchmark, max_num_seqs=256, num_requests=8000, throughput=3800.0,
-        median_e2el_ms=5000.0,
+        median_e2el_ms=5000.0, completed=8000 * replicas,  # each replica was sent the load
         update={"replicas": replicas, "per_replica": per_replica,
                 "workload": schema.WorkloadSpec(output_tokens=output_tokens)},
     )
@@ -172,7 +176,9 @@ def test_node_scaling_uses_the_chosen_single_replica_reference(owner_client):
     (section,) = response.context["judgement"]["scaling"]
     assert section["error"] is None
     assert section["result"].efficiency == pytest.approx(3800.0 / (2 * 2600.0))
-    assert "73.1%" in response.content.decode()
+    html = response.content.decode()
+    assert "73.1%" in html
+    assert 'class="scaling-efficiency">73.1% (0.731)</dd>' in html
     assert section["window_seconds"] == 10.0
     assert len(section["per_replica"]) == 2
     assert reference in section["choices"]

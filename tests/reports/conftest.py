@@ -15,7 +15,9 @@ from django.test import Client
 from benchmarks.models import Benchmark, Point
 from benchmarks.points import store_point
 from runner import schema
+from tests import factories as test_factories
 from tests.dashboard import factories
+from tests.dashboard.conftest import grant_role
 
 SECRET_HOST = "gpu-node-7.corp.example"
 SECRET_IP = "10.1.2.3"
@@ -61,25 +63,17 @@ def provenance(launch_style: str = "cpu", host_gpus: int = 1,
     )
 
 
-# Every point's window; latencies of a burst must fit inside it.
-WINDOW_S = 10.0
-INPUT_TOKENS = 64
+# Every point's window (the factory's); latencies of a burst must fit inside it.
+WINDOW_S = test_factories.WINDOW_S
 SPEC_63_66_256 = schema.WorkloadSpec(input_tokens_min=63, input_tokens_max=66, output_tokens=256)
 
 
 def metrics(tps: float, completed: int, **extra: Any) -> schema.Metrics:
     """Aggregates that agree with their own counts (the stored-point checks hold them to it):
-    the throughputs are the counts over the window."""
-    output_tokens = round(tps * WINDOW_S)
-    input_tokens = completed * INPUT_TOKENS
-    return factories.make_metrics(**{
-        "duration": WINDOW_S, "completed": completed,
-        "total_input_tokens": input_tokens, "total_output_tokens": output_tokens,
-        "output_throughput": output_tokens / WINDOW_S,
-        "request_throughput": completed / WINDOW_S,
-        "total_token_throughput": (input_tokens + output_tokens) / WINDOW_S,
-        **extra,
-    })
+    `tps` output tokens/s over the factory's window, 64 input tokens per completed request."""
+    return test_factories.metrics_at(
+        tps, completed=completed, **{**test_factories.BURST_LATENCIES_MS, **extra}
+    )
 
 
 def point_result(seqs: int, requests: int, *, repeat: int = 0, replicas: int = 1,
@@ -104,7 +98,7 @@ def point_result(seqs: int, requests: int, *, repeat: int = 0, replicas: int = 1
     # A burst's latencies lie inside its window: p95/p99 between the median and the window.
     tail = {"p95_e2el_ms": max(e2el, min(WINDOW_S * 1000, e2el * 1.1)),
             "p99_e2el_ms": max(e2el, min(WINDOW_S * 1000, e2el * 1.2))}
-    return schema.PointResult(
+    return test_factories.point_result(
         key=schema.point_key(config, load, repeat) + (f"|x{replicas}" if replicas > 1 else ""),
         engine_config=config,
         load=load,
@@ -126,12 +120,16 @@ def point_result(seqs: int, requests: int, *, repeat: int = 0, replicas: int = 1
 
 @pytest.fixture
 def owner(db):
-    return get_user_model().objects.create_user(SECRET_USER, password="owner-password")
+    # An engineer, who may build, publish and revoke reports (their own).
+    return grant_role(get_user_model().objects.create_user(SECRET_USER, password="owner-password"))
 
 
 @pytest.fixture
 def outsider(db):
-    return get_user_model().objects.create_user("outsider", password="outsider-password")
+    # Another engineer: the same rights, none of them over the owner's reports.
+    return grant_role(
+        get_user_model().objects.create_user("outsider", password="outsider-password")
+    )
 
 
 @pytest.fixture

@@ -1,11 +1,13 @@
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from benchmarks.models import Benchmark
+from benchmarks.models import Benchmark, Point
+from benchmarks.points import store_point
 from reports import publishing
 from reports.models import Item, Report, ReportCaveat
-from tests.reports.conftest import point
+from tests.reports.conftest import point, point_result
 
 ALL_ITEMS = list(Item.values)
 
@@ -37,3 +39,12 @@ def make_report(benchmark: Benchmark, owner, *, publish: bool = True, **fields: 
     if publish:
         publishing.publish(report, owner)
     return report
+
+
+def store_ladder(benchmark: Benchmark, seqs: int,
+                 levels: Sequence[tuple[int, float, float]]) -> list[Point]:
+    """One engine config's load ladder, stored: (requests, output tokens/s, median latency ms)
+    per load level."""
+    return [store_point(benchmark, point_result(seqs, requests, throughput=tps,
+                                                median_e2el_ms=e2el))
+            for requests, tps, e2el in levels]

@@ -199,3 +199,19 @@ def test_a_stored_operating_point_is_the_one_marked_with_its_reason(sweep, owner
     body = Client().get(f"/r/{report.token}/").content.decode()
     assert "seqs=64 at burst 16: 30,000 output tokens/s" in body
     assert "chosen by an engineer: &lt;b&gt;latency SLO&lt;/b&gt;" in body
+
+
+def test_queue_charts_are_steps_and_a_point_without_samples_says_why_instead(sweep, owner):
+    from benchmarks.models import PointData
+    from reports import publishing
+
+    PointData.objects.filter(point=point(sweep, 8, 32)).delete()
+    report = make_report(sweep, owner, language="en")
+    content = publishing.content_of(report.versions.get(), "en")
+    before, after = content.queue
+    assert "no queue chart" in before.no_chart and after.no_chart == ""
+    figures = content.figures["queue"]
+    assert figures[0]["replicas"] == [] and figures[1]["line_shape"] == "hv"
+    body = Client().get(f"/r/{report.token}/").content.decode()
+    assert 'id="queue-chart-0"' not in body and 'id="queue-chart-1"' in body
+    assert before.no_chart in body

@@ -67,7 +67,7 @@ def test_the_trade_off_sentence_quotes_the_measured_step_not_the_knee_thresholds
     # (41,200 - 41,000) / 41,000 = +0.49%; (3,750 - 2,500) / 2,500 = +50%.
     assert _text(body, "curve-sentence") == (
         "The operating point is the last load level before the knee: going on to burst 64 "
-        "added +0.5% output tokens/s while median latency rose +50.0%.")
+        "added +0.49% output tokens/s while median latency rose +50.0%.")
     shown = owner_client.get(f"/runs/{benchmark.code}/").context["judgement"]["shown"]
     assert shown.key == point(benchmark, 64, 32).key
     assert round(shown.evidence["throughput_gain_pct"], 1) == 0.5
@@ -88,8 +88,8 @@ def test_without_a_saved_choice_the_report_names_the_run_pages_point_in_another_
     assert shown.stored is None and shown.key == point(sweep, 64, 32, repeat=1).key
     assert _text(body, "curve-selected").startswith(
         "seqs=64 at burst 32: 41,600 output tokens/s, median latency 2.5 s")
-    # The run page's sentence: "+1.2% output tokens/s for +60% median latency".
-    assert "+1.2% output tokens/s for +60% median latency" in run_page.content.decode()
+    # The run page's sentence: "+1.2% output tokens/s for +60.0% median latency".
+    assert "+1.2% output tokens/s for +60.0% median latency" in run_page.content.decode()
     assert _text(body, "curve-sentence").endswith(
         "going on to burst 64 added +1.2% output tokens/s while median latency rose +60.0%.")
 
@@ -164,7 +164,7 @@ def test_the_comparison_table_holds_one_row_per_comparison(sweep, owner):
     assert "GPU count: 1 → 2" in node[4]
 
 
-def test_every_percentage_on_the_page_has_the_same_precision(sweep, owner):
+def test_every_percentage_on_the_page_follows_the_run_pages_precision(sweep, owner):
     reference = ExternalReference.objects.create(
         source="Vendor", url="https://vendor.example/perf", value=20000.0,
         recorded_on="2025-03-01", gpu_name="NVIDIA H200", workload_spec="63-66 in / 256 out")
@@ -174,7 +174,11 @@ def test_every_percentage_on_the_page_has_the_same_precision(sweep, owner):
         article = body.split('<script id="report-figures"')[0]
         found = re.findall(r"[\d.,]+%", article)
         assert len(found) > 8
-        assert all(re.fullmatch(r"[\d,]*\d\.\d%", value) for value in found), found
+        # One decimal, two below 1% (judge.pct_decimals), so a sub-1% step never reads "+0%".
+        for value in found:
+            number = float(value.rstrip("%").replace(",", ""))
+            decimals = 2 if abs(number) < 1 else 1
+            assert re.fullmatch(r"[\d,]*\d\.\d{%d}%%" % decimals, value), (value, found)
         assert "42.0%" in article  # peak KV use 0.42, not "42%" beside "95.5%"
 
 
@@ -219,3 +223,16 @@ def test_a_fact_both_sides_share_is_written_once(sweep, owner):
     assert software == "vLLM 0.32.0"
     requests = re.search(r"<dt>Requests per point</dt><dd>(.*?)</dd>", body, re.DOTALL).group(1)
     assert "<br>" not in requests and requests == "32, load burst 32"
+
+
+def test_node_scaling_counts_every_gpu_of_a_tensor_parallel_replica(owner):
+    # 2 replicas of tensor parallel 2 at 40,000 tok/s against one TP-2 engine at 20,000: ideal
+    # 2 x 20,000 = 40,000 (the reference already spans 2 GPUs), so 100%; 4 GPUs, 10,000 each.
+    benchmark = _benchmark(owner)
+    reference = _gpu_point(benchmark, 64, tp=2, throughput=20000.0)
+    node = _gpu_point(benchmark, 64, tp=2, replicas=2, throughput=40000.0)
+    result = judge.scaling_for(node, reference)
+    assert (result.gpus_per_replica, result.total_gpus) == (2, 4)
+    assert result.throughput_per_gpu == 10000.0
+    assert result.ideal_throughput == 40000.0
+    assert result.efficiency == pytest.approx(1.0)
