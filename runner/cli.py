@@ -120,6 +120,12 @@ def _add_engine_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--served-model-name")
     group.add_argument("--precision", help="recorded with the checkpoint, e.g. NVFP4")
     group.add_argument(
+        "--trusted-checkpoint",
+        action="store_true",
+        help="allow flags that load code or read files (--trust-remote-code, --tokenizer, "
+        "--chat-template, ...) with this model: you vouch for what it runs on this node",
+    )
+    group.add_argument(
         "--launch",
         choices=["cpu", "serve", "docker", "attach"],
         default="cpu",
@@ -415,6 +421,7 @@ def plan_from_bench_args(args: argparse.Namespace) -> dict[str, Any]:
             "revision": args.revision,
             "served_model_name": args.served_model_name,
             "precision": args.precision,
+            "trusted": args.trusted_checkpoint,
         },
         "launch": launch,
         "engine_configs": [config],

@@ -403,3 +403,13 @@ def test_the_metrics_scrape_interval_is_a_bench_flag_with_the_plans_default():
 def test_the_scrape_interval_refuses_what_would_never_or_always_scrape(capsys, value):
     err = refused(capsys, "--sample-interval", value)
     assert "argument --sample-interval: expected a finite number > 0" in err
+
+
+def test_a_code_loading_flag_needs_the_operator_to_vouch_for_the_checkpoint(tmp_path, capsys):
+    flag = "--engine-arg=--trust-remote-code"
+    assert main(["bench", "--model", "m", "--out", str(tmp_path / "r.jsonl"), "--dry-run",
+                 flag]) == 2
+    assert "--trust-remote-code" in capsys.readouterr().err
+    plan = bench_plan(flag, "--trusted-checkpoint")
+    assert plan.checkpoint.trusted and plan.engine_configs[0].extra_args == ["--trust-remote-code"]
+    assert bench_plan().checkpoint.trusted is False
