@@ -230,13 +230,33 @@ class Shown:
     error: str | None
 
 
+def _stored_sentence(stored: OperatingPoint) -> sentences.Sentence:
+    """A saved choice's sentence, rebuilt from its stored params and evidence so it reads as a
+    fresh one does; a row whose evidence predates a field the sentence needs keeps its text."""
+    try:
+        return sentences.operating_point_sentence(
+            stored.method, stored.params, stored.evidence, stored.reason)
+    except KeyError:
+        return sentences.Sentence("%(text)s", {"text": stored.sentence}, translatable=False)
+
+
+def operating_point_sentence(shown: Shown) -> sentences.Sentence:
+    """The sentence the run page shows for this operating point, as template and values, so a
+    report can translate the template and say the same thing. Only for a shown point
+    (shown.error is None)."""
+    if shown.stored is not None:
+        return _stored_sentence(shown.stored)
+    return sentences.operating_point_sentence(shown.method, shown.params, shown.evidence,
+                                              shown.reason)
+
+
 def shown_operating_point(benchmark: Benchmark, figs: Sequence[PointFigures]) -> Shown:
     stored = current_operating_point(benchmark)
     if stored is not None:
         return Shown(
             key=stored.point.key,
             method=stored.method,
-            sentence=stored.sentence,
+            sentence=str(_stored_sentence(stored)),
             reason=stored.reason,
             params=stored.params,
             evidence=stored.evidence,

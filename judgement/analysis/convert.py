@@ -56,6 +56,7 @@ def from_point_result(p: PointResult) -> PointFigures:
     return PointFigures(
         key=p.key,
         config_label=p.engine_config.label(),
+        load_label=p.load.label(),
         offered_concurrency=p.load.offered_concurrency(),
         output_throughput=m.output_throughput,
         max_num_seqs=p.engine_config.max_num_seqs,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from judgement.analysis import sentences
 from judgement.analysis.errors import AnalysisError
@@ -22,6 +23,16 @@ DEFAULT_LATENCY_GROWTH_PCT = 20.0
 # Two levels make one step, and one step cannot show where growth stops: the knee needs a step
 # that still pays off before the one that does not.
 MIN_KNEE_LEVELS = 3
+
+
+def _chosen(
+    method: str, params: dict[str, Any], chosen_key: str, reason: str, evidence: dict[str, Any]
+) -> Selection:
+    """A Selection with its sentence written from what it stores, by the same function the
+    run page and the report rebuild it with (sentences.operating_point_sentence)."""
+    sentence = sentences.operating_point_sentence(method, params, evidence, reason)
+    return Selection(method=method, params=params, chosen_key=chosen_key, reason=reason,
+                     sentence=str(sentence), evidence=evidence)
 
 
 def split_valid(points: Sequence[PointFigures]) -> tuple[list[PointFigures], list[str]]:
@@ -171,6 +182,7 @@ def _knee_walk(
                 "knee_found": True,
                 "from_key": before.key,
                 "to_key": after.key,
+                "to_load": after.load_label or after.key,
                 "throughput_before": before.output_throughput,
                 "throughput_after": after.output_throughput,
                 "median_e2el_before_ms": latencies[i],
@@ -180,24 +192,17 @@ def _knee_walk(
                 "steps": steps,
                 "excluded_invalid": excluded,
             }
-            return Selection(
-                method="knee",
-                params=params,
-                chosen_key=before.key,
-                reason="the point before the saturation knee",
-                sentence=sentences.knee_sentence(gain, growth),
-                evidence=evidence,
-            )
+            return _chosen("knee", params, before.key, "the point before the saturation knee",
+                           evidence)
 
     # max() keeps the first of equals: a tie goes to the lower load level, which queues less.
     best = max(ordered, key=lambda p: p.output_throughput)
-    return Selection(
-        method="knee",
-        params=params,
-        chosen_key=best.key,
-        reason="no knee within the sweep",
-        sentence=sentences.no_knee_sentence(throughput_gain_pct, latency_growth_pct),
-        evidence={
+    return _chosen(
+        "knee",
+        params,
+        best.key,
+        "no knee within the sweep",
+        {
             "knee_found": False,
             "chosen_throughput": best.output_throughput,
             "steps": steps,
@@ -269,20 +274,12 @@ def slo(points: Sequence[PointFigures], limits: Mapping[str, float]) -> Selectio
         next_violations = {m: at_next[m] for m in broken}
         binding = broken[0]
 
-    return Selection(
-        method="slo",
-        params={"limits": dict(limits)},
-        chosen_key=chosen.key,
-        reason=f"highest throughput within the limits; {binding} binds",
-        sentence=sentences.slo_sentence(
-            limits,
-            binding,
-            at_chosen[binding],
-            limits[binding],
-            next_point.key if next_point else None,
-            next_violations,
-        ),
-        evidence={
+    return _chosen(
+        "slo",
+        {"limits": dict(limits)},
+        chosen.key,
+        f"highest throughput within the limits; {binding} binds",
+        {
             "chosen_throughput": chosen.output_throughput,
             "values": at_chosen,
             "utilisation": utilisation,
@@ -367,15 +364,12 @@ def pareto_choice(points: Sequence[PointFigures], min_tokens_per_user: float) ->
             f"the most is {sentences.num(fastest)}"
         )
     chosen = max(eligible, key=lambda c: c.output_throughput_per_gpu)
-    return Selection(
-        method="pareto",
-        params={"min_tokens_per_user": min_tokens_per_user},
-        chosen_key=chosen.key,
-        reason="most throughput per GPU on the Pareto frontier at the per-user target",
-        sentence=sentences.pareto_sentence(
-            min_tokens_per_user, chosen.output_throughput_per_gpu, chosen.tokens_per_user
-        ),
-        evidence={
+    return _chosen(
+        "pareto",
+        {"min_tokens_per_user": min_tokens_per_user},
+        chosen.key,
+        "most throughput per GPU on the Pareto frontier at the per-user target",
+        {
             "output_throughput_per_gpu": chosen.output_throughput_per_gpu,
             "tokens_per_user": chosen.tokens_per_user,
             "frontier": [
@@ -419,11 +413,5 @@ def override(
     if previous is not None:
         params["replaces_method"] = previous.method
         params["replaces_key"] = previous.chosen_key
-    return Selection(
-        method="override",
-        params=params,
-        chosen_key=chosen_key,
-        reason=reason,
-        sentence=sentences.override_sentence(reason),
-        evidence={"chosen_throughput": chosen.output_throughput},
-    )
+    return _chosen("override", params, chosen_key, reason,
+                   {"chosen_throughput": chosen.output_throughput})

@@ -1,13 +1,15 @@
 """Every sentence the analysis layer writes, in one place.
 
-Kept apart from the arithmetic so the Django side can wrap them for translation later without
-touching the logic. Each builder takes numbers and names, never points, and returns plain text;
-the numbers also travel as fields of the result dataclasses.
+Kept apart from the arithmetic so wording changes never touch the logic. Each builder takes
+numbers and names, never points, and returns plain text; the numbers also travel as fields of
+the result dataclasses. The operating-point sentence is a Sentence (template and values): the
+run page shows it in English and a report translates its template (locale/ko), so the two say
+the same thing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
@@ -59,19 +61,96 @@ def join_names(names: Sequence[str]) -> str:
 # --- operating point --------------------------------------------------------------------------
 
 
-def knee_sentence(throughput_gain_pct: float, latency_growth_pct: float) -> str:
-    return (
-        f"beyond this point: {pct(throughput_gain_pct)} output tokens/s "
-        f"for {pct(latency_growth_pct)} median latency"
-    )
+@dataclass(frozen=True)
+class Sentence:
+    """A sentence as its message template and the values filled into it.
+
+    str() gives the English the run page shows; a report looks the template up in its own
+    catalog (locale/) and fills in the same values, so both pages say the same thing in either
+    language. The values are already formatted (pct, num): a translation moves them, never
+    reformats them.
+    """
+
+    template: str
+    values: Mapping[str, str]
+    # False for text kept from before its template existed: no catalog has it.
+    translatable: bool = True
+
+    def __str__(self) -> str:
+        return self.template % dict(self.values)
+
+    def translated(self, gettext: Callable[[str], str]) -> str:
+        """In the active language: the template looked up with gettext, the same values."""
+        template = gettext(self.template) if self.translatable else self.template
+        return template % dict(self.values)
 
 
-def no_knee_sentence(throughput_gain_pct: float, latency_growth_pct: float) -> str:
-    return (
-        "no knee within the sweep: no step added less than "
-        f"{throughput_gain_pct:g}% output tokens/s while median latency grew more than "
-        f"{latency_growth_pct:g}%; the highest-throughput point is used"
-    )
+KNEE = (
+    "The operating point is the last load level before the knee: going on to %(next_load)s "
+    "added %(gain)s output tokens/s while median latency rose %(growth)s."
+)
+NO_KNEE = (
+    "No knee within the sweep: no step added less than %(gain)s output tokens/s while median "
+    "latency grew more than %(growth)s, so the highest-throughput point is the operating point."
+)
+SLO_NEXT = (
+    "The operating point is the highest output throughput within %(limits)s; %(metric)s binds "
+    "(%(value)s of %(limit)s here) and the next faster point (%(next)s) reaches %(broken)s."
+)
+SLO_LAST = (
+    "The operating point is the highest output throughput within %(limits)s; %(metric)s binds "
+    "(%(value)s of %(limit)s here) and no point of the sweep is faster."
+)
+PARETO = (
+    "The operating point is the highest output tokens/s per GPU on the Pareto frontier with at "
+    "least %(target)s tokens/s per user: %(per_gpu)s per GPU at %(per_user)s tokens/s per user."
+)
+OVERRIDE = "The operating point was chosen by an engineer: %(reason)s."
+# Every template a report may look up (locale/ko translates each).
+OPERATING_POINT_TEMPLATES = (KNEE, NO_KNEE, SLO_NEXT, SLO_LAST, PARETO, OVERRIDE)
+
+
+def operating_point_sentence(
+    method: str, params: Mapping[str, Any], evidence: Mapping[str, Any], reason: str
+) -> Sentence:
+    """Why the operating point is where it is, from what the selection stored.
+
+    The one sentence for every page: selection writes it when it chooses, the run page and the
+    report rebuild it from the stored params and evidence. The evidence, never the parameters,
+    for a knee: both hold throughput_gain_pct and latency_growth_pct, the evidence as the
+    measured step and the parameters as the thresholds it was tested against. KeyError when the
+    stored evidence lacks what the sentence needs.
+    """
+    if method == "knee" and evidence.get("knee_found"):
+        return Sentence(KNEE, {"next_load": evidence["to_load"],
+                               "gain": pct(evidence["throughput_gain_pct"]),
+                               "growth": pct(evidence["latency_growth_pct"])})
+    if method == "knee":
+        return Sentence(NO_KNEE, {"gain": f"{params['throughput_gain_pct']:g}%",
+                                  "growth": f"{params['latency_growth_pct']:g}%"})
+    if method == "slo":
+        limits = params["limits"]
+        metric = evidence["binding_metric"]
+        values = {
+            "limits": limits_text(limits),
+            "metric": metric,
+            "value": num(evidence["values"][metric]),
+            "limit": with_unit(metric, limits[metric]),
+        }
+        if evidence.get("next_key") is None:
+            return Sentence(SLO_LAST, values)
+        broken = join_names(
+            [f"{name} {with_unit(name, value)}"
+             for name, value in evidence["next_violations"].items()]
+        )
+        return Sentence(SLO_NEXT, {**values, "next": evidence["next_key"], "broken": broken})
+    if method == "pareto":
+        return Sentence(PARETO, {"target": num(params["min_tokens_per_user"]),
+                                 "per_gpu": num(evidence["output_throughput_per_gpu"]),
+                                 "per_user": num(evidence["tokens_per_user"])})
+    if method == "override":
+        return Sentence(OVERRIDE, {"reason": reason.strip().rstrip(".")})
+    raise KeyError(method)
 
 
 def with_unit(name: str, value: float) -> str:
@@ -81,39 +160,6 @@ def with_unit(name: str, value: float) -> str:
 
 def limits_text(limits: Mapping[str, float]) -> str:
     return join_names([f"{name} <= {with_unit(name, limit)}" for name, limit in limits.items()])
-
-
-def slo_sentence(
-    limits: Mapping[str, float],
-    binding_metric: str,
-    binding_value: float,
-    binding_limit: float,
-    next_key: str | None,
-    next_violations: Mapping[str, float],
-) -> str:
-    text = (
-        f"highest output throughput within {limits_text(limits)}; "
-        f"{binding_metric} binds ({num(binding_value)} of {with_unit(binding_metric, binding_limit)} "
-        "here)"
-    )
-    if next_key is None:
-        return text + "; no faster point in the sweep"
-    broken = join_names(
-        [f"{name} {with_unit(name, value)}" for name, value in next_violations.items()]
-    )
-    return text + f"; the next faster point ({next_key}) reaches {broken}"
-
-
-def pareto_sentence(min_tokens_per_user: float, per_gpu: float, per_user: float) -> str:
-    return (
-        f"highest output tokens/s per GPU on the Pareto frontier with at least "
-        f"{num(min_tokens_per_user)} tokens/s per user: {num(per_gpu)} per GPU "
-        f"at {num(per_user)} tokens/s per user"
-    )
-
-
-def override_sentence(reason: str) -> str:
-    return f"chosen by an engineer: {reason}"
 
 
 # --- comparisons ------------------------------------------------------------------------------

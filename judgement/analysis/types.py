@@ -104,6 +104,8 @@ class PointFigures:
     config_label: str
     offered_concurrency: float
     output_throughput: float
+    # As the load names itself (runner.schema.LoadSpec.label), for sentences: "burst 64".
+    load_label: str = ""
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
     workload: WorkloadShape | None = None

@@ -31,7 +31,10 @@ def test_knee_chooses_the_point_before_the_step_that_stops_paying():
     assert sel.method == "knee"
     assert sel.chosen_key == "c2000"
     assert sel.reason == "the point before the saturation knee"
-    assert sel.sentence == "beyond this point: +0.87% output tokens/s for +49.0% median latency"
+    # helpers.point leaves load_label empty, so the sentence names the next level by its key.
+    assert sel.sentence == (
+        "The operating point is the last load level before the knee: going on to c4000 added "
+        "+0.87% output tokens/s while median latency rose +49.0%.")
     assert sel.params == {"throughput_gain_pct": 2.0, "latency_growth_pct": 20.0}
     assert sel.evidence["knee_found"] is True
     assert sel.evidence["to_key"] == "c4000"
@@ -60,7 +63,9 @@ def test_knee_needs_both_a_small_gain_and_a_large_latency_growth():
     assert sel.reason == "no knee within the sweep"
     assert sel.chosen_key == "c"
     assert sel.evidence["knee_found"] is False
-    assert sel.sentence.startswith("no knee within the sweep")
+    assert sel.sentence == (
+        "No knee within the sweep: no step added less than 2% output tokens/s while median "
+        "latency grew more than 20%, so the highest-throughput point is the operating point.")
 
 
 def test_knee_thresholds_are_parameters():
@@ -199,9 +204,9 @@ def test_slo_chooses_the_highest_throughput_within_all_limits_and_names_the_bind
     }
     assert sel.params == {"limits": {"p99_e2el_ms": 20_000, "p95_ttft_ms": 500}}
     assert sel.sentence == (
-        "highest output throughput within p99_e2el_ms <= 20,000 ms and p95_ttft_ms <= 500 ms; "
-        "p99_e2el_ms binds (18,000 of 20,000 ms here); the next faster point (d) reaches "
-        "p99_e2el_ms 26,000 ms"
+        "The operating point is the highest output throughput within p99_e2el_ms <= 20,000 ms "
+        "and p95_ttft_ms <= 500 ms; p99_e2el_ms binds (18,000 of 20,000 ms here) and the next "
+        "faster point (d) reaches p99_e2el_ms 26,000 ms."
     )
 
 
@@ -220,7 +225,7 @@ def test_slo_at_the_fastest_point_says_no_faster_point_exists():
     assert sel.chosen_key == "e"
     assert sel.evidence["next_key"] is None
     assert sel.evidence["binding_metric"] == "p99_e2el_ms"
-    assert sel.sentence.endswith("no faster point in the sweep")
+    assert sel.sentence.endswith("and no point of the sweep is faster.")
 
 
 def test_slo_accepts_p50_for_median():
@@ -300,8 +305,8 @@ def test_pareto_choice_takes_most_throughput_per_gpu_at_the_per_user_target():
     assert sel.params == {"min_tokens_per_user": 45}
     assert [f["key"] for f in sel.evidence["frontier"]] == ["A", "B", "D"]
     assert sel.sentence == (
-        "highest output tokens/s per GPU on the Pareto frontier with at least 45.0 tokens/s "
-        "per user: 2,000 per GPU at 50.0 tokens/s per user"
+        "The operating point is the highest output tokens/s per GPU on the Pareto frontier with "
+        "at least 45.0 tokens/s per user: 2,000 per GPU at 50.0 tokens/s per user."
     )
 
 
@@ -321,7 +326,8 @@ def test_override_keeps_the_reason_and_what_it_replaced():
         "replaces_method": "knee",
         "replaces_key": "c2000",
     }
-    assert sel.sentence == "chosen by an engineer: customer needs p99 under 15 s"
+    assert sel.sentence == (
+        "The operating point was chosen by an engineer: customer needs p99 under 15 s.")
 
 
 def test_override_refuses_a_blank_reason_an_unknown_key_and_an_invalid_point():

@@ -15,7 +15,7 @@ from tests.dashboard.factories import make_benchmark, make_point_result
 #             (+86%): the knee; its operating point is 256@2000 (2600 tok/s)
 #   seqs=512: 2100 -> 3000 (+43%), then 3000 -> 3020 (+0.67%) for 4100 -> 7000 ms (+71%):
 #             operating point 512@2000 (3000 tok/s), the better of the two, so the choice,
-#             with "beyond this point: +0.7% output tokens/s for +71% median latency".
+#             since going on to burst 4000 added +0.67% output tokens/s for +71% latency.
 # Verdicts at the top level: 256@4000 runs 256 of 256 with 3000 waiting (scheduler cap);
 # 512@4000 runs 400 of 512 and adds 0.67% for +71% latency (saturated).
 SWEEP = (

@@ -22,7 +22,8 @@ def test_the_run_page_shows_the_default_knee_with_its_sentence(owner_client):
     assert j["shown"].key == point(benchmark, 512, 2000).key
     assert j["shown"].stored is None
     # 3000 -> 3020 is +0.67% (two decimals below 1%), 4100 -> 7000 ms +70.7%.
-    assert "+0.67% output tokens/s for +70.7% median latency" in response.content.decode()
+    assert ("going on to burst 4000 added +0.67% output tokens/s while median latency rose "
+            "+70.7%.") in response.content.decode()
     # The chart marks the selected point.
     assert j["overlay"]["selected"]["y"] == [3000.0]
 

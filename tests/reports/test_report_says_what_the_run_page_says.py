@@ -63,7 +63,7 @@ def test_the_trade_off_sentence_quotes_the_measured_step_not_the_knee_thresholds
     report = make_report(benchmark, owner, baseline_point=point(benchmark, 64, 16),
                          candidate_point=point(benchmark, 64, 32), scaling_point=None,
                          scaling_reference=None, items=["headline", "curves"])
-    body = Client().get(f"/r/{report.token}/").content.decode()
+    body = Client().get(f"/r/{report.issued_token}/").content.decode()
     # (41,200 - 41,000) / 41,000 = +0.49%; (3,750 - 2,500) / 2,500 = +50%.
     assert _text(body, "curve-sentence") == (
         "The operating point is the last load level before the knee: going on to burst 64 "
@@ -82,16 +82,17 @@ def test_without_a_saved_choice_the_report_names_the_run_pages_point_in_another_
     report = make_report(sweep, owner, baseline_point=point(sweep, 8, 16),
                          candidate_point=point(sweep, 8, 64), scaling_point=None,
                          scaling_reference=None, items=["headline", "curves"])
-    body = Client().get(f"/r/{report.token}/").content.decode()
+    body = Client().get(f"/r/{report.issued_token}/").content.decode()
     run_page = owner_client.get(f"/runs/{sweep.code}/")
     shown = run_page.context["judgement"]["shown"]
     assert shown.stored is None and shown.key == point(sweep, 64, 32, repeat=1).key
     assert _text(body, "curve-selected").startswith(
         "seqs=64 at burst 32: 41,600 output tokens/s, median latency 2.5 s")
-    # The run page's sentence: "+1.2% output tokens/s for +60.0% median latency".
-    assert "+1.2% output tokens/s for +60.0% median latency" in run_page.content.decode()
-    assert _text(body, "curve-sentence").endswith(
+    # One sentence on both pages, written by the judgement layer.
+    sentence = _text(body, "curve-sentence")
+    assert sentence.endswith(
         "going on to burst 64 added +1.2% output tokens/s while median latency rose +60.0%.")
+    assert shown.sentence == sentence and sentence in run_page.content.decode()
 
 
 def test_a_reference_at_another_spec_gets_no_ratio_and_the_report_says_none_matches(
@@ -100,7 +101,7 @@ def test_a_reference_at_another_spec_gets_no_ratio_and_the_report_says_none_matc
         source="Vendor per-GPU figure", url="https://vendor.example/perf", value=10000.0,
         recorded_on="2025-03-01", gpu_name="NVIDIA H200", workload_spec="1000 in / 1000 out")
     report = make_report(sweep, owner, references=[reference])
-    body = Client().get(f"/r/{report.token}/").content.decode()
+    body = Client().get(f"/r/{report.issued_token}/").content.decode()
     references = _section(body, "references")
     assert ("No point in this report was measured at the reference's input/output spec "
             "(1000 in / 1000 out; this report: 63-66 in / 256 out), so no ratio is given."
@@ -120,7 +121,7 @@ def test_a_reference_is_compared_with_the_report_point_of_its_own_spec(sweep, ow
     # Before ran 1000 in / 1000 out, after 63-66 / 256: the reference meets the "before" point.
     report = make_report(sweep, owner, baseline_point=point(sweep, 16, 32),
                          references=[reference])
-    body = Client().get(f"/r/{report.token}/").content.decode()
+    body = Client().get(f"/r/{report.issued_token}/").content.decode()
     references = " ".join(_section(body, "references").split())
     assert "Before: seqs=16: 18,000 output tokens/s per GPU (CPU engine) (1.80x, +80.0%)" \
         in references
@@ -145,7 +146,7 @@ def test_the_comparison_table_holds_one_row_per_comparison(sweep, owner):
         source="Vendor per-GPU figure", url="https://vendor.example/perf", value=20000.0,
         recorded_on="2025-03-01", gpu_name="NVIDIA H200", workload_spec="63-66 in / 256 out")
     report = make_report(sweep, owner, references=[reference])
-    body = Client().get(f"/r/{report.token}/").content.decode()
+    body = Client().get(f"/r/{report.issued_token}/").content.decode()
     tuning, vendor, node = _table_rows(body)
     # The local tuning result: 18,012.4 -> 41,873.6 is 2.32x, +132.5%.
     assert tuning[0] == "Local tuning: output tokens/s (CPU engine)"
@@ -170,7 +171,7 @@ def test_every_percentage_on_the_page_follows_the_run_pages_precision(sweep, own
         recorded_on="2025-03-01", gpu_name="NVIDIA H200", workload_spec="63-66 in / 256 out")
     report = make_report(sweep, owner, references=[reference])
     for lang in ("en", "ko"):
-        body = Client().get(f"/r/{report.token}/?lang={lang}").content.decode()
+        body = Client().get(f"/r/{report.issued_token}/?lang={lang}").content.decode()
         article = body.split('<script id="report-figures"')[0]
         found = re.findall(r"[\d.,]+%", article)
         assert len(found) > 8
@@ -184,7 +185,7 @@ def test_every_percentage_on_the_page_follows_the_run_pages_precision(sweep, own
 
 def test_zero_failures_read_as_zero(sweep, owner):
     report = make_report(sweep, owner)
-    body = Client().get(f"/r/{report.token}/").content.decode()
+    body = Client().get(f"/r/{report.issued_token}/").content.decode()
     scaling = " ".join(_section(body, "scaling").split())
     assert "Requests completed / failed 64 / 0" in scaling
 
@@ -204,7 +205,7 @@ def test_the_methodology_describes_each_sides_own_devices_not_the_hosts(owner):
     node = _gpu_point(benchmark, 64, replicas=2, throughput=40000.0)
     report = make_report(benchmark, owner, baseline_point=before, candidate_point=after,
                          scaling_point=node, scaling_reference=reference)
-    body = Client().get(f"/r/{report.token}/").content.decode()
+    body = Client().get(f"/r/{report.issued_token}/").content.decode()
     hardware = re.search(r"<dt>Hardware</dt><dd>(.*?)</dd>", body, re.DOTALL).group(1)
     lines = [" ".join(html.unescape(re.sub(r"<[^>]+>", " ", line)).split())
              for line in hardware.split("<br>")]
@@ -218,7 +219,7 @@ def test_the_methodology_describes_each_sides_own_devices_not_the_hosts(owner):
 
 def test_a_fact_both_sides_share_is_written_once(sweep, owner):
     report = make_report(sweep, owner)
-    body = Client().get(f"/r/{report.token}/").content.decode()
+    body = Client().get(f"/r/{report.issued_token}/").content.decode()
     software = re.search(r"<dt>Software</dt><dd>(.*?)</dd>", body, re.DOTALL).group(1)
     assert software == "vLLM 0.32.0"
     requests = re.search(r"<dt>Requests per point</dt><dd>(.*?)</dd>", body, re.DOTALL).group(1)

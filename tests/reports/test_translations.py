@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gettext as gettext_module
+import re
 
 import pytest
 from django.conf import settings
@@ -50,8 +51,20 @@ def test_a_korean_report_with_every_item_has_no_untranslated_sentence(sweep, own
         source="Vendor 1k", url="https://vendor.example/b", value=9000.0,
         recorded_on="2025-03-01", gpu_name="NVIDIA H200", workload_spec="1000 in / 1000 out")
     report = make_report(sweep, owner, language="ko", references=[same_spec, other_spec])
-    assert Client().get(f"/r/{report.token}/").status_code == 200
+    assert Client().get(f"/r/{report.issued_token}/").status_code == 200
     assert looked_up, "the recorder saw no lookup: the test would pass on anything"
     catalog = _catalog()
     missing = sorted({m for m in looked_up if m not in catalog and (m, 0) not in catalog})
     assert missing == []
+
+
+def test_every_operating_point_template_the_run_page_writes_has_a_korean_translation():
+    from judgement.analysis import sentences
+
+    catalog = _catalog()
+    missing = [t for t in sentences.OPERATING_POINT_TEMPLATES if t not in catalog]
+    assert missing == []
+    for template in sentences.OPERATING_POINT_TEMPLATES:
+        # The same placeholders, so the values fill the Korean as they fill the English.
+        assert sorted(re.findall(r"%\((\w+)\)s", catalog[template])) == \
+            sorted(re.findall(r"%\((\w+)\)s", template)), template
