@@ -18,6 +18,7 @@ from benchmarks.models import (
     OperatingPoint,
     Point,
     PointData,
+    ResultImport,
     Runtime,
     Workload,
 )
@@ -164,6 +165,25 @@ class AuditEventAdmin(admin.ModelAdmin):
     list_display = ("created_at", "actor_name", "action", "target_type", "target_label", "detail")
     list_filter = ("action", "target_type")
     search_fields = ("actor_name", "target_label", "detail")
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(ResultImport)
+class ResultImportAdmin(admin.ModelAdmin):
+    """Read-only: an import's state is written by its worker, and deleting a queued one here
+    would leave its stored file behind with no task to remove it."""
+
+    list_display = ("created_at", "file_name", "size", "created_by", "state", "progress")
+    list_filter = ("state",)
+    search_fields = ("file_name", "created_by__username")
 
     def has_add_permission(self, request) -> bool:
         return False

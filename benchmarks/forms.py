@@ -10,11 +10,12 @@ from django import forms
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.template.defaultfilters import filesizeformat
 
 from benchmarks import plans
 from benchmarks.imports import StatedFacts
 from benchmarks.models import Benchmark, Checkpoint, Node, Runtime, Workload
-from runner import schema
+from runner import schema, workloads
 
 MAX_REPEATS = 10
 MAX_LEVELS = 20
@@ -175,7 +176,12 @@ class LaunchForm(forms.Form):
         initial="case-study",
     )
     prompt_source = forms.ChoiceField(choices=Workload.PromptSource.choices, required=False)
-    dataset_path = forms.CharField(max_length=500, required=False)
+    # Choices: the files in HEADROOM_DATA_DIR, listed in __init__ (the node has the same folder).
+    dataset_path = forms.ChoiceField(
+        label="Dataset", required=False,
+        help_text="a JSONL file in the data directory (HEADROOM_DATA_DIR)",
+        error_messages={"invalid_choice": "%(value)s is not a file in the data directory."},
+    )
     input_tokens_min = forms.IntegerField(min_value=1, required=False)
     input_tokens_max = forms.IntegerField(min_value=1, required=False)
     output_tokens = forms.IntegerField(min_value=1, required=False)
@@ -216,6 +222,8 @@ class LaunchForm(forms.Form):
         for name, value in WORKLOAD_PRESETS["case-study"].items():
             self.fields[name].initial = value
         self.fields["load_levels"].initial = "2000"
+        names = workloads.dataset_names(settings.HEADROOM_DATA_DIR)
+        self.fields["dataset_path"].choices = [("", "none")] + [(name, name) for name in names]
 
     def engine_fields(self) -> list[forms.BoundField]:
         """The engine settings in EngineConfig's order, for the template to list."""
@@ -235,6 +243,16 @@ class LaunchForm(forms.Form):
             return schema.parse_goodput(self.cleaned_data["goodput"].split())
         except ValueError as exc:
             raise ValidationError(f"{exc}.") from None
+
+    def clean_dataset_path(self) -> str:
+        """A name from the list, checked again: the file may have changed since it was listed."""
+        name = self.cleaned_data["dataset_path"]
+        if name:
+            try:
+                workloads.dataset_file(name, settings.HEADROOM_DATA_DIR)
+            except workloads.DatasetError as exc:
+                raise ValidationError(f"{exc}.") from None
+        return name
 
     def clean_extra_args(self) -> list[str]:
         try:
@@ -327,7 +345,8 @@ class LaunchForm(forms.Form):
         if values["thinking"] and values["endpoint"] != "chat":
             self.add_error("thinking", "Thinking is a chat template switch: use the chat endpoint.")
         if values["prompt_source"] == "dataset" and not values["dataset_path"]:
-            self.add_error("dataset_path", "A dataset workload needs a JSONL path on the node.")
+            self.add_error("dataset_path",
+                           "A dataset workload needs a JSONL file from the data directory.")
         return None if self.errors else Workload(name="custom", **values)
 
     def _clean_levels(self, data: dict[str, Any], workload: Workload) -> list[float] | None:
@@ -436,8 +455,26 @@ class ImportForm(forms.Form):
         "checkpoint", "revision", "precision",
     )
 
+    def __init__(self, *args: Any, refused: str = "", **kwargs: Any) -> None:
+        """refused: why the upload handler did not take the file (benchmarks/uploads.py)."""
+        super().__init__(*args, **kwargs)
+        self.refused = refused
+        file = self.fields["file"]
+        if refused:
+            file.required = False  # its error is the refusal, not "This field is required."
+        # static/js/import.js refuses a larger file before sending it.
+        file.widget.attrs["data-max-bytes"] = str(settings.HEADROOM_MAX_UPLOAD_BYTES)
+        file.help_text = (
+            f"{file.help_text}, at most {filesizeformat(settings.HEADROOM_MAX_UPLOAD_BYTES)}"
+        )
+
     def stated_fields(self) -> list[forms.BoundField]:
         return [self[name] for name in self.STATED_FIELDS]
+
+    def clean_file(self) -> Any:
+        if self.refused:
+            raise ValidationError(self.refused)
+        return self.cleaned_data["file"]
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()

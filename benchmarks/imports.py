@@ -7,20 +7,38 @@ and the point's notes and a caveat on the run say who stated what.
 
 from __future__ import annotations
 
+import logging
+import threading
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
-from django.db import transaction
+from django.conf import settings
+from django.db import connection, transaction
 from django.utils import timezone
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from benchmarks.models import Benchmark, Caveat, Checkpoint, Runtime, Workload
+from benchmarks.models import (
+    AuditEvent,
+    Benchmark,
+    Caveat,
+    Checkpoint,
+    ResultImport,
+    Runtime,
+    Workload,
+)
 from benchmarks.points import store_point
-from runner.importer import UNKNOWN_HOST, UNKNOWN_MODEL, ImportFileError, load_result_file
+from runner.importer import UNKNOWN_HOST, UNKNOWN_MODEL, ImportFileError, iter_result_file
 from runner.schema import REVISION_RE, EngineInfo, PointResult, Provenance
 
-__all__ = ["ImportFileError", "StatedFacts", "apply_stated", "import_file", "import_points"]
+__all__ = [
+    "ImportFileError", "StatedFacts", "apply_stated", "import_file", "import_points",
+    "run_result_import",
+]
+
+log = logging.getLogger(__name__)
 
 STATED_CAVEAT = "stated-at-import"
 
@@ -156,14 +174,26 @@ def stated_by(user: Any) -> str:
 
 
 def import_file(
-    path: Path, *, name: str = "", user: Any = None, stated: StatedFacts | None = None
+    path: Path,
+    *,
+    source_file: str = "",
+    name: str = "",
+    user: Any = None,
+    stated: StatedFacts | None = None,
+    on_point: Callable[[int], None] | None = None,
 ) -> Benchmark:
-    """Read the file first (ImportFileError if it is bad), then store it in one transaction."""
-    points = load_result_file(path)
-    if not points:
-        raise ImportFileError(f"{path.name}: no points in this file")
+    """Store a result file as one imported run, reading it a point at a time.
+
+    source_file is the file's name as its owner gave it (default: the path's); ImportFileError
+    if the file is bad anywhere, with nothing stored.
+    """
+    source_file = source_file or path.name
+    points = iter_result_file(
+        path, name=source_file, max_document_bytes=settings.HEADROOM_MAX_IMPORT_DOCUMENT_BYTES
+    )
     return import_points(
-        points, name=name or path.name, source_file=path.name, user=user, stated=stated
+        points, name=name or source_file, source_file=source_file, user=user, stated=stated,
+        on_point=on_point,
     )
 
 
@@ -220,47 +250,41 @@ def _runtime_for(point: PointResult) -> Runtime | None:
 
 
 def import_points(
-    points: list[PointResult],
+    points: Iterable[PointResult],
     *,
     name: str,
     source_file: str,
     user: Any = None,
     stated: StatedFacts | None = None,
+    on_point: Callable[[int], None] | None = None,
 ) -> Benchmark:
-    keys = [point.key for point in points]
-    duplicates = sorted({key for key in keys if keys.count(key) > 1})
-    if duplicates:
-        raise ImportFileError(f"{source_file}: point key {duplicates[0]!r} appears more than once")
+    """Store the points as one imported run, each as it comes, all in one transaction.
+
+    Only the current point is held: a bad point anywhere (ImportFileError from the reader, a
+    repeated key, a stated fact that cannot apply) rolls back every one before it.
+    on_point(count) is called after each point is stored.
+    """
     statement = Statement(by=stated_by(user))
-    if stated is not None:
-        completed = []
-        for point in points:
-            try:
-                point, told = apply_stated(point, stated, statement.by)
-            except ImportFileError as exc:
-                raise ImportFileError(f"{source_file}: {exc}") from None
-            completed.append(point)
-            statement.add(told)
-        points = completed
-    first = points[0]
-    now = timezone.now()
+    keys: set[str] = set()
+    benchmark: Benchmark | None = None
     with transaction.atomic():
-        benchmark = Benchmark.objects.create(
-            name=name[:200],
-            source=Benchmark.Source.IMPORTED,
-            runtime=_runtime_for(first),
-            checkpoint=_checkpoint_for(first),
-            workload=_workload_for(first),
-            plan={"name": first.plan_name, "imported_from": source_file},
-            created_by=user if user is not None and user.is_authenticated else None,
-            state=Benchmark.State.SUCCEEDED,
-            progress=1.0,
-            progress_note=f"imported from {source_file}",
-            started_at=now,
-            finished_at=now,
-        )
         for point in points:
+            if point.key in keys:
+                raise ImportFileError(
+                    f"{source_file}: point key {point.key!r} appears more than once"
+                )
+            keys.add(point.key)
+            if stated is not None:
+                point = _apply_stated_to(point, stated, statement, source_file)
+            if benchmark is None:
+                benchmark = _imported_benchmark(
+                    point, name=name, source_file=source_file, user=user
+                )
             store_point(benchmark, point)
+            if on_point is not None:
+                on_point(len(keys))
+        if benchmark is None:
+            raise ImportFileError(f"{source_file}: no points in this file")
         if statement.sentences():
             # On the run page beside the figures; each point's notes say what it received.
             Caveat.objects.create(
@@ -270,3 +294,169 @@ def import_points(
                 text=" ".join(statement.sentences()),
             )
     return benchmark
+
+
+def _apply_stated_to(
+    point: PointResult, stated: StatedFacts, statement: Statement, source_file: str
+) -> PointResult:
+    try:
+        point, told = apply_stated(point, stated, statement.by)
+    except ImportFileError as exc:
+        raise ImportFileError(f"{source_file}: {exc}") from None
+    statement.add(told)
+    return point
+
+
+def _imported_benchmark(
+    point: PointResult, *, name: str, source_file: str, user: Any
+) -> Benchmark:
+    """The run's row, described by the file's first point."""
+    now = timezone.now()
+    return Benchmark.objects.create(
+        name=name[:200],
+        source=Benchmark.Source.IMPORTED,
+        runtime=_runtime_for(point),
+        checkpoint=_checkpoint_for(point),
+        workload=_workload_for(point),
+        plan={"name": point.plan_name, "imported_from": source_file},
+        created_by=user if user is not None and user.is_authenticated else None,
+        state=Benchmark.State.SUCCEEDED,
+        progress=1.0,
+        progress_note=f"imported from {source_file}",
+        started_at=now,
+        finished_at=now,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# An uploaded file, imported by a worker (benchmarks.tasks.import_result_file)
+# ---------------------------------------------------------------------------------------------
+
+ImportState = ResultImport.State
+
+
+def run_result_import(import_id: int) -> str | None:
+    """Import a queued upload: claim it, store its points as one run, record how it ended.
+
+    Returns the final state, or None when there was nothing to claim (delivered twice, or the
+    row is gone). The stored file is deleted when the import ends, whichever way.
+    """
+    if not _claim_import(import_id):
+        log.info("result import %s not claimable: another delivery has it, or it is gone",
+                 import_id)  # fmt: skip
+        return None
+    row = ResultImport.objects.select_related("created_by").get(pk=import_id)
+    try:
+        return _import_row(row)
+    finally:
+        row.stored_path.unlink(missing_ok=True)
+
+
+def _claim_import(import_id: int) -> bool:
+    """queued -> running."""
+    claimed = ResultImport.objects.filter(pk=import_id, state=ImportState.QUEUED).update(
+        state=ImportState.RUNNING, started_at=timezone.now()
+    )
+    return bool(claimed)
+
+
+def _import_row(row: ResultImport) -> str:
+    progress = ImportProgress(row.pk)
+    try:
+        with progress, transaction.atomic():
+            benchmark = import_file(
+                row.stored_path,
+                source_file=row.file_name,
+                name=row.name,
+                user=row.created_by,
+                stated=StatedFacts(**row.stated),
+                on_point=progress.report,
+            )
+            # With the run, in its transaction: the record and the import are kept together.
+            AuditEvent.objects.record(row.created_by, AuditEvent.Action.IMPORTED, benchmark,
+                                      detail=f"from {row.file_name}")  # fmt: skip
+            _finish_import(row.pk, ImportState.SUCCEEDED, progress.count, benchmark=benchmark)
+        return ImportState.SUCCEEDED
+    except ImportFileError as exc:
+        message = f"Cannot import {row.file_name}: {str(exc).removeprefix(row.file_name + ': ')}"
+    except Exception as exc:  # noqa: BLE001 - any failure is recorded on the row
+        log.exception("result import %s failed", row.pk)
+        message = (
+            f"The import stopped on an unexpected error ({type(exc).__name__}); nothing was "
+            "stored. The worker's log has the details."
+        )
+    _finish_import(row.pk, ImportState.FAILED, progress.count, error_message=message)
+    return ImportState.FAILED
+
+
+def _finish_import(
+    import_id: int,
+    state: str,
+    progress: int,
+    *,
+    benchmark: Benchmark | None = None,
+    error_message: str = "",
+) -> bool:
+    """running -> succeeded | failed."""
+    assert state in ResultImport.FINAL_STATES, state
+    finished = ResultImport.objects.filter(pk=import_id, state=ImportState.RUNNING).update(
+        state=state,
+        progress=progress,
+        benchmark=benchmark,
+        error_message=error_message,
+        finished_at=timezone.now(),
+    )
+    return bool(finished)
+
+
+class ImportProgress:
+    """The count of points read, written to the import's row from a thread of its own.
+
+    The points go in within one transaction, which the polling page cannot see into; this
+    thread's own database connection commits the count as it grows, every
+    HEADROOM_HEARTBEAT_S. `report` is only an attribute store, so the import never waits on it.
+    """
+
+    def __init__(self, import_id: int) -> None:
+        self.import_id = import_id
+        self.count = 0
+        self.written = 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="headroom-import", daemon=True)
+
+    def report(self, count: int) -> None:
+        self.count = count
+
+    def __enter__(self) -> ImportProgress:
+        self.thread.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop.set()
+        self.thread.join(timeout=settings.HEADROOM_HEARTBEAT_S + 5)
+
+    def _run(self) -> None:
+        try:
+            while not self.stop.wait(settings.HEADROOM_HEARTBEAT_S):
+                self.write_once()
+        finally:
+            connection.close()  # this thread's own connection
+
+    def write_once(self) -> None:
+        count = self.count
+        if count == self.written:
+            return
+        try:
+            ResultImport.objects.filter(pk=self.import_id, state=ImportState.RUNNING).update(
+                progress=count
+            )
+            self.written = count
+        except Exception:  # noqa: BLE001 - a locked SQLite or a blip: the next write catches up
+            log.warning("progress of result import %s not written", self.import_id,
+                        exc_info=True)  # fmt: skip
+            connection.close()

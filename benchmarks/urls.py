@@ -6,6 +6,12 @@ urlpatterns = [
     path("runs/", views.runs, name="runs"),
     path("runs/new/", views.run_new, name="run_new"),
     path("runs/import/", views.run_import, name="run_import"),
+    path("runs/imports/<uuid:code>/", views.run_import_status, name="run_import_status"),
+    path(
+        "runs/imports/<uuid:code>/progress.json",
+        views.run_import_progress,
+        name="run_import_progress",
+    ),
     path("runs/<uuid:code>/", views.run_detail, name="run_detail"),
     path("runs/<uuid:code>/progress.json", views.run_progress, name="run_progress"),
     path("runs/<uuid:code>/cancel/", views.run_cancel, name="run_cancel"),

@@ -9,8 +9,10 @@ those that name an engine setting or provenance fill those fields, the others ar
 
 What a file cannot tell (whether responses were cut short, the goodput SLOs) is written into the
 point's notes instead of being guessed, and so is every figure computed from the file rather
-than read from it. A file is read whole before any point is returned: one bad line or value
-refuses the whole file with a message naming the line and the field.
+than read from it. A bad line or value refuses the file with a message naming the line and the
+field. Points are returned one at a time (iter_result_file): Headroom's JSONL is never read
+whole, a vllm bench document is parsed once, and JSON nested deeper than a result file ever is
+(MAX_JSON_DEPTH) is refused before it is parsed.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -27,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from runner.metrics import summary_ms
 from runner.responses import chunk_token_counts
-from runner.results import ResultFileError, read_points
+from runner.results import ResultFileError, iter_points
 from runner.schema import (
     Checkpoint,
     EngineConfig,
@@ -120,6 +123,18 @@ BACKEND_ENGINES = {
 UNKNOWN_HOST = "unknown (not recorded by vllm bench)"
 UNKNOWN_MODEL = "unknown"
 
+# A result nests about five levels deep (a point, its requests, one request's chunk times). A
+# document nested deeper than this is not a result file, and is refused before it is parsed: a
+# file of "[[[[..." would otherwise drive the parser's recursion to its limit.
+MAX_JSON_DEPTH = 64
+TOO_DEEP = f"JSON nested too deeply to be a result file (over {MAX_JSON_DEPTH} levels)"
+# A JSON string (escapes included) or a bracket: all the nesting check needs to read.
+STRING_OR_BRACKET = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+# How every line of Headroom's JSONL starts (runner.results.append_point writes schema_version
+# first), and how much of a file's head is read to see it.
+HEADROOM_LINE_START = b'{"schema_version":'
+HEADROOM_HEAD_BYTES = 4096
+
 
 class ImportFileError(ValueError):
     """A result file that cannot be read; the message says why and where."""
@@ -186,72 +201,125 @@ class _Metadata:
 # ---------------------------------------------------------------------------------------------
 
 
-def load_result_file(path: Path) -> list[PointResult]:
+def load_result_file(
+    path: Path, *, name: str = "", max_document_bytes: int | None = None
+) -> list[PointResult]:
     """Every point in a Headroom results file (JSONL) or a vllm bench file; ImportFileError else."""
+    return list(iter_result_file(path, name=name, max_document_bytes=max_document_bytes))
+
+
+def iter_result_file(
+    path: Path, *, name: str = "", max_document_bytes: int | None = None
+) -> Iterator[PointResult]:
+    """The points of a result file, one at a time; messages call the file `name` (its own name
+    by default: an uploaded file is stored under a generated one).
+
+    Headroom's JSONL is read a line at a time, never whole: each line is one point. Anything else
+    is JSON documents read whole (a vllm bench file is one, --append-result writes one a line),
+    so such a file over max_document_bytes is refused before it is read; None sets no limit (a
+    file of one's own on the command line). A bad line raises when it is reached: a caller that
+    stores points stores them in one transaction (benchmarks.imports), so nothing is half-kept.
+    """
+    name = name or path.name
     if not path.is_file():
-        raise ImportFileError(f"{path}: no such file")
-    text = _read_text(path)
-    if not text.strip():
-        raise ImportFileError(f"{path}: the file is empty")
+        raise ImportFileError(f"{name}: no such file")
+    if _starts_as_headroom(path):
+        try:
+            # A last line cut short (a run killed mid-write) is skipped, as --resume skips it.
+            yield from iter_points(path, [], label=name)
+        except ResultFileError as exc:
+            raise ImportFileError(str(exc)) from None
+        return
+    size = path.stat().st_size
+    if max_document_bytes is not None and size > max_document_bytes:
+        raise ImportFileError(
+            f"{name}: a vllm bench file is read whole, and this one ({_megabytes(size)}) is "
+            f"over the {_megabytes(max_document_bytes)} limit for that"
+        )
+    yield from _document_points(_read_text(path, name), name)
+
+
+def _starts_as_headroom(path: Path) -> bool:
+    """Whether the file begins as Headroom's JSONL does, told from its first bytes."""
+    with path.open("rb") as handle:
+        head = handle.read(HEADROOM_HEAD_BYTES)
+    return head.lstrip().startswith(HEADROOM_LINE_START)
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / 2**20:.1f} MB"
+
+
+def _read_text(path: Path, name: str) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ImportFileError(f"{name}: not a text file (is it compressed or binary?)") from None
+
+
+def _document_points(text: str, name: str) -> Iterator[PointResult]:
+    """The points of JSON documents: the whole text, or one a line (--append-result).
+
+    Each document is parsed once; only the point made from it is kept.
+    """
+    lines = [(number, line) for number, line in enumerate(text.splitlines(), 1) if line.strip()]
+    if not lines:
+        raise ImportFileError(f"{name}: the file is empty")
+    if len(lines) > 1:
+        try:
+            first = _loads(lines[0][1])
+        except json.JSONDecodeError:
+            pass  # not one object a line: one document written over several lines
+        else:
+            yield _point_of(first, f"{name}:{lines[0][0]}")
+            del first
+            for number, line in lines[1:]:
+                yield _point_of(_line_document(name, number, line), f"{name}:{number}")
+            return
+    del lines
     try:
         document = _loads(text)
     except json.JSONDecodeError as exc:
-        if _first_line_is_json(text):
-            return _load_lines(path, text)  # several objects, one per line
         raise ImportFileError(
             f"not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg} "
             "(is the file truncated?)"
         ) from None
+    del text
+    yield _point_of(document, name)
+
+
+def _point_of(document: Any, source: str) -> PointResult:
+    """A Headroom point written as one JSON document, else a vllm bench serve result."""
     if isinstance(document, dict) and "schema_version" in document:
         try:
-            return [PointResult.model_validate(document)]
+            return PointResult.model_validate(document)
         except ValidationError as exc:
-            raise ImportFileError(f"{path}: not a valid Headroom point: {exc.errors()[0]['msg']}")
-    return [from_vllm_bench(document, source_name=path.name)]
+            raise ImportFileError(
+                f"{source}: not a valid Headroom point: {exc.errors()[0]['msg']}"
+            ) from None
+    return from_vllm_bench(document, source_name=source)
 
 
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise ImportFileError(f"{path}: not a text file (is it compressed or binary?)") from None
+def check_nesting(text: str) -> None:
+    """Refuse JSON nested deeper than MAX_JSON_DEPTH, before any parser recurses into it."""
+    depth = 0
+    for match in STRING_OR_BRACKET.finditer(text):
+        opened = text[match.start()]
+        if opened in "[{":
+            depth += 1
+            if depth > MAX_JSON_DEPTH:
+                raise ImportFileError(TOO_DEEP)
+        elif opened in "]}":
+            depth -= 1
 
 
 def _loads(text: str) -> Any:
-    """json.loads, with deep nesting (RecursionError in the decoder) refused as a bad file."""
+    """json.loads after the nesting check; a RecursionError in the decoder is refused alike."""
+    check_nesting(text)
     try:
         return json.loads(text)
     except RecursionError:
-        raise ImportFileError("JSON nested too deeply to be a result file") from None
-
-
-def _first_line_is_json(text: str) -> bool:
-    """Whether the text may be JSONL: more than one line, the first a whole JSON value."""
-    lines = [line for line in text.splitlines() if line.strip()]
-    if len(lines) < 2:
-        return False
-    try:
-        _loads(lines[0])
-    except (json.JSONDecodeError, ImportFileError):
-        return False
-    return True
-
-
-def _load_lines(path: Path, text: str) -> list[PointResult]:
-    """Headroom's JSONL (its first object has schema_version), or `--append-result` lines."""
-    lines = [(number, line) for number, line in enumerate(text.splitlines(), 1) if line.strip()]
-    first = _loads(lines[0][1])
-    if isinstance(first, dict) and "schema_version" in first:
-        try:
-            return read_points(path).points
-        except ResultFileError as exc:
-            raise ImportFileError(str(exc)) from exc
-    # Every line is read before any point is returned, so one bad line imports nothing.
-    points = []
-    for number, line in lines:
-        document = _line_document(path.name, number, line)
-        points.append(from_vllm_bench(document, source_name=f"{path.name}:{number}"))
-    return points
+        raise ImportFileError(TOO_DEEP) from None
 
 
 def _line_document(name: str, number: int, line: str) -> Any:

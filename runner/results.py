@@ -7,6 +7,7 @@ truncated last line (the process died mid-write) is skipped with a warning when 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,25 +38,35 @@ def append_point(path: Path, point: PointResult) -> None:
 
 def read_points(path: Path) -> ReadResult:
     """Every point of a results file, validated against the schema."""
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError as exc:
-        raise ResultFileError(f"{path}: not a text file ({exc.reason})") from exc
     result = ReadResult(points=[])
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            result.points.append(PointResult.model_validate_json(line))
-        except ValidationError as exc:
-            if number == len(lines) and _looks_truncated(exc):
-                result.warnings.append(
-                    f"{path}:{number}: last line is cut short (a run was killed mid-write); "
-                    "skipped"
-                )
-                continue
-            raise ResultFileError(f"{path}:{number}: not a Headroom point: {_first_error(exc)}")
+    result.points.extend(iter_points(path, result.warnings))
     return result
+
+
+def iter_points(path: Path, warnings: list[str], *, label: str = "") -> Iterator[PointResult]:
+    """The points of a results file one line at a time: a big file is never held whole.
+
+    A last line cut short is skipped and said in `warnings`. Messages name the file as `label`
+    (default: its path), so an uploaded file is named as its uploader called it.
+    """
+    label = label or str(path)
+    size = path.stat().st_size
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            if not raw.strip():
+                continue
+            try:
+                yield PointResult.model_validate_json(raw)
+            except ValidationError as exc:
+                if handle.tell() == size and _looks_truncated(exc):
+                    warnings.append(
+                        f"{label}:{number}: last line is cut short (a run was killed "
+                        "mid-write); skipped"
+                    )
+                    continue
+                raise ResultFileError(
+                    f"{label}:{number}: not a Headroom point: {_first_error(exc)}"
+                ) from None
 
 
 def finished_keys(path: Path) -> frozenset[str]:

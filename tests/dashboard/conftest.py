@@ -90,7 +90,8 @@ def celery_worker_queue(transactional_db, tmp_path):
     }
     log_path = tmp_path / "worker.log"
     command = [
-        sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", queue,
+        sys.executable, "-m", "celery", "-A", "config", "worker", "-Q",
+        f"{queue},{settings.HEADROOM_IMPORT_QUEUE}",  # its node's runs, and uploaded files
         "--concurrency", "1", "--prefetch-multiplier", "1", "--pool", "prefork",
         "--without-gossip", "--without-mingle", "--loglevel", "INFO",
     ]

@@ -8,11 +8,26 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 
-from benchmarks.models import Benchmark
+from benchmarks import tasks
+from benchmarks.models import Benchmark, ResultImport
 
 from .factories import make_point_result
 
-pytestmark = pytest.mark.django_db
+
+@pytest.fixture
+def run_imports_inline(monkeypatch, settings, tmp_path):
+    """Uploads go to a folder of the test's own, and each import's task runs at once, in this
+    process and this test's transaction, instead of on the broker (Celery's apply())."""
+    settings.HEADROOM_IMPORT_DIR = tmp_path / "imports"
+
+    def run_now(result_import: ResultImport) -> None:
+        tasks.import_result_file.apply(args=[result_import.pk], throw=True)
+
+    monkeypatch.setattr(tasks, "enqueue_import", run_now)
+    return settings.HEADROOM_IMPORT_DIR
+
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("run_imports_inline")]
 
 
 def results_jsonl(*points) -> bytes:
@@ -48,12 +63,22 @@ def test_uploading_a_vllm_bench_file_creates_a_run_with_its_caveat(owner_client)
     assert "vllm-bench-import" in set(point.caveats.values_list("code", flat=True))
 
 
+def status_page(client, response) -> tuple[ResultImport, str]:
+    """The import an upload redirected to, and its status page as the uploader sees it."""
+    assert response.status_code == 302
+    result_import = ResultImport.objects.get()
+    assert response["Location"] == f"/runs/imports/{result_import.code}/"
+    return result_import, client.get(response["Location"]).content.decode()
+
+
 def test_a_bad_upload_gets_a_clear_message_and_creates_nothing(owner_client):
     upload = SimpleUploadedFile("notes.json", b'{"hello": "world"}')
     response = owner_client.post("/runs/import/", {"file": upload})
-    assert response.status_code == 400
-    error = response.context["form"].errors["file"][0]
-    assert error.startswith("Cannot import notes.json:")
+    result_import, page = status_page(owner_client, response)
+    assert result_import.state == "failed"
+    assert result_import.error_message.startswith("Cannot import notes.json:")
+    assert "not a vllm bench serve result (missing duration" in result_import.error_message
+    assert result_import.error_message in page and "Nothing was stored." in page
     assert not Benchmark.objects.exists()
 
 
@@ -301,6 +326,7 @@ def test_an_import_reuses_an_approved_row_without_changing_it(owner_client):
 
 def test_a_file_whose_model_id_vllm_would_read_as_a_flag_is_refused(owner_client):
     response = upload(owner_client, {**VLLM_BENCH, "model_id": "--trust-remote-code"})
-    assert response.status_code == 400
-    assert "starts with '-'" in response.context["form"].errors["file"][0]
+    result_import, page = status_page(owner_client, response)
+    assert result_import.state == "failed"
+    assert "starts with '-'" in result_import.error_message
     assert not Benchmark.objects.exists()
