@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import logging
 import socket
-from datetime import timedelta
+from datetime import datetime
 
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from benchmarks.models import Benchmark, Node
+from benchmarks.models import Benchmark, Node, heartbeat_cutoff
 
 log = logging.getLogger(__name__)
 State = Benchmark.State
@@ -87,14 +86,24 @@ def request_cancel(benchmark: Benchmark) -> str:
     return "cancelling" if asked else Benchmark.objects.get(pk=benchmark.pk).state
 
 
-def reap_stale(now=None) -> int:
-    """Running runs whose heartbeat is older than HEADROOM_STALE_AFTER_S: their worker died."""
+def reap_stale(now: datetime | None = None) -> int:
+    """running -> failed for every run whose heartbeat is older than HEADROOM_STALE_AFTER_S.
+
+    Any node's worker and the web pages call this, so a run ends even when its own node's
+    worker never comes back: no filter by node. The UPDATE repeats the stale condition, so a
+    run whose worker beat again, or finished, since the read is left alone. The read first
+    keeps the common case (nothing stale, every page poll) free of writes, which matters on
+    SQLite (make demo), where any write takes the database's single write lock.
+    """
     now = now or timezone.now()
-    cutoff = now - timedelta(seconds=settings.HEADROOM_STALE_AFTER_S)
-    reaped = Benchmark.objects.filter(state=State.RUNNING, heartbeat_at__lt=cutoff).update(
+    stale = Benchmark.objects.stale(now)
+    if not stale.exists():
+        return 0
+    cutoff = heartbeat_cutoff(now)
+    reaped = stale.update(
         state=State.FAILED,
         finished_at=now,
-        error_type="WorkerLost",
+        error_type=Benchmark.WORKER_LOST,
         error_message=(
             f"No heartbeat since before {cutoff:%Y-%m-%d %H:%M:%S} UTC: the worker stopped "
             "(killed, out of memory, or past its hard time limit). Finished points are kept."
@@ -114,7 +123,7 @@ def fail_orphans(node: Node) -> int:
     return Benchmark.objects.filter(node=node, state=State.RUNNING).update(
         state=State.FAILED,
         finished_at=timezone.now(),
-        error_type="WorkerLost",
+        error_type=Benchmark.WORKER_LOST,
         error_message="The worker restarted while this run was in progress. "
         "Finished points are kept.",
         progress_note="worker lost",

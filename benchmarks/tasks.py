@@ -22,8 +22,8 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
-from benchmarks import lifecycle, plans
-from benchmarks.models import Benchmark
+from benchmarks import imports, lifecycle, plans
+from benchmarks.models import Benchmark, ResultImport
 from benchmarks.points import store_point
 from runner.sweep import Cancelled, Progress, run_plan
 
@@ -111,7 +111,8 @@ def execute_benchmark(benchmark_id: int) -> str:
     with RunMonitor(benchmark_id, cancel) as monitor:
         try:
             for result in run_plan(
-                plan, workdir, skip_keys=skip_keys, cancel=cancel, on_progress=monitor.report
+                plan, workdir, skip_keys=skip_keys, cancel=cancel, on_progress=monitor.report,
+                data_dir=settings.HEADROOM_DATA_DIR,  # a plan's dataset is named inside it
             ):
                 store_point(benchmark, result)
         except Cancelled:
@@ -194,8 +195,13 @@ class RunMonitor:
             changes["progress"] = progress_fraction(progress)
             changes["progress_note"] = progress.note[:300]
             self.written = progress
-        rows.update(**changes)
-        if rows.filter(cancel_requested=True).exists():
+        if not rows.update(**changes):
+            # No longer running: reaped while this worker lived (its heartbeat stalled past
+            # HEADROOM_STALE_AFTER_S) or deleted. Stop the engine rather than hold the GPUs
+            # for a run that has already ended.
+            log.warning("benchmark %s is no longer running: stopping its sweep", self.benchmark_id)
+            self.cancel.set()
+        elif rows.filter(cancel_requested=True).exists():
             self.cancel.set()
 
 
@@ -219,7 +225,11 @@ def collect_hardware_facts() -> dict[str, object] | None:
 
 
 class NodeHeartbeat(threading.Thread):
-    """In the worker's main process: keeps the node's heartbeat fresh and reaps dead runs."""
+    """In the worker's main process: keeps the node's heartbeat fresh and reaps dead runs.
+
+    The reaper it runs ends stale runs of every node, not only its own: a node whose worker
+    died has nobody else to end them (the web pages reap too, for a fleet with no worker).
+    """
 
     def __init__(self, queue: str) -> None:
         super().__init__(name="headroom-node-heartbeat", daemon=True)
@@ -229,14 +239,17 @@ class NodeHeartbeat(threading.Thread):
         beats = 0
         while True:
             time.sleep(settings.HEADROOM_HEARTBEAT_S)
-            try:
-                lifecycle.touch_node(self.queue)
-                beats += 1
-                if beats % REAP_EVERY_BEATS == 0:
-                    lifecycle.reap_stale()
-            except Exception:  # noqa: BLE001 - a database blip must not end the heartbeat
-                log.exception("node heartbeat failed")
-                connection.close()
+            beats += 1
+            self.beat(reap=beats % REAP_EVERY_BEATS == 0)
+
+    def beat(self, *, reap: bool) -> None:
+        try:
+            lifecycle.touch_node(self.queue)
+            if reap:
+                lifecycle.reap_stale()
+        except Exception:  # noqa: BLE001 - a database blip must not end the heartbeat
+            log.exception("node heartbeat failed")
+            connection.close()
 
 
 @worker_ready.connect
@@ -244,9 +257,12 @@ def register_worker_node(sender: object = None, **_: object) -> None:
     queue = settings.HEADROOM_NODE_QUEUE
     consumed = {q.name for q in getattr(getattr(sender, "task_consumer", None), "queues", [])}
     if consumed and queue not in consumed:
-        # The node would be offered in the form while nobody listens on its queue.
-        log.error("HEADROOM_NODE_QUEUE=%s but this worker consumes %s: start it with -Q %s",
-                  queue, sorted(consumed), queue)
+        # Registering would offer the node in the form while nobody listens on its queue; a
+        # worker beside the web server that only parses uploads is no node at all.
+        if consumed != {settings.HEADROOM_IMPORT_QUEUE}:
+            log.error("HEADROOM_NODE_QUEUE=%s but this worker consumes %s: start it with -Q %s",
+                      queue, sorted(consumed), queue)
+        return
     node = lifecycle.register_node(queue, settings.HEADROOM_LAUNCH_STYLE, collect_hardware_facts())
     orphans = lifecycle.fail_orphans(node)
     lifecycle.reap_stale()
@@ -254,3 +270,16 @@ def register_worker_node(sender: object = None, **_: object) -> None:
     # Pool children may be forked later from this process: they must not share its socket.
     connection.close()
     NodeHeartbeat(queue).start()
+
+
+def enqueue_import(result_import: ResultImport) -> None:
+    """Send an upload's import id to the import queue (CELERY_TASK_ROUTES); raises if the
+    broker is unreachable. Called after its row and file are committed, as a launch is."""
+    with import_result_file.app.connection_for_write() as connection:
+        import_result_file.apply_async(args=[result_import.pk], connection=connection)
+
+
+@shared_task(name="benchmarks.tasks.import_result_file")
+def import_result_file(import_id: int) -> None:
+    """Parse and store an uploaded result file, on a worker that reads the web's import folder."""
+    imports.run_result_import(import_id)

@@ -6,10 +6,8 @@ from __future__ import annotations
 import csv
 import json
 import logging
-import tempfile
 from collections import defaultdict
 from collections.abc import Iterator
-from pathlib import Path
 from urllib.parse import urlencode
 from uuid import UUID
 
@@ -23,20 +21,23 @@ from django.db import transaction
 from django.db.models import Q
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_POST, require_safe
 from kombu.exceptions import OperationalError as BrokerError
 
 from judgement import charts
-from benchmarks import lifecycle, tasks, views_judgement
+from benchmarks import lifecycle, tasks, uploads, views_judgement
 from benchmarks.forms import ImportForm, LaunchForm
-from benchmarks.imports import ImportFileError, import_file
 from benchmarks.models import (
     AuditEvent,
     Benchmark,
     Caveat,
     Checkpoint,
+    Node,
     Point,
     PointData,
+    ResultImport,
     Runtime,
 )
 from benchmarks.points import METRIC_FIELDS, point_to_result
@@ -49,12 +50,22 @@ AUDIT_EVENTS_PER_PAGE = 100
 LAUNCH = "benchmarks.launch_benchmark"
 CANCEL_ANY = "benchmarks.cancel_any_benchmark"
 IMPORT = "benchmarks.import_results"
+VIEW_ANY_IMPORT = "benchmarks.view_resultimport"
 VIEW_AUDIT = "benchmarks.view_auditevent"
 
 
 def _get_benchmark_for_user(request: HttpRequest, code: UUID) -> Benchmark:
     """Every logged-in teammate sees every run: Headroom is a team's shared lab notebook."""
     queryset = Benchmark.objects.select_related("node", "runtime", "checkpoint", "workload")
+    return get_object_or_404(queryset, code=code)
+
+
+def _get_import_for_user(request: HttpRequest, code: UUID) -> ResultImport:
+    """An upload's import is its uploader's; another's needs view_resultimport (superusers).
+    Anyone else gets a 404: the page names a file that someone else chose to upload."""
+    queryset = ResultImport.objects.select_related("benchmark")
+    if not request.user.has_perm(VIEW_ANY_IMPORT):
+        queryset = queryset.filter(created_by=request.user)
     return get_object_or_404(queryset, code=code)
 
 
@@ -69,6 +80,8 @@ def can_cancel(user, benchmark: Benchmark) -> bool:
 @login_required
 @require_safe
 def runs(request: HttpRequest) -> HttpResponse:
+    # The list is where people look for dead runs: end them here, even with no worker left to.
+    lifecycle.reap_stale()
     queryset = Benchmark.objects.for_list()
     filters = {
         "model": request.GET.get("model", ""),
@@ -125,48 +138,97 @@ def run_new(request: HttpRequest) -> HttpResponse:
             )
         else:
             messages.success(request, f"Queued on {benchmark.node.queue}.")
+            offline = benchmark.node.offline_note()
+            if offline:
+                messages.warning(request, offline)
             return redirect("run_detail", code=benchmark.code)
-    return render(request, "runs/new.html", {"form": form}, status=400 if form.errors else 200)
+    ctx = {"form": form, "nodes": Node.objects.all()}
+    return render(request, "runs/new.html", ctx, status=400 if form.errors else 200)
 
 
+@csrf_exempt  # checked by _run_import: the CSRF check reads the body, so it must come after
 @login_required
 @permission_required(IMPORT, raise_exception=True)
 def run_import(request: HttpRequest) -> HttpResponse:
-    form = ImportForm(request.POST or None, request.FILES or None)
-    if request.method == "POST" and form.is_valid():
-        upload = form.cleaned_data["file"]
-        if upload.size > settings.HEADROOM_MAX_UPLOAD_BYTES:
-            form.add_error("file", "This file is larger than the upload limit.")
-        else:
-            benchmark = _import_upload(request, form, upload)
-            if benchmark is not None:
-                messages.success(request, f"Imported {benchmark.points_done} point(s).")
-                return redirect("run_detail", code=benchmark.code)
+    """The upload form. Its handler enforces the size limit as the body arrives, so it is put in
+    place before anything reads the body: hence csrf_protect on the view behind this one, as
+    Django's documentation does for upload handlers that a view installs."""
+    handler = uploads.ResultFileUploadHandler(request)
+    request.upload_handlers = [handler]
+    return _run_import(request, handler)
+
+
+@csrf_protect
+def _run_import(request: HttpRequest, handler: uploads.ResultFileUploadHandler) -> HttpResponse:
+    posted = request.method == "POST"
+    form = ImportForm(
+        request.POST if posted else None, request.FILES if posted else None,
+        refused=handler.refusal,
+    )  # fmt: skip
+    if posted and form.is_valid():
+        result_import = _queue_import(request, form)
+        if result_import is not None:
+            return redirect("run_import_status", code=result_import.code)
     return render(request, "runs/import.html", {"form": form}, status=400 if form.errors else 200)
 
 
-def _import_upload(request: HttpRequest, form: ImportForm, upload) -> Benchmark | None:
-    # The importer reads paths; keep the original suffix, it tells JSONL from JSON.
-    suffix = Path(upload.name).suffix[:10]
-    with tempfile.NamedTemporaryFile(suffix=suffix) as handle:
-        for chunk in upload.chunks():
-            handle.write(chunk)
-        handle.flush()
-        try:
-            with transaction.atomic():
-                benchmark = import_file(
-                    Path(handle.name),
-                    name=form.cleaned_data["name"] or upload.name,
-                    user=request.user,
-                    stated=form.cleaned_data["stated"],
-                )
-                AuditEvent.objects.record(request.user, AuditEvent.Action.IMPORTED, benchmark,
-                                          detail=f"from {upload.name}")
-            return benchmark
-        except ImportFileError as exc:
-            message = str(exc).replace(handle.name, upload.name)
-            form.add_error("file", f"Cannot import {upload.name}: {message}")
-            return None
+def _queue_import(request: HttpRequest, form: ImportForm) -> ResultImport | None:
+    """Keep the received file under its import's generated name, then enqueue the import.
+
+    The web never parses the file: a worker does (benchmarks.imports.run_result_import).
+    """
+    upload = form.cleaned_data["file"]
+    with transaction.atomic():  # committed: a worker can always find the row and its file
+        result_import = ResultImport.objects.create(
+            created_by=request.user,
+            file_name=upload.name[:255],
+            size=upload.size,
+            name=form.cleaned_data["name"],
+            stated=form.cleaned_data["stated"].model_dump(exclude_none=True),
+        )
+        upload.keep(result_import.stored_path)
+    try:
+        tasks.enqueue_import(result_import)
+    except BrokerError as exc:
+        # As for a launch: an import nobody will run is not left behind, nor is its file.
+        log.error("broker unreachable at import: %s", exc)
+        result_import.stored_path.unlink(missing_ok=True)
+        result_import.delete()
+        form.add_error(
+            None,
+            "The task queue (broker) is unreachable, so nothing was imported. "
+            f"Check that Redis is running at {settings.CELERY_BROKER_URL.split('@')[-1]}.",
+        )
+        return None
+    return result_import
+
+
+def _import_status(result_import: ResultImport) -> dict[str, object]:
+    """What the status page shows and its progress.json returns."""
+    run = result_import.benchmark
+    return {
+        "state": result_import.state,
+        "final": result_import.is_final,
+        "progress": result_import.progress,
+        "error_message": result_import.error_message,
+        "run_url": reverse("run_detail", kwargs={"code": run.code}) if run else None,
+    }
+
+
+@login_required
+@require_safe
+@permission_required(IMPORT, raise_exception=True)
+def run_import_status(request: HttpRequest, code: UUID) -> HttpResponse:
+    result_import = _get_import_for_user(request, code)
+    ctx = {"result_import": result_import, "status": _import_status(result_import)}
+    return render(request, "runs/import_status.html", ctx)
+
+
+@login_required
+@require_safe
+@permission_required(IMPORT, raise_exception=True)
+def run_import_progress(request: HttpRequest, code: UUID) -> JsonResponse:
+    return JsonResponse(_import_status(_get_import_for_user(request, code)))
 
 
 @login_required
@@ -210,11 +272,15 @@ def run_detail(request: HttpRequest, code: UUID) -> HttpResponse:
 @login_required
 @require_safe
 def run_progress(request: HttpRequest, code: UUID) -> JsonResponse:
+    # An open run page polls this: a run whose worker died ends here even if no worker is
+    # left to reap it (lifecycle.reap_stale: one read, a conditional UPDATE only when stale).
+    lifecycle.reap_stale()
     b = _get_benchmark_for_user(request, code)
     return JsonResponse(
         {
             "state": b.state,
             "final": b.is_final,
+            "worker_lost": b.worker_lost,
             "progress": b.progress,
             "progress_note": b.progress_note,
             "points_done": b.points_done,

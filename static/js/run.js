@@ -129,8 +129,11 @@ function pollProgress() {
         window.location.reload();
         return;
       }
-      document.getElementById("run-state").textContent = p.state;
-      document.getElementById("run-note").textContent = p.progress_note;
+      // progress.json reaps a run whose worker died, so such a run is usually final above;
+      // one whose heartbeat went stale between the reap and the read says so here.
+      document.getElementById("run-state").textContent = p.worker_lost ? "worker lost" : p.state;
+      document.getElementById("run-note").textContent =
+        p.worker_lost ? "last heartbeat " + p.heartbeat_at : p.progress_note;
       document.getElementById("run-progress").value = p.progress;
       setTimeout(pollProgress, POLL_MS);
     })

@@ -1,15 +1,23 @@
-"""make demo: its first sweep passes the launch form, and it finds a broker with or without Redis."""
+"""make demo: its first sweep passes the launch form, it finds a broker with or without Redis,
+and one child's death leaves the others running while Ctrl-C still stops every process."""
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
 import subprocess
 import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
 
+import pytest
 from django.conf import settings
 from django.utils import timezone
 
-from benchmarks.demo import choose_broker
+from benchmarks.demo import Children, choose_broker, describe_exit, watch
 from benchmarks.forms import LaunchForm
 from benchmarks.management.commands.launch_demo_sweep import DEMO_FORM
 from runner.schema import SweepPlan
@@ -55,3 +63,152 @@ def test_the_filesystem_broker_gets_its_folders(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip().endswith("var/broker/messages")
+
+
+# ---------------------------------------------------------------------------------------------
+# The supervisor: real child processes in their own process groups
+# ---------------------------------------------------------------------------------------------
+
+SLEEPER = [sys.executable, "-c", "import time; time.sleep(600)"]
+
+
+@pytest.fixture
+def children():
+    started = Children(dict(os.environ))
+    yield started
+    # What a failing test left behind: the groups it started, and nothing else.
+    for child in started.children:
+        if child.process.returncode is None:
+            try:
+                os.killpg(child.process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            child.process.wait()
+
+
+@pytest.fixture
+def pid_file(tmp_path):
+    """Where leaves_a_grandchild writes its grandchild's pid; a grandchild still running after
+    the test (the code under test failed to stop it) is killed here."""
+    path = tmp_path / "grandchild.pid"
+    yield path
+    if path.exists() and path.read_text() and is_running(int(path.read_text())):
+        os.kill(int(path.read_text()), signal.SIGKILL)
+
+
+def returns_within(seconds: float, function, **kwargs) -> None:
+    """Fail rather than hang when a supervisor call does not return."""
+    thread = threading.Thread(target=function, kwargs=kwargs, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"{function.__name__} did not return within {seconds} s"
+
+
+def leaves_a_grandchild(pid_file: Path) -> list[str]:
+    """A child that starts a process in its group which ignores SIGTERM (as an engine might
+    while it shuts down), writes that process's pid, then sleeps."""
+    code = (
+        "import subprocess, sys, time\n"
+        "keep = 'import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)'\n"
+        "grandchild = subprocess.Popen([sys.executable, '-c', keep])\n"
+        f"open({str(pid_file)!r}, 'w').write(str(grandchild.pid))\n"
+        "time.sleep(600)\n"
+    )
+    return [sys.executable, "-c", code]
+
+
+def wait_for(condition, timeout_s: float = 20.0):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"not within {timeout_s} s")
+
+
+def is_running(pid: int) -> bool:
+    """Alive and not a zombie (an orphaned zombie may wait a while for its new parent)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
+def read_pid(pid_file: Path) -> int:
+    return int(wait_for(lambda: pid_file.exists() and pid_file.read_text()))
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+def test_a_dead_worker_leaves_the_web_server_serving(children, tmp_path):
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/"
+    web = children.start("web", [sys.executable, "-m", "http.server", str(port), "--bind",
+                                 "127.0.0.1", "--directory", str(tmp_path)])
+    worker = children.start("worker", SLEEPER, on_exit="worker stopped")
+    wait_for(lambda: answers(url))
+    os.kill(worker.process.pid, signal.SIGKILL)
+    exited = wait_for(children.newly_exited)
+    assert [child.name for child in exited] == ["worker"]
+    assert describe_exit(worker.process.returncode) == "killed by SIGKILL"
+    assert answers(url)
+    assert web.process.returncode is None
+    assert children.any_service_running()
+    assert children.newly_exited() == []  # reported once
+
+
+def test_a_dead_workers_leftovers_in_its_group_are_stopped_at_once(children, pid_file):
+    worker = children.start("worker", leaves_a_grandchild(pid_file))
+    grandchild = read_pid(pid_file)
+    os.kill(worker.process.pid, signal.SIGKILL)
+    wait_for(children.newly_exited)
+    wait_for(lambda: not is_running(grandchild))
+
+
+def test_stopping_the_demo_ends_every_process_its_children_started(children, pid_file):
+    web = children.start("web", SLEEPER)
+    worker = children.start("worker", leaves_a_grandchild(pid_file))
+    grandchild = read_pid(pid_file)
+    # The leaders' exit ends the wait, not the grace; the SIGTERM-proof grandchild is killed.
+    returns_within(10, children.stop_all, grace_s=30)
+    assert web.process.returncode == worker.process.returncode == -signal.SIGTERM
+    wait_for(lambda: not is_running(grandchild))
+
+
+def test_a_child_that_ignores_sigterm_is_killed_after_the_grace(children):
+    ignores_sigterm = (
+        "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)"
+    )
+    child = children.start("worker", [sys.executable, "-c", ignores_sigterm])
+    time.sleep(0.5)  # let it install its handler
+    returns_within(10, children.stop_all, grace_s=1)
+    assert child.process.returncode == -signal.SIGKILL
+
+
+def test_the_demo_watch_says_which_child_stopped_and_ends_when_both_services_have(
+    children, capsys
+):
+    children.start("worker", [sys.executable, "-c", "raise SystemExit(3)"],
+                   on_exit="worker stopped ({how}); pages served at {address}")
+    children.start("web", [sys.executable, "-c", "import time; time.sleep(1)"],
+                   on_exit="web stopped ({how})")
+    children.start("finisher", SLEEPER, service=False)  # does not keep the demo going
+    returns_within(20, watch, children=children, poll_s=0.05, address="127.0.0.1:8000")
+    out = capsys.readouterr().out
+    assert "worker stopped (exit code 3); pages served at 127.0.0.1:8000" in out
+    assert "web stopped (exit code 0)" in out
+    assert out.index("worker stopped") < out.index("web stopped")

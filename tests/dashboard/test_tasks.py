@@ -26,8 +26,8 @@ class FakeRunPlan:
         self.then = then
         self.calls = []
 
-    def __call__(self, plan, workdir, *, skip_keys, cancel, on_progress):
-        self.calls.append({"plan": plan, "skip_keys": skip_keys})
+    def __call__(self, plan, workdir, *, skip_keys, cancel, on_progress, data_dir):
+        self.calls.append({"plan": plan, "skip_keys": skip_keys, "data_dir": data_dir})
         for i, point in enumerate(self.points):
             on_progress(Progress(i, len(self.points), 5, 10, f"measuring {point.key}"))
             yield point
@@ -52,7 +52,7 @@ def install(monkeypatch, fake):
     return fake
 
 
-def test_a_claimed_run_stores_each_point_and_succeeds(monkeypatch):
+def test_a_claimed_run_stores_each_point_and_succeeds(monkeypatch, settings):
     benchmark = make_benchmark()
     fake = install(monkeypatch, FakeRunPlan(
         [make_point_result(max_num_seqs=256), make_point_result(max_num_seqs=512)]))
@@ -63,6 +63,7 @@ def test_a_claimed_run_stores_each_point_and_succeeds(monkeypatch):
     assert benchmark.progress == 1.0
     assert benchmark.started_at and benchmark.finished_at
     assert fake.calls[0]["plan"].name == "test sweep"
+    assert fake.calls[0]["data_dir"] == settings.HEADROOM_DATA_DIR  # datasets only from there
 
 
 def test_a_task_delivered_twice_runs_the_sweep_once(monkeypatch):
@@ -310,3 +311,24 @@ def test_a_trusted_checkpoints_run_may_use_code_loading_flags(monkeypatch):
     assert Benchmark.objects.get(pk=benchmark.pk).state == "succeeded"
     extra_args = fake.calls[0]["plan"].engine_configs[0].extra_args
     assert extra_args == ["--trust-remote-code", "--tokenizer", "org/tok"]
+
+
+class _Consumer:
+    """What register_worker_node reads off the Celery worker: the queues it consumes."""
+
+    def __init__(self, *names: str) -> None:
+        self.task_consumer = type("C", (), {"queues": [type("Q", (), {"name": n}) for n in names]})
+
+
+def test_a_worker_that_only_parses_uploads_registers_no_node(settings, monkeypatch):
+    started = []
+    monkeypatch.setattr(tasks.NodeHeartbeat, "start", lambda self: started.append(self))
+    # A real worker drops its connection before forking; inside a test transaction it stays.
+    monkeypatch.setattr(tasks.connection, "close", lambda: None)
+    tasks.register_worker_node(_Consumer(settings.HEADROOM_IMPORT_QUEUE))
+    assert not Node.objects.exists() and started == []
+    # A worker started with the wrong -Q is not registered either: nobody would listen.
+    tasks.register_worker_node(_Consumer("some-other-queue"))
+    assert not Node.objects.exists()
+    tasks.register_worker_node(_Consumer(settings.HEADROOM_NODE_QUEUE, "imports"))
+    assert Node.objects.filter(queue=settings.HEADROOM_NODE_QUEUE).exists() and started
