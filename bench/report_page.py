@@ -130,11 +130,14 @@ def _populate():
                 points[(seqs, requests, repeat)] = store_point(
                     benchmark, _result(seqs, requests, repeat))
     node_point = store_point(benchmark, _result(1024, 1024, 0, replicas=NODE_REPLICAS))
-    return Report.objects.create(
+    report = Report(
         title="Bench report", language="ko", benchmark=benchmark,
         baseline_point=points[(8, 1024, 0)], candidate_point=points[(1024, 1024, 0)],
         scaling_point=node_point, scaling_reference=points[(1024, 1024, 0)],
         items=list(Item.values), created_by=user)
+    report.issue_token()  # the link's token: only its digest is stored
+    report.save()
+    return report
 
 
 def main() -> int:
@@ -167,7 +170,7 @@ def main() -> int:
         print(f"populated in {time.perf_counter() - started:.1f} s: "
               f"{report.benchmark.points.count()} points, {SAMPLES} samples each")
         client = Client(HTTP_HOST="localhost")
-        url = f"/r/{report.token}/"
+        url = f"/r/{report.issued_token}/"
 
         def timed() -> tuple[float, int, int]:
             with CaptureQueriesContext(connection) as queries:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import re
 import uuid
-from datetime import timedelta
+from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -27,6 +28,17 @@ from runner.schema import check_command_value, check_model_source
 REVISION_REGEX = r"^[0-9a-f]{40}$"
 # Links shown as <a href>: http(s) only, so a javascript: or data: URL can never be stored.
 HTTP_URL_REGEX = r"^https?://"
+
+
+def heartbeat_cutoff(now: datetime | None = None) -> datetime:
+    """HEADROOM_STALE_AFTER_S before now: a heartbeat older than this means its worker is gone."""
+    return (now or timezone.now()) - timedelta(seconds=settings.HEADROOM_STALE_AFTER_S)
+
+
+def is_stale_heartbeat(heartbeat_at: datetime, now: datetime | None = None) -> bool:
+    """Strictly older than the cutoff, as the reaper's heartbeat_at__lt: a heartbeat exactly at
+    the cutoff still counts, so a page never calls lost a run the reaper would leave running."""
+    return heartbeat_at < heartbeat_cutoff(now)
 
 
 class Node(models.Model):
@@ -66,11 +78,25 @@ class Node(models.Model):
     def max_replicas(self) -> int:
         return max(self.gpu_count, 1)
 
-    def is_alive(self) -> bool:
-        if self.last_heartbeat_at is None:
-            return False
-        stale = timedelta(seconds=settings.HEADROOM_STALE_AFTER_S)
-        return timezone.now() - self.last_heartbeat_at < stale
+    def is_alive(self, now: datetime | None = None) -> bool:
+        """Its worker beat within HEADROOM_STALE_AFTER_S; offline otherwise, or never seen.
+
+        A run launched onto an offline node waits in the node's queue until its worker starts.
+        """
+        return self.last_heartbeat_at is not None and not is_stale_heartbeat(
+            self.last_heartbeat_at, now
+        )
+
+    def offline_note(self) -> str:
+        """What the launch form, the launch and a queued run's page say of an offline node."""
+        if self.is_alive():
+            return ""
+        last = self.last_heartbeat_at
+        since = f"since {last:%Y-%m-%d %H:%M:%S} UTC" if last else "yet"
+        return (
+            f"{self.queue} is offline (no worker heartbeat {since}): a run launched on it "
+            "waits in its queue until that node's worker starts."
+        )
 
 
 class Runtime(models.Model):
@@ -267,6 +293,11 @@ class BenchmarkQuerySet(models.QuerySet["Benchmark"]):
     def active(self) -> BenchmarkQuerySet:
         return self.exclude(state__in=Benchmark.FINAL_STATES)
 
+    def stale(self, now: datetime | None = None) -> BenchmarkQuerySet:
+        """Running runs whose worker died: the rule of Benchmark.heartbeat_is_stale, in SQL
+        (the partial index benchmark_running_heartbeat serves it)."""
+        return self.filter(state=Benchmark.State.RUNNING, heartbeat_at__lt=heartbeat_cutoff(now))
+
 
 class Benchmark(models.Model):
     """One launched (or imported) sweep and its lifecycle.
@@ -296,6 +327,8 @@ class Benchmark(models.Model):
         IMPORTED = "imported"
 
     FINAL_STATES = (State.SUCCEEDED, State.FAILED, State.CANCELLED)
+    # error_type of a run failed because its worker died (lifecycle.reap_stale, fail_orphans).
+    WORKER_LOST = "WorkerLost"
 
     code = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     name = models.CharField(max_length=200)
@@ -383,6 +416,21 @@ class Benchmark(models.Model):
     @property
     def is_final(self) -> bool:
         return self.state in self.FINAL_STATES
+
+    def heartbeat_is_stale(self, now: datetime | None = None) -> bool:
+        """Still 'running' on its row, but its worker stopped beating: read from the row alone,
+        so a page says so before any reaper has ended the run (BenchmarkQuerySet.stale)."""
+        return (
+            self.state == self.State.RUNNING
+            and self.heartbeat_at is not None
+            and is_stale_heartbeat(self.heartbeat_at, now)
+        )
+
+    @property
+    def worker_lost(self) -> bool:
+        """Its worker died mid-run: seen from a stale heartbeat, or already failed for it."""
+        reaped = self.state == self.State.FAILED and self.error_type == self.WORKER_LOST
+        return reaped or self.heartbeat_is_stale()
 
 
 
@@ -768,7 +816,7 @@ class AuditEventQuerySet(models.QuerySet["AuditEvent"]):
 
 
 class AuditEvent(models.Model):
-    """Who launched, cancelled, imported, published, revoked or approved what, and when.
+    """Who launched, cancelled, imported, published, revoked, re-issued or approved what, and when.
 
     Written only by AuditEvent.objects.record, next to the change; never edited (the admin is
     read-only). The target is a content type and id rather than a foreign key: the record must
@@ -782,6 +830,8 @@ class AuditEvent(models.Model):
         IMPORTED = "imported"
         PUBLISHED = "published"
         REVOKED = "revoked"
+        # A report version's link replaced by a new one (the old link stops working).
+        REISSUED = "reissued"
         APPROVED = "approved"
         TRUSTED = "trusted"
 
@@ -804,7 +854,7 @@ class AuditEvent(models.Model):
         constraints = [
             models.CheckConstraint(
                 condition=Q(action__in=["launched", "cancelled", "imported", "published",
-                                        "revoked", "approved", "trusted"]),
+                                        "revoked", "reissued", "approved", "trusted"]),
                 name="audit_event_action_known",
             ),
         ]
@@ -817,3 +867,78 @@ class AuditEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.actor_name or 'command line'} {self.action} {self.target_label}"
+
+
+class ResultImport(models.Model):
+    """One uploaded result file on its way to an imported run, and how that went.
+
+    The web stores the file (stored_path) and this row, then enqueues the id; a worker beside
+    the web parses the file there and stores its points. States and the only transitions, each
+    one conditional UPDATE (benchmarks/imports.py):
+
+        queued  -> running     a worker claims it
+        running -> succeeded   every point stored as one run (benchmark), in one transaction
+        running -> failed      the file was refused or the import raised: nothing is stored
+
+    succeeded and failed are final; the file is deleted when the import ends either way.
+    progress counts the points read so far; error_message says why an import failed.
+    """
+
+    class State(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
+
+    FINAL_STATES = (State.SUCCEEDED, State.FAILED)
+
+    code = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    # As the browser named it: shown and written into the run, never used as a path.
+    file_name = models.CharField(max_length=255)
+    size = models.PositiveBigIntegerField(help_text="bytes received")
+    name = models.CharField(max_length=200, blank=True, help_text="the run's name, if given")
+    stated = models.JSONField(
+        default=dict, blank=True, help_text="benchmarks.imports.StatedFacts given at upload"
+    )
+    state = models.CharField(max_length=10, choices=State.choices, default=State.QUEUED)
+    progress = models.PositiveIntegerField(default=0, help_text="points read so far")
+    error_message = models.TextField(blank=True)
+    benchmark = models.ForeignKey(
+        Benchmark, models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(state__in=["queued", "running", "succeeded", "failed"]),
+                name="result_import_state_known",
+            ),
+            # Only a succeeded import made a run (it may be deleted since: SET_NULL).
+            models.CheckConstraint(
+                condition=Q(benchmark__isnull=True) | Q(state="succeeded"),
+                name="result_import_run_only_when_succeeded",
+            ),
+            models.CheckConstraint(
+                condition=Q(finished_at__isnull=True) | Q(state__in=["succeeded", "failed"]),
+                name="result_import_finished_only_when_final",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.file_name} ({self.state})"
+
+    @property
+    def is_final(self) -> bool:
+        return self.state in self.FINAL_STATES
+
+    @property
+    def stored_path(self) -> Path:
+        """Where the received file waits for its worker: a generated name, never the user's."""
+        return Path(settings.HEADROOM_IMPORT_DIR) / f"{self.code}.upload"

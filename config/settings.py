@@ -311,9 +311,21 @@ STATICFILES_DIRS = [
 # a quick gunicorn) still serves everything, Plotly's JS included.
 WHITENOISE_USE_FINDERS = True
 
-# Uploaded result files are read from a temporary file; this caps what the web accepts.
+# Uploads. DATA_UPLOAD_MAX_MEMORY_SIZE caps a request's form fields, never its files; Django's
+# default handlers keep a file up to FILE_UPLOAD_MAX_MEMORY_SIZE in memory and write a larger one
+# to a temporary file, however large. The import page has its own handler instead
+# (benchmarks/uploads.py): a body over HEADROOM_MAX_UPLOAD_BYTES is refused by its Content-Length
+# before it is read, a file that passes the limit as it arrives is dropped, and an accepted file
+# goes straight to HEADROOM_IMPORT_DIR under a generated name. The web only stores it: a worker
+# consuming HEADROOM_IMPORT_QUEUE parses it there (benchmarks.tasks.import_result_file), so that
+# folder must be shared by the web server and that worker.
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 HEADROOM_MAX_UPLOAD_BYTES = envint("HEADROOM_MAX_UPLOAD_BYTES", str(512 * 1024 * 1024))
+# A vllm bench file is one JSON document, parsed whole (several times its size in memory); a
+# Headroom JSONL file is read a line at a time and has only the upload limit.
+HEADROOM_MAX_IMPORT_DOCUMENT_BYTES = envint(
+    "HEADROOM_MAX_IMPORT_DOCUMENT_BYTES", str(64 * 1024 * 1024)
+)
 
 # Report PDFs: headless Chromium prints the public page. Without it the PDF link answers 503
 # and the page's print stylesheet is the fallback.
@@ -340,8 +352,20 @@ if HEADROOM_LAUNCH_STYLE not in ("cpu", "serve", "docker"):
 # allowed). It fails closed: unset, no local path is launchable, since vLLM reads whatever folder
 # a checkpoint names with the worker's rights. `make demo` and the tests set var/ (the tiny model).
 HEADROOM_MODEL_DIRS = envdirs("HEADROOM_MODEL_DIRS")
+# Dataset files (JSONL prompts) a launch may name, on the web host and on every node: the launch
+# form lists the regular files here and the plan names one relative to this folder; the worker
+# reads it only from inside its own copy of the folder (runner.workloads.dataset_file).
+HEADROOM_DATA_DIR = Path(os.getenv("HEADROOM_DATA_DIR", str(BASE_DIR / "var" / "datasets")))
+if not HEADROOM_DATA_DIR.is_absolute():
+    # A relative one would mean another folder for each process's working directory.
+    raise ImproperlyConfigured(f"HEADROOM_DATA_DIR must be absolute, got {HEADROOM_DATA_DIR}")
 # Engine logs and scratch files of each run go under WORK_DIR/<benchmark code>/.
 HEADROOM_WORK_DIR = Path(os.getenv("HEADROOM_WORK_DIR", str(BASE_DIR / "var" / "work")))
+# Uploaded result files wait here (as <import code>.upload) until their import ends.
+HEADROOM_IMPORT_DIR = Path(os.getenv("HEADROOM_IMPORT_DIR", str(HEADROOM_WORK_DIR / "imports")))
+# The queue of imports: consumed by a worker beside the web server (it reads HEADROOM_IMPORT_DIR),
+# never by a GPU node's worker alone. `make demo` and the test worker consume it with their node's.
+HEADROOM_IMPORT_QUEUE = os.getenv("HEADROOM_IMPORT_QUEUE", "imports")
 # A running benchmark writes its heartbeat and progress (and looks for a cancel request) this
 # often; the node's worker refreshes its node as often...
 HEADROOM_HEARTBEAT_S = envint("HEADROOM_HEARTBEAT_S", "2")
@@ -382,10 +406,12 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         control_folder=str(_broker_dir / "control"),
     )
 # Each node has its own queue; tasks.enqueue_benchmark() names it per call (apply_async(queue=...)),
-# so no static route can send a sweep to the wrong GPUs. Unrouted tasks fail loudly instead:
-# there is no worker on the default queue.
+# so no static route can send a sweep to the wrong GPUs. An import goes where its file is, the
+# web side's import queue. Unrouted tasks fail loudly instead: no worker is on the default queue.
 CELERY_TASK_DEFAULT_QUEUE = "unrouted"
-CELERY_TASK_ROUTES: dict[str, dict[str, str]] = {}
+CELERY_TASK_ROUTES: dict[str, dict[str, str]] = {
+    "benchmarks.tasks.import_result_file": {"queue": HEADROOM_IMPORT_QUEUE},
+}
 # Submitting with the broker down must fail in about a second, so the form can say so.
 CELERY_TASK_PUBLISH_RETRY = True
 CELERY_TASK_PUBLISH_RETRY_POLICY = {

@@ -17,7 +17,7 @@ class ReportVersionInline(admin.TabularInline):
 
     model = ReportVersion
     extra = 0
-    fields = ("number", "generated_at", "language", "token", "published_by")
+    fields = ("number", "generated_at", "language", "published_by")
     readonly_fields = fields
     can_delete = False
     show_change_link = False
@@ -37,7 +37,7 @@ class ReportAdmin(admin.ModelAdmin):
     search_fields = ("title",)
     # Revocation only through the action below, which records who revoked; a revoked link
     # stays revoked (a customer was told it is gone).
-    readonly_fields = ("token", "created_at", "revoked_at")
+    readonly_fields = ("code", "created_at", "revoked_at")
     raw_id_fields = ("benchmark", "baseline_point", "candidate_point", "scaling_point",
                      "scaling_reference")
     inlines = [ReportVersionInline, ReportCaveatInline]

@@ -5,7 +5,8 @@ default operating point, the verdicts, the comparisons and the scaling); the rep
 chooses what to show and words it (reports/wording.py). This module builds the comparisons:
 the headline, the comparison table, the node scaling and the references; reports/sections.py
 the curve, the queue evidence and the methodology. Nothing but reports.page's dataclasses
-reaches the template, so a hostname, a user name or a link to a run cannot appear by accident.
+reaches the template, so a hostname, a user name or a link to a run cannot appear by accident;
+an engine label goes through facts.public_engine_label (no flag values, no local paths).
 
 The public page never calls this: it renders the snapshot reports/publishing.py stored when the
 version was published, so a link already sent cannot change. Call it inside
@@ -57,7 +58,7 @@ def _side(point: Point, label: str) -> Side:
     cpu = facts.is_cpu_engine(point)
     return Side(
         label=label + cpu_label(cpu),
-        config=point.engine_label,
+        config=facts.public_engine_label(point.engine_label),
         output_throughput=point.output_throughput,
         output_throughput_text=num(point.output_throughput),
         median_e2el_text=seconds(point.median_e2el_ms),
@@ -188,7 +189,8 @@ def _tuning_row(build: Build) -> TableRow:
         shows = _("Ratio %(ratio)s (%(change)s).") % {
             "ratio": ratio(ratio_value), "change": pct(guarded(comparison, "improvement_pct"))}
     settings = _("Engine settings %(before)s → %(after)s.") % {
-        "before": baseline.engine_label, "after": candidate.engine_label}
+        "before": facts.public_engine_label(baseline.engine_label),
+        "after": facts.public_engine_label(candidate.engine_label)}
     return TableRow(
         comparison=_("Local tuning: output tokens/s") + cpu,
         baseline=num(comparison.baseline_throughput),
@@ -365,7 +367,7 @@ def _references(content: ReportContent, build: Build) -> list[ReferenceRow]:
         label, point = chosen
         rows.append(ReferenceRow(
             **common,
-            local_label=f"{label}: {point.engine_label}",
+            local_label=f"{label}: {facts.public_engine_label(point.engine_label)}",
             local_value=num(result.local_value),
             ratio_text=ratio(guarded(result, "ratio") or 0.0),
             difference_text=pct(guarded(result, "difference_pct")),

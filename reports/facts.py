@@ -7,6 +7,7 @@ themselves come from judgement.judge (its one mapping from a row to a result), n
 
 from __future__ import annotations
 
+import re
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -29,6 +30,42 @@ def public_model_name(model: str | None) -> str | None:
     if model.startswith(("/", "./", "../", "~")) or "\\" in model:
         return PurePosixPath(model.replace("\\", "/")).name or None
     return model
+
+
+# One engine flag token as runner.schema.check_extra_args admits it: --name or --name=VALUE.
+_FLAG = re.compile(r"(--[A-Za-z0-9][A-Za-z0-9_-]*)(=.*)?")
+# Where an engine label's extra flags begin: EngineConfig.label() writes its named settings
+# ("seqs=64", never starting with "--") first, then the extra args joined by spaces.
+_EXTRA_FLAGS = re.compile(r"(?:^|,)(?=--)")
+
+
+def public_engine_label(label: str) -> str:
+    """An engine config's label for a customer: named settings as they are ("seqs=64"), extra
+    flags by name only, "(set)" where a value was given, since a value can be a local path or
+    a repository id ("--chat-template=/srv/x.jinja" -> "--chat-template (set)").
+
+    What is not a flag after the first one is a value and is left out, so a value written in
+    any shape (with spaces, commas, quotes) cannot come through.
+    """
+    found = _EXTRA_FLAGS.search(label)
+    if found is None:
+        return label
+    shown: list[str] = []
+    for token in label[found.end():].split(" "):
+        flag = _FLAG.fullmatch(token)
+        if flag is not None:
+            shown.append(flag[1] + (" (set)" if flag[2] else ""))
+        elif shown and not shown[-1].endswith(" (set)"):
+            shown[-1] += " (set)"  # the value of the flag before it
+    named = label[:found.start()]
+    return ",".join(part for part in (named, " ".join(shown)) if part)
+
+
+def public_point_key(key: str) -> str:
+    """A point key ("<engine label>|<load>|r<repeat>", runner.schema.point_key) with its engine
+    label as public_engine_label shows it."""
+    label, separator, rest = key.partition("|")
+    return public_engine_label(label) + separator + rest
 
 
 def public_provenance(point: Point) -> dict[str, Any]:

@@ -149,11 +149,13 @@ class ReportForm(forms.ModelForm):
             self.add_error("scaling_reference", problem)
 
     def save_for(self, user) -> Report:
-        """Save the report and publish its first version: the link is frozen from the start."""
+        """Save the report and publish its first version: the link is frozen from the start.
+        The report's issued_token is that link's token, to be shown once."""
         report: Report = super().save(commit=False)
         report.benchmark = self.benchmark
         report.comparison = self.comparison
         report.created_by = user
+        report.issue_token()
         with transaction.atomic():
             report.save()
             self.save_m2m()

@@ -9,7 +9,9 @@ editing a reference, an operating point or a point later never changes a link al
 
 from __future__ import annotations
 
+import hashlib
 import secrets
+import uuid
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -25,6 +27,36 @@ TOKEN_BYTES = 32
 
 def new_token() -> str:
     return secrets.token_urlsafe(TOKEN_BYTES)
+
+
+def token_digest(token: str) -> str:
+    """What the database keeps of a link token: its SHA-256, hex (64 characters).
+
+    A link is found by the digest of the token in its URL, so a copy of the database (a backup,
+    a read replica) opens no report, and the lookup compares digests, not the secret itself.
+    """
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def unclaimed_digest() -> str:
+    """The digest of a token nobody keeps: a row saved without issue_token() (the admin, a
+    shell) has a link that opens nothing until a new one is issued."""
+    return token_digest(new_token())
+
+
+class IssuesLinks:
+    """A row with a public link whose token only its digest (the token_digest field) keeps."""
+
+    token_digest: str
+    # The token of the link this instance issued, never saved: what the engineer is shown
+    # once. None on an instance loaded from the database.
+    issued_token: str | None = None
+
+    def issue_token(self) -> str:
+        """A new token for this row's link; sets its digest (the caller saves the row)."""
+        self.issued_token = new_token()
+        self.token_digest = token_digest(self.issued_token)
+        return self.issued_token
 
 
 class Item(models.TextChoices):
@@ -56,10 +88,11 @@ class ReportQuerySet(models.QuerySet["Report"]):
         return self.filter(created_by=user).order_by("-created_at")
 
 
-class Report(models.Model):
+class Report(IssuesLinks, models.Model):
     """One customer report and its links. Each published version has its own public link
     /r/<token>/ (the first version's is the report's own token); all of them answer 410 Gone
-    once the report is revoked or expired.
+    once the report is revoked or expired. Only each token's digest is stored: a link is shown
+    once, when it is issued (issue_token), and a lost one is re-issued.
 
     Source: a benchmark's points (baseline and candidate chosen by the engineer) and, when built
     from a saved comparison, that comparison's two points. The baseline/candidate columns are
@@ -70,7 +103,11 @@ class Report(models.Model):
         KO = "ko", "한국어"
         EN = "en", "English"
 
-    token = models.CharField(max_length=64, unique=True, default=new_token, editable=False)
+    # The engineer's pages name the report by this code; the public link's token is known only
+    # to whoever was shown it (issue_token).
+    code = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    token_digest = models.CharField(max_length=64, unique=True, default=unclaimed_digest,
+                                    editable=False)
     title = models.CharField(max_length=200)
     language = models.CharField(max_length=2, choices=Language.choices, default=Language.KO)
     # The sweep whose curve the report draws (the candidate's benchmark for a comparison).
@@ -150,7 +187,7 @@ class Report(models.Model):
         return "live"
 
 
-class ReportVersion(models.Model):
+class ReportVersion(IssuesLinks, models.Model):
     """One published state of a report: exactly what its link shows, frozen.
 
     `content` holds the page in each language as reports/content.py built it at `generated_at`
@@ -158,6 +195,7 @@ class ReportVersion(models.Model):
     points, operating point, references and caveats it was built from. Publishing again adds
     the next number with a new token, so a link already sent keeps showing its own version.
     Revocation and expiry stay on the report: they close every version's link at once.
+    Re-issuing a version's link replaces its digest: the old link answers 404 from then on.
 
     A report built before versions existed has none; it is frozen the first time its link is
     opened (publishing.first_version), which is what that link showed until then.
@@ -165,8 +203,9 @@ class ReportVersion(models.Model):
 
     report = models.ForeignKey(Report, models.CASCADE, related_name="versions")
     number = models.PositiveIntegerField()
-    # Version 1 takes the report's own token, so the first link sent keeps working.
-    token = models.CharField(max_length=64, unique=True, default=new_token, editable=False)
+    # Version 1 takes the report's own token digest, so the first link sent keeps working.
+    token_digest = models.CharField(max_length=64, unique=True, default=unclaimed_digest,
+                                    editable=False)
     language = models.CharField(max_length=2, choices=Report.Language.choices,
                                 help_text="the language the link opens in")
     generated_at = models.DateTimeField(default=timezone.now)

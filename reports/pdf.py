@@ -51,15 +51,16 @@ def chromium_path() -> Path | None:
     return path if path.is_file() and os.access(path, os.X_OK) else None
 
 
-def cached_pdf(version_token: str, language: str, render_html: Callable[[], str]) -> bytes:
+def cached_pdf(version_digest: str, language: str, render_html: Callable[[], str]) -> bytes:
     """The PDF of one report version in one language, printed on the first request only.
 
-    Files are named after the version's link token, not its row id: a database made afresh
-    (a new demo) reuses ids, and must not serve another report's PDF. render_html is called
-    only when the PDF has to be printed. Raises PdfBusy while another print runs,
-    PdfUnavailable when Chromium is missing or fails.
+    Files are named after the stored digest of the version's link token, not its row id: a
+    database made afresh (a new demo) reuses ids, and must not serve another report's PDF. A
+    re-issued link has a new digest, so its PDF is printed again. render_html is called only
+    when the PDF has to be printed. Raises PdfBusy while another print runs, PdfUnavailable
+    when Chromium is missing or fails.
     """
-    name = hashlib.sha256(f"{version_token}/{language}".encode()).hexdigest()[:40]
+    name = hashlib.sha256(f"{version_digest}/{language}".encode()).hexdigest()[:40]
     path = Path(settings.HEADROOM_PDF_DIR) / f"{name}.pdf"
     if path.is_file():
         return path.read_bytes()

@@ -4,6 +4,9 @@ A version's content is built once, in every report language, from the rows as th
 that moment, and stored as JSON; the public page and its PDF load it back with content_of()
 and read no other row. The same dataclasses describe the page either way (one pydantic
 adapter over reports.page.ReportContent), so a snapshot renders exactly as it was built.
+
+Each version's link token is made here (or, for version 1, with the report) and handed back on
+the instance (issued_token) for the engineer to see once; the database keeps its digest only.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from django.utils import timezone, translation
 from pydantic import TypeAdapter
 
 from reports.content import build_report_content
-from reports.models import Report, ReportVersion, new_token
+from reports.models import Report, ReportVersion
 from reports.page import ReportContent
 
 LANGUAGES = ("ko", "en")
@@ -40,7 +43,11 @@ def content_of(version: ReportVersion, language: str) -> ReportContent:
 def publish(report: Report, user: Any = None) -> ReportVersion:
     """Build the report from the stored rows now and keep it as its next version.
 
-    Raises AnalysisError when the rows cannot make the page (reports.content says why).
+    Version 1 opens with the report's own token, so a link sent before versions existed keeps
+    working; every later version gets a new one. The returned version's issued_token is the
+    token of its new link, or, for version 1, the report's when this same instance issued it
+    (None otherwise: that link is already out). Raises AnalysisError when the rows cannot make
+    the page (reports.content says why).
     """
     # One publisher at a time per report: the row lock makes the next number safe to take.
     Report.objects.select_for_update().filter(pk=report.pk).first()
@@ -53,16 +60,20 @@ def publish(report: Report, user: Any = None) -> ReportVersion:
             content = build_report_content(report, generated_at=generated_at, version=number)
         contents[language] = snapshot(content)
         sources = content.sources
-    version = ReportVersion.objects.create(
+    version = ReportVersion(
         report=report,
         number=number,
-        token=report.token if number == 1 else new_token(),
         language=report.language,
         generated_at=generated_at,
         content=contents,
         sources=sources,
         published_by=user if getattr(user, "is_authenticated", False) else None,
     )
+    if number == 1:
+        version.token_digest, version.issued_token = report.token_digest, report.issued_token
+    else:
+        version.issue_token()
+    version.save(force_insert=True)
     # Hand back the row as stored: jsonb keeps keys in its own order, and the chart data must
     # render the same on the first view as on every later one.
     version.refresh_from_db(fields=["content", "sources"])
@@ -81,6 +92,17 @@ def first_version(report: Report) -> ReportVersion:
     except IntegrityError:
         # Another request froze it between our look and our lock: show what it stored.
         return report.versions.get(number=1)
+
+
+def reissue(version: ReportVersion) -> str:
+    """A new link for the version, returning its token; the old link answers 404 from now on.
+
+    The report's own token, which a version 1 shares, stops opening anything too: it serves
+    only a report that has no version yet (views._public_version).
+    """
+    token = version.issue_token()
+    version.save(update_fields=["token_digest"])
+    return token
 
 
 def latest_version(report: Report) -> ReportVersion | None:

@@ -3,7 +3,8 @@ evidence, and the methodology (how each side was measured, on what)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django.utils.translation import gettext as _
@@ -19,7 +20,6 @@ from reports.wording import (
     cpu_label,
     kv_text,
     num,
-    pct,
     percent,
     queue_value,
     seconds,
@@ -40,14 +40,16 @@ def curve(content: ReportContent, build: Build) -> None:
     if shown.error is not None:
         content.curve_sentence = _no_operating_point_sentence()
     else:
-        content.curve_sentence = _tradeoff_sentence(shown.method, shown.evidence, shown.reason,
-                                                    by_key)
+        # The run page's own sentence (judge), in the report's language.
+        content.curve_sentence = _public_sentence(
+            judge.operating_point_sentence(shown), by_key).translated(_)
     content.sources["curve_points"] = [p.pk for p in points]
     content.sources["operating_point"] = shown.stored.pk if shown.stored else None
     content.sources["operating_point_point"] = selected.pk if selected else None
     figure = charts.throughput_figure(points)
+    # The curve is drawn from single-replica points: each trace's name is an engine label.
     traces = [{
-        "name": trace["name"],
+        "name": facts.public_engine_label(trace["name"]),
         "x": [None if v is None else v / 1000 for v in trace["x"]["median_e2el_ms"]],
         "y": trace["y"],
         "valid": trace["valid"],
@@ -57,45 +59,22 @@ def curve(content: ReportContent, build: Build) -> None:
         return
     content.curve_selected = _(
         "%(config)s at %(load)s: %(tps)s output tokens/s, median latency %(lat)s"
-    ) % {"config": selected.engine_label, "load": selected.load_label,
+    ) % {"config": facts.public_engine_label(selected.engine_label), "load": selected.load_label,
          "tps": num(selected.output_throughput), "lat": seconds(selected.median_e2el_ms)}
     content.curve_selected += cpu_label(facts.is_cpu_engine(selected))
     content.figures["curve"]["selected"] = {
         "x": None if selected.median_e2el_ms is None else selected.median_e2el_ms / 1000,
         "y": selected.output_throughput,
-        "name": selected.engine_label,
+        "name": facts.public_engine_label(selected.engine_label),
     }
 
 
-def _tradeoff_sentence(method: str, evidence: dict[str, Any], reason: str,
-                       by_key: dict[str, Point]) -> str:
-    """The trade-off at the operating point, quoting the selection's measured evidence.
-
-    The evidence, never the parameters: both hold throughput_gain_pct and latency_growth_pct,
-    the evidence as the measured step and the parameters as the thresholds it was tested
-    against, and a customer must read what was measured.
-    """
-    if method == "knee" and evidence.get("knee_found") and evidence.get("to_key") in by_key:
-        return _(
-            "The operating point is the last load level before the knee: going on to "
-            "%(load)s added %(gain)s output tokens/s while median latency rose %(growth)s."
-        ) % {"load": by_key[evidence["to_key"]].load_label,
-             "gain": pct(evidence["throughput_gain_pct"]),
-             "growth": pct(evidence["latency_growth_pct"])}
-    if method == "knee":
-        return _("No knee within the measured load levels: the highest-throughput point is "
-                 "shown as the operating point.")
-    if method == "slo":
-        return _("The operating point is the highest throughput within the latency limits "
-                 "(%(limits)s).") % {"limits": ", ".join(
-                     f"{name} <= {num(value)} ms"
-                     for name, value in (evidence.get("limits") or {}).items()) or "-"}
-    if method == "pareto":
-        return _("The operating point is the highest throughput per GPU on the Pareto frontier "
-                 "at the per-user speed target.")
-    if method == "override":
-        return _("The operating point was chosen by an engineer: %(reason)s") % {"reason": reason}
-    return _no_operating_point_sentence()
+def _public_sentence(sentence: Any, by_key: Mapping[str, Point]) -> Any:
+    """The run page's sentence with each point key in it (the SLO sentence names the next
+    point by its key) as the customer may read it: no engine flag values."""
+    values = {name: facts.public_point_key(value) if value in by_key else value
+              for name, value in sentence.values.items()}
+    return dataclasses.replace(sentence, values=values)
 
 
 def _no_operating_point_sentence() -> str:
@@ -123,7 +102,8 @@ def queue(content: ReportContent, build: Build) -> None:
                  .values_list("point_id", "samples"))
     sides, figures = [], []
     for point, label in ((baseline, _("Before")), (candidate, _("After"))):
-        title = f"{label}: {point.engine_label}{cpu_label(facts.is_cpu_engine(point))}"
+        config = facts.public_engine_label(point.engine_label)
+        title = f"{label}: {config}{cpu_label(facts.is_cpu_engine(point))}"
         sentence = _(
             "On average %(running)s requests ran while %(waiting)s waited (peak %(peak_waiting)s "
             "waiting); peak KV cache use %(kv)s."

@@ -1,5 +1,9 @@
-"""Engineer pages (login required; building, publishing and revoking need publish_report) and
-the public report page (no login, token only)."""
+"""Engineer pages (login required; building, publishing, re-issuing links and revoking need
+publish_report) and the public report page (no login, token only).
+
+Only the digest of a link's token is stored, so a link is shown once: on the page that answers
+the POST which issued it (build, publish, re-issue), never kept in a message or a session.
+"""
 
 from __future__ import annotations
 
@@ -25,29 +29,44 @@ from benchmarks.models import AuditEvent, Benchmark, Comparison
 from reports import pdf, publishing
 from reports.content import build_report_content
 from reports.forms import ReportForm
-from reports.models import Report, ReportVersion
+from reports.models import Report, ReportVersion, token_digest
 from reports.page import ReportContent
 
 ASSETS = {"plotly": "vendor/plotly/plotly.min.js", "js": "js/report.js",
           "css": "css/report.css"}
 LANGUAGES = publishing.LANGUAGES
 # What a customer can read: building a report (which publishes version 1), publishing again,
-# revoking.
+# re-issuing a link, revoking.
 PUBLISH = "reports.publish_report"
 
 
-def _get_report_for_user(request: HttpRequest, token: str) -> Report:
+def _get_report_for_user(request: HttpRequest, code: UUID) -> Report:
     """An engineer manages only the reports they built; anyone else gets a 404."""
-    return get_object_or_404(Report, token=token, created_by=request.user)
+    return get_object_or_404(Report, code=code, created_by=request.user)
 
 
 def _public_version(token: str) -> tuple[Report, ReportVersion | None]:
-    """The report behind a link and the version the link shows (None: the token is a report's
-    own but the report has no version yet; it is frozen on its first live opening)."""
-    version = ReportVersion.objects.select_related("report").filter(token=token).first()
+    """The report behind a link and the version the link shows, found by the token's digest
+    (None: the report's own token, of a report from before versions; it is frozen on its first
+    live opening). Once a report has versions its own token opens nothing by itself: version 1
+    carries it, and a re-issued version 1 must leave the old link dead."""
+    digest = token_digest(token)
+    version = ReportVersion.objects.select_related("report").filter(token_digest=digest).first()
     if version is not None:
         return version.report, version
-    return get_object_or_404(Report, token=token), None
+    return get_object_or_404(Report, token_digest=digest, versions__isnull=True), None
+
+
+def _issued_link(request: HttpRequest, report: Report, number: int, token: str,
+                 headline: str) -> HttpResponse:
+    """The page that shows the link of version `number` just issued, the one time it can be
+    shown. Not cached, and the token leaves in no Referer header."""
+    url = request.build_absolute_uri(reverse("report_public", args=[token]))
+    ctx = {"report": report, "number": number, "headline": headline, "url": url}
+    response = render(request, "reports/link.html", ctx)
+    response["Cache-Control"] = "no-store"
+    response["Referrer-Policy"] = "no-referrer"
+    return response
 
 
 @login_required
@@ -59,13 +78,15 @@ def report_list(request: HttpRequest) -> HttpResponse:
     return render(request, "reports/list.html", {"reports": reports})
 
 
-def _build(request: HttpRequest, form: ReportForm) -> Report:
-    """Save the report (form.save_for publishes its version 1) with the record of it."""
+def _build(request: HttpRequest, form: ReportForm) -> HttpResponse:
+    """Save the report (form.save_for publishes its version 1) with the record of it, and show
+    version 1's link."""
     with transaction.atomic():
         report = form.save_for(request.user)
         AuditEvent.objects.record(request.user, AuditEvent.Action.PUBLISHED, report,
                                   detail="version 1 (built)")
-    return report
+    assert report.issued_token is not None  # save_for issued it; version 1 opens with it
+    return _issued_link(request, report, 1, report.issued_token, "Report created.")
 
 
 @login_required
@@ -74,9 +95,7 @@ def report_new(request: HttpRequest, code: UUID) -> HttpResponse:
     benchmark = get_object_or_404(Benchmark, code=code)
     form = ReportForm(request.POST or None, benchmark=benchmark)
     if request.method == "POST" and form.is_valid():
-        report = _build(request, form)
-        messages.success(request, "Report created. Check the preview before sending the link.")
-        return redirect("report_preview", token=report.token)
+        return _build(request, form)
     ctx = {"form": form, "benchmark": benchmark}
     return render(request, "reports/new.html", ctx, status=400 if form.errors else 200)
 
@@ -92,9 +111,7 @@ def report_new_from_comparison(request: HttpRequest, code: UUID) -> HttpResponse
     benchmark = comparison.candidate_point.benchmark
     form = ReportForm(request.POST or None, benchmark=benchmark, comparison=comparison)
     if request.method == "POST" and form.is_valid():
-        report = _build(request, form)
-        messages.success(request, "Report created. Check the preview before sending the link.")
-        return redirect("report_preview", token=report.token)
+        return _build(request, form)
     ctx = {"form": form, "benchmark": benchmark, "comparison": comparison}
     return render(request, "reports/new.html", ctx, status=400 if form.errors else 200)
 
@@ -117,11 +134,6 @@ def _static_assets() -> dict[str, str]:
     return {name: static(path) for name, path in ASSETS.items()}
 
 
-def _version_rows(request: HttpRequest, versions: list[ReportVersion]) -> list[dict]:
-    return [{"version": v, "url": request.build_absolute_uri(
-        reverse("report_public", args=[v.token]))} for v in versions]
-
-
 def _chosen_version(request: HttpRequest, versions: list[ReportVersion]) -> ReportVersion | None:
     """?version=N, else the latest; None when nothing is published yet."""
     wanted = request.GET.get("version", "")
@@ -133,18 +145,16 @@ def _chosen_version(request: HttpRequest, versions: list[ReportVersion]) -> Repo
 
 @login_required
 @require_safe
-def report_preview(request: HttpRequest, token: str) -> HttpResponse:
+def report_preview(request: HttpRequest, code: UUID) -> HttpResponse:
     """A published version exactly as its link shows it, or (?draft=1) the current rows."""
-    report = _get_report_for_user(request, token)
+    report = _get_report_for_user(request, code)
     versions = list(report.versions.order_by("number"))
     shown = _chosen_version(request, versions)
     draft = request.GET.get("draft") == "1" or shown is None
     language = _language(request, shown.language if shown and not draft else report.language)
-    ctx: dict = {"report": report, "versions": _version_rows(request, versions),
+    ctx: dict = {"report": report, "versions": versions,
                  "shown_version": None if draft else shown, "draft": draft,
-                 "next_number": len(versions) + 1,
-                 "first_url": request.build_absolute_uri(
-                     reverse("report_public", args=[report.token]))}
+                 "next_number": len(versions) + 1}
     with translation.override(language):
         if shown is not None and not draft:
             ctx.update(_report_context(publishing.content_of(shown, language), language,
@@ -161,13 +171,13 @@ def report_preview(request: HttpRequest, token: str) -> HttpResponse:
 @login_required
 @require_POST
 @permission_required(PUBLISH, raise_exception=True)
-def report_publish(request: HttpRequest, token: str) -> HttpResponse:
+def report_publish(request: HttpRequest, code: UUID) -> HttpResponse:
     """A new version from the current rows, with its own link; earlier links stay as they are."""
-    report = _get_report_for_user(request, token)
+    report = _get_report_for_user(request, code)
     if not report.is_live():
         messages.error(request, f"This report is {report.status}: its links answer 410 Gone, "
                                 "so a new version could not be read by anyone.")
-        return redirect("report_preview", token=report.token)
+        return redirect("report_preview", code=report.code)
     try:
         with transaction.atomic():
             version = publishing.publish(report, request.user)
@@ -175,17 +185,44 @@ def report_publish(request: HttpRequest, token: str) -> HttpResponse:
                                       detail=f"version {version.number}")
     except judge.AnalysisError as exc:
         messages.error(request, f"Not published: {exc}.")
-        return redirect("report_preview", token=report.token)
-    messages.success(request, f"Version {version.number} published with its own link. Links "
-                              "sent earlier keep showing the version they were sent with.")
-    return redirect(f"{reverse('report_preview', args=[report.token])}?version={version.number}")
+        return redirect("report_preview", code=report.code)
+    preview = f"{reverse('report_preview', args=[report.code])}?version={version.number}"
+    if version.issued_token is None:
+        # Version 1 of a report from before versions: it opens with the link already sent.
+        messages.success(request, "Version 1 published: the report's first link shows it "
+                                  "(re-issue that link if you no longer have it).")
+        return redirect(preview)
+    return _issued_link(request, report, version.number, version.issued_token,
+                        f"Version {version.number} published. Links sent earlier keep showing "
+                        "the version they were sent with.")
 
 
 @login_required
 @require_POST
 @permission_required(PUBLISH, raise_exception=True)
-def report_revoke(request: HttpRequest, token: str) -> HttpResponse:
-    report = _get_report_for_user(request, token)
+def report_reissue(request: HttpRequest, code: UUID, number: int) -> HttpResponse:
+    """A new link for one version, for an engineer who lost it (only its digest is kept) or
+    sent it to the wrong person: the old link answers 404 from now on."""
+    report = _get_report_for_user(request, code)
+    version = get_object_or_404(report.versions, number=number)
+    if not report.is_live():
+        messages.error(request, f"This report is {report.status}: every link answers 410 Gone, "
+                                "a new one would too.")
+        return redirect("report_preview", code=report.code)
+    with transaction.atomic():
+        token = publishing.reissue(version)
+        AuditEvent.objects.record(request.user, AuditEvent.Action.REISSUED, report,
+                                  detail=f"version {version.number}")
+    return _issued_link(request, report, version.number, token,
+                        f"New link for version {version.number}. The old link no longer opens "
+                        "anything (404).")
+
+
+@login_required
+@require_POST
+@permission_required(PUBLISH, raise_exception=True)
+def report_revoke(request: HttpRequest, code: UUID) -> HttpResponse:
+    report = _get_report_for_user(request, code)
     with transaction.atomic():
         revoked = Report.objects.filter(pk=report.pk, revoked_at__isnull=True).update(
             revoked_at=timezone.now())
@@ -275,7 +312,8 @@ def report_pdf(request: HttpRequest, token: str) -> HttpResponse:
         return _unavailable()
     language = _language(request, version.language)
     try:
-        document = pdf.cached_pdf(version.token, language, lambda: _printed_page(version, language))
+        document = pdf.cached_pdf(version.token_digest, language,
+                                  lambda: _printed_page(version, language))
     except pdf.PdfBusy as exc:
         response = HttpResponse(str(exc), status=429, content_type="text/plain; charset=utf-8")
         response["Retry-After"] = str(pdf.RETRY_AFTER_S)
@@ -284,10 +322,6 @@ def report_pdf(request: HttpRequest, token: str) -> HttpResponse:
         message = f"{exc} Use your browser's Print instead: the page has a print stylesheet."
         return _private(HttpResponse(message, status=503,
                                      content_type="text/plain; charset=utf-8"))
-    response = HttpResponse(document, content_type="application/pdf")
-    response["Content-Disposition"] = (
-        f'attachment; filename="report-v{version.number}-{language}.pdf"')
-    return _private(response)
     response = HttpResponse(document, content_type="application/pdf")
     response["Content-Disposition"] = (
         f'attachment; filename="report-v{version.number}-{language}.pdf"')

@@ -37,7 +37,7 @@ from runner.schema import (
     SweepPlan,
     point_key,
 )
-from runner.workloads import Prompt, build_prompts, token_counter_for
+from runner.workloads import Prompt, build_prompts, dataset_file, token_counter_for
 
 log = logging.getLogger(__name__)
 
@@ -94,15 +94,20 @@ def run_plan(
     skip_keys: frozenset[str] = frozenset(),
     cancel: threading.Event | None = None,
     on_progress: Callable[[Progress], None] | None = None,
+    data_dir: Path | None = None,
 ) -> Iterator[PointResult]:
     """Run every point of the plan not in skip_keys, yielding each one as soon as it finishes.
 
     Engine logs go under workdir/logs. An engine config whose engine fails to start, or dies
     mid-point, is recorded and the sweep moves on to the next config; SweepIncomplete is raised
     at the end naming them. Cancelled is raised when cancel is set (engines stopped first).
-    ValueError, before any engine starts, when the plan's client CPUs are not on this host.
+    ValueError, before any engine starts, when the plan's client CPUs are not on this host or
+    its dataset is not a regular file inside data_dir (the node's data directory, given for a
+    plan from the dashboard; None: the operator's own plan, whose dataset is a path).
     """
     check_client_cpus(plan.client)
+    if plan.workload.kind == "dataset" and plan.workload.dataset_path is not None:
+        dataset_file(plan.workload.dataset_path, data_dir)
     cancel = cancel or threading.Event()
     report = on_progress or (lambda progress: None)
     todo = [p for p in plan_points(plan) if p.key not in skip_keys]
@@ -125,7 +130,7 @@ def run_plan(
                 plan.launch, plan.checkpoint, config, replicas=plan.replicas, log_dir=log_dir
             ) as running:
                 if prompts is None:
-                    prompts = _build_prompts(plan, running[0])
+                    prompts = _build_prompts(plan, running[0], data_dir)
                 _warm_up(plan, running, prompts, cancel)
                 for planned in group:
                     if cancel.is_set():
@@ -286,12 +291,12 @@ def _node_queue(summaries: list[QueueSummary]) -> QueueSummary:
     return QueueSummary(**combined)
 
 
-def _build_prompts(plan: SweepPlan, engine: RunningEngine) -> list[Prompt]:
+def _build_prompts(plan: SweepPlan, engine: RunningEngine, data_dir: Path | None) -> list[Prompt]:
     """Prompts for the largest load, calibrated once with the served model's own tokenizer."""
     largest = max(load.num_requests for load in plan.loads)
     count = max(largest, plan.warmup_requests)
     counter = token_counter_for(engine.base_url, engine.served_model, plan.workload)
-    return build_prompts(plan.workload, count, counter)
+    return build_prompts(plan.workload, count, counter, data_dir=data_dir)
 
 
 def _warm_up(

@@ -6,7 +6,11 @@ Three kinds, as the schema names them:
   a word count that lands the prompt inside [input_tokens_min, input_tokens_max]. This mirrors the
   engagement in domain.md (one guide repeated with a different id, 63-66 input tokens).
 - random: seeded synthetic prompts whose target lengths are uniform over the input range.
-- dataset: a JSONL file in ShareGPT style, OpenAI "messages" style, or {"prompt": ...}.
+- dataset: a JSONL file in ShareGPT style, OpenAI "messages" style, or {"prompt": ...}. Only a
+  regular file is read (not a device, a FIFO or a directory). A plan from the dashboard names
+  it relative to the node's data directory (`data_dir`, the worker's HEADROOM_DATA_DIR) and it
+  must resolve inside it; without a data directory (`runner bench --dataset FILE`, the node
+  operator's own tool) the path is taken as given.
 
 Token counts: pass `count_tokens` (see `server_token_counter`, which asks the vLLM server's own
 /tokenize, so counts match the `usage.prompt_tokens` the server reports). Calibration is done once
@@ -18,7 +22,9 @@ carry `input_tokens=None` because nothing measured them.
 
 from __future__ import annotations
 
+import os
 import random as _random
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,15 +83,20 @@ class DatasetError(WorkloadError):
 
 
 def build_prompts(
-    workload: WorkloadSpec, n: int, count_tokens: CountTokens | None = None
+    workload: WorkloadSpec,
+    n: int,
+    count_tokens: CountTokens | None = None,
+    *,
+    data_dir: Path | None = None,
 ) -> list[Prompt]:
-    """n prompts for the workload, indexed 0..n-1."""
+    """n prompts for the workload, indexed 0..n-1. A dataset is read from inside data_dir
+    when one is given (dataset_file)."""
     if workload.kind == "case_study":
         texts, counts = _case_study_texts(workload, n, count_tokens)
     elif workload.kind == "random":
         texts, counts = _random_texts(workload, n, count_tokens)
     else:
-        texts, counts = _dataset_texts(workload, n, count_tokens)
+        texts, counts = _dataset_texts(workload, n, count_tokens, data_dir)
     return [_as_prompt(workload, i, text, counts[i]) for i, text in enumerate(texts)]
 
 
@@ -250,10 +261,65 @@ def _random_texts(
 # ---------------------------------------------------------------------------------------------
 
 
-def read_dataset(path: Path) -> list[str]:
-    """The first user turn of every line of a JSONL dataset; DatasetError names file:line."""
+def dataset_file(name: str, data_dir: Path | None) -> Path:
+    """The dataset file a workload names, resolved, or DatasetError.
+
+    With a data directory, `name` is relative to it and must resolve (symlinks followed) to a
+    regular file inside it: a plan is data from the dashboard's database, and must not make the
+    node read /dev/zero or a file elsewhere as prompts. Without one, `name` is a path the node
+    operator gave on the command line, and only has to be a regular file.
+    """
+    if data_dir is None:
+        return _regular_file(Path(name).resolve())
+    if not name or Path(name).is_absolute():
+        raise DatasetError(f"{name!r}: a dataset is named relative to the data directory "
+                           f"{data_dir}")
+    root = data_dir.resolve()
+    path = (root / name).resolve()
+    if not path.is_relative_to(root):
+        raise DatasetError(f"{name}: not inside the data directory {data_dir}")
+    return _regular_file(path)
+
+
+def _regular_file(path: Path) -> Path:
     try:
-        lines = path.read_bytes().splitlines()
+        mode = path.stat().st_mode
+    except OSError as exc:
+        raise DatasetError(f"{path}: cannot read dataset: {exc.strerror}") from exc
+    if not stat.S_ISREG(mode):
+        raise DatasetError(f"{path}: not a regular file (a dataset cannot be a device, a FIFO "
+                           "or a directory)")
+    return path
+
+
+def dataset_names(data_dir: Path) -> list[str]:
+    """The names a plan may give as its dataset: every file under data_dir that dataset_file
+    accepts, relative to it with '/' between folders, sorted. Symlinked folders are not
+    walked (a loop would never end); a symlinked file counts when it stays inside."""
+    names = []
+    for folder, _subfolders, files in os.walk(data_dir):
+        for file in files:
+            name = (Path(folder) / file).relative_to(data_dir).as_posix()
+            try:
+                dataset_file(name, data_dir)
+            except DatasetError:
+                continue
+            names.append(name)
+    return sorted(names)
+
+
+def read_dataset(path: Path) -> list[str]:
+    """The first user turn of every line of a JSONL dataset; DatasetError names file:line.
+
+    The open file is checked again: a path swapped for a FIFO or a device after dataset_file
+    looked at it is refused rather than read (O_NONBLOCK: opening a FIFO does not wait).
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        with open(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                raise DatasetError(f"{path}: not a regular file")
+            lines = handle.read().splitlines()
     except OSError as exc:
         raise DatasetError(f"{path}: cannot read dataset: {exc}") from exc
     texts: list[str] = []
@@ -296,13 +362,13 @@ def _first_user_text(row: Any) -> str | None:
 
 
 def _dataset_texts(
-    workload: WorkloadSpec, n: int, count_tokens: CountTokens | None
+    workload: WorkloadSpec, n: int, count_tokens: CountTokens | None, data_dir: Path | None
 ) -> tuple[list[str], list[int | None]]:
     """n prompts from the dataset: shuffled with the seed, filtered to the input range when a
     counter is given; reused in order when the file holds fewer than n usable prompts, because
     the request count is a fixed factor of a comparison and must not shrink silently."""
     assert workload.dataset_path is not None  # the schema guarantees it for this kind
-    path = Path(workload.dataset_path)
+    path = dataset_file(workload.dataset_path, data_dir)
     rows = read_dataset(path)
     _random.Random(workload.seed).shuffle(rows)
     texts: list[str] = []

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import os
 import uuid
 
 import pytest
 import redis
 from django.conf import settings
-
+from benchmarks.forms import LaunchForm
 from benchmarks.models import Benchmark, Checkpoint, Workload
 from config.celery import app as celery_app
 
 from .factories import make_checkpoint, make_node, make_runtime
+from .test_settings import start_settings
 
 pytestmark = pytest.mark.django_db
 
@@ -118,8 +120,74 @@ def test_a_custom_workload_reports_each_inconsistent_field(owner_client, node):
     form = owner_client.post("/runs/new/", data).context["form"]
     assert "at least the minimum" in form.errors["input_tokens_max"][0]
     assert "chat endpoint" in form.errors["thinking"][0]
-    assert "JSONL path" in form.errors["dataset_path"][0]
+    assert "JSONL file from the data directory" in form.errors["dataset_path"][0]
     assert not Benchmark.objects.exists()
+
+
+# ---------------------------------------------------------------------------------------------
+# Datasets: only regular files in HEADROOM_DATA_DIR
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def data_dir(settings, tmp_path):
+    """The web host's data directory: two datasets, and what must not be offered or taken."""
+    root = tmp_path / "datasets"
+    (root / "chat").mkdir(parents=True)
+    (root / "prompts.jsonl").write_text('{"prompt": "alpha"}\n')
+    (root / "chat" / "turns.jsonl").write_text('{"prompt": "beta"}\n')
+    (tmp_path / "private.jsonl").write_text('{"prompt": "not a dataset"}\n')
+    (root / "escape.jsonl").symlink_to(tmp_path / "private.jsonl")
+    (root / "zero.jsonl").symlink_to("/dev/zero")
+    settings.HEADROOM_DATA_DIR = root
+    return root
+
+
+def dataset_form(target, name):
+    return form_data(target, workload_preset="custom", prompt_source="dataset",
+                     input_tokens_min=1, input_tokens_max=50, output_tokens=16,
+                     request_count=10, temperature=0, endpoint="completions",
+                     load_shape="burst", dataset_path=name)
+
+
+def test_the_form_offers_the_regular_files_of_the_data_directory_only(owner_client, data_dir):
+    choices = [value for value, _label in LaunchForm().fields["dataset_path"].choices]
+    assert choices == ["", "chat/turns.jsonl", "prompts.jsonl"]
+    page = owner_client.get("/runs/new/").content.decode()
+    assert '<option value="chat/turns.jsonl">' in page and "escape.jsonl" not in page
+
+
+def test_a_dataset_from_the_data_directory_goes_into_the_plan_by_its_relative_name(
+        owner_client, node, broker, data_dir):
+    response = owner_client.post("/runs/new/", dataset_form(node, "chat/turns.jsonl"))
+    assert response.status_code == 302
+    assert Benchmark.objects.get().plan["workload"]["dataset_path"] == "chat/turns.jsonl"
+
+
+@pytest.mark.parametrize(
+    "name", ["/dev/zero", "../private.jsonl", "escape.jsonl", "zero.jsonl", "chat", "gone.jsonl"])
+def test_a_dataset_outside_the_data_directory_or_not_a_regular_file_is_refused(
+        owner_client, node, data_dir, name):
+    response = owner_client.post("/runs/new/", dataset_form(node, name))
+    assert response.status_code == 400
+    errors = response.context["form"].errors["dataset_path"]
+    assert f"{name} is not a file in the data directory." in errors
+    assert not Benchmark.objects.exists()
+
+
+def test_a_listed_dataset_swapped_for_a_fifo_before_the_post_is_refused(node, data_dir):
+    form = LaunchForm(dataset_form(node, "prompts.jsonl"))  # listed while it was a file
+    (data_dir / "prompts.jsonl").unlink()
+    os.mkfifo(data_dir / "prompts.jsonl")
+    assert not form.is_valid()
+    assert "not a regular file" in form.errors["dataset_path"][0]
+
+
+def test_the_data_directory_is_var_datasets_unless_set_and_only_an_absolute_one_is_taken():
+    assert settings.HEADROOM_DATA_DIR == settings.BASE_DIR / "var" / "datasets"
+    started = start_settings({"DEBUG": "1", "HEADROOM_DATA_DIR": "var/datasets"}, "DEBUG")
+    assert started.returncode != 0
+    assert "HEADROOM_DATA_DIR must be absolute" in started.stderr
 
 
 @pytest.fixture

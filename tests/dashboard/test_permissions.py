@@ -32,10 +32,12 @@ from benchmarks.models import (
     Comparison,
     ExternalReference,
     Point,
+    ResultImport,
     Runtime,
 )
 from reports.models import Report
 from tests.dashboard.conftest import grant_role
+from tests.dashboard.test_import import run_imports_inline  # noqa: F401 - a fixture
 from tests.dashboard.factories import (
     REVISION,
     make_benchmark,
@@ -88,6 +90,7 @@ class World:
     comparison: Comparison
     reference: ExternalReference
     report: Report
+    result_import: ResultImport
 
 
 @dataclass(frozen=True)
@@ -107,7 +110,16 @@ def run(world: World) -> dict[str, Any]:
 
 
 def report(world: World) -> dict[str, Any]:
-    return {"token": world.report.token}
+    return {"code": world.report.code}
+
+
+def report_version(world: World) -> dict[str, Any]:
+    return {"code": world.report.code, "number": 1}
+
+
+def report_link(world: World) -> dict[str, Any]:
+    # The token the report's builder was shown; the database keeps only its digest.
+    return {"token": world.report.issued_token}
 
 
 def comparison(world: World) -> dict[str, Any]:
@@ -116,6 +128,10 @@ def comparison(world: World) -> dict[str, Any]:
 
 def reference(world: World) -> dict[str, Any]:
     return {"pk": world.reference.pk}
+
+
+def result_import(world: World) -> dict[str, Any]:
+    return {"code": world.result_import.code}
 
 
 # Keyed by URL name (the route where it has none). The Django admin is not walked: every one of
@@ -129,6 +145,9 @@ RULES: dict[str, Rule] = {
     "runs": Rule(LOGIN, None),
     "run_new": Rule(LAUNCH, LAUNCH),
     "run_import": Rule(IMPORT, IMPORT),
+    # The persona's own upload; another's is a 404 (tests/dashboard/test_upload_limits.py).
+    "run_import_status": Rule(IMPORT, None, result_import),
+    "run_import_progress": Rule(IMPORT, None, result_import),
     "run_detail": Rule(LOGIN, None, run),
     "run_progress": Rule(LOGIN, None, run),
     "run_cancel": Rule(None, LAUNCH, run),  # the persona's own run; another's is tested below
@@ -149,9 +168,10 @@ RULES: dict[str, Rule] = {
     "report_new_from_comparison": Rule(PUBLISH, PUBLISH, comparison),
     "report_preview": Rule(LOGIN, None, report),  # the owner's only: others get 404
     "report_publish": Rule(None, PUBLISH, report),
+    "report_reissue": Rule(None, PUBLISH, report_version),  # the owner's only: others get 404
     "report_revoke": Rule(None, PUBLISH, report),
-    "report_public": Rule(PUBLIC, None, report),
-    "report_pdf": Rule(PUBLIC, None, report),
+    "report_public": Rule(PUBLIC, None, report_link),
+    "report_pdf": Rule(PUBLIC, None, report_link),
 }
 
 
@@ -218,6 +238,7 @@ def make_world(owner) -> World:
             recorded_on=datetime.date(2026, 10, 1), value=1050.0, gpu_name="NVIDIA H200",
             workload_spec="63-66 in / 256 out"),
         report=make_report(sweep, owner),
+        result_import=ResultImport.objects.create(created_by=owner, file_name="a.jsonl", size=1),
     )
 
 
@@ -477,7 +498,7 @@ def results_file() -> SimpleUploadedFile:
     return SimpleUploadedFile("sweep.jsonl", lines.encode())
 
 
-def test_an_upload_is_recorded_with_its_importer(engineer):
+def test_an_upload_is_recorded_with_its_importer(engineer, run_imports_inline):
     response = client_for(engineer).post("/runs/import/", {"file": results_file()})
     assert response.status_code == 302
     event = only_event("imported")
@@ -501,7 +522,7 @@ def test_building_a_report_records_its_first_publication(engineer):
     form = {**REPORT_FORM, "baseline_point": point(sweep, 8, 32).pk,
             "candidate_point": point(sweep, 64, 32).pk}
     response = client_for(engineer).post(f"/runs/{sweep.code}/report/", form)
-    assert response.status_code == 302
+    assert response.status_code == 200  # the page showing its link
     event = only_event("published")
     assert (event.actor, event.target) == (engineer, Report.objects.get())
 
@@ -509,11 +530,11 @@ def test_building_a_report_records_its_first_publication(engineer):
 def test_publishing_again_and_revoking_twice_record_one_event_each(engineer):
     built = make_report(make_sweep(engineer), engineer)
     client = client_for(engineer)
-    assert client.post(f"/reports/{built.token}/publish/").status_code == 302
+    assert client.post(f"/reports/{built.code}/publish/").status_code == 200
     assert only_event("published").detail == "version 2"
     AuditEvent.objects.all().delete()
     for _ in range(2):
-        assert client.post(f"/reports/{built.token}/revoke/").status_code == 302
+        assert client.post(f"/reports/{built.code}/revoke/").status_code == 302
     event = only_event("revoked")
     assert (event.actor, event.target) == (engineer, built)
 

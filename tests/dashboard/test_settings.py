@@ -179,12 +179,13 @@ def test_behind_a_tls_proxy_the_share_link_says_https(engineer):
     report = make_report(make_sweep(engineer), engineer)
     client = Client()
     client.force_login(engineer)
-    behind_proxy = client.get(f"/reports/{report.token}/", **PROXIED)
+    # A link is shown on the page that issued it: here, publishing a new version.
+    behind_proxy = client.post(f"/reports/{report.code}/publish/", **PROXIED)
     assert behind_proxy.status_code == 200
     links = share_links(behind_proxy.content)
     assert links and all(link.startswith("https://headroom.example.com/r/") for link in links)
     # The same request without the proxy's word is plain HTTP: the header decides, not luck.
-    plain = client.get(f"/reports/{report.token}/", HTTP_HOST="headroom.example.com")
+    plain = client.post(f"/reports/{report.code}/publish/", HTTP_HOST="headroom.example.com")
     links = share_links(plain.content)
     assert links and all(link.startswith("http://headroom.example.com/r/") for link in links)
 

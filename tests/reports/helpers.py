@@ -14,7 +14,8 @@ ALL_ITEMS = list(Item.values)
 
 def make_report(benchmark: Benchmark, owner, *, publish: bool = True, **fields: Any) -> Report:
     """A report as the build form leaves it: saved with its caveats and version 1 published
-    (publish=False: a report from before versions, frozen when its link is first opened)."""
+    (publish=False: a report from before versions, frozen when its link is first opened). Its
+    issued_token is the token of that link, which the database does not keep."""
     caveats = fields.pop("caveats", [])
     references = fields.pop("references", [])
     defaults: dict[str, Any] = {
@@ -32,7 +33,9 @@ def make_report(benchmark: Benchmark, owner, *, publish: bool = True, **fields: 
     for name, value in defaults.items():
         if name not in fields:
             fields[name] = value() if callable(value) else value
-    report = Report.objects.create(**fields)
+    report = Report(**fields)
+    report.issue_token()  # report.issued_token: its link's token, as the build page shows it
+    report.save()
     report.references.set(references)
     for position, text in enumerate(caveats):
         ReportCaveat.objects.create(report=report, position=position, kind="scope", text=text)

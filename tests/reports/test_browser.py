@@ -66,7 +66,7 @@ def test_a_logged_out_visitor_sees_the_charts_drawn_and_the_stored_numbers(
     baseline, candidate = point(sweep, 8, 32), point(sweep, 64, 32)
     context = browser.new_context(viewport={"width": 1200, "height": 900})  # no cookies
     page = context.new_page()
-    response = page.goto(f"{live_server.url}/r/{report.token}/")
+    response = page.goto(f"{live_server.url}/r/{report.issued_token}/")
     assert response.status == 200
 
     for chart in ("#curve-chart", "#queue-chart-0", "#queue-chart-1", "#scaling-chart"):
@@ -96,7 +96,7 @@ def test_a_logged_out_visitor_sees_the_charts_drawn_and_the_stored_numbers(
 def test_the_pdf_download_prints_the_report_with_chromium(owner, client, tmp_path):
     sweep = make_sweep(owner)
     report = make_report(sweep, owner)
-    response = client.get(f"/r/{report.token}/report.pdf")
+    response = client.get(f"/r/{report.issued_token}/report.pdf")
     assert response.status_code == 200, response.content[:500]
     assert response["Content-Type"] == "application/pdf"
     assert response.content.startswith(b"%PDF")
@@ -217,7 +217,7 @@ def test_the_run_page_and_the_sent_report_show_the_same_default_operating_point_
     run = _run_page_operating_point(run_page)
     _screenshot(run_page, tmp_path, "operating-point-run-page")
     report_context, report_page = _open_report_logged_out(
-        browser, f"{live_server.url}/r/{report.token}/")
+        browser, f"{live_server.url}/r/{report.issued_token}/")
     shown = _report_operating_point(report_page)
     _screenshot(report_page, tmp_path, "operating-point-report")
 
@@ -229,6 +229,8 @@ def test_the_run_page_and_the_sent_report_show_the_same_default_operating_point_
     assert _reads_as(run["sentence"], step), run["sentence"]
     assert _reads_as(shown["sentence"], step), shown["sentence"]
     assert "going on to burst 64" in shown["sentence"]
+    # One sentence, written by the judgement layer for both pages.
+    assert run["sentence"] == shown["sentence"]
     report_context.close()
     context.close()
 
@@ -259,14 +261,14 @@ def test_an_operating_point_chosen_on_the_run_page_is_the_one_the_report_shows(
 
     report = make_report(sweep, owner)  # published after the choice
     report_context, report_page = _open_report_logged_out(
-        browser, f"{live_server.url}/r/{report.token}/")
+        browser, f"{live_server.url}/r/{report.issued_token}/")
     shown = _report_operating_point(report_page)
     _screenshot(report_page, tmp_path, "operating-point-override-report")
 
     assert (run["config"], run["load"], run["output_throughput"]) == (
         "seqs=64", "burst 32", 41873.6)
     _assert_same_point(run, shown)
-    assert run["sentence"] == f"chosen by an engineer: {reason}"
-    assert shown["sentence"].endswith(f"chosen by an engineer: {reason}")
+    assert run["sentence"] == shown["sentence"] == (
+        f"The operating point was chosen by an engineer: {reason}.")
     report_context.close()
     context.close()

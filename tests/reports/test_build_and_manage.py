@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import html
+import re
 
 import pytest
 from django.test import Client
 
 from benchmarks.models import Caveat, Comparison, ExternalReference
-from reports.models import Report
+from reports.models import Report, token_digest
 from tests.reports.conftest import point
 from tests.reports.helpers import make_report
 
@@ -27,24 +28,32 @@ def _form(benchmark, **overrides):
     return {k: v for k, v in data.items() if v is not None}
 
 
+def _shown_link(response) -> str:
+    """The token of the link the page after building shows (the only time it is shown)."""
+    (token,) = re.findall(r'value="http://testserver/r/([^/"]+)/"', response.content.decode())
+    return token
+
+
 def test_the_build_pages_need_a_login(sweep, owner):
     report = make_report(sweep, owner)
-    for url in (f"/runs/{sweep.code}/report/", "/reports/", f"/reports/{report.token}/"):
+    for url in (f"/runs/{sweep.code}/report/", "/reports/", f"/reports/{report.code}/"):
         response = Client().get(url)
         assert response.status_code == 302 and "/accounts/login/" in response["Location"]
 
 
-def test_an_engineer_builds_a_report_and_lands_on_its_preview(sweep, owner_client):
+def test_an_engineer_builds_a_report_and_is_shown_its_link_once(sweep, owner_client):
     response = owner_client.post(f"/runs/{sweep.code}/report/", _form(sweep))
     report = Report.objects.get()
-    assert response.status_code == 302
-    assert response["Location"] == f"/reports/{report.token}/"
+    assert response.status_code == 200 and response["Cache-Control"] == "no-store"
     assert report.language == "ko" and report.benchmark == sweep
     assert report.items == ["headline", "comparison_table", "curves", "queue_evidence"]
-    preview = owner_client.get(response["Location"])
-    assert preview.status_code == 200
-    body = preview.content.decode()
-    assert f"/r/{report.token}/" in body and "결과" in body
+    body = response.content.decode()
+    token = _shown_link(response)
+    assert token_digest(token) == report.token_digest
+    assert f'href="/reports/{report.code}/?version=1"' in body
+    assert "결과" in Client().get(f"/r/{token}/").content.decode()
+    preview = owner_client.get(f"/reports/{report.code}/")
+    assert preview.status_code == 200 and token not in preview.content.decode()
 
 
 def test_the_cpu_engine_caveat_is_always_included(sweep, owner_client):
@@ -56,13 +65,14 @@ def test_the_cpu_engine_caveat_is_always_included(sweep, owner_client):
 def test_chosen_and_written_caveats_are_copied_onto_the_report(sweep, owner_client):
     caveat = Caveat.objects.create(benchmark=sweep, kind="scope", code="short-prompts",
                                    text="Short prompts only.")
-    owner_client.post(f"/runs/{sweep.code}/report/",
-                      _form(sweep, caveats=[caveat.pk], extra_caveats="One more limit.\n\n"))
+    response = owner_client.post(
+        f"/runs/{sweep.code}/report/",
+        _form(sweep, caveats=[caveat.pk], extra_caveats="One more limit.\n\n"))
     report = Report.objects.get()
     assert [c.text for c in report.caveats.all()][1:] == ["Short prompts only.", "One more limit."]
     caveat.text = "Edited later in the admin."
     caveat.save()
-    assert "Short prompts only." in Client().get(f"/r/{report.token}/").content.decode()
+    assert "Short prompts only." in Client().get(f"/r/{_shown_link(response)}/").content.decode()
 
 
 @pytest.mark.parametrize(
@@ -98,7 +108,7 @@ def test_a_node_run_needs_a_matching_single_replica_reference(sweep, owner_clien
         sweep, items=["headline", "node_scaling"],
         scaling_point=point(sweep, 64, 32, replicas=2).pk,
         scaling_reference=point(sweep, 64, 32).pk))
-    assert response.status_code == 302
+    assert response.status_code == 200  # built: the page shows its link
 
 
 def test_a_report_can_be_built_from_a_saved_comparison(sweep, owner, owner_client):
@@ -107,12 +117,12 @@ def test_a_report_can_be_built_from_a_saved_comparison(sweep, owner, owner_clien
         candidate_point=point(sweep, 64, 32), notes="internal only", created_by=owner)
     data = _form(sweep, baseline_point=point(sweep, 8, 16).pk)  # ignored: the comparison fixes it
     response = owner_client.post(f"/comparisons/{comparison.code}/report/", data)
-    assert response.status_code == 302
+    assert response.status_code == 200
     report = Report.objects.get()
     assert report.comparison == comparison
     assert report.baseline_point == comparison.baseline_point
     assert report.candidate_point == comparison.candidate_point
-    body = Client().get(f"/r/{report.token}/?lang=en").content.decode()
+    body = Client().get(f"/r/{_shown_link(response)}/?lang=en").content.decode()
     assert "18,012" in body and "41,874" in body and "internal only" not in body
 
 
@@ -121,10 +131,9 @@ def test_references_are_shown_with_their_recording_dates(sweep, owner_client):
         source="Vendor per-GPU figure", url="https://vendor.example/perf", value=20000.0,
         recorded_on="2025-03-01", no_longer_listed_on="2025-06-01", gpu_name="NVIDIA H200",
         workload_spec="63-66 in / 256 out")
-    owner_client.post(f"/runs/{sweep.code}/report/", _form(
+    response = owner_client.post(f"/runs/{sweep.code}/report/", _form(
         sweep, language="en", items=["headline", "references"], references=[reference.pk]))
-    report = Report.objects.get()
-    body = html.unescape(Client().get(f"/r/{report.token}/").content.decode())
+    body = html.unescape(Client().get(f"/r/{_shown_link(response)}/").content.decode())
     assert "Recorded on March 1, 2025" in body
     assert "no longer listed since June 1, 2025" in body
     # The reference and this result per GPU, side by side: 41,873.6 / 20,000 = 2.09x.
@@ -140,24 +149,24 @@ def test_my_reports_lists_only_mine(sweep, owner, outsider, owner_client):
     make_report(sweep, outsider, title="Theirs")
     body = owner_client.get("/reports/").content.decode()
     assert "Mine" in body and "Theirs" not in body
-    assert f"/reports/{mine.token}/" in body
+    assert f"/reports/{mine.code}/" in body
 
 
 def test_an_outsider_can_neither_preview_nor_revoke_my_report(sweep, owner, outsider):
     report = make_report(sweep, owner)
     client = Client()
     client.force_login(outsider)
-    assert client.get(f"/reports/{report.token}/").status_code == 404
-    assert client.post(f"/reports/{report.token}/revoke/").status_code == 404
+    assert client.get(f"/reports/{report.code}/").status_code == 404
+    assert client.post(f"/reports/{report.code}/revoke/").status_code == 404
     report.refresh_from_db()
     assert report.revoked_at is None
 
 
 def test_revoking_turns_the_link_into_410_at_once(sweep, owner, owner_client):
     report = make_report(sweep, owner)
-    assert Client().get(f"/r/{report.token}/").status_code == 200
-    assert owner_client.get(f"/reports/{report.token}/revoke/").status_code == 405
-    response = owner_client.post(f"/reports/{report.token}/revoke/")
+    assert Client().get(f"/r/{report.issued_token}/").status_code == 200
+    assert owner_client.get(f"/reports/{report.code}/revoke/").status_code == 405
+    response = owner_client.post(f"/reports/{report.code}/revoke/")
     assert response.status_code == 302
-    assert Client().get(f"/r/{report.token}/").status_code == 410
+    assert Client().get(f"/r/{report.issued_token}/").status_code == 410
     assert "revoked" in owner_client.get("/reports/").content.decode()

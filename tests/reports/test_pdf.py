@@ -38,13 +38,23 @@ def test_a_version_is_printed_once_per_language_and_then_served_from_disk(
         sweep, owner, printer, settings):
     report = make_report(sweep, owner)
     for _ in range(3):
-        response = Client().get(f"/r/{report.token}/report.pdf?lang=en")
+        response = Client().get(f"/r/{report.issued_token}/report.pdf?lang=en")
         assert response.status_code == 200 and response.content == b"%PDF-1.7 test"
-    assert Client().head(f"/r/{report.token}/report.pdf?lang=en").status_code == 200
+    assert Client().head(f"/r/{report.issued_token}/report.pdf?lang=en").status_code == 200
     assert len(printer) == 1
-    assert Client().get(f"/r/{report.token}/report.pdf?lang=ko").status_code == 200
+    assert Client().get(f"/r/{report.issued_token}/report.pdf?lang=ko").status_code == 200
     assert len(printer) == 2
     assert len(list(settings.HEADROOM_PDF_DIR.glob("*.pdf"))) == 2
+
+
+def test_the_cache_is_keyed_by_the_stored_digest_so_the_printer_needs_no_token(
+        sweep, owner, printer, settings):
+    report = make_report(sweep, owner)
+    version = report.versions.get()
+    assert Client().get(f"/r/{report.issued_token}/report.pdf?lang=en").status_code == 200
+    # What the server can find again from the database alone, without the link's token.
+    assert pdf.cached_pdf(version.token_digest, "en", lambda: "unused") == b"%PDF-1.7 test"
+    assert len(printer) == 1
 
 
 def test_while_another_print_runs_a_visitor_gets_429_with_retry_after(
@@ -53,35 +63,35 @@ def test_while_another_print_runs_a_visitor_gets_429_with_retry_after(
     settings.HEADROOM_PDF_DIR.mkdir(parents=True, exist_ok=True)
     with open(settings.HEADROOM_PDF_DIR / "print.lock", "a") as held:
         fcntl.flock(held, fcntl.LOCK_EX)  # as another web worker's print would hold it
-        response = Client().get(f"/r/{report.token}/report.pdf")
+        response = Client().get(f"/r/{report.issued_token}/report.pdf")
     assert response.status_code == 429
     assert response["Retry-After"] == str(pdf.RETRY_AFTER_S)
     assert printer == []
     # Once the other print is done, the next visitor gets the PDF.
-    assert Client().get(f"/r/{report.token}/report.pdf").status_code == 200
+    assert Client().get(f"/r/{report.issued_token}/report.pdf").status_code == 200
 
 
 def test_a_pdf_already_printed_is_served_even_while_another_print_runs(
         sweep, owner, printer, settings):
     report = make_report(sweep, owner)
-    assert Client().get(f"/r/{report.token}/report.pdf").status_code == 200
+    assert Client().get(f"/r/{report.issued_token}/report.pdf").status_code == 200
     with open(settings.HEADROOM_PDF_DIR / "print.lock", "a") as held:
         fcntl.flock(held, fcntl.LOCK_EX)
-        assert Client().get(f"/r/{report.token}/report.pdf").status_code == 200
+        assert Client().get(f"/r/{report.issued_token}/report.pdf").status_code == 200
 
 
 def test_a_revoked_report_has_no_pdf_even_when_one_was_printed(sweep, owner, printer):
     from django.utils import timezone
 
     report = make_report(sweep, owner)
-    assert Client().get(f"/r/{report.token}/report.pdf").status_code == 200
+    assert Client().get(f"/r/{report.issued_token}/report.pdf").status_code == 200
     type(report).objects.filter(pk=report.pk).update(revoked_at=timezone.now())
-    assert Client().get(f"/r/{report.token}/report.pdf").status_code == 410
+    assert Client().get(f"/r/{report.issued_token}/report.pdf").status_code == 410
 
 
 def test_the_printed_page_inlines_its_assets_and_may_load_nothing(sweep, owner, printer):
     report = make_report(sweep, owner)
-    Client().get(f"/r/{report.token}/report.pdf")
+    Client().get(f"/r/{report.issued_token}/report.pdf")
     (html,) = printer
     assert f'content="{escape(pdf.PRINT_CSP)}"' in html
     assert "default-src 'none'" in pdf.PRINT_CSP
@@ -104,7 +114,7 @@ def test_a_failed_print_shows_the_visitor_a_plain_sentence_and_logs_the_rest(
     chromium.chmod(0o755)
     settings.HEADROOM_CHROMIUM = str(chromium)
     report = make_report(sweep, owner)
-    response = Client().get(f"/r/{report.token}/report.pdf")
+    response = Client().get(f"/r/{report.issued_token}/report.pdf")
     assert response.status_code == 503
     text = response.content.decode()
     assert "secret detail" not in text and "Print" in text

@@ -70,7 +70,7 @@ def test_the_report_fits_a_390_px_phone(live_server, owner, browser, tmp_path, l
     report = make_report(sweep, owner, language=language, references=[reference])
     context = browser.new_context(viewport=PHONE, device_scale_factor=2, is_mobile=True)
     page = context.new_page()
-    assert page.goto(f"{live_server.url}/r/{report.token}/").status == 200
+    assert page.goto(f"{live_server.url}/r/{report.issued_token}/").status == 200
     expect(page.locator("body")).to_have_attribute("data-charts-drawn", "4")
     found = page.evaluate(OVERFLOWING)
     assert found["page"] <= found["width"], found

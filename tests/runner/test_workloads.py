@@ -2,18 +2,32 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
 from runner.loadgen import Target, run_load
-from runner.schema import ClientSpec, LoadSpec
+from runner.schema import (
+    Checkpoint,
+    ClientSpec,
+    EngineConfig,
+    EngineLaunch,
+    LoadSpec,
+    SweepPlan,
+    WorkloadSpec,
+)
+from runner.sweep import run_plan
 from runner.workloads import (
     DatasetError,
     WorkloadError,
     build_prompts,
+    dataset_file,
+    dataset_names,
+    read_dataset,
     server_token_counter,
     token_counter_for,
 )
-from runner.schema import WorkloadSpec
 from tests.runner.fakeserver import fake_vllm  # noqa: F401 (fixture)
 
 
@@ -123,3 +137,107 @@ def test_it_cuts_inside_a_word_when_a_coarse_tokenizer_jumps_over_the_range():
     prompts = build_prompts(workload, 12, per_character)
     assert all(63 <= per_character(p.text) <= 64 for p in prompts)
     assert all(p.input_tokens == per_character(p.text) for p in prompts)
+
+
+# ---------------------------------------------------------------------------------------------
+# Which files a dataset may be: regular files only, inside the data directory for a plan
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def data_dir(tmp_path) -> Path:
+    """A node's data directory, with a neighbour outside it and every kind of file that must
+    not be read as prompts."""
+    root = tmp_path / "datasets"
+    (root / "chat").mkdir(parents=True)
+    (root / "short.jsonl").write_text('{"prompt": "alpha"}\n')
+    (root / "chat" / "turns.jsonl").write_text('{"prompt": "beta"}\n')
+    (root / "alias.jsonl").symlink_to(root / "short.jsonl")
+    (tmp_path / "private.jsonl").write_text('{"prompt": "not yours"}\n')
+    (root / "escape.jsonl").symlink_to(tmp_path / "private.jsonl")
+    (root / "zero.jsonl").symlink_to("/dev/zero")
+    os.mkfifo(root / "pipe.jsonl")
+    return root
+
+
+def _dataset(name: str) -> WorkloadSpec:
+    return WorkloadSpec(kind="dataset", dataset_path=name, input_tokens_min=1, input_tokens_max=9)
+
+
+def test_a_plan_names_its_dataset_relative_to_the_data_directory(data_dir):
+    assert [p.text for p in build_prompts(_dataset("chat/turns.jsonl"), 2, data_dir=data_dir)] \
+        == ["beta", "beta"]
+    assert dataset_file("alias.jsonl", data_dir) == (data_dir / "short.jsonl").resolve()
+    # The prompts are read only through that check.
+    with pytest.raises(DatasetError, match="not inside the data directory"):
+        build_prompts(_dataset("escape.jsonl"), 1, data_dir=data_dir)
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("/dev/zero", "named relative to the data directory"),
+        ("", "named relative to the data directory"),
+        ("../private.jsonl", "not inside the data directory"),
+        ("escape.jsonl", "not inside the data directory"),  # a symlink out
+        ("zero.jsonl", "not inside the data directory"),  # a symlink to a device
+        ("chat", "not a regular file"),
+        ("pipe.jsonl", "not a regular file"),
+        ("missing.jsonl", "cannot read dataset"),
+    ],
+)
+def test_a_plan_may_not_name_a_file_outside_the_data_directory_or_one_that_is_not_regular(
+        data_dir, name, message):
+    with pytest.raises(DatasetError, match=message):
+        dataset_file(name, data_dir)
+
+
+@pytest.mark.parametrize("path", ["/dev/zero", "pipe.jsonl", "chat"])
+def test_the_operators_own_dataset_path_must_still_be_a_regular_file(data_dir, path):
+    given = path if path.startswith("/") else str(data_dir / path)
+    with pytest.raises(DatasetError, match="not a regular file"):
+        build_prompts(_dataset(given), 1)  # no data directory: runner bench --dataset FILE
+    outside = str(data_dir.parent / "private.jsonl")
+    assert [p.text for p in build_prompts(_dataset(outside), 1)] == ["not yours"]
+
+
+def test_the_data_directory_lists_only_the_files_a_plan_may_name(data_dir):
+    assert dataset_names(data_dir) == ["alias.jsonl", "chat/turns.jsonl", "short.jsonl"]
+    assert dataset_names(data_dir / "absent") == []
+
+
+def test_a_file_swapped_for_a_fifo_is_refused_without_waiting_for_a_writer(data_dir):
+    with pytest.raises(DatasetError, match="not a regular file"):
+        read_dataset(data_dir / "pipe.jsonl")
+
+
+def test_a_sweep_refuses_a_dataset_outside_the_data_directory_before_any_engine_starts(
+        data_dir, tmp_path):
+    plan = SweepPlan(
+        name="refused", checkpoint=Checkpoint(model="fake-model"),
+        # Nothing listens there: reaching for the engine would fail another way.
+        launch=EngineLaunch(style="attach", base_url="http://127.0.0.1:9"),
+        engine_configs=[EngineConfig()], loads=[LoadSpec(num_requests=1)],
+        workload=_dataset("/dev/zero"),
+    )
+    with pytest.raises(DatasetError, match="named relative to the data directory"):
+        list(run_plan(plan, tmp_path / "work", data_dir=data_dir))
+
+
+@pytest.mark.parametrize("named_inside", [True, False])
+def test_a_sweep_reads_its_dataset_by_name_in_the_data_directory_or_by_the_operators_path(
+        fake_vllm, data_dir, tmp_path, named_inside):
+    # The worker's plan names "chat/turns.jsonl" in its data directory; `runner bench
+    # --dataset FILE` (and bench/peer_vllm.py through it) gives a path and no directory.
+    name = "chat/turns.jsonl" if named_inside else str(data_dir / "chat" / "turns.jsonl")
+    plan = SweepPlan(
+        name="dataset", checkpoint=Checkpoint(model="fake-model"),
+        launch=EngineLaunch(style="attach", base_url=fake_vllm.base_url),
+        engine_configs=[EngineConfig()], loads=[LoadSpec(num_requests=2)],
+        workload=WorkloadSpec(kind="dataset", dataset_path=name, input_tokens_min=1,
+                              input_tokens_max=50, output_tokens=4),
+        client=ClientSpec(request_timeout_s=10, stall_timeout_s=2), sample_interval_s=0.1,
+    )
+    (point,) = list(run_plan(plan, tmp_path / "work",
+                             data_dir=data_dir if named_inside else None))
+    assert point.metrics.completed == 2

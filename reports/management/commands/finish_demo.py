@@ -62,7 +62,8 @@ class Command(BaseCommand):
             report = form.save_for(user)
             AuditEvent.objects.record(user, AuditEvent.Action.PUBLISHED, report,
                                       detail="version 1 (built by manage.py finish_demo)")
-        self.stdout.write(f"Customer report (no login needed): /r/{report.token}/")
+        # Shown once: only the token's digest is stored.
+        self.stdout.write(f"Customer report (no login needed): /r/{report.issued_token}/")
 
 
 def _wait_until_final(code: UUID, seconds: float) -> Benchmark:
