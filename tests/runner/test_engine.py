@@ -152,11 +152,10 @@ def test_it_rejects_unknown_engine_flag_before_any_engine_starts(tmp_path, tiny_
         EngineConfig(extra_args=["--max-num-seq", "4"])
     # A config that skipped validation is still checked before anything starts.
     sneaky = EngineConfig.model_construct(extra_args=["--swap-space", "4"])
-    with pytest.raises(ValidationError, match="unknown engine flag --swap-space"):
-        with engines(
-            EngineLaunch(style="cpu"), tiny_checkpoint, sneaky, replicas=1, log_dir=tmp_path
-        ):
-            pass
+    with pytest.raises(ValidationError, match="unknown engine flag --swap-space"), engines(
+        EngineLaunch(style="cpu"), tiny_checkpoint, sneaky, replicas=1, log_dir=tmp_path
+    ):
+        pass
     assert list(tmp_path.iterdir()) == []  # no engine log: nothing was started
 
 
@@ -165,9 +164,14 @@ def test_it_rejects_unknown_engine_flag_before_any_engine_starts(tmp_path, tiny_
 # ---------------------------------------------------------------------------------------------
 
 
-def processes_marked(marker: str) -> list[int]:
+# launch.env takes only allow-listed variables; HF_TOKEN carries any string and the tiny model
+# is local (HF_HUB_OFFLINE), so it marks an engine's processes without changing what they do.
+LAUNCH_MARKER = "HF_TOKEN"
+
+
+def processes_marked(marker: str, variable: str = "HEADROOM_TEST_MARKER") -> list[int]:
     """Pids whose environment carries the marker: only processes this test started."""
-    needle = f"HEADROOM_TEST_MARKER={marker}".encode()
+    needle = f"{variable}={marker}".encode()
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -181,9 +185,10 @@ def processes_marked(marker: str) -> list[int]:
     return found
 
 
-def wait_until_gone(marker: str, timeout_s: float) -> list[int]:
+def wait_until_gone(marker: str, timeout_s: float,
+                    variable: str = "HEADROOM_TEST_MARKER") -> list[int]:
     deadline = time.monotonic() + timeout_s
-    while (left := processes_marked(marker)) and time.monotonic() < deadline:
+    while (left := processes_marked(marker, variable)) and time.monotonic() < deadline:
         time.sleep(0.2)
     return left
 
@@ -227,12 +232,12 @@ def test_it_serves_completions_and_qwen3_chat_with_thinking_disabled(cpu_engine)
 @pytest.mark.engine
 def test_stopping_an_engine_leaves_no_process_behind(tiny_checkpoint, tmp_path):
     marker = f"headroom-test-{uuid.uuid4()}"
-    launch = EngineLaunch(style="cpu", startup_timeout_s=400, env={"HEADROOM_TEST_MARKER": marker})
+    launch = EngineLaunch(style="cpu", startup_timeout_s=400, env={LAUNCH_MARKER: marker})
 
     config = EngineConfig(max_model_len=512)
     with engines(launch, tiny_checkpoint, config, replicas=1, log_dir=tmp_path) as running:
         engine = running[0]
-        pids = processes_marked(marker)
+        pids = processes_marked(marker, LAUNCH_MARKER)
         group = os.getpgid(engine._process.pid)
         # The guard, the API server and at least the EngineCore it spawned; whether the model
         # runs in a further worker process depends on vLLM's executor, so at least three.
@@ -242,7 +247,7 @@ def test_stopping_an_engine_leaves_no_process_behind(tiny_checkpoint, tmp_path):
 
     assert time.monotonic() - started < 30
     assert not engine.alive()
-    assert processes_marked(marker) == []
+    assert processes_marked(marker, LAUNCH_MARKER) == []
     assert engine.info.log_tail  # kept for the result's provenance
 
 
@@ -260,7 +265,7 @@ def test_an_engine_that_cannot_start_fails_promptly_quoting_its_log(
     path = tiny_model if model == "exists" else tmp_path / "does-not-exist"
     checkpoint = Checkpoint(model=str(path))
     marker = f"headroom-test-{uuid.uuid4()}"
-    launch = EngineLaunch(style="cpu", startup_timeout_s=300, env={"HEADROOM_TEST_MARKER": marker})
+    launch = EngineLaunch(style="cpu", startup_timeout_s=300, env={LAUNCH_MARKER: marker})
     started = time.monotonic()
 
     with pytest.raises(EngineError) as failure:
@@ -272,7 +277,7 @@ def test_an_engine_that_cannot_start_fails_promptly_quoting_its_log(
     message = str(failure.value)
     assert "exited with status" in message and "last lines" in message
     assert expected in message
-    assert processes_marked(marker) == []
+    assert processes_marked(marker, LAUNCH_MARKER) == []
 
 
 CHILD_RUNNER = textwrap.dedent(
