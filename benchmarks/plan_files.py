@@ -1,0 +1,314 @@
+"""Plan files in and out of the dashboard: a run's plan is the file `python -m runner sweep` runs.
+
+Out: a stored plan (runner.schema.SweepPlan, as the launch stored it) as the YAML file
+runner.cli.load_plan reads. In: a plan file uploaded on the launch page, read as the CLI reads
+one and laid onto the launch form's fields for review, with a sentence for each part of the file
+the form cannot express. Nothing here launches anything: the engineer submits the form.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+import pydantic
+import yaml
+from django import forms
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.template.defaultfilters import filesizeformat
+
+from benchmarks import plans
+from benchmarks.forms import MAX_CONFIGS, MAX_LEVELS, SHARED_SETTINGS, WORKLOAD_PRESETS
+from benchmarks.models import Checkpoint, Runtime, Workload
+from runner import schema, workloads
+from runner.cli import CliError, validate_plan
+
+# A plan is a few kilobytes even with twenty configs and twenty loads; a bigger file is not one.
+PLAN_FILE_MAX_BYTES = 64 * 1024
+
+
+def plan_yaml(stored: dict[str, Any]) -> str:
+    """A stored plan as YAML, in the schema's field order; load_plan reads it back equal."""
+    plan = schema.SweepPlan.model_validate(stored)
+    return yaml.safe_dump(plan.model_dump(mode="json"), sort_keys=False, allow_unicode=True)
+
+
+def read_plan_text(text: str, file_name: str) -> schema.SweepPlan:
+    """A plan file's text as runner.cli.load_plan reads a file: JSON for a .json name, YAML
+    (safe_load) otherwise, then the schema's own validation. ValueError says what is wrong."""
+    is_json = file_name.lower().endswith(".json")
+    try:
+        if not is_json:
+            _refuse_aliases(text)
+        data = json.loads(text) if is_json else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        raise ValueError(f"{file_name}: not valid {'JSON' if is_json else 'YAML'}: {exc}") from None
+    except RecursionError:
+        raise ValueError(f"{file_name}: nested too deeply to be a plan") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{file_name}: a plan is a mapping with checkpoint, engine_configs and "
+                         "loads")
+    try:
+        return validate_plan(data, source=file_name)
+    except CliError as exc:
+        raise ValueError(str(exc)) from None
+
+
+def _refuse_aliases(text: str) -> None:
+    """A plan needs no YAML anchors; refusing them keeps a few hundred bytes of nested aliases
+    from expanding into millions of values when the plan is validated and shown."""
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.AliasEvent):
+            raise ValueError("a plan file may not use YAML aliases (*name)")
+
+
+class PlanFileForm(forms.Form):
+    """The launch page's plan upload. The view receives the file through
+    benchmarks.uploads.ResultFileUploadHandler with PLAN_FILE_MAX_BYTES as its limit, so a
+    larger body is refused as it arrives; `refused` is that handler's reason."""
+
+    plan_file = forms.FileField(
+        label="Plan file",
+        help_text=f"a plan for python -m runner sweep (YAML or JSON), at most "
+        f"{filesizeformat(PLAN_FILE_MAX_BYTES)}: it fills the form below for review",
+    )
+
+    def __init__(self, *args: Any, refused: str = "", **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.refused = refused
+        self.file_name = ""  # as the browser named it: shown, never used as a path
+        if refused:
+            self.fields["plan_file"].required = False  # its error is the refusal
+
+    def clean_plan_file(self) -> schema.SweepPlan:
+        if self.refused:
+            raise ValidationError(self.refused)
+        upload = self.cleaned_data["plan_file"]
+        self.file_name = upload.name or "plan.yaml"
+        try:
+            text = upload.read().decode("utf-8")
+        except UnicodeDecodeError:
+            raise ValidationError("A plan file is UTF-8 text (YAML or JSON).") from None
+        try:
+            return read_plan_text(text, self.file_name)
+        except ValueError as exc:
+            raise ValidationError(f"{exc}.") from None
+
+
+# ---------------------------------------------------------------------------------------------
+# A plan laid onto the launch form
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class PlanOnForm:
+    """The launch form's initial values for a plan, and each part of it they do not carry."""
+
+    initial: dict[str, Any] = field(default_factory=dict)
+    left_out: list[str] = field(default_factory=list)
+
+    def add(self, other: PlanOnForm) -> None:
+        self.initial.update(other.initial)
+        self.left_out.extend(other.left_out)
+
+
+def plan_on_form(plan: schema.SweepPlan) -> PlanOnForm:
+    """Every form field the plan sets, then what the form would send back compared with the
+    plan, part by part: whatever differs is named in left_out, so the review shows it."""
+    result = PlanOnForm(initial={
+        "name": plan.name,
+        "repeats": plan.repeats,
+        "replicas": plan.replicas,
+        "goodput": " ".join(f"{name}:{_number(ms)}" for name, ms in plan.goodput.items()),
+    })
+    workload = _workload(plan)
+    result.add(_workload_fields(plan, workload))
+    result.add(_loads(plan, workload))
+    result.add(_engine_configs(plan.engine_configs))
+    result.add(_checkpoint(plan))
+    result.add(_runtime(plan.launch))
+    result.left_out.extend(_not_on_the_form(plan))
+    return result
+
+
+def _number(value: float) -> str:
+    """500.0 -> '500', 2.5 -> '2.5': as a person types it, and parsed back to the same float."""
+    return str(int(value)) if float(value).is_integer() else repr(value)
+
+
+def _workload(plan: schema.SweepPlan) -> Workload:
+    """The Workload row the form would make for the plan (unsaved)."""
+    spec, first = plan.workload, plan.loads[0]
+    kwargs = spec.extra_body.get("chat_template_kwargs")
+    thinking = isinstance(kwargs, dict) and kwargs.get("enable_thinking") is True
+    return Workload(
+        prompt_source=spec.kind,
+        dataset_path=spec.dataset_path or "",
+        input_tokens_min=spec.input_tokens_min,
+        input_tokens_max=spec.input_tokens_max,
+        output_tokens=spec.output_tokens,
+        # A burst sends its level's count; the others send this many at every level.
+        request_count=max(load.num_requests for load in plan.loads)
+        if first.shape == "burst" else first.num_requests,
+        temperature=spec.temperature,
+        ignore_eos=spec.ignore_eos,
+        thinking=thinking and spec.endpoint == "chat",
+        endpoint=spec.endpoint,
+        stream=spec.stream,
+        load_shape=first.shape,
+    )
+
+
+def _workload_fields(plan: schema.SweepPlan, workload: Workload) -> PlanOnForm:
+    values = {name: getattr(workload, name) for name in WORKLOAD_PRESETS["case-study"]}
+    result = PlanOnForm(initial={"workload_preset": _preset_of(values), **values})
+    dataset = workload.dataset_path
+    if dataset and dataset not in workloads.dataset_names(settings.HEADROOM_DATA_DIR):
+        result.initial["dataset_path"] = ""
+        result.left_out.append(f"workload.dataset_path {dataset}: not a file in the data "
+                               "directory (HEADROOM_DATA_DIR); choose a dataset")
+        return result
+    sent = plans.workload_spec(workload).model_dump(mode="json")
+    for name, value in plan.workload.model_dump(mode="json").items():
+        if sent[name] != value:
+            result.left_out.append(
+                f"workload.{name} {json.dumps(value)}: the form sends {json.dumps(sent[name])}"
+            )
+    return result
+
+
+def _preset_of(values: dict[str, Any]) -> str:
+    """The preset these workload fields are, or custom. A burst's request count is its levels'."""
+    for name, preset in WORKLOAD_PRESETS.items():
+        if all(values[key] == value for key, value in preset.items()
+               if not (key == "request_count" and values["load_shape"] == "burst")):
+            return name
+    return "custom"
+
+
+def _loads(plan: schema.SweepPlan, workload: Workload) -> PlanOnForm:
+    """The load levels of the first load's shape, each once, as the form's list."""
+    levels: list[float] = []
+    for load in plan.loads:
+        level = {"burst": load.num_requests, "concurrency": load.concurrency,
+                 "rate": load.rate}[load.shape]
+        if load.shape == workload.load_shape and level is not None and level not in levels:
+            levels.append(level)
+    levels = levels[:MAX_LEVELS]
+    result = PlanOnForm(initial={"load_levels": ", ".join(_number(v) for v in levels)})
+    sent = {load.label() for load in plans.load_specs(workload, levels)}
+    missing = [load.label() for load in plan.loads if load.label() not in sent]
+    if missing:
+        result.left_out.append(
+            f"loads the form cannot send with these fields: {'; '.join(missing)} (one shape, "
+            f"one request count, Poisson arrivals, no in-flight cap, at most {MAX_LEVELS})"
+        )
+    return result
+
+
+def _engine_configs(configs: list[schema.EngineConfig]) -> PlanOnForm:
+    """The form sweeps max_num_seqs and shares every other setting: those of the first config."""
+    first = configs[0]
+    seqs: list[int] = []
+    for config in configs:
+        if config.max_num_seqs is not None and config.max_num_seqs not in seqs:
+            seqs.append(config.max_num_seqs)
+    seqs = seqs[:MAX_CONFIGS]
+    initial: dict[str, Any] = {
+        "max_num_seqs": ", ".join(str(s) for s in seqs),
+        "extra_args": shlex.join(first.extra_args),
+    }
+    for setting in SHARED_SETTINGS:
+        initial[setting.name] = _setting_initial(getattr(first, setting.name))
+    shared = first.model_dump(exclude={"max_num_seqs"})
+    sent = set()
+    values: list[int | None] = [*seqs] or [None]  # none given: one config, vLLM's own choice
+    for value in values:
+        try:
+            sent.add(schema.EngineConfig(**shared, max_num_seqs=value).label())
+        except pydantic.ValidationError:
+            continue  # e.g. more sequences than the first config's token budget: not sendable
+    missing = [config.label() for config in configs if config.label() not in sent]
+    result = PlanOnForm(initial=initial)
+    if missing:
+        result.left_out.append(
+            f"engine configs the form cannot send: {'; '.join(missing)} (it varies only "
+            f"--max-num-seqs, at most {MAX_CONFIGS} values; the other settings are the first "
+            "config's)"
+        )
+    return result
+
+
+def _setting_initial(value: Any) -> Any:
+    """A setting's value as its form field shows it: a three-state select says true / false."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return value
+
+
+def _checkpoint(plan: schema.SweepPlan) -> PlanOnForm:
+    """The approved checkpoint row the plan names (model, revision, precision, KV dtype)."""
+    spec = plan.checkpoint
+    rows = Checkpoint.objects.filter(approved=True, repo=spec.model, revision=spec.revision or "")
+    if spec.precision:
+        rows = rows.filter(precision=spec.precision)
+    kv_dtypes = {config.kv_cache_dtype or "" for config in plan.engine_configs}
+    found = list(rows[:2])
+    if len(found) > 1 and len(kv_dtypes) == 1:
+        # Rows that differ in their KV dtype only: the one the plan's configs ran with.
+        found = list(rows.filter(kv_cache_dtype=next(iter(kv_dtypes)))[:2])
+    named = f"{spec.model}{'@' + spec.revision if spec.revision else ''}"
+    if len(found) != 1:
+        why = "no approved checkpoint is" if not found else "several approved checkpoints are"
+        return PlanOnForm(left_out=[f"checkpoint: {why} {named}; choose one (the catalog lists "
+                                    "them, a fleet manager approves new ones)"])
+    row = found[0]
+    result = PlanOnForm(initial={"checkpoint": row.pk})
+    sent = plans.checkpoint_spec(row).model_dump()
+    for name, value in spec.model_dump().items():
+        if sent[name] != value:
+            result.left_out.append(f"checkpoint.{name} {json.dumps(value)}: the checkpoint "
+                                   f"{row} gives {json.dumps(sent[name])}")
+    if row.kv_cache_dtype and "" in kv_dtypes:
+        result.left_out.append(f"engine configs without a KV-cache dtype run with the "
+                               f"checkpoint's {row.kv_cache_dtype}")
+    return result
+
+
+def _runtime(launch: schema.EngineLaunch) -> PlanOnForm:
+    """The approved vLLM runtime whose image (and digest) the plan's launch names."""
+    if launch.image is None:
+        return PlanOnForm()
+    rows = Runtime.objects.filter(approved=True, engine__in=Runtime.LAUNCHABLE).exclude(image="")
+    found = [r for r in rows if (f"{r.image}@{r.digest}" if r.digest else r.image) == launch.image]
+    if len(found) != 1:
+        return PlanOnForm(left_out=[f"launch.image {launch.image}: no single approved vLLM "
+                                    "runtime has it; choose the runtime"])
+    return PlanOnForm(initial={"runtime": found[0].pk})
+
+
+def _not_on_the_form(plan: schema.SweepPlan) -> list[str]:
+    """Parts of the plan the form has no field for, where they differ from the defaults a
+    launch uses. The launch's style, image and GPUs come from the node and runtime chosen."""
+    parts: list[tuple[schema.Schema, str]] = [
+        (plan, name) for name in ("client", "warmup_requests", "sample_interval_s")
+    ]
+    parts += [(plan.launch, name)
+              for name in ("base_url", "env", "startup_timeout_s", "cpu_kvcache_space_gib")]
+    left_out = []
+    for part, name in parts:
+        default = type(part).model_fields[name].get_default(call_default_factory=True)
+        if getattr(part, name) != default:
+            where = name if part is plan else f"launch.{name}"
+            left_out.append(f"{where}: not on the form; a launch uses the default "
+                            f"{_json(default)}")
+    if plan.launch.style == "attach":
+        left_out.append("launch.style attach: a launch starts its own engines on the node")
+    return left_out
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value.model_dump(mode="json") if isinstance(value, schema.Schema) else value)

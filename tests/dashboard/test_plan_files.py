@@ -1,0 +1,266 @@
+"""Plans stay portable: a run's plan downloads as the file `python -m runner sweep` runs, and a
+plan file uploaded on the launch page fills the form for review, naming what it cannot carry.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
+from django.utils.html import escape
+
+from benchmarks import plan_files, plans
+from benchmarks.forms import WORKLOAD_PRESETS, LaunchForm
+from benchmarks.models import Benchmark, Workload
+from runner import schema
+from runner.cli import load_plan
+from tests.dashboard.conftest import grant_role
+from tests.dashboard.factories import (
+    REVISION,
+    make_benchmark,
+    make_checkpoint,
+    make_node,
+    make_runtime,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def engineer(django_user_model) -> Client:
+    client = Client()
+    client.force_login(grant_role(django_user_model.objects.create_user("engineer")))
+    return client
+
+
+@pytest.fixture
+def launches(monkeypatch) -> list[Benchmark]:
+    """The runs handed to the queue; none reaches a broker."""
+    sent: list[Benchmark] = []
+    monkeypatch.setattr("benchmarks.tasks.enqueue_benchmark", sent.append)
+    return sent
+
+
+def download(client: Client, benchmark: Benchmark, tmp_path: Path) -> Path:
+    response = client.get(f"/runs/{benchmark.code}/plan.yaml")
+    assert response.status_code == 200
+    assert response["Content-Type"] == "application/yaml; charset=utf-8"
+    assert response["Content-Disposition"] == (
+        f'attachment; filename="headroom-{benchmark.code}.yaml"')
+    path = tmp_path / "plan.yaml"
+    path.write_bytes(response.content)
+    return path
+
+
+def upload(client: Client, content: bytes, name: str = "plan.yaml") -> Any:
+    return client.post("/runs/new/plan/", {"plan_file": SimpleUploadedFile(name, content)})
+
+
+def form_post(form: LaunchForm) -> dict[str, str]:
+    """What a browser sends for the form as it is shown: a checked box as "on", a blank as ""."""
+    data = {}
+    for name in form.fields:
+        value = form[name].value()
+        if isinstance(value, bool):
+            if value:
+                data[name] = "on"
+        else:
+            data[name] = "" if value is None else str(value)
+    return data
+
+
+def plan_dict(**fields: Any) -> dict[str, Any]:
+    plan = {
+        "name": "from the command line",
+        "checkpoint": {"model": "nvidia/Qwen3-30B-A3B-FP4", "revision": REVISION,
+                       "precision": "NVFP4"},
+        "engine_configs": [{"max_num_seqs": 256, "kv_cache_dtype": "fp8"},
+                           {"max_num_seqs": 1024, "kv_cache_dtype": "fp8"}],
+        "loads": [{"shape": "burst", "num_requests": 1000}],
+        **fields,
+    }
+    return plan
+
+
+# ---------------------------------------------------------------------------------------------
+# Download
+# ---------------------------------------------------------------------------------------------
+
+
+def test_the_downloaded_plan_is_the_file_the_cli_runs_and_equals_the_stored_plan(
+    engineer, tmp_path
+):
+    benchmark = make_benchmark()
+    # A rate load with evenly spaced arrivals: JSON and YAML have no infinity, the schema's "inf".
+    stored = schema.SweepPlan.model_validate(benchmark.plan).model_copy(update={"loads": [
+        schema.LoadSpec(shape="rate", rate=2.5, num_requests=100, burstiness=float("inf"))]})
+    benchmark.plan = stored.model_dump(mode="json")
+    benchmark.save()
+    assert load_plan(download(engineer, benchmark, tmp_path)) == stored
+
+
+def test_the_run_page_links_the_plan_of_a_launched_run_only(engineer):
+    node = make_node("gpu-a")
+    launched = make_benchmark(node)
+    page = engineer.get(f"/runs/{launched.code}/").content.decode()
+    assert f'href="/runs/{launched.code}/plan.yaml"' in page
+    imported = make_benchmark(node, source="imported",
+                              plan={"name": "x", "imported_from": "a.json"})
+    page = engineer.get(f"/runs/{imported.code}/").content.decode()
+    assert "plan.yaml" not in page
+    assert engineer.get(f"/runs/{imported.code}/plan.yaml").status_code == 404
+
+
+# ---------------------------------------------------------------------------------------------
+# Upload
+# ---------------------------------------------------------------------------------------------
+
+
+def test_a_plan_made_on_the_form_comes_back_onto_it_and_launches_the_same_plan(
+    engineer, launches, tmp_path
+):
+    node = make_node("gpu-a", gpu_count=8, gpu_memory_mib=143771)
+    checkpoint, runtime = make_checkpoint(), make_runtime()
+    form = {
+        "name": "tuning", "node": node.pk, "checkpoint": checkpoint.pk, "runtime": runtime.pk,
+        "workload_preset": "custom", "prompt_source": "random", "input_tokens_min": "100",
+        "input_tokens_max": "120", "output_tokens": "64", "request_count": "500",
+        "temperature": "0.7", "thinking": "on", "endpoint": "chat", "stream": "on",
+        "load_shape": "concurrency", "load_levels": "8, 32, 128", "max_num_seqs": "64, 256",
+        # Blank: the plan's "vLLM decides" must win over the node's suggested 8192 on the way back.
+        "max_num_batched_tokens": "", "gpu_memory_utilization": "0.85",
+        "enable_prefix_caching": "false", "extra_args": "--enforce-eager --seed 7",
+        "repeats": "2", "replicas": "2", "goodput": "ttft:500 e2el:20000.5",
+    }
+    assert engineer.post("/runs/new/", form).status_code == 302
+    first = Benchmark.objects.get()
+
+    path = download(engineer, first, tmp_path)
+    response = upload(engineer, path.read_bytes())
+    assert response.status_code == 200
+    assert response.context["plan_left_out"] == []
+    assert "Every part of the file is on the form." in response.content.decode()
+    assert Benchmark.objects.count() == 1 and launches == [first]  # it only filled the form
+
+    assert engineer.post("/runs/new/", form_post(response.context["form"])).status_code == 302
+    second = Benchmark.objects.exclude(pk=first.pk).get()
+    assert second.plan == first.plan
+
+
+def test_a_preset_workload_comes_back_as_its_preset(engineer):
+    preset = Workload(name="case-study", **WORKLOAD_PRESETS["case-study"])
+    plan = plans.build_plan(
+        name="preset", node=make_node(), runtime=make_runtime(), checkpoint=make_checkpoint(),
+        workload=preset, engine_configs=[schema.EngineConfig(max_num_seqs=s) for s in (256, 512)],
+        load_levels=[1000, 2000], repeats=1, replicas=1)
+    response = upload(engineer, plan_files.plan_yaml(plan.model_dump(mode="json")).encode())
+    initial = response.context["form"].initial
+    assert initial["workload_preset"] == "case-study"
+    assert (initial["max_num_seqs"], initial["load_levels"]) == ("256, 512", "1000, 2000")
+    assert response.context["plan_left_out"] == []
+
+
+def test_what_the_form_cannot_express_is_named_and_the_rest_is_filled(engineer, launches):
+    make_checkpoint()
+    plan = plan_dict(
+        engine_configs=[{"max_num_seqs": 256, "gpu_memory_utilization": 0.8},
+                        {"max_num_seqs": 512, "gpu_memory_utilization": 0.9}],
+        loads=[{"shape": "burst", "num_requests": 1000},
+               {"shape": "rate", "rate": 4, "num_requests": 100}],
+        workload={"seed": 7}, warmup_requests=5, client={"processes": 2},
+        launch={"style": "serve", "env": {"VLLM_LOGGING_LEVEL": "DEBUG"}},
+    )
+    response = upload(engineer, yaml.safe_dump(plan).encode())
+    assert response.status_code == 200
+    left_out = response.context["plan_left_out"]
+    assert left_out == [
+        "workload.seed 7: the form sends 0",
+        "loads the form cannot send with these fields: rate 4.0/s x 100 (one shape, one request "
+        "count, Poisson arrivals, no in-flight cap, at most 20)",
+        "engine configs the form cannot send: seqs=512,mem=0.9 (it varies only --max-num-seqs, "
+        "at most 20 values; the other settings are the first config's)",
+        "engine configs without a KV-cache dtype run with the checkpoint's fp8",
+        'client: not on the form; a launch uses the default {"processes": 1, '
+        '"request_timeout_s": 600.0, "stall_timeout_s": 60.0, "cpus": []}',
+        "warmup_requests: not on the form; a launch uses the default 0",
+        "launch.env: not on the form; a launch uses the default {}",
+    ]
+    page = response.content.decode()
+    assert all(escape(item) in page for item in left_out)
+    initial = response.context["form"].initial
+    assert (initial["max_num_seqs"], initial["gpu_memory_utilization"]) == ("256, 512", 0.8)
+    assert initial["load_levels"] == "1000"
+    assert not launches and not Benchmark.objects.exists()
+
+
+def test_a_checkpoint_is_filled_in_only_when_one_approved_row_is_the_plans(engineer):
+    make_checkpoint(approved=False)
+    response = upload(engineer, yaml.safe_dump(plan_dict()).encode())
+    assert "checkpoint" not in response.context["form"].initial
+    assert response.context["plan_left_out"] == [
+        "checkpoint: no approved checkpoint is nvidia/Qwen3-30B-A3B-FP4@" + REVISION
+        + "; choose one (the catalog lists them, a fleet manager approves new ones)"]
+
+
+def test_of_two_checkpoints_that_differ_in_kv_dtype_the_one_the_plan_ran_with_is_filled_in(
+    engineer
+):
+    make_checkpoint(kv_cache_dtype="")
+    fp8 = make_checkpoint(kv_cache_dtype="fp8")
+    response = upload(engineer, yaml.safe_dump(plan_dict()).encode())  # its configs ran fp8
+    assert response.context["form"].initial["checkpoint"] == fp8.pk
+    assert response.context["plan_left_out"] == []
+
+
+def test_a_runtime_is_filled_in_from_the_launch_image_and_its_digest(engineer):
+    digest = "sha256:" + "cd" * 32
+    runtime = make_runtime(image="vllm/vllm-openai:v0.32.0", digest=digest)
+    make_runtime(image="vllm/vllm-openai:v0.32.0", digest="")
+    plan = plan_dict(launch={"style": "docker", "image": f"vllm/vllm-openai:v0.32.0@{digest}"})
+    response = upload(engineer, yaml.safe_dump(plan).encode())
+    assert response.context["form"].initial["runtime"] == runtime.pk
+
+
+def test_a_json_plan_file_is_read_as_json(engineer):
+    make_checkpoint()
+    response = upload(engineer, json.dumps(plan_dict()).encode(), name="plan.json")
+    assert response.status_code == 200
+    assert response.context["form"].initial["name"] == "from the command line"
+
+
+@pytest.mark.parametrize("content, name, message", [
+    (b"name: [unclosed", "plan.yaml", "plan.yaml: not valid YAML"),
+    (b"{\"name\": ", "plan.json", "plan.json: not valid JSON"),
+    (b"- a\n- b\n", "plan.yaml", "a plan is a mapping"),
+    (b"\xff\xfe", "plan.yaml", "UTF-8 text"),
+    (b"[" * 50_000, "plan.json", "nested too deeply"),
+    (yaml.safe_dump(plan_dict(engine="vllm")).encode(), "plan.yaml",
+     "engine: Extra inputs are not permitted"),
+    (yaml.safe_dump(plan_dict(checkpoint={"model": "a/b", "revision": "main"})).encode(),
+     "plan.yaml", "revision must be a 40-hex commit id"),
+    (b"a: &x [1, 2]\nb: [*x, *x]\n", "plan.yaml", "may not use YAML aliases"),
+])
+def test_a_file_that_is_not_a_plan_is_refused_with_the_reason(engineer, content, name, message):
+    response = upload(engineer, content, name)
+    assert response.status_code == 400
+    assert message in " ".join(response.context["plan_form"].errors["plan_file"])
+    assert response.context["plan_left_out"] is None
+
+
+def test_a_plan_file_over_the_limit_is_refused_before_it_is_read(engineer):
+    big = yaml.safe_dump(plan_dict(name="x" * plan_files.PLAN_FILE_MAX_BYTES)).encode()
+    response = upload(engineer, big)
+    assert response.status_code == 400
+    assert "larger than the upload limit of 64" in " ".join(
+        response.context["plan_form"].errors["plan_file"])
+
+
+def test_uploading_a_plan_needs_the_launch_permission(django_user_model):
+    reader = Client()
+    reader.force_login(django_user_model.objects.create_user("reader"))
+    assert upload(reader, yaml.safe_dump(plan_dict()).encode()).status_code == 403
