@@ -84,6 +84,8 @@ class _ServerConn(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.can_write = asyncio.Event()
         self.can_write.set()
+        # The loop keeps only weak references to tasks: the response being written is held here.
+        self.writing: asyncio.Future[None] | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports are not asyncio.Transport subclasses, so no isinstance here.
@@ -122,9 +124,11 @@ class _ServerConn(asyncio.Protocol):
             b"Transfer-Encoding: chunked\r\nConnection: %s\r\n\r\n" % connection
         )
         if path.startswith("/flood"):
-            asyncio.ensure_future(self.flood(float(params["seconds"])))
+            self.writing = asyncio.ensure_future(self.flood(float(params["seconds"])))
         else:
-            asyncio.ensure_future(self.paced(int(params["events"]), float(params["first"])))
+            self.writing = asyncio.ensure_future(
+                self.paced(int(params["events"]), float(params["first"]))
+            )
 
     def pause_writing(self) -> None:
         self.can_write.clear()
@@ -290,7 +294,9 @@ async def _run_slots(kind: str, port: int, mode: str, slots: int, seconds: float
         # verify=False: plain http, so no CA bundle to load for each of them.
         base = f"http://127.0.0.1:{port}"
         clients = [httpx.AsyncClient(base_url=base, timeout=60, verify=False) for _ in urls]
-        tasks = [asyncio.ensure_future(httpx_slot(c, *u)) for c, u in zip(clients, urls)]
+        tasks = [
+            asyncio.ensure_future(httpx_slot(c, *u)) for c, u in zip(clients, urls, strict=True)
+        ]
     else:
         import aiohttp
 

@@ -51,6 +51,7 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -291,7 +292,7 @@ def insert_variants(fixed, result) -> list[tuple[str, Timing]]:
          lambda r: r.save(force_insert=True)),
     ):
         storage_mode(mode)
-        timings.append((label, timed(lambda: insert(how))[0]))
+        timings.append((label, timed(partial(insert, how))[0]))
     storage_mode("EXTERNAL")
     return timings
 
@@ -559,7 +560,7 @@ def _measure(args) -> int:
     runs = []
     for repeat in range(args.store_repeats):
         run = _new_run(fixed, f"bench point {repeat}")
-        store_times.append(timed(lambda: store_point(run, result))[0])
+        store_times.append(timed(partial(store_point, run, result))[0])
         runs.append(run)
     store_load = _load()
     # Side by side on the same arrays: format 2's packing against format 1's; then the whole

@@ -59,7 +59,7 @@ import tempfile
 import time
 from collections import deque
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -369,10 +369,8 @@ def _kill_group(process: subprocess.Popen) -> None:
 
 def _kill_leftovers(process: subprocess.Popen) -> None:
     """A worker the client left in its group (the group id is the client's pid)."""
-    try:
+    with suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def _tail(path: Path) -> str:

@@ -86,7 +86,8 @@ def _result(seqs: int, requests: int, repeat: int, replicas: int = 1):
     per_replica = [
         schema.ReplicaResult(replica=r, base_url=f"http://127.0.0.1:{8000 + r}", gpu=str(r),
                              window=schema.Window(start=0.0, end=10.0),
-                             metrics=schema.Metrics(**{**metric, "output_throughput": tps / replicas}))
+                             metrics=schema.Metrics(**{**metric,
+                                                       "output_throughput": tps / replicas}))
         for r in range(replicas)
     ] if replicas > 1 else []
     return schema.PointResult(
@@ -187,8 +188,8 @@ def main() -> int:
                                                     "queue-chart-1", "scaling-chart"))
         median, worst = statistics.median(warm), max(warm)
         p95 = sorted(warm)[int(0.95 * (len(warm) - 1))]
-        print(f"| page | first request | warm median | warm p95 | warm max | queries | HTML |")
-        print(f"|---|---|---|---|---|---|---|")
+        print("| page | first request | warm median | warm p95 | warm max | queries | HTML |")
+        print("|---|---|---|---|---|---|---|")
         print(f"| /r/<token>/ ({charts} chart areas) | {first * 1000:.0f} ms | "
               f"{median * 1000:.0f} ms | {p95 * 1000:.0f} ms | {worst * 1000:.0f} ms | "
               f"{queries} | {size / 1024:.0f} KiB |")

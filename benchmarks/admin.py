@@ -26,7 +26,9 @@ from benchmarks.models import (
 
 @admin.register(Node)
 class NodeAdmin(admin.ModelAdmin):
-    list_display = ("queue", "hostname", "launch_style", "gpu_name", "gpu_count", "last_heartbeat_at")
+    list_display = (
+        "queue", "hostname", "launch_style", "gpu_name", "gpu_count", "last_heartbeat_at"
+    )
     search_fields = ("queue", "hostname", "gpu_name")
     readonly_fields = ("registered_at", "last_heartbeat_at")
 

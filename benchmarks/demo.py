@@ -24,6 +24,7 @@ import socket
 import subprocess
 import sys
 import time
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -123,10 +124,8 @@ def _has_exited(pid: int) -> bool:
 
 
 def _signal_group(pgid: int, signum: int) -> None:
-    try:
+    with suppress(ProcessLookupError):  # the group is already empty
         os.killpg(pgid, signum)
-    except ProcessLookupError:
-        pass  # the group is already empty
 
 
 def describe_exit(returncode: int) -> str:
@@ -205,7 +204,10 @@ def main() -> int:
             cwd=BASE_DIR, env=env, check=True, capture_output=True, text=True,
         )  # fmt: skip
         print(launched.stdout, end="")
-        code = re.search(r"/runs/([0-9a-f-]{36})/", launched.stdout).group(1)
+        found = re.search(r"/runs/([0-9a-f-]{36})/", launched.stdout)
+        if found is None:
+            raise SystemExit(f"launch_demo_sweep printed no run link:\n{launched.stdout}")
+        code = found.group(1)
         # When the sweep ends: the saved comparison and a customer report, links printed.
         children.start("finisher", [sys.executable, "manage.py", "finish_demo", code],
                        service=False)

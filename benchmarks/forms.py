@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import shlex
-from typing import Any
+from typing import Any, NamedTuple
 
 import pydantic
 from django import forms
@@ -13,6 +13,7 @@ from django.db import transaction
 from django.template.defaultfilters import filesizeformat
 
 from benchmarks import plans
+from benchmarks.form_fields import declared_field
 from benchmarks.imports import StatedFacts
 from benchmarks.models import Benchmark, Checkpoint, Node, Runtime, Workload
 from runner import schema, workloads
@@ -76,6 +77,8 @@ class ApprovedChoiceField(forms.ModelChoiceField):
             raise ValidationError(self.refusal(other), code="not_launchable") from None
 
     def _any_row(self, value: Any) -> Any:
+        if self.queryset is None:
+            return None
         try:
             return self.queryset.model.objects.filter(pk=int(value)).first()
         except (TypeError, ValueError):
@@ -109,6 +112,11 @@ class LaunchableRuntimeField(ApprovedChoiceField):
         return super().refusal(row)
 
 
+def _whole(bound: float | None) -> int | None:
+    """An integer field's bound (EngineSetting keeps every bound as a float)."""
+    return None if bound is None else int(bound)
+
+
 def engine_setting_field(setting: schema.EngineSetting) -> forms.Field:
     """A form field for one EngineConfig field: its flag as label, its description as help."""
     common: dict[str, Any] = {
@@ -124,11 +132,48 @@ def engine_setting_field(setting: schema.EngineSetting) -> forms.Field:
         return forms.NullBooleanField(widget=forms.Select(choices=choices), **common)
     if setting.kind is int:
         low = setting.ge if setting.gt is None else int(setting.gt) + 1
-        return forms.IntegerField(min_value=low, max_value=setting.le, **common)
+        return forms.IntegerField(
+            min_value=_whole(low), max_value=_whole(setting.le), **common
+        )
     if setting.kind is float:
         # An exclusive bound (gt) has no form equivalent; EngineConfig refuses it on this field.
         return forms.FloatField(min_value=setting.ge, max_value=setting.le, **common)
     return forms.CharField(max_length=100, empty_value=None, **common)
+
+
+class BatchDefaults(NamedTuple):
+    max_num_seqs: int
+    max_num_batched_tokens: int
+
+
+# vLLM 0.32's own defaults for `vllm serve` (UsageContext.OPENAI_API_SERVER) when neither flag is
+# given, as EngineArgs.get_batch_defaults in vllm/engine/arg_utils.py picks them by the total
+# memory of one GPU: at least 160 GiB 1024 sequences / 16384 batched tokens; at least 70 GiB and
+# not an A100 (larger budgets were slower there, vLLM PR #17885) 1024 / 8192; any other GPU
+# 256 / 2048. Its CPU backend has its own: 128 / 2048 times tensor x pipeline parallel size.
+def vllm_batch_defaults(node: Node) -> BatchDefaults | None:
+    """What vLLM would pick on this node (one engine, tensor parallel 1), the starting point of
+    a max_num_seqs grid; None when the node's worker reported no GPU memory."""
+    if node.launch_style == Node.LaunchStyle.CPU:
+        return BatchDefaults(max_num_seqs=128, max_num_batched_tokens=2048)
+    if not node.gpu_memory_mib:
+        return None
+    gib = node.gpu_memory_mib / 1024  # nvidia-smi's MiB; vLLM compares bytes with GiB_bytes
+    if gib >= 160:
+        return BatchDefaults(max_num_seqs=1024, max_num_batched_tokens=16384)
+    if gib >= 70 and "a100" not in node.gpu_name.lower():
+        return BatchDefaults(max_num_seqs=1024, max_num_batched_tokens=8192)
+    return BatchDefaults(max_num_seqs=256, max_num_batched_tokens=2048)
+
+
+def batch_defaults_note(node: Node) -> str:
+    defaults = vllm_batch_defaults(node)
+    if defaults is None:
+        return f"{node.queue}: GPU memory not reported; blank settings leave vLLM's choice."
+    return (
+        f"{node.queue}: vLLM's own defaults there are --max-num-seqs {defaults.max_num_seqs}, "
+        f"--max-num-batched-tokens {defaults.max_num_batched_tokens}."
+    )
 
 
 class NodeChoiceField(forms.ModelChoiceField):
@@ -223,7 +268,29 @@ class LaunchForm(forms.Form):
             self.fields[name].initial = value
         self.fields["load_levels"].initial = "2000"
         names = workloads.dataset_names(settings.HEADROOM_DATA_DIR)
-        self.fields["dataset_path"].choices = [("", "none")] + [(name, name) for name in names]
+        dataset_path = declared_field(self, "dataset_path", forms.ChoiceField)
+        dataset_path.choices = [("", "none")] + [(name, name) for name in names]
+        node = self._preselect_single_choices().get("node")
+        defaults = vllm_batch_defaults(node) if isinstance(node, Node) else None
+        if defaults is not None:
+            self.fields["max_num_seqs"].initial = str(defaults.max_num_seqs)
+            self.fields["max_num_batched_tokens"].initial = defaults.max_num_batched_tokens
+
+    def _preselect_single_choices(self) -> dict[str, Any]:
+        """A select with one row to choose starts on it; returns those rows by field name."""
+        single: dict[str, Any] = {}
+        for name in ("node", "checkpoint", "runtime"):
+            field = self.fields[name]
+            queryset = field.queryset if isinstance(field, forms.ModelChoiceField) else None
+            rows = list(queryset[:2]) if queryset is not None else []
+            if len(rows) == 1:
+                field.initial = rows[0].pk
+                single[name] = rows[0]
+        return single
+
+    def batch_defaults_notes(self) -> list[str]:
+        """Each node's vLLM defaults, for the engine settings' hint (the grid starts there)."""
+        return [batch_defaults_note(node) for node in Node.objects.all()]
 
     def engine_fields(self) -> list[forms.BoundField]:
         """The engine settings in EngineConfig's order, for the template to list."""
@@ -263,7 +330,8 @@ class LaunchForm(forms.Form):
     # -- cross-field checks -----------------------------------------------------------------
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         workload = self._clean_workload(data)
         if workload is None:
             return data
@@ -273,8 +341,11 @@ class LaunchForm(forms.Form):
             self.add_error(
                 "replicas", f"{node.queue} has {node.max_replicas()} GPU(s): at most that many."
             )
-        if node and data.get("runtime") and node.launch_style == "docker" and not data["runtime"].image:
-            self.add_error("runtime", f"{node.queue} starts engines from an image; pick one with it.")
+        runtime = data.get("runtime")
+        if node and runtime and node.launch_style == "docker" and not runtime.image:
+            self.add_error(
+                "runtime", f"{node.queue} starts engines from an image; pick one with it."
+            )
         self._check_gpus(data)
         self._check_checkpoint(data)
         levels = self._clean_levels(data, workload)
@@ -283,8 +354,8 @@ class LaunchForm(forms.Form):
             return data
         try:
             data["plan"] = plans.build_plan(
-                name=data.get("name") or f"{data['checkpoint'].repo} on {node.queue}",
-                node=node,
+                name=data.get("name") or f"{data['checkpoint'].repo} on {data['node'].queue}",
+                node=data["node"],
                 runtime=data["runtime"],
                 checkpoint=data["checkpoint"],
                 workload=workload,
@@ -333,7 +404,7 @@ class LaunchForm(forms.Form):
             return None
         if preset != "custom":
             return Workload(name=preset, **WORKLOAD_PRESETS[preset])
-        values = {name: data.get(name) for name in WORKLOAD_FIELDS}
+        values: dict[str, Any] = {name: data.get(name) for name in WORKLOAD_FIELDS}
         for name in ("prompt_source", "input_tokens_min", "input_tokens_max", "output_tokens",
                      "request_count", "temperature", "endpoint", "load_shape"):
             if values[name] in (None, "") and name not in self.errors:
@@ -378,10 +449,11 @@ class LaunchForm(forms.Form):
                 configs.append(schema.EngineConfig(max_num_seqs=seqs, **shared))
             except pydantic.ValidationError as exc:
                 for error in exc.errors():
-                    field = str(error["loc"][0]) if error["loc"] else "max_num_batched_tokens"
-                    field = field if field in self.fields else None
+                    name = str(error["loc"][0]) if error["loc"] else "max_num_batched_tokens"
+                    field = name if name in self.fields else None
                     message = error["msg"].removeprefix("Value error, ")
-                    if field is None or message not in " ".join(self.errors.get(field, [])):
+                    shown = " ".join(str(e) for e in self.errors.get(field, [])) if field else ""
+                    if field is None or message not in shown:
                         self.add_error(field, message)
                 return None
         return configs
@@ -477,7 +549,8 @@ class ImportForm(forms.Form):
         return self.cleaned_data["file"]
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         engine, other = data.get("engine"), data.get("other_engine")
         if engine == Runtime.Engine.OTHER and not other:
             self.add_error("other_engine", "Name the engine.")

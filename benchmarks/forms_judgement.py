@@ -12,11 +12,11 @@ from typing import Any
 from django import forms
 from django.db.models import Q
 
+from benchmarks.form_fields import declared_field
+from benchmarks.models import Benchmark, ExternalReference, OperatingPoint, Point
 from judgement import judge
-
 from judgement.analysis.selection import DEFAULT_LATENCY_GROWTH_PCT, DEFAULT_THROUGHPUT_GAIN_PCT
 from judgement.analysis.types import LATENCY_FIELDS, LATENCY_LABELS, REFERENCE_UNITS
-from benchmarks.models import Benchmark, ExternalReference, OperatingPoint, Point
 
 RECENT_RUNS_FOR_CHOICES = 20
 
@@ -31,6 +31,13 @@ def point_label(point: Point) -> str:
 class PointChoiceField(forms.ModelChoiceField):
     def label_from_instance(self, obj: Point) -> str:
         return point_label(obj)
+
+
+class RunPointChoiceField(forms.ModelChoiceField):
+    """A point of the run on the page: its run goes without saying."""
+
+    def label_from_instance(self, obj: Point) -> str:
+        return f"{obj.engine_label} · {obj.load_label} · r{obj.repeat}"
 
 
 def _slo_label(field: str) -> str:
@@ -50,17 +57,14 @@ class OperatingPointForm(forms.Form):
     min_tokens_per_user = forms.FloatField(
         label="Pareto: at least (tokens/s per user)", min_value=0, required=False,
     )
-    point = forms.ModelChoiceField(queryset=Point.objects.none(), required=False,
-                                   label="Override: the point to operate at")
+    point = RunPointChoiceField(queryset=Point.objects.none(), required=False,
+                                label="Override: the point to operate at")
     reason = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False,
                              label="Override: why (kept with the choice)")
 
     def __init__(self, *args: Any, benchmark: Benchmark, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["point"].queryset = benchmark.points.all()
-        self.fields["point"].label_from_instance = lambda p: (
-            f"{p.engine_label} · {p.load_label} · r{p.repeat}"
-        )
+        declared_field(self, "point", forms.ModelChoiceField).queryset = benchmark.points.all()
         for name in LATENCY_FIELDS:
             self.fields[f"slo_{name}"] = forms.FloatField(
                 label=f"SLO: {_slo_label(name)}", min_value=0, required=False
@@ -70,7 +74,8 @@ class OperatingPointForm(forms.Form):
         return [self[f"slo_{name}"] for name in LATENCY_FIELDS]
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         method = data.get("method")
         if method == "knee":
             for name in ("throughput_gain_pct", "latency_growth_pct"):
@@ -151,13 +156,14 @@ class ComparisonForm(forms.Form):
             if value.isdigit():
                 chosen.append(int(value))
         for name in ("baseline_point", "candidate_point"):
-            self.fields[name].queryset = recent_points(chosen)
+            declared_field(self, name, forms.ModelChoiceField).queryset = recent_points(chosen)
         runs = Benchmark.objects.filter(points__isnull=False).distinct().order_by("-created_at")
         for name in ("baseline_run", "candidate_run"):
-            self.fields[name].queryset = runs
+            declared_field(self, name, forms.ModelChoiceField).queryset = runs
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         for side in ("baseline", "candidate"):
             point, run = data.get(f"{side}_point"), data.get(f"{side}_run")
             if point is not None and run is not None:
@@ -241,4 +247,4 @@ class ReferenceCompareForm(forms.Form):
         value = str(self.data.get("point", ""))
         if value.isdigit():
             chosen.append(int(value))
-        self.fields["point"].queryset = recent_points(chosen)
+        declared_field(self, "point", forms.ModelChoiceField).queryset = recent_points(chosen)

@@ -379,7 +379,7 @@ def _import_row(row: ResultImport) -> str:
         return ImportState.SUCCEEDED
     except ImportFileError as exc:
         message = f"Cannot import {row.file_name}: {str(exc).removeprefix(row.file_name + ': ')}"
-    except Exception as exc:  # noqa: BLE001 - any failure is recorded on the row
+    except Exception as exc:  # any failure is recorded on the row
         log.exception("result import %s failed", row.pk)
         message = (
             f"The import stopped on an unexpected error ({type(exc).__name__}); nothing was "
@@ -456,7 +456,7 @@ class ImportProgress:
                 progress=count
             )
             self.written = count
-        except Exception:  # noqa: BLE001 - a locked SQLite or a blip: the next write catches up
+        except Exception:  # a locked SQLite or a blip: the next write catches up
             log.warning("progress of result import %s not written", self.import_id,
                         exc_info=True)  # fmt: skip
             connection.close()

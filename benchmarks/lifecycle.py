@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import socket
 from datetime import datetime
+from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
@@ -130,7 +131,7 @@ def fail_orphans(node: Node) -> int:
     )
 
 
-def register_node(queue: str, launch_style: str, hardware: dict[str, object] | None) -> Node:
+def register_node(queue: str, launch_style: str, hardware: dict[str, Any] | None) -> Node:
     """Create or refresh the Node a worker serves; hardware comes from runner.provenance."""
     hardware = hardware or {}
     facts = {

@@ -61,6 +61,10 @@ class Node(models.Model):
     cuda_version = models.CharField(max_length=50, blank=True)
     cpu_model = models.CharField(max_length=200, blank=True)
     cpu_count = models.PositiveSmallIntegerField(null=True, blank=True)
+    # Written by people (/catalog/nodes/); the fields above come from the node's worker.
+    description = models.TextField(
+        blank=True, help_text="what the node is for, where it is, who looks after it"
+    )
     registered_at = models.DateTimeField(default=timezone.now)
     last_heartbeat_at = models.DateTimeField(null=True, blank=True)
 
@@ -440,6 +444,10 @@ class Point(models.Model):
     Every aggregate of runner.schema.Metrics is a real column so points sort, filter and chart
     without decoding anything; the per-request records and samples are in PointData.
     """
+
+    # Not columns: the run page's view sets them on the points it lists, for its template.
+    caveat_list: list[Caveat]
+    judgement_row: dict[str, Any] | None
 
     benchmark = models.ForeignKey(Benchmark, models.CASCADE, related_name="points")
     key = models.CharField(max_length=500)

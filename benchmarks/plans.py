@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import pydantic
 from django.conf import settings
@@ -16,14 +16,15 @@ def workload_spec(workload: Workload) -> schema.WorkloadSpec:
     if workload.endpoint == Workload.Endpoint.CHAT:
         # Qwen3-style switch; sent explicitly either way so the request says what it asked for.
         extra_body["chat_template_kwargs"] = {"enable_thinking": workload.thinking}
+    # The model's choices are the schema's literals; WorkloadSpec checks the values again.
     return schema.WorkloadSpec(
-        kind=workload.prompt_source,
+        kind=cast(schema.WorkloadKind, workload.prompt_source),
         input_tokens_min=workload.input_tokens_min,
         input_tokens_max=workload.input_tokens_max,
         output_tokens=workload.output_tokens,
         temperature=workload.temperature,
         ignore_eos=workload.ignore_eos,
-        endpoint=workload.endpoint,
+        endpoint=cast(schema.Endpoint, workload.endpoint),
         stream=workload.stream,
         extra_body=extra_body,
         dataset_path=workload.dataset_path or None,
@@ -54,7 +55,9 @@ def engine_launch(node: Node, runtime: Runtime) -> schema.EngineLaunch:
     if runtime.image:
         image = f"{runtime.image}@{runtime.digest}" if runtime.digest else runtime.image
     gpus = list(range(node.gpu_count)) if node.gpu_count else None
-    return schema.EngineLaunch(style=node.launch_style, image=image, gpus=gpus)
+    # The model's choices are schema.LaunchStyle; EngineLaunch checks the value again.
+    style = cast(schema.LaunchStyle, node.launch_style)
+    return schema.EngineLaunch(style=style, image=image, gpus=gpus)
 
 
 def checkpoint_spec(checkpoint: Checkpoint) -> schema.Checkpoint:

@@ -10,10 +10,10 @@ from django.db.models import F, Q
 from django.db.models.functions import Greatest
 
 from benchmarks import storage
+from benchmarks.models import Benchmark, Caveat, Point, PointData
 from judgement.analysis.checks import failed_checks
 from judgement.analysis.convert import queue_gap_fraction
 from judgement.analysis.verdicts import sparse_queue_samples
-from benchmarks.models import Benchmark, Caveat, Point, PointData
 from runner.schema import Metrics, PointResult, Window
 
 METRIC_FIELDS: tuple[str, ...] = tuple(Metrics.model_fields)
@@ -21,7 +21,7 @@ METRIC_FIELDS: tuple[str, ...] = tuple(Metrics.model_fields)
 
 def automatic_caveats(result: PointResult) -> list[tuple[str, str, str]]:
     """(code, kind, text) for what limits this point's meaning; shown next to its numbers."""
-    caveats = []
+    caveats: list[tuple[str, str, str]] = []
     style = result.provenance.engine.launch_style if result.provenance else None
     if style == "cpu":
         caveats.append(

@@ -104,9 +104,9 @@ def _pack(arrays: dict[str, np.ndarray]) -> bytes:
             # (itemsize, n): row k holds byte k of every value.
             planes = array.view(np.uint8).reshape(-1, array.itemsize).T.copy()
             for plane in planes:
-                _encode_part(memoryview(plane), parts, payload)
+                _encode_part(plane.data, parts, payload)
         else:
-            _encode_part(memoryview(array.view(np.uint8).reshape(-1)), parts, payload)
+            _encode_part(array.view(np.uint8).reshape(-1).data, parts, payload)
         entries.append(
             {"name": name, "dtype": array.dtype.str, "shuffled": shuffled, "parts": parts}
         )
@@ -173,7 +173,9 @@ def _missing_to_none(values: np.ndarray) -> list[int | None]:
     return [None if v == MISSING_INT else v for v in values.tolist()]
 
 
-def _flat(requests: Sequence[RequestRecord], field: str, dtype: type) -> tuple[np.ndarray, np.ndarray]:
+def _flat(
+    requests: Sequence[RequestRecord], field: str, dtype: type
+) -> tuple[np.ndarray, np.ndarray]:
     """A ragged list field of every request as one flat array, and the per-request lengths."""
     lists = list(map(operator.attrgetter(field), requests))
     lengths = np.fromiter(map(len, lists), np.int64, len(lists))
@@ -195,8 +197,10 @@ def encode_requests(requests: Sequence[RequestRecord]) -> bytes:
     # model_dump() of 32,768 records with 256 chunk times each would build 8 million Python
     # objects only to read them once.
     scalars = _REQUEST_FLOATS + _REQUEST_INTS + _REQUEST_STRINGS
-    columns = dict(zip(scalars, zip(*map(operator.attrgetter(*scalars), requests))))
-    if not requests:
+    if requests:
+        rows = map(operator.attrgetter(*scalars), requests)
+        columns = dict(zip(scalars, zip(*rows, strict=True), strict=True))
+    else:
         columns = {name: () for name in scalars}
     arrays: dict[str, np.ndarray] = {}
     for name in _REQUEST_FLOATS:
@@ -213,7 +217,7 @@ def encode_requests(requests: Sequence[RequestRecord]) -> bytes:
 def _split(flat: np.ndarray, lengths: np.ndarray) -> list[list]:
     values = flat.tolist()
     ends = np.cumsum(lengths).tolist()
-    return [values[end - length : end] for end, length in zip(ends, lengths.tolist())]
+    return [values[end - length : end] for end, length in zip(ends, lengths.tolist(), strict=True)]
 
 
 def decode_requests(blob: bytes | memoryview) -> list[RequestRecord]:
@@ -233,8 +237,8 @@ def decode_requests(blob: bytes | memoryview) -> list[RequestRecord]:
     columns["chunk_tokens"] = _split(arrays["chunk_tokens"], arrays["token_lengths"])
     names = list(columns)
     return [
-        RequestRecord.model_validate(dict(zip(names, values)))
-        for values in zip(*columns.values())
+        RequestRecord.model_validate(dict(zip(names, values, strict=True)))
+        for values in zip(*columns.values(), strict=True)
     ]
 
 
@@ -256,6 +260,6 @@ def decode_samples(blob: bytes | memoryview) -> list[EngineSample]:
     columns["replica"] = arrays["replica"].tolist()
     names = list(columns)
     return [
-        EngineSample.model_validate(dict(zip(names, values)))
-        for values in zip(*columns.values())
+        EngineSample.model_validate(dict(zip(names, values, strict=True)))
+        for values in zip(*columns.values(), strict=True)
     ]

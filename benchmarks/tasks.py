@@ -14,6 +14,7 @@ import threading
 import time
 import traceback
 from types import TracebackType
+from typing import Any
 
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
@@ -41,6 +42,8 @@ def enqueue_benchmark(benchmark: Benchmark) -> None:
     }
     # A fresh connection per launch rather than the app's pool: launches are rare, and a pool
     # can hold a connection that went stale while the broker was restarted.
+    if benchmark.node is None:
+        raise ValueError(f"benchmark {benchmark.pk} has no node to run on")
     with run_benchmark.app.connection_for_write() as connection:
         result = run_benchmark.apply_async(
             args=[benchmark.pk], queue=benchmark.node.queue, connection=connection, **limits
@@ -79,7 +82,9 @@ def allow_child_processes() -> None:
     """
     process = multiprocessing.current_process()
     process.daemon = False
-    process._config["authkey"] = multiprocessing.process.AuthenticationString(os.urandom(32))
+    # Private names typeshed does not declare: this reaches into multiprocessing on purpose.
+    stdlib_class = multiprocessing.process.AuthenticationString  # type: ignore[attr-defined]
+    process._config["authkey"] = stdlib_class(os.urandom(32))  # type: ignore[attr-defined]
 
 
 def execute_benchmark(benchmark_id: int) -> str:
@@ -127,7 +132,7 @@ def execute_benchmark(benchmark_id: int) -> str:
                 f"({settings.CELERY_TASK_SOFT_TIME_LIMIT} s). Finished points are kept.",
             )
             return State.FAILED
-        except Exception as exc:  # noqa: BLE001 - any runner failure is recorded on the row
+        except Exception as exc:  # any runner failure is recorded on the row
             log.exception("benchmark %s failed", benchmark_id)
             detail = traceback.format_exc()
             log_tail = getattr(exc, "log_tail", None)
@@ -213,7 +218,7 @@ def progress_fraction(progress: Progress) -> float:
     return min(max((progress.points_done + within) / progress.points_total, 0.0), 1.0)
 
 
-def collect_hardware_facts() -> dict[str, object] | None:
+def collect_hardware_facts() -> dict[str, Any] | None:
     """GPU facts from runner.provenance (engineer B's module); None if it is not there yet."""
     try:
         from runner.provenance import collect_hardware
@@ -247,7 +252,7 @@ class NodeHeartbeat(threading.Thread):
             lifecycle.touch_node(self.queue)
             if reap:
                 lifecycle.reap_stale()
-        except Exception:  # noqa: BLE001 - a database blip must not end the heartbeat
+        except Exception:  # a database blip must not end the heartbeat
             log.exception("node heartbeat failed")
             connection.close()
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
@@ -56,13 +56,20 @@ class ReceivedFile(UploadedFile):
         super().__init__(file, name, content_type, 0, charset, content_type_extra)
 
     def temporary_file_path(self) -> str:
-        return self.file.name
+        return self._received().name
 
     def keep(self, path: Path) -> None:
         """Give the received bytes the lasting name path, in the same folder: a hard link,
         nothing copied, and the temporary name is deleted as usual when the file is closed."""
-        self.file.flush()
-        os.link(self.file.name, path)
+        received = self._received()
+        received.flush()
+        os.link(received.name, path)
+
+    def _received(self) -> IO[bytes]:
+        # Django's File types .file as optional; this one is always the file opened above.
+        if self.file is None:
+            raise ValueError(f"{self.name}: the received file is gone")
+        return self.file
 
 
 class ResultFileUploadHandler(FileUploadHandler):
@@ -74,7 +81,7 @@ class ResultFileUploadHandler(FileUploadHandler):
         self.refusal = ""
         self.body_too_large = False
 
-    def handle_raw_input(
+    def handle_raw_input(  # type: ignore[override]  # django-stubs says str; Django passes bytes
         self,
         input_data: Any,
         META: Any,

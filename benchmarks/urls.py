@@ -1,10 +1,11 @@
 from django.urls import path
 
-from benchmarks import views, views_judgement
+from benchmarks import views, views_catalog, views_judgement
 
 urlpatterns = [
     path("runs/", views.runs, name="runs"),
     path("runs/new/", views.run_new, name="run_new"),
+    path("runs/new/plan/", views.run_new_from_plan, name="run_new_from_plan"),
     path("runs/import/", views.run_import, name="run_import"),
     path("runs/imports/<uuid:code>/", views.run_import_status, name="run_import_status"),
     path(
@@ -22,6 +23,7 @@ urlpatterns = [
     ),
     path("runs/<uuid:code>.json", views.run_json, name="run_json"),
     path("runs/<uuid:code>.csv", views.run_csv, name="run_csv"),
+    path("runs/<uuid:code>/plan.yaml", views.run_plan_yaml, name="run_plan_yaml"),
     # The judgement layer (benchmarks/views_judgement.py).
     path(
         "runs/<uuid:code>/operating-point/",
@@ -42,4 +44,21 @@ urlpatterns = [
         name="reference_compare",
     ),
     path("audit/", views.audit, name="audit"),
+    # What a launch chooses from (benchmarks/views_catalog.py).
+    path("catalog/checkpoints/", views_catalog.checkpoints, name="catalog_checkpoints"),
+    path(
+        "catalog/checkpoints/new/", views_catalog.checkpoint_new, name="catalog_checkpoint_new"
+    ),
+    path(
+        "catalog/checkpoints/<int:pk>/edit/",
+        views_catalog.checkpoint_edit,
+        name="catalog_checkpoint_edit",
+    ),
+    path("catalog/runtimes/", views_catalog.runtimes, name="catalog_runtimes"),
+    path("catalog/runtimes/new/", views_catalog.runtime_new, name="catalog_runtime_new"),
+    path(
+        "catalog/runtimes/<int:pk>/edit/", views_catalog.runtime_edit, name="catalog_runtime_edit"
+    ),
+    path("catalog/nodes/", views_catalog.nodes, name="catalog_nodes"),
+    path("catalog/nodes/<int:pk>/edit/", views_catalog.node_edit, name="catalog_node_edit"),
 ]

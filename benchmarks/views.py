@@ -8,6 +8,7 @@ import json
 import logging
 from collections import defaultdict
 from collections.abc import Iterator
+from typing import Any
 from urllib.parse import urlencode
 from uuid import UUID
 
@@ -19,16 +20,22 @@ from django.core.paginator import Paginator
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
 from django.db.models import Q
-from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    JsonResponse,
+    StreamingHttpResponse,
+)
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_POST, require_safe
 from kombu.exceptions import OperationalError as BrokerError
 
-from judgement import charts
-from benchmarks import lifecycle, tasks, uploads, views_judgement
+from benchmarks import lifecycle, plan_files, tasks, uploads, views_judgement
 from benchmarks.forms import ImportForm, LaunchForm
+from benchmarks.http import AuthenticatedHttpRequest
 from benchmarks.models import (
     AuditEvent,
     Benchmark,
@@ -41,6 +48,7 @@ from benchmarks.models import (
     Runtime,
 )
 from benchmarks.points import METRIC_FIELDS, point_to_result
+from judgement import charts
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +68,7 @@ def _get_benchmark_for_user(request: HttpRequest, code: UUID) -> Benchmark:
     return get_object_or_404(queryset, code=code)
 
 
-def _get_import_for_user(request: HttpRequest, code: UUID) -> ResultImport:
+def _get_import_for_user(request: AuthenticatedHttpRequest, code: UUID) -> ResultImport:
     """An upload's import is its uploader's; another's needs view_resultimport (superusers).
     Anyone else gets a 404: the page names a file that someone else chose to upload."""
     queryset = ResultImport.objects.select_related("benchmark")
@@ -137,19 +145,60 @@ def run_new(request: HttpRequest) -> HttpResponse:
                 f"Check that Redis is running at {settings.CELERY_BROKER_URL.split('@')[-1]}.",
             )
         else:
-            messages.success(request, f"Queued on {benchmark.node.queue}.")
-            offline = benchmark.node.offline_note()
+            node: Node = form.cleaned_data["node"]  # the launched run's node
+            messages.success(request, f"Queued on {node.queue}.")
+            offline = node.offline_note()
             if offline:
                 messages.warning(request, offline)
             return redirect("run_detail", code=benchmark.code)
-    ctx = {"form": form, "nodes": Node.objects.all()}
-    return render(request, "runs/new.html", ctx, status=400 if form.errors else 200)
+    return _launch_page(request, form, plan_files.PlanFileForm())
+
+
+def _launch_page(
+    request: HttpRequest,
+    form: LaunchForm,
+    plan_form: plan_files.PlanFileForm,
+    plan_left_out: list[str] | None = None,
+) -> HttpResponse:
+    ctx = {
+        "form": form,
+        "nodes": Node.objects.all(),
+        "plan_form": plan_form,
+        "plan_left_out": plan_left_out,
+    }
+    status = 400 if form.errors or plan_form.errors else 200
+    return render(request, "runs/new.html", ctx, status=status)
+
+
+@csrf_exempt  # checked by _run_new_from_plan, once the upload handler is in place (run_import)
+@login_required
+@require_POST
+@permission_required(LAUNCH, raise_exception=True)
+def run_new_from_plan(request: HttpRequest) -> HttpResponse:
+    """A plan file laid onto the launch form for review; it never launches anything itself.
+    The file is received under PLAN_FILE_MAX_BYTES by the import page's bounded handler."""
+    handler = uploads.ResultFileUploadHandler(request, limit=plan_files.PLAN_FILE_MAX_BYTES)
+    request.upload_handlers = [handler]
+    return _run_new_from_plan(request, handler)
+
+
+@csrf_protect
+def _run_new_from_plan(
+    request: HttpRequest, handler: uploads.ResultFileUploadHandler
+) -> HttpResponse:
+    plan_form = plan_files.PlanFileForm(request.POST, request.FILES, refused=handler.refusal)
+    if not plan_form.is_valid():
+        return _launch_page(request, LaunchForm(), plan_form)
+    on_form = plan_files.plan_on_form(plan_form.cleaned_data["plan_file"])
+    messages.info(request, f"Filled in from {plan_form.file_name}: review, then launch.")
+    return _launch_page(request, LaunchForm(initial=on_form.initial), plan_files.PlanFileForm(),
+                        on_form.left_out)
 
 
 @csrf_exempt  # checked by _run_import: the CSRF check reads the body, so it must come after
 @login_required
 @permission_required(IMPORT, raise_exception=True)
-def run_import(request: HttpRequest) -> HttpResponse:
+def run_import(request: AuthenticatedHttpRequest) -> HttpResponse:
     """The upload form. Its handler enforces the size limit as the body arrives, so it is put in
     place before anything reads the body: hence csrf_protect on the view behind this one, as
     Django's documentation does for upload handlers that a view installs."""
@@ -159,7 +208,9 @@ def run_import(request: HttpRequest) -> HttpResponse:
 
 
 @csrf_protect
-def _run_import(request: HttpRequest, handler: uploads.ResultFileUploadHandler) -> HttpResponse:
+def _run_import(
+    request: AuthenticatedHttpRequest, handler: uploads.ResultFileUploadHandler
+) -> HttpResponse:
     posted = request.method == "POST"
     form = ImportForm(
         request.POST if posted else None, request.FILES if posted else None,
@@ -172,7 +223,7 @@ def _run_import(request: HttpRequest, handler: uploads.ResultFileUploadHandler) 
     return render(request, "runs/import.html", {"form": form}, status=400 if form.errors else 200)
 
 
-def _queue_import(request: HttpRequest, form: ImportForm) -> ResultImport | None:
+def _queue_import(request: AuthenticatedHttpRequest, form: ImportForm) -> ResultImport | None:
     """Keep the received file under its import's generated name, then enqueue the import.
 
     The web never parses the file: a worker does (benchmarks.imports.run_result_import).
@@ -218,7 +269,7 @@ def _import_status(result_import: ResultImport) -> dict[str, object]:
 @login_required
 @require_safe
 @permission_required(IMPORT, raise_exception=True)
-def run_import_status(request: HttpRequest, code: UUID) -> HttpResponse:
+def run_import_status(request: AuthenticatedHttpRequest, code: UUID) -> HttpResponse:
     result_import = _get_import_for_user(request, code)
     ctx = {"result_import": result_import, "status": _import_status(result_import)}
     return render(request, "runs/import_status.html", ctx)
@@ -227,7 +278,7 @@ def run_import_status(request: HttpRequest, code: UUID) -> HttpResponse:
 @login_required
 @require_safe
 @permission_required(IMPORT, raise_exception=True)
-def run_import_progress(request: HttpRequest, code: UUID) -> JsonResponse:
+def run_import_progress(request: AuthenticatedHttpRequest, code: UUID) -> JsonResponse:
     return JsonResponse(_import_status(_get_import_for_user(request, code)))
 
 
@@ -251,7 +302,7 @@ def run_detail(request: HttpRequest, code: UUID) -> HttpResponse:
     provenance = (
         benchmark.points.exclude(provenance=None).values_list("provenance", flat=True).first()
     )
-    ctx = {
+    ctx: dict[str, Any] = {
         "benchmark": benchmark,
         "points": points,
         "run_caveats": run_caveats,
@@ -298,10 +349,10 @@ def run_progress(request: HttpRequest, code: UUID) -> JsonResponse:
 def point_samples(request: HttpRequest, code: UUID, point_id: int) -> JsonResponse:
     benchmark = _get_benchmark_for_user(request, code)
     # Only the samples column: the request records of a big point stay on disk.
-    blob = get_object_or_404(
-        PointData.objects.filter(point__benchmark=benchmark).values_list("samples", flat=True),
-        point_id=point_id,
-    )
+    samples = PointData.objects.filter(point__benchmark=benchmark, point_id=point_id)
+    blob = samples.values_list("samples", flat=True).first()
+    if blob is None:
+        raise Http404("This run has no such point.")
     return JsonResponse(charts.samples_figure(blob))
 
 
@@ -358,6 +409,19 @@ def run_json(request: HttpRequest, code: UUID) -> StreamingHttpResponse:
 
     response = StreamingHttpResponse(body(), content_type="application/json")
     response["Content-Disposition"] = f'attachment; filename="headroom-{benchmark.code}.json"'
+    return response
+
+
+@login_required
+@require_safe
+def run_plan_yaml(request: HttpRequest, code: UUID) -> HttpResponse:
+    """The run's plan as the file `python -m runner sweep` runs (runner.cli.load_plan reads it)."""
+    benchmark = _get_benchmark_for_user(request, code)
+    if benchmark.source != Benchmark.Source.LAUNCHED:
+        raise Http404("An imported run ran elsewhere: it has no plan to download.")
+    response = HttpResponse(plan_files.plan_yaml(benchmark.plan),
+                            content_type="application/yaml; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="headroom-{benchmark.code}.yaml"'
     return response
 
 

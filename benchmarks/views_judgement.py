@@ -16,7 +16,6 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_safe
 
-from judgement import charts, judge
 from benchmarks.forms_judgement import (
     ComparisonForm,
     ExternalReferenceForm,
@@ -24,7 +23,9 @@ from benchmarks.forms_judgement import (
     ReferenceCompareForm,
     point_label,
 )
+from benchmarks.http import AuthenticatedHttpRequest
 from benchmarks.models import Benchmark, Comparison, ExternalReference, Point
+from judgement import charts, judge
 
 # Reading any of these pages needs only a login; storing a choice needs these.
 CHOOSE_OPERATING_POINT = "benchmarks.add_operatingpoint"
@@ -195,7 +196,7 @@ def comparisons(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @permission_required(SAVE_COMPARISON, raise_exception=True)
-def comparison_new(request: HttpRequest) -> HttpResponse:
+def comparison_new(request: AuthenticatedHttpRequest) -> HttpResponse:
     preselected = [_point_or_none(request.GET.get("baseline")),
                    _point_or_none(request.GET.get("candidate"))]
     initial = {

@@ -14,6 +14,7 @@ import os
 import re
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import plotly
@@ -56,7 +57,7 @@ def envdirs(name: str) -> list[Path]:
     return dirs
 
 
-def database_from_url(url: str) -> dict[str, object]:
+def database_from_url(url: str) -> dict[str, Any]:
     """DATABASES["default"] for a postgres:// or sqlite:/// URL.
 
     Only the two engines Headroom supports; anything else is a configuration mistake.

@@ -18,7 +18,7 @@ os.environ["HEADROOM_HTTPS"] = "0"
 # The tiny model lives in var/ (make tiny-model); local models elsewhere stay refused.
 os.environ.setdefault("HEADROOM_MODEL_DIRS", str(Path(__file__).resolve().parent.parent / "var"))
 
-from config.settings import *
+from config.settings import *  # noqa: F403 - production's settings, then the test's changes
 
 # Axes' switch for test suites (its documentation): its backend refuses authenticate() calls that
 # carry no request, which Client.login() and direct authenticate() calls in tests make. The

@@ -1,7 +1,7 @@
 from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import urls as auth_urls
-from django.urls import URLPattern, include, path
+from django.urls import URLPattern, URLResolver, include, path
 from django.views.generic import RedirectView
 
 # The views that mail a reset link. Without a mail server the link never arrives, and a live
@@ -11,12 +11,16 @@ PASSWORD_RESET_URL_NAMES = frozenset(
 )
 
 
-def account_urls(password_reset: bool) -> list[URLPattern]:
+def account_urls(password_reset: bool) -> list[URLPattern | URLResolver]:
     """django.contrib.auth's account URLs (login, logout, password change), and reset if asked."""
     return [
         pattern for pattern in auth_urls.urlpatterns
-        if password_reset or pattern.name not in PASSWORD_RESET_URL_NAMES
+        if password_reset or not _is_password_reset(pattern)
     ]
+
+
+def _is_password_reset(pattern: URLPattern | URLResolver) -> bool:
+    return isinstance(pattern, URLPattern) and pattern.name in PASSWORD_RESET_URL_NAMES
 
 
 urlpatterns = [

@@ -16,25 +16,31 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from django.db import transaction
 
+from benchmarks.models import (
+    Benchmark,
+    Comparison,
+    ExternalReference,
+    OperatingPoint,
+    Point,
+    PointData,
+)
+from benchmarks.points import point_to_result
 from judgement import charts
-from judgement.analysis import AnalysisError
+from judgement.analysis import AnalysisError, repeats, scaling, selection, sentences, verdicts
 from judgement.analysis import compare as compare_mod
-from judgement.analysis import repeats, scaling, selection, sentences, verdicts
 from judgement.analysis.convert import (
     from_point_result,
     replica_figures_from_point_result,
     run_facts_from_point_result,
 )
 from judgement.analysis.types import (
-    Comparison as ComparisonResult,
-)
-from judgement.analysis.types import (
     UNIT_OUTPUT_TPS_PER_GPU,
     CapacityEstimate,
+    LatencyStatistic,
     Measured,
     ParetoPoint,
     PointFigures,
@@ -46,15 +52,9 @@ from judgement.analysis.types import (
     Verdict,
     WorkloadShape,
 )
-from benchmarks.models import (
-    Benchmark,
-    Comparison,
-    ExternalReference,
-    OperatingPoint,
-    Point,
-    PointData,
+from judgement.analysis.types import (
+    Comparison as ComparisonResult,
 )
-from benchmarks.points import point_to_result
 from runner.schema import PointResult, QueueSummary
 
 # How the run page and reports write a percentage: one rule for every one of them (the
@@ -123,7 +123,8 @@ def reference(ref: ExternalReference) -> Reference:
         workload=parse_spec(ref.workload_spec),
         host=ref.host or None,
         latency_ms=ref.latency_ms,
-        latency_statistic=ref.latency_statistic or None,
+        # The row's constraint and Reference itself hold it to LATENCY_STATISTICS.
+        latency_statistic=cast(LatencyStatistic | None, ref.latency_statistic or None),
         source_url=ref.url or None,
     )
 
@@ -507,8 +508,8 @@ def save_demo_comparison(benchmark: Benchmark) -> Comparison | None:
         ]
         return min(at_top, key=lambda f: (f.output_throughput, f.repeat)) if at_top else None
 
-    settings = {s: capacity_point(s) for s in sorted(seqs)}
-    settings = {s: f for s, f in settings.items() if f is not None}
+    at_top_load = {s: capacity_point(s) for s in sorted(seqs)}
+    settings = {s: f for s, f in at_top_load.items() if f is not None}
     if len(settings) < 2:
         return None
     smallest = min(settings)
@@ -662,7 +663,8 @@ def queue_charts(points: Sequence[Point], figs: Mapping[str, PointFigures]) -> Q
             "point_id", flat=True
         )
     )
-    drawn, missing = [], {}
+    drawn: list[Point] = []
+    missing: dict[str, list[Point]] = {}
     for p in points:
         if p.pk in stored:
             drawn.append(p)

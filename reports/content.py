@@ -21,8 +21,8 @@ from typing import Any
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from judgement import judge
 from benchmarks.models import ExternalReference, Point
+from judgement import judge
 from reports import facts
 from reports.models import Item, Report
 from reports.page import Headline, ReferenceRow, ReportContent, Side, TableRow
@@ -170,8 +170,9 @@ def _table(content: ReportContent, build: Build) -> list[TableRow]:
     reference, and the node capacity when node scaling is shown."""
     rows = [_tuning_row(build)]
     rows += [_reference_table_row(r) for r in content.references or []]
-    if build.scaling is not None:
-        rows.append(_capacity_row(build))
+    node, reference = build.report.scaling_point, build.report.scaling_reference
+    if build.scaling is not None and node is not None and reference is not None:
+        rows.append(_capacity_row(build, node, reference))
     return rows
 
 
@@ -219,9 +220,8 @@ def _reference_table_row(row: ReferenceRow) -> TableRow:
     )
 
 
-def _capacity_row(build: Build) -> TableRow:
-    outcome, node = build.scaling, build.report.scaling_point
-    reference = build.report.scaling_reference
+def _capacity_row(build: Build, node: Point, reference: Point) -> TableRow:
+    outcome = build.scaling
     shows = _("Scaling efficiency %(eff)s: node throughput over one common window against "
               "%(n)s x the single-replica reference (%(ref)s).") % {
         "eff": percent(outcome.efficiency * 100), "n": outcome.n_replicas,

@@ -19,7 +19,7 @@ def is_cpu_engine(point: Point) -> bool:
     prov = point.provenance or {}
     if (prov.get("engine") or {}).get("launch_style") == "cpu":
         return True
-    hardware = prov.get("hardware")
+    hardware = prov.get("hardware") or {}
     return bool(hardware) and not hardware.get("gpu_count") and not hardware.get("gpu_name")
 
 

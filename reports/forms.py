@@ -7,8 +7,9 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from judgement import judge
+from benchmarks.form_fields import declared_field
 from benchmarks.models import Benchmark, Caveat, Comparison, ExternalReference, Point
+from judgement import judge
 from reports import publishing
 from reports.content import scaling_problem
 from reports.models import Item, Report, ReportCaveat
@@ -71,19 +72,20 @@ class ReportForm(forms.ModelForm):
         self.benchmark, self.comparison = benchmark, comparison
         points = Point.objects.filter(benchmark=benchmark).defer("per_replica", "client")
         for name in ("scaling_point", "scaling_reference"):
-            self.fields[name].queryset = points
+            declared_field(self, name, forms.ModelChoiceField).queryset = points
         if comparison is not None:
             # A saved comparison fixes both points; the form shows them but cannot change them.
             for name in ("baseline_point", "candidate_point"):
                 point = getattr(comparison, name)
-                self.fields[name].queryset = Point.objects.filter(pk=point.pk)
-                self.fields[name].initial = point.pk
-                self.fields[name].disabled = True
+                field = declared_field(self, name, forms.ModelChoiceField)
+                field.queryset = Point.objects.filter(pk=point.pk)
+                field.initial = point.pk
+                field.disabled = True
             self.initial.setdefault("title", comparison.name)
             self._init_caveats()
             return
         for name in ("baseline_point", "candidate_point"):
-            self.fields[name].queryset = points
+            declared_field(self, name, forms.ModelChoiceField).queryset = points
         ordered = sorted(points, key=lambda p: p.output_throughput)
         if ordered and not self.is_bound:
             self.initial.setdefault("baseline_point", ordered[0].pk)
@@ -93,7 +95,7 @@ class ReportForm(forms.ModelForm):
 
     def _init_caveats(self) -> None:
         self.caveat_rows = {c.pk: c for c in self._benchmark_caveats()}
-        self.fields["caveats"].choices = [
+        declared_field(self, "caveats", forms.ChoiceField).choices = [
             (c.pk, f"[{c.code}] {c.text}") for c in self.caveat_rows.values()
             if c.code not in REQUIRED_CAVEAT_CODES
         ]

@@ -22,7 +22,7 @@ import signal
 import subprocess
 import tempfile
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from django.conf import settings
@@ -125,10 +125,8 @@ def html_to_pdf(html: str) -> bytes:
             raise PdfUnavailable("The PDF took too long to print.") from None
         finally:
             # Chromium's helper processes share its group; none may outlive the request.
-            try:
+            with suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         if process.returncode != 0 or not out.exists():
             log.warning("Chromium could not print a report (exit %s): %s", process.returncode,
                         stderr.decode(errors="replace")[-2000:])

@@ -7,8 +7,8 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 
-from judgement import judge
 from benchmarks.models import Benchmark, Point
+from judgement import judge
 from reports.models import Item, Report
 
 
@@ -58,7 +58,9 @@ class Build:
 
 
 def report_points(report: Report) -> list[tuple[str, Point]]:
-    chosen = [(_("After"), report.candidate_point), (_("Before"), report.baseline_point)]
+    chosen: list[tuple[str, Point | None]] = [
+        (_("After"), report.candidate_point), (_("Before"), report.baseline_point)
+    ]
     if report.shows(Item.NODE_SCALING) and report.scaling_point is not None:
         chosen += [(_("Single-replica reference"), report.scaling_reference),
                    (_("Node run"), report.scaling_point)]

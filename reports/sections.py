@@ -10,8 +10,8 @@ from typing import Any
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
-from judgement import charts, judge
 from benchmarks.models import Point, PointData
+from judgement import charts, judge
 from reports import facts
 from reports.page import MethodRow, QueueSide, ReportContent
 from reports.rows import Build
@@ -213,7 +213,7 @@ def _method_row(label: str, sides: Sequence[tuple[str, Point]], text: Any) -> Me
 def methodology(content: ReportContent, build: Build) -> None:
     report = build.report
     sides = [(_("Before"), report.baseline_point), (_("After"), report.candidate_point)]
-    if build.scaling is not None:
+    if build.scaling is not None and report.scaling_point is not None:
         sides.append((_("Node run"), report.scaling_point))
     headline = sides[:2]
     if not all(facts.public_provenance(p)["recorded"] for _side, p in headline):

@@ -8,7 +8,6 @@ the POST which issued it (build, publish, re-issue), never kept in a message or 
 from __future__ import annotations
 
 from pathlib import Path
-
 from uuid import UUID
 
 from django.contrib import messages
@@ -24,8 +23,8 @@ from django.urls import reverse
 from django.utils import timezone, translation
 from django.views.decorators.http import require_POST, require_safe
 
-from judgement import judge
 from benchmarks.models import AuditEvent, Benchmark, Comparison
+from judgement import judge
 from reports import pdf, publishing
 from reports.content import build_report_content
 from reports.forms import ReportForm
@@ -228,7 +227,9 @@ def report_revoke(request: HttpRequest, code: UUID) -> HttpResponse:
             revoked_at=timezone.now())
         if revoked:  # a second click revokes nothing more
             AuditEvent.objects.record(request.user, AuditEvent.Action.REVOKED, report)
-    messages.info(request, f"Report \u201c{report.title}\u201d revoked: its link now answers 410 Gone.")
+    messages.info(
+        request, f"Report \u201c{report.title}\u201d revoked: its link now answers 410 Gone."
+    )
     return redirect("report_list")
 
 

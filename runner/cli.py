@@ -185,7 +185,9 @@ def _setting_value(setting: EngineSetting) -> Callable[[str], float]:
 
 def _add_workload_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("workload")
-    group.add_argument("--workload", choices=["case_study", "random", "dataset"], default="case_study")
+    group.add_argument(
+        "--workload", choices=["case_study", "random", "dataset"], default="case_study"
+    )
     group.add_argument("--dataset", help="JSONL dataset file (ShareGPT-style)")
     group.add_argument("--input-tokens", default="63-66", help="target range, e.g. 63-66 or 1000")
     group.add_argument("--output-tokens", type=int, default=256)
@@ -376,7 +378,8 @@ def load_plan(path: Path) -> SweepPlan:
     try:
         data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        raise CliError(f"{path}: not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {exc}")
+        kind = "JSON" if path.suffix == ".json" else "YAML"
+        raise CliError(f"{path}: not valid {kind}: {exc}") from None
     if not isinstance(data, dict):
         raise CliError(f"{path}: a plan is a mapping with checkpoint, engine_configs and loads")
     return validate_plan(data, source=str(path))
@@ -398,11 +401,15 @@ def plan_from_bench_args(args: argparse.Namespace) -> dict[str, Any]:
         input_min, input_max = int(low), int(high or low)
         extra_body = json.loads(args.extra_body)
     except ValueError as exc:
-        raise CliError(f"--input-tokens takes N or MIN-MAX, --extra-body takes JSON ({exc})")
+        raise CliError(
+            f"--input-tokens takes N or MIN-MAX, --extra-body takes JSON ({exc})"
+        ) from None
     try:
         client_cpus = [int(cpu) for cpu in args.client_cpus.split(",") if cpu.strip()]
     except ValueError:
-        raise CliError(f"--client-cpus takes CPU numbers like 6,7, got {args.client_cpus!r}")
+        raise CliError(
+            f"--client-cpus takes CPU numbers like 6,7, got {args.client_cpus!r}"
+        ) from None
     config: dict[str, Any] = {
         setting.name: getattr(args, setting.name)
         for setting in EngineConfig.settings()

@@ -27,7 +27,7 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -190,26 +190,23 @@ def build_command(
     the served name and the image.
     """
     launch, checkpoint = checked_inputs(launch, checkpoint, config)
-    model_args = ["--revision", checkpoint.revision] if _hub_revision(checkpoint) else []
+    revision = checkpoint.revision if _hub_revision(checkpoint) else None
+    model_args = ["--revision", revision] if revision else []
     served = ["--served-model-name", served_model_name(checkpoint)]
     common = [*model_args, *engine_flags(config), *served]
     if launch.style == "cpu":
-        return EngineCommand(
-            argv=[
-                sys.executable, "-m", "vllm.entrypoints.openai.api_server",
-                f"--model={checkpoint.model}", "--host", "127.0.0.1", "--port", str(port), *common,
-            ],  # fmt: skip
-            env={**_cpu_env(launch, replica), **launch.env},
-        )
+        argv = [
+            sys.executable, "-m", "vllm.entrypoints.openai.api_server",
+            f"--model={checkpoint.model}", "--host", "127.0.0.1", "--port", str(port), *common,
+        ]  # fmt: skip
+        return EngineCommand(argv=argv, env={**_cpu_env(launch, replica), **launch.env})
     if launch.style == "serve":
         devices = ",".join(str(g) for g in replica_gpus(launch, config, replica, gpu))
-        return EngineCommand(
-            argv=[
-                "vllm", "serve", checkpoint.model,
-                "--host", "127.0.0.1", "--port", str(port), *common,
-            ],  # fmt: skip
-            env={**launch.env, "CUDA_VISIBLE_DEVICES": devices},
-        )
+        argv = [
+            "vllm", "serve", checkpoint.model,
+            "--host", "127.0.0.1", "--port", str(port), *common,
+        ]  # fmt: skip
+        return EngineCommand(argv=argv, env={**launch.env, "CUDA_VISIBLE_DEVICES": devices})
     if launch.style == "docker":
         devices = ",".join(str(g) for g in replica_gpus(launch, config, replica, gpu))
         name = f"headroom-{os.getpid()}-r{replica}-{uuid.uuid4().hex[:8]}"
@@ -217,18 +214,15 @@ def build_command(
         env_args = [
             arg for key, value in sorted(launch.env.items()) for arg in ("-e", f"{key}={value}")
         ]
-        return EngineCommand(
-            argv=[
-                "docker", "run", "--rm", "--name", name,
-                # The inner quotes are docker's syntax for a device list ("device=0,1").
-                "--gpus", f'"device={devices}"', "--ipc=host",
-                "-p", f"127.0.0.1:{port}:{DOCKER_CONTAINER_PORT}",
-                "-v", f"{hf_cache}:/root/.cache/huggingface", *env_args,
-                str(launch.image), f"--model={checkpoint.model}", *common,
-            ],  # fmt: skip
-            env={},
-            container=name,
-        )
+        argv = [
+            "docker", "run", "--rm", "--name", name,
+            # The inner quotes are docker's syntax for a device list ("device=0,1").
+            "--gpus", f'"device={devices}"', "--ipc=host",
+            "-p", f"127.0.0.1:{port}:{DOCKER_CONTAINER_PORT}",
+            "-v", f"{hf_cache}:/root/.cache/huggingface", *env_args,
+            str(launch.image), f"--model={checkpoint.model}", *common,
+        ]  # fmt: skip
+        return EngineCommand(argv=argv, env={}, container=name)
     raise EngineError(f"launch style {launch.style!r} starts no engine (attach to it instead)")
 
 
@@ -407,22 +401,18 @@ def _stop_process(process: subprocess.Popen, container: str | None) -> None:
     except ProcessLookupError:
         pass
     except subprocess.TimeoutExpired:
-        try:
+        with suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)  # the guard leads the group: pgid == its pid
-        except ProcessLookupError:
-            pass
         process.wait(timeout=10)
     if container:
         _run_quietly(["docker", "rm", "-f", container], 60)
 
 
 def _run_quietly(argv: list[str], timeout_s: float) -> None:
-    try:
+    with suppress(OSError, subprocess.TimeoutExpired):
         subprocess.run(
             argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout_s, check=False
         )
-    except (OSError, subprocess.TimeoutExpired):
-        pass
 
 
 def _log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
@@ -471,7 +461,7 @@ def engines(
             engine = start_engine(
                 launch, checkpoint, config, replica=replica, log_dir=log_dir, cancel=cancel
             )
-        except BaseException as exc:  # reported to the caller's thread below
+        except BaseException as exc:  # noqa: BLE001 - reported to the caller's thread below
             with lock:
                 failures.append(exc)
             cancel.set()  # one failure: stop waiting for the others

@@ -34,6 +34,7 @@ import signal
 import subprocess
 import sys
 import time
+from contextlib import suppress
 
 PR_SET_CHILD_SUBREAPER = 36
 POLL_S = 0.2
@@ -158,10 +159,8 @@ def _signal_all(signum: int) -> None:
     }
     targets.update(_descendants(table))
     for pid in targets:
-        try:
+        with suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signum)
-        except (ProcessLookupError, PermissionError):
-            pass
 
 
 def _process_table() -> dict[int, tuple[int, int, bool]]:

@@ -106,7 +106,7 @@ class _Reads:
         for conn, data, stamp in queued:
             try:
                 conn._parse(data, stamp)
-            except Exception as exc:  # a client bug ends that response, never the others
+            except Exception as exc:  # noqa: BLE001 - a client bug ends that response, not the others
                 conn.finish(f"client error while reading the response: {exc!r}")
 
 

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -431,7 +431,9 @@ def _metrics(
         request_goodput=_finite(doc.request_goodput),
         goodput_slos=_goodput_slos(doc, metadata, notes, source),
         other_percentiles=other_percentiles,
-        **statistics,
+        # Each statistic is a float | None field of Metrics, checked there by its name; mypy
+        # cannot match a ** dict's keys to fields, so it sees them as Any.
+        **cast(dict[str, Any], statistics),
     )
 
 

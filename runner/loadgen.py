@@ -225,7 +225,7 @@ async def _one_request(ctx: _Context, item: _Item, intended: float) -> RequestRe
         return collector.record(result, str(exc))
     except asyncio.CancelledError:
         return collector.record(result, "cancelled")
-    except Exception as exc:  # a client bug must not lose the other requests
+    except Exception as exc:  # noqa: BLE001 - a client bug must not lose the other requests
         return collector.record(result, f"client error: {exc!r}")
     return collector.record(result, None)
 
@@ -565,6 +565,7 @@ def _run_processes(
     ]
     for proc in procs:
         proc.start()
+    results: list[tuple[list[RequestRecord], dict[str, float | None]]]
     try:
         if not _wait_ready(procs, events, cancel):
             t0 = time.monotonic()
@@ -584,7 +585,9 @@ def _run_processes(
     records = sorted(
         (r for recs, _ in results for r in recs), key=lambda r: (r.replica, r.index)
     )
-    healths = [h or {"cpu_fraction": None, "lag_p99_ms": None, "lag_max_ms": None} for _, h in results]
+    healths = [
+        h or {"cpu_fraction": None, "lag_p99_ms": None, "lag_max_ms": None} for _, h in results
+    ]
     return LoadOutcome(records=records, health=merge_health(healths), t0=t0)
 
 

@@ -28,6 +28,7 @@ and is counted in incomplete_responses.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -55,7 +56,7 @@ def summary_ms(name: str, seconds: Sequence[float]) -> dict[str, float | None]:
     ms = np.asarray(seconds, dtype=float) * 1000.0
     values = [float(np.mean(ms)), float(np.median(ms)), float(np.std(ms))]  # std: population
     values += [float(np.percentile(ms, p)) for p in PERCENTILES]  # linear interpolation
-    return dict(zip(keys, values))
+    return dict(zip(keys, values, strict=True))
 
 
 # -- vLLM's per-request figures ------------------------------------------------------------------
@@ -87,7 +88,7 @@ def itls(records: Sequence[RequestRecord]) -> list[float]:
     out: list[float] = []
     for r in records:
         times = r.chunk_times
-        out.extend(b - a for a, b in zip(times, times[1:]))
+        out.extend(b - a for a, b in pairwise(times))
     return out
 
 
@@ -103,7 +104,8 @@ def token_itls(records: Sequence[RequestRecord]) -> list[float]:
     out: list[float] = []
     for r in records:
         previous: float | None = None
-        for t, k in zip(r.chunk_times, r.chunk_tokens):
+        # chunk_tokens is empty when the response carried no usage block: then no token ITLs.
+        for t, k in zip(r.chunk_times, r.chunk_tokens, strict=False):
             if k <= 0:
                 continue
             if previous is not None:
@@ -116,7 +118,7 @@ def first_token_at(record: RequestRecord) -> float | None:
     """When the first chunk that carried a token arrived (the role chunk carries none)."""
     if not record.chunk_tokens:
         return record.chunk_times[0] if record.chunk_times else None
-    for t, k in zip(record.chunk_times, record.chunk_tokens):
+    for t, k in zip(record.chunk_times, record.chunk_tokens, strict=True):
         if k > 0:
             return t
     return None
@@ -135,7 +137,9 @@ def short_responses(records: Sequence[RequestRecord], workload: WorkloadSpec) ->
     if not workload.ignore_eos:
         return 0
     return sum(
-        1 for r in records if r.output_tokens is not None and r.output_tokens < workload.output_tokens
+        1
+        for r in records
+        if r.output_tokens is not None and r.output_tokens < workload.output_tokens
     )
 
 
@@ -196,7 +200,7 @@ def goodput(
     if not slos:
         return {"request_goodput": None, "goodput_slos": {}, "slo_attainment": {}}
     meeting = {name: [meets_slo(r, name, ms) for r in completed] for name, ms in slos.items()}
-    good = sum(all(flags) for flags in zip(*meeting.values()))
+    good = sum(all(flags) for flags in zip(*meeting.values(), strict=True))
     total = len(records)
     attainment = {name: sum(flags) / total if total else 0.0 for name, flags in meeting.items()}
     attainment["all"] = good / total if total else 0.0

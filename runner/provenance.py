@@ -11,7 +11,7 @@ import re
 import shutil
 import socket
 import subprocess
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib import metadata
 
 from runner.schema import Hardware
@@ -37,7 +37,7 @@ CUDA_VERSION_RE = re.compile(r"CUDA Version:\s*([0-9.]+)")
 
 def utc_now() -> str:
     """Current time as ISO 8601 in UTC, seconds precision (e.g. 2026-11-30T15:32:17+00:00)."""
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def package_versions() -> dict[str, str]:

@@ -7,6 +7,7 @@ Split from runner/loadgen.py (which schedules requests and processes) so the per
 from __future__ import annotations
 
 import time
+from itertools import pairwise
 from typing import Any
 
 import orjson
@@ -59,7 +60,7 @@ def chunk_token_counts(chunks: int, cumulative: list[int] | None, total: int) ->
     if chunks == 0:
         return []
     if cumulative is not None and len(cumulative) == chunks and cumulative[-1] == total:
-        deltas = [cumulative[0]] + [b - a for a, b in zip(cumulative, cumulative[1:])]
+        deltas = [cumulative[0]] + [b - a for a, b in pairwise(cumulative)]
         if all(d >= 0 for d in deltas):
             return deltas
     if total <= chunks:

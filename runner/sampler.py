@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
+from itertools import pairwise
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
@@ -204,7 +205,7 @@ def _max_gap(by_replica: dict[int, list[EngineSample]], start: float, end: float
     longest = 0.0
     for rows in by_replica.values():
         edges = [start, *(s.t for s in rows if start < s.t < end), end]
-        longest = max(longest, *(b - a for a, b in zip(edges, edges[1:])))
+        longest = max(longest, *(b - a for a, b in pairwise(edges)))
     return longest
 
 
@@ -230,7 +231,7 @@ def _step_hold(by_replica, field, start, end, combine) -> tuple[float | None, fl
     inner = {t for rows in series.values() for t, _ in rows if start < t < end}
     edges = sorted({start, end} | inner)
     weighted, covered, peak = 0.0, 0.0, None
-    for left, right in zip(edges, edges[1:]):
+    for left, right in pairwise(edges):
         values = [v for rows in series.values() if (v := _value_at(rows, left)) is not None]
         if not values:
             continue

@@ -15,7 +15,7 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Literal, get_args
+from typing import Any, ClassVar, Final, Literal, get_args
 
 from pydantic import (
     BaseModel,
@@ -28,7 +28,7 @@ from pydantic import (
 )
 from pydantic.fields import FieldInfo
 
-SCHEMA_VERSION = "headroom.result/1"
+SCHEMA_VERSION: Final = "headroom.result/1"
 
 REVISION_RE = re.compile(r"^[0-9a-f]{40}$")
 
@@ -341,6 +341,9 @@ class EngineSetting:
     @classmethod
     def of(cls, name: str, field: FieldInfo) -> EngineSetting:
         kinds = [arg for arg in get_args(field.annotation) if arg is not type(None)]
+        kind = kinds[0] if kinds else field.annotation
+        if not isinstance(kind, type):
+            raise TypeError(f"EngineConfig.{name} is not one plain type: {field.annotation!r}")
         bounds: dict[str, float] = {}
         for constraint in field.metadata:
             for bound in ("gt", "ge", "le"):
@@ -349,7 +352,7 @@ class EngineSetting:
         return cls(
             name=name,
             flag="--" + name.replace("_", "-"),
-            kind=kinds[0] if kinds else field.annotation,
+            kind=kind,
             description=field.description or "",
             default=field.default,
             **bounds,
@@ -512,6 +515,7 @@ class EngineLaunch(Schema):
 
 
 WorkloadKind = Literal["case_study", "random", "dataset"]
+Endpoint = Literal["completions", "chat"]
 
 
 class WorkloadSpec(Schema):
@@ -521,7 +525,7 @@ class WorkloadSpec(Schema):
     output_tokens: int = Field(default=256, gt=0)
     temperature: float = Field(default=0.0, ge=0)
     ignore_eos: bool = True
-    endpoint: Literal["completions", "chat"] = "completions"
+    endpoint: Endpoint = "completions"
     stream: bool = True
     extra_body: dict[str, Any] = Field(default_factory=dict)
     dataset_path: str | None = None
@@ -794,10 +798,10 @@ class Metrics(Schema):
     """Client-side aggregates of one point (docs/result-schema.md gives every definition).
 
     Keys that `vllm bench serve --save-result` also writes mean what vLLM 0.32 computes for the
-    same stream (`calculate_metrics` in `vllm/benchmarks/serve.py`); tests/runner/test_vllm_parity.py
-    feeds recorded streams to both and checks it. Headroom's own figures have their own names:
-    `sched_*` (latency from the intended send time), `token_itl` (per-token gaps),
-    `incomplete_responses`, `short_responses`, `valid`, `connect`.
+    same stream (`calculate_metrics` in `vllm/benchmarks/serve.py`);
+    tests/runner/test_vllm_parity.py feeds recorded streams to both and checks it. Headroom's
+    own figures have their own names: `sched_*` (latency from the intended send time),
+    `token_itl` (per-token gaps), `incomplete_responses`, `short_responses`, `valid`, `connect`.
     """
 
     # vLLM's names and definitions.

@@ -282,13 +282,13 @@ def _node_queue(summaries: list[QueueSummary]) -> QueueSummary:
     """
     if len(summaries) == 1:
         return summaries[0]
-    combined = {}
+    combined: dict[str, float] = {}
     for name in QueueSummary.model_fields:
         combine = _NODE_COMBINE[QueueSummary.node_rule(name)]
         values = [getattr(s, name) for s in summaries if getattr(s, name) is not None]
         if values:
             combined[name] = combine(values)
-    return QueueSummary(**combined)
+    return QueueSummary.model_validate(combined)
 
 
 def _build_prompts(plan: SweepPlan, engine: RunningEngine, data_dir: Path | None) -> list[Prompt]:

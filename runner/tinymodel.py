@@ -167,9 +167,8 @@ def _write_tokenizer(directory: Path) -> int:
 def _write_model(directory: Path, *, vocab_size: int, seed: int) -> None:
     """Random Qwen3 weights from `seed`, saved as safetensors with config.json."""
     import torch
-    from transformers import Qwen3Config, Qwen3ForCausalLM
-
     from tokenizers import Tokenizer
+    from transformers import Qwen3Config, Qwen3ForCausalLM
 
     tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
     config = Qwen3Config(
@@ -186,7 +185,7 @@ def _write_model(directory: Path, *, vocab_size: int, seed: int) -> None:
         eos_token_id=tokenizer.token_to_id(EOS),
         pad_token_id=tokenizer.token_to_id(BOS),
         # bfloat16 like real Qwen3 checkpoints, so `--dtype auto` behaves as it would on a GPU.
-        torch_dtype="bfloat16",
+        dtype="bfloat16",
     )
     # Seeded CPU init is deterministic; fork_rng keeps the caller's global RNG state untouched.
     with torch.random.fork_rng(devices=[]):

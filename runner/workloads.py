@@ -57,7 +57,7 @@ CASE_STUDY_GUIDE = (
     "only the missing replicas and the cluster keeps serving reads from the survivors."
 )
 
-RANDOM_WORDS = (
+RANDOM_WORDS = (  # noqa: SIM905 - one sentence of words reads better than 35 literals
     "cache node query index packet buffer latency replica shard commit token stream kernel "
     "thread socket vector tensor batch queue router schema cluster memory device channel "
     "cursor module lease quorum snapshot volume pointer record window signal"
@@ -333,7 +333,8 @@ def read_dataset(path: Path) -> list[str]:
         text = _first_user_text(row)
         if text is None:
             raise DatasetError(
-                f"{path}:{number}: expected {{'conversations': [{{'from': 'human', 'value': ...}}]}}, "
+                f"{path}:{number}: expected "
+                "{'conversations': [{'from': 'human', 'value': ...}]}, "
                 "{'messages': [{'role': 'user', 'content': ...}]} or {'prompt': ...}"
             )
         texts.append(text)
@@ -377,7 +378,8 @@ def _dataset_texts(
         if len(texts) == n:
             break
         count = count_tokens(text) if count_tokens is not None else None
-        if count is not None and not workload.input_tokens_min <= count <= workload.input_tokens_max:
+        in_range = count is None or workload.input_tokens_min <= count <= workload.input_tokens_max
+        if not in_range:
             continue
         texts.append(text)
         counts.append(count)

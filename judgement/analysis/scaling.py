@@ -42,7 +42,8 @@ def scaling(
         raise AnalysisError("node throughput must be a finite number >= 0")
     if per_replica and len(per_replica) != n_replicas:
         raise AnalysisError(
-            f"{len(per_replica)} per-replica figures for {n_replicas} replicas; the run is incomplete"
+            f"{len(per_replica)} per-replica figures for {n_replicas} replicas; "
+            "the run is incomplete"
         )
     _check_reference(reference, workload, gpus_per_replica)
 
@@ -108,7 +109,8 @@ def _check_reference(
         )
     if reference.replicas != 1:
         raise AnalysisError(
-            f"reference {reference.key} ran {reference.replicas} replicas; choose a single-replica point"
+            f"reference {reference.key} ran {reference.replicas} replicas; "
+            "choose a single-replica point"
         )
     if reference.gpu_count != gpus_per_replica:
         raise AnalysisError(

@@ -9,11 +9,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from itertools import pairwise
 from typing import Any
 
 from judgement.analysis import sentences
 from judgement.analysis.errors import AnalysisError
-from judgement.analysis.types import LATENCY_FIELDS, ParetoPoint, PointFigures, Selection
+from judgement.analysis.types import (
+    LATENCY_FIELDS,
+    ParetoPoint,
+    PointFigures,
+    Selection,
+    SelectionMethod,
+)
 
 # Defaults from the issue: the case study's knee added under 1% throughput for about +50%
 # median latency, so 2% / 20% catches it with margin and ignores run-to-run noise.
@@ -26,7 +33,11 @@ MIN_KNEE_LEVELS = 3
 
 
 def _chosen(
-    method: str, params: dict[str, Any], chosen_key: str, reason: str, evidence: dict[str, Any]
+    method: SelectionMethod,
+    params: dict[str, Any],
+    chosen_key: str,
+    reason: str,
+    evidence: dict[str, Any],
 ) -> Selection:
     """A Selection with its sentence written from what it stores, by the same function the
     run page and the report rebuild it with (sentences.operating_point_sentence)."""
@@ -53,7 +64,7 @@ def order_load_levels(points: Sequence[PointFigures]) -> list[PointFigures]:
     through them would compare noise: collapse repeats first (repeats.lowest_repeats).
     """
     ordered = sorted(points, key=lambda p: (p.offered_concurrency, _seqs_order(p)))
-    for before, after in zip(ordered, ordered[1:], strict=False):
+    for before, after in pairwise(ordered):
         if (before.offered_concurrency, _seqs_order(before)) == (
             after.offered_concurrency,
             _seqs_order(after),

@@ -269,7 +269,8 @@ class Reference:
             )
         if self.unit not in REFERENCE_UNITS:
             raise AnalysisError(
-                f"reference {self.name}: unit {self.unit!r} is not one of {', '.join(REFERENCE_UNITS)}"
+                f"reference {self.name}: unit {self.unit!r} is not one of "
+                f"{', '.join(REFERENCE_UNITS)}"
             )
         if self.no_longer_listed_on is not None and self.no_longer_listed_on < self.recorded_on:
             raise AnalysisError(
@@ -278,7 +279,7 @@ class Reference:
             )
 
     def facts(self) -> RunFacts:
-        """The reference's factors in the shape a comparison reads; what it does not state is None."""
+        """The reference's factors in the shape a comparison reads; None where it states none."""
         return RunFacts(
             gpu_sku=self.gpu_sku,
             gpu_count=self.gpu_count,

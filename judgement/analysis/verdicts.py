@@ -32,6 +32,7 @@ peak and the per-step tokens with one replica's cap and budget.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from itertools import pairwise
 from typing import Any
 
 from judgement.analysis import sentences
@@ -372,6 +373,6 @@ def summarize_sweep_change(
         by_config.values(),
         key=lambda v: (_order(v.max_num_seqs), _order(v.max_num_batched_tokens), v.config_label),
     )
-    steps = tuple(_step(a, b) for a, b in zip(ordered, ordered[1:], strict=False))
+    steps = tuple(_step(a, b) for a, b in pairwise(ordered))
     overall = steps[0] if len(steps) == 1 else _step(ordered[0], ordered[-1])
     return SweepSummary(steps=steps, overall=overall, sentence=overall.sentence)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from itertools import pairwise
 
 import pytest
 from hypothesis import given
@@ -60,7 +61,7 @@ def test_the_pareto_frontier_is_exactly_the_undominated_points_in_order(points):
     for key, (x, y) in coords.items():
         beaten = any(ox >= x and oy >= y and (ox > x or oy > y) for ox, oy in coords.values())
         assert (key in keys) == (not beaten)
-    for a, b in zip(frontier, frontier[1:], strict=False):
+    for a, b in pairwise(frontier):
         assert a.output_throughput_per_gpu <= b.output_throughput_per_gpu
         assert a.tokens_per_user >= b.tokens_per_user
         assert not dominates(a, b) and not dominates(b, a)

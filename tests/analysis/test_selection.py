@@ -311,7 +311,7 @@ def test_pareto_choice_takes_most_throughput_per_gpu_at_the_per_user_target():
 
 
 def test_pareto_choice_refuses_an_unreachable_target():
-    with pytest.raises(AnalysisError, match="the most is 100$"):
+    with pytest.raises(AnalysisError, match=r"the most is 100$"):
         pareto_choice(pareto_points(), min_tokens_per_user=150)
 
 

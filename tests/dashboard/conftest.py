@@ -1,12 +1,24 @@
 from __future__ import annotations
 
 import importlib
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
 
 import pytest
 from django.apps import apps as django_apps
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
+from django.db import connection
 from django.test import Client
+
+from benchmarks import tasks
+from benchmarks.models import ResultImport
 
 ROLES_MIGRATION = "benchmarks.migrations.0009_permissions_and_groups"
 
@@ -40,21 +52,23 @@ def owner_client(owner) -> Client:
     return client
 
 
+@pytest.fixture
+def run_imports_inline(monkeypatch, settings, tmp_path):
+    """Uploads go to a folder of the test's own, and each import's task runs at once, in this
+    process and this test's transaction, instead of on the broker (Celery's apply())."""
+    settings.HEADROOM_IMPORT_DIR = tmp_path / "imports"
+
+    def run_now(result_import: ResultImport) -> None:
+        tasks.import_result_file.apply(args=[result_import.pk], throw=True)
+
+    monkeypatch.setattr(tasks, "enqueue_import", run_now)
+    return settings.HEADROOM_IMPORT_DIR
+
+
 # ---------------------------------------------------------------------------------------------
 # A real Celery worker process, for the engine and browser tests.
 # Run those tests under `flock /tmp/headroom-engine.lock`: the worker starts real vLLM engines.
 # ---------------------------------------------------------------------------------------------
-
-import os  # noqa: E402
-import signal  # noqa: E402
-import subprocess  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-import uuid  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-from django.conf import settings  # noqa: E402
-from django.db import connection  # noqa: E402
 
 WORKER_START_TIMEOUT_S = 120
 

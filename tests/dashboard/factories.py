@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchmarks.models import Benchmark, Checkpoint, Node, Runtime, Workload
 from benchmarks import plans
+from benchmarks.models import Benchmark, Checkpoint, Node, Runtime, Workload
 from runner import schema
 from tests import factories
 

@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 import urllib.request
+from contextlib import suppress
 from pathlib import Path
 
 import pytest
@@ -79,10 +80,8 @@ def children():
     # What a failing test left behind: the groups it started, and nothing else.
     for child in started.children:
         if child.process.returncode is None:
-            try:
+            with suppress(ProcessLookupError):
                 os.killpg(child.process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
             child.process.wait()
 
 

@@ -8,6 +8,7 @@ import uuid
 import pytest
 import redis
 from django.conf import settings
+
 from benchmarks.forms import LaunchForm
 from benchmarks.models import Benchmark, Checkpoint, Workload
 from config.celery import app as celery_app

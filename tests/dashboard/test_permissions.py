@@ -37,7 +37,6 @@ from benchmarks.models import (
 )
 from reports.models import Report
 from tests.dashboard.conftest import grant_role
-from tests.dashboard.test_import import run_imports_inline  # noqa: F401 - a fixture
 from tests.dashboard.factories import (
     REVISION,
     make_benchmark,
@@ -58,6 +57,11 @@ ADD_REFERENCE = "benchmarks.add_externalreference"
 EDIT_REFERENCE = "benchmarks.change_externalreference"
 PUBLISH = "reports.publish_report"
 TRUST = "benchmarks.trust_checkpoint"
+ADD_CHECKPOINT = "benchmarks.add_checkpoint"
+CHANGE_CHECKPOINT = "benchmarks.change_checkpoint"
+ADD_RUNTIME = "benchmarks.add_runtime"
+CHANGE_RUNTIME = "benchmarks.change_runtime"
+CHANGE_NODE = "benchmarks.change_node"
 VIEW_AUDIT = "benchmarks.view_auditevent"
 
 ENGINEER = frozenset({LAUNCH, IMPORT, CHOOSE, COMPARE, ADD_REFERENCE, EDIT_REFERENCE, PUBLISH})
@@ -134,6 +138,19 @@ def result_import(world: World) -> dict[str, Any]:
     return {"code": world.result_import.code}
 
 
+# The run's own (untrusted) checkpoint, runtime and node.
+def checkpoint(world: World) -> dict[str, Any]:
+    return {"pk": world.run.checkpoint_id}
+
+
+def runtime(world: World) -> dict[str, Any]:
+    return {"pk": world.run.runtime_id}
+
+
+def node(world: World) -> dict[str, Any]:
+    return {"pk": world.run.node_id}
+
+
 # Keyed by URL name (the route where it has none). The Django admin is not walked: every one of
 # its URLs is behind the admin site's own staff check and model permissions (tested below).
 RULES: dict[str, Rule] = {
@@ -144,6 +161,7 @@ RULES: dict[str, Rule] = {
     "password_change_done": Rule(LOGIN, None),
     "runs": Rule(LOGIN, None),
     "run_new": Rule(LAUNCH, LAUNCH),
+    "run_new_from_plan": Rule(None, LAUNCH),
     "run_import": Rule(IMPORT, IMPORT),
     # The persona's own upload; another's is a 404 (tests/dashboard/test_upload_limits.py).
     "run_import_status": Rule(IMPORT, None, result_import),
@@ -154,6 +172,7 @@ RULES: dict[str, Rule] = {
     "point_samples": Rule(LOGIN, None, lambda w: {"code": w.run.code, "point_id": w.point.pk}),
     "run_json": Rule(LOGIN, None, run),
     "run_csv": Rule(LOGIN, None, run),
+    "run_plan_yaml": Rule(LOGIN, None, run),
     "operating_point": Rule(LOGIN, CHOOSE, run),
     "comparisons": Rule(LOGIN, None),
     "comparison_new": Rule(COMPARE, COMPARE),
@@ -163,6 +182,14 @@ RULES: dict[str, Rule] = {
     "reference_edit": Rule(EDIT_REFERENCE, EDIT_REFERENCE, reference),
     "reference_compare": Rule(LOGIN, None, reference),
     "audit": Rule(VIEW_AUDIT, None),
+    "catalog_checkpoints": Rule(LOGIN, None),
+    "catalog_checkpoint_new": Rule(ADD_CHECKPOINT, ADD_CHECKPOINT),
+    "catalog_checkpoint_edit": Rule(CHANGE_CHECKPOINT, CHANGE_CHECKPOINT, checkpoint),
+    "catalog_runtimes": Rule(LOGIN, None),
+    "catalog_runtime_new": Rule(ADD_RUNTIME, ADD_RUNTIME),
+    "catalog_runtime_edit": Rule(CHANGE_RUNTIME, CHANGE_RUNTIME, runtime),
+    "catalog_nodes": Rule(LOGIN, None),
+    "catalog_node_edit": Rule(CHANGE_NODE, CHANGE_NODE, node),
     "report_list": Rule(LOGIN, None),
     "report_new": Rule(PUBLISH, PUBLISH, run),
     "report_new_from_comparison": Rule(PUBLISH, PUBLISH, comparison),

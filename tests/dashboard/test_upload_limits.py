@@ -25,9 +25,7 @@ from runner.importer import MAX_JSON_DEPTH
 
 from .conftest import grant_role
 from .factories import make_point_result
-from .test_import import VLLM_BENCH, results_jsonl, run_imports_inline, status_page
-
-__all__ = ["run_imports_inline"]  # the fixture, used by this module's tests
+from .test_import import VLLM_BENCH, results_jsonl, status_page
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("run_imports_inline")]
 

@@ -7,7 +7,6 @@ import datetime
 import pytest
 
 from benchmarks.models import ExternalReference
-from tests.dashboard.test_browser import page  # noqa: F401 (fixture)
 
 from .helpers import sweep
 
@@ -15,7 +14,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 def test_the_curve_chart_marks_the_operating_point_frontier_and_references(
-    live_server, owner, page  # noqa: F811
+    live_server, owner, page
 ):
     from playwright.sync_api import expect
 

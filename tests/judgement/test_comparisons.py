@@ -7,8 +7,8 @@ import datetime
 import pytest
 from django.test import Client
 
-from judgement.judge import save_demo_comparison
 from benchmarks.models import Comparison, ExternalReference
+from judgement.judge import save_demo_comparison
 from runner import schema
 from tests.dashboard.factories import REVISION, make_benchmark, make_point_result
 

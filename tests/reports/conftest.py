@@ -19,6 +19,9 @@ from tests import factories as test_factories
 from tests.dashboard import factories
 from tests.dashboard.conftest import grant_role
 
+# A dashboard fixture, re-exported (`name as name`) so pytest finds it for these tests.
+from tests.dashboard.conftest import newest_schema_after as newest_schema_after
+
 SECRET_HOST = "gpu-node-7.corp.example"
 SECRET_IP = "10.1.2.3"
 SECRET_USER = "alice-engineer"

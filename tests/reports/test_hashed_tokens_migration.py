@@ -6,7 +6,7 @@ import pytest
 from django.test import Client
 
 from reports.models import Report, ReportVersion, token_digest
-from tests.dashboard.conftest import migrate, newest_schema_after  # noqa: F401 (fixture)
+from tests.dashboard.conftest import migrate
 from tests.reports.helpers import make_report
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -10,9 +10,9 @@ import re
 import pytest
 from django.test import Client
 
-from judgement import judge
 from benchmarks.models import Benchmark, ExternalReference, Point
 from benchmarks.points import store_point
+from judgement import judge
 from runner import schema
 from tests.dashboard import factories
 from tests.reports.conftest import make_sweep, point, point_result
@@ -179,7 +179,7 @@ def test_every_percentage_on_the_page_follows_the_run_pages_precision(sweep, own
         for value in found:
             number = float(value.rstrip("%").replace(",", ""))
             decimals = 2 if abs(number) < 1 else 1
-            assert re.fullmatch(r"[\d,]*\d\.\d{%d}%%" % decimals, value), (value, found)
+            assert re.fullmatch(rf"[\d,]*\d\.\d{{{decimals}}}%", value), (value, found)
         assert "42.0%" in article  # peak KV use 0.42, not "42%" beside "95.5%"
 
 

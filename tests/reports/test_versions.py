@@ -9,8 +9,8 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from judgement import judge
 from benchmarks.models import AuditEvent, ExternalReference, OperatingPoint, Point
+from judgement import judge
 from reports import publishing
 from reports.content import build_report_content
 from reports.models import ReportCaveat, ReportVersion, token_digest

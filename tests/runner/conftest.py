@@ -1,4 +1,5 @@
-"""Shared fixtures for runner tests that need the tiny model or a real vLLM CPU engine.
+"""Shared fixtures for runner tests that need the tiny model, a real vLLM CPU engine or the fake
+vLLM server (fakeserver.py).
 
 Engine start-up costs about a minute on a 2-core machine, so an engine is started at most once
 per distinct EngineConfig per test session and shared; all are stopped when the session ends.
@@ -18,10 +19,21 @@ import pytest
 from runner.engine import RunningEngine, engines
 from runner.schema import Checkpoint, EngineConfig, EngineLaunch
 from runner.tinymodel import build_tiny_model
+from tests.runner.fakeserver import FakeVllm
 
 TINY_SERVED_NAME = "tiny"
 # Generous: two engines starting side by side on 2 cores each take over two minutes.
 STARTUP_TIMEOUT_S = 400
+
+
+@pytest.fixture
+def fake_vllm() -> Iterator[FakeVllm]:
+    """A running fake vLLM server; tests set .mode, .interval_s and .stream_interval."""
+    server = FakeVllm().start()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture(scope="session")

@@ -24,11 +24,9 @@ import asyncio
 import re
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import orjson
-import pytest
 from aiohttp import web
 
 MODES = (
@@ -235,13 +233,3 @@ def _full_response(
 async def _send(response: web.StreamResponse, chunk: dict[str, Any]) -> None:
     chunk["server_send"] = time.monotonic()
     await response.write(b"data: " + orjson.dumps(chunk) + b"\n\n")
-
-
-@pytest.fixture
-def fake_vllm() -> Iterator[FakeVllm]:
-    """A running fake vLLM server; tests set .mode, .interval_s and .stream_interval."""
-    server = FakeVllm().start()
-    try:
-        yield server
-    finally:
-        server.stop()

@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from runner.summary import print_summary
 from runner.schema import ClientHealth, EngineConfig, LoadSpec, PointResult, QueueSummary
+from runner.summary import print_summary
 from tests import factories
 from tests.runner.test_results_and_import import make_point
 

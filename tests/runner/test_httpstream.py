@@ -19,7 +19,7 @@ from runner.loadgen import Target, plan_jobs, run_job, run_load
 from runner.responses import ResponseCollector, request_body
 from runner.schema import ClientSpec, LoadSpec, WorkloadSpec
 from runner.workloads import Prompt, build_prompts
-from tests.runner.fakeserver import FakeVllm, fake_vllm  # noqa: F401 (fixture)
+from tests.runner.fakeserver import FakeVllm
 
 WORKLOAD = WorkloadSpec(output_tokens=4)
 FAST_CLIENT = ClientSpec(request_timeout_s=10, stall_timeout_s=0.5)

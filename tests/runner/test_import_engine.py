@@ -53,7 +53,7 @@ def test_a_version_key_that_names_its_engine_names_the_engine():
 
 
 def test_an_engine_and_a_version_key_of_another_engine_refuse_the_file():
-    with pytest.raises(ImportFileError, match="engine=sglang and vllm_version=0.11.0 disagree"):
+    with pytest.raises(ImportFileError, match=r"engine=sglang and vllm_version=0\.11\.0 disagree"):
         imported(engine="sglang", vllm_version="0.11.0")
 
 

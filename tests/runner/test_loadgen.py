@@ -14,7 +14,7 @@ from runner.loadgen import Target, merge_health, plan_jobs, run_load, send_offse
 from runner.responses import chunk_token_counts, request_body
 from runner.schema import ClientSpec, LoadSpec, WorkloadSpec
 from runner.workloads import Prompt, build_prompts
-from tests.runner.fakeserver import FakeVllm, fake_vllm  # noqa: F401 (fixture)
+from tests.runner.fakeserver import FakeVllm
 
 FAST_CLIENT = ClientSpec(request_timeout_s=10, stall_timeout_s=0.5)
 
@@ -167,7 +167,7 @@ def test_it_turns_every_bad_server_behaviour_into_its_own_error_record(fake_vllm
     started = time.monotonic()
     outcome = run(fake_vllm, WorkloadSpec(output_tokens=6), LoadSpec(num_requests=len(modes)), prompts)
     assert time.monotonic() - started < 5
-    by_mode = dict(zip(modes, outcome.records))
+    by_mode = dict(zip(modes, outcome.records, strict=True))
     assert by_mode["normal"].ok and by_mode["short"].ok
     assert by_mode["short"].output_tokens == 3 and by_mode["short"].finish_reason == "stop"
     assert by_mode["http_500"].status == 500 and "boom" in by_mode["http_500"].error

@@ -201,7 +201,7 @@ def test_it_leaves_goodput_empty_without_slos():
 
 
 def test_it_summarises_connection_times():
-    records = [r.model_copy(update={"connect_s": s}) for r, s in zip(three_requests(), (0.001, 0.0, 0.003))]
+    records = [r.model_copy(update={"connect_s": s}) for r, s in zip(three_requests(), (0.001, 0.0, 0.003), strict=True)]
     m = aggregate(records, WORKLOAD)
     assert (m.mean_connect_ms, m.max_connect_ms) == pytest.approx((4 / 3, 3))
 

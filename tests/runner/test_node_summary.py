@@ -66,7 +66,7 @@ def test_a_queue_field_without_a_node_rule_is_refused():
     class Later(QueueSummary):
         new_gauge: float | None = None
 
-    with pytest.raises(ValueError, match="QueueSummary.new_gauge declares no node rule"):
+    with pytest.raises(ValueError, match=r"QueueSummary\.new_gauge declares no node rule"):
         Later.node_rule("new_gauge")
 
 

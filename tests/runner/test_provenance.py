@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from runner.provenance import collect_hardware, package_versions, parse_gpu_csv, utc_now
 
@@ -41,4 +41,4 @@ def test_it_stamps_times_in_utc():
     stamp = datetime.fromisoformat(utc_now())
 
     assert stamp.utcoffset() == timedelta(0)
-    assert abs(stamp - datetime.now(timezone.utc)) < timedelta(seconds=5)
+    assert abs(stamp - datetime.now(UTC)) < timedelta(seconds=5)

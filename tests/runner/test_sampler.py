@@ -196,7 +196,7 @@ class _MetricsHandler(BaseHTTPRequestHandler):
     body = b""
     fail = False
 
-    def do_GET(self):  # noqa: N802 (http.server's name)
+    def do_GET(self):  # http.server calls it by this name
         if self.fail:
             self.send_response(500)
             self.end_headers()

@@ -23,7 +23,7 @@ from vllm.benchmarks.datasets import SampleRequest
 from runner.loadgen import Target, plan_jobs, run_load, send_offsets
 from runner.schema import ClientSpec, LoadSpec, PointResult, RequestRecord, WorkloadSpec
 from runner.workloads import Prompt, build_prompts
-from tests.runner.fakeserver import FakeVllm, fake_vllm  # noqa: F401 (fixture)
+from tests.runner.fakeserver import FakeVllm
 from tests.runner.test_results_and_import import make_point
 
 SEEDS = (0, 1, 42)
@@ -133,7 +133,7 @@ def test_it_refuses_nan_negative_and_zero_rate_or_burstiness_naming_the_field(fi
 
 
 def test_it_refuses_an_infinite_rate_and_points_to_the_burst_shape():
-    with pytest.raises(ValidationError, match="rate must be a finite .* use shape 'burst'"):
+    with pytest.raises(ValidationError, match=r"rate must be a finite .* use shape 'burst'"):
         rate_load(rate=math.inf)
 
 

@@ -19,7 +19,6 @@ from runner.schema import (
     WorkloadSpec,
 )
 from runner.sweep import run_plan
-from tests.runner.fakeserver import fake_vllm  # noqa: F401  (fixture)
 
 
 def attach_plan(base_url: str, loads: list[int]) -> SweepPlan:

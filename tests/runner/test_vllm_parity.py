@@ -20,13 +20,13 @@ import pytest
 
 pytest.importorskip("vllm.benchmarks.serve")
 
-from vllm.benchmarks import serve as vllm_serve  # noqa: E402
-from vllm.benchmarks.lib import endpoint_request_func as vllm_requests  # noqa: E402
+from vllm.benchmarks import serve as vllm_serve
+from vllm.benchmarks.lib import endpoint_request_func as vllm_requests
 
-from runner import httpstream  # noqa: E402
-from runner.metrics import aggregate  # noqa: E402
-from runner.responses import ResponseCollector  # noqa: E402
-from runner.schema import RequestRecord, WorkloadSpec  # noqa: E402
+from runner import httpstream
+from runner.metrics import aggregate
+from runner.responses import ResponseCollector
+from runner.schema import RequestRecord, WorkloadSpec
 
 # Keys both write; each must be equal.
 SHARED_COUNTS = ("completed", "failed")
@@ -295,7 +295,7 @@ def assert_shared_keys_equal(ours, theirs, *, skip_tokens: bool = False) -> None
 def test_it_equals_vllm_on_completion_streams_with_faults_and_multi_token_chunks(monkeypatch):
     streams = recorded_streams()
     theirs = vllm_metrics(streams, chat=False, monkeypatch=monkeypatch)
-    ours, records = headroom_metrics(streams, chat=False)
+    ours, _ = headroom_metrics(streams, chat=False)
     assert_shared_keys_equal(ours, theirs)
     # The case is not trivial: failures of each kind and an incomplete response are in it.
     assert (ours.completed, ours.failed) == (6, 3)

@@ -28,7 +28,6 @@ from runner.workloads import (
     server_token_counter,
     token_counter_for,
 )
-from tests.runner.fakeserver import fake_vllm  # noqa: F401 (fixture)
 
 
 def words(text: str) -> int:

@@ -68,7 +68,7 @@ class Command(BaseCommand):
 def _stated_facts(options: dict[str, object]) -> StatedFacts:
     values = {name: options.get(f"stated_{name}") for name in STATED_FLAGS}
     try:
-        return StatedFacts(**values)
+        return StatedFacts.model_validate(values)
     except pydantic.ValidationError as exc:
         error = exc.errors()[0]
         flag = STATED_FLAGS[str(error["loc"][0])][0] if error["loc"] else "stated facts"

@@ -14,8 +14,8 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
-from judgement.judge import compare_points, save_demo_comparison
 from benchmarks.models import AuditEvent, Benchmark
+from judgement.judge import compare_points, save_demo_comparison
 from reports.forms import DEFAULT_ITEMS, ReportForm
 
 POLL_S = 2
@@ -33,7 +33,8 @@ class Command(BaseCommand):
         benchmark = _wait_until_final(code, wait)
         if benchmark.state != Benchmark.State.SUCCEEDED:
             raise CommandError(
-                f"the demo sweep ended {benchmark.state}: {benchmark.error_message or 'see its page'}"
+                f"the demo sweep ended {benchmark.state}: "
+                f"{benchmark.error_message or 'see its page'}"
             )
         comparison = save_demo_comparison(benchmark)
         if comparison is None:
