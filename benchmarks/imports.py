@@ -8,11 +8,9 @@ and the point's notes and a caveat on the run say who stated what.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from django.conf import settings
@@ -20,6 +18,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from benchmarks.beats import RowBeat
 from benchmarks.models import (
     AuditEvent,
     Benchmark,
@@ -409,7 +408,7 @@ def _finish_import(
     return bool(finished)
 
 
-class ImportProgress:
+class ImportProgress(RowBeat):
     """The count of points read, written to the import's row from a thread of its own.
 
     The points go in within one transaction, which the polling page cannot see into; this
@@ -417,37 +416,18 @@ class ImportProgress:
     HEADROOM_HEARTBEAT_S. `report` is only an attribute store, so the import never waits on it.
     """
 
+    thread_name = "headroom-import"
+
     def __init__(self, import_id: int) -> None:
         self.import_id = import_id
         self.count = 0
         self.written = 0
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, name="headroom-import", daemon=True)
+        super().__init__()
 
     def report(self, count: int) -> None:
         self.count = count
 
-    def __enter__(self) -> ImportProgress:
-        self.thread.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop.set()
-        self.thread.join(timeout=settings.HEADROOM_HEARTBEAT_S + 5)
-
-    def _run(self) -> None:
-        try:
-            while not self.stop.wait(settings.HEADROOM_HEARTBEAT_S):
-                self.write_once()
-        finally:
-            connection.close()  # this thread's own connection
-
-    def write_once(self) -> None:
+    def beat_once(self) -> None:
         count = self.count
         if count == self.written:
             return

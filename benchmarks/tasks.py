@@ -13,7 +13,6 @@ import os
 import threading
 import time
 import traceback
-from types import TracebackType
 from typing import Any
 
 from celery import shared_task
@@ -24,6 +23,7 @@ from django.db import connection
 from django.utils import timezone
 
 from benchmarks import imports, lifecycle, plans
+from benchmarks.beats import RowBeat
 from benchmarks.models import Benchmark, ResultImport
 from benchmarks.points import store_point
 from runner.sweep import Cancelled, Progress, run_plan
@@ -150,7 +150,7 @@ def execute_benchmark(benchmark_id: int) -> str:
     return State.SUCCEEDED
 
 
-class RunMonitor:
+class RunMonitor(RowBeat):
     """A thread beside the sweep: heartbeat, progress and cancel, all through the database.
 
     The runner calls `report` from inside its client's event loop, where a database query
@@ -161,36 +161,17 @@ class RunMonitor:
     what lets the reaper tell a dead worker from a long engine start.
     """
 
+    thread_name = "headroom-monitor"
+
     def __init__(self, benchmark_id: int, cancel: threading.Event) -> None:
         self.benchmark_id = benchmark_id
         self.cancel = cancel
         self.latest: Progress | None = None
         self.written: Progress | None = None
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, name="headroom-monitor", daemon=True)
+        super().__init__()
 
     def report(self, progress: Progress) -> None:
         self.latest = progress  # one attribute store: safe from any thread, never blocks
-
-    def __enter__(self) -> RunMonitor:
-        self.thread.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop.set()
-        self.thread.join(timeout=settings.HEADROOM_HEARTBEAT_S + 5)
-
-    def _run(self) -> None:
-        try:
-            while not self.stop.wait(settings.HEADROOM_HEARTBEAT_S):
-                self.beat_once()
-        finally:
-            connection.close()  # this thread's own connection
 
     def beat_once(self) -> None:
         rows = Benchmark.objects.filter(pk=self.benchmark_id, state=State.RUNNING)

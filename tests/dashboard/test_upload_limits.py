@@ -351,7 +351,7 @@ def test_the_progress_thread_commits_the_count_while_the_import_runs(owner, sett
         assert wait_for(lambda: ResultImport.objects.get(pk=running.pk).progress == 3, 10)
     ResultImport.objects.filter(pk=running.pk).update(state="failed")
     progress.report(5)
-    progress.write_once()  # an ended import keeps the count it ended with
+    progress.beat_once()  # an ended import keeps the count it ended with
     assert ResultImport.objects.get(pk=running.pk).progress == 3
 
 
