@@ -552,10 +552,9 @@ class ImportForm(forms.Form):
         super().clean()
         data = self.cleaned_data
         engine, other = data.get("engine"), data.get("other_engine")
-        if engine == Runtime.Engine.OTHER and not other:
-            self.add_error("other_engine", "Name the engine.")
-        elif other and engine != Runtime.Engine.OTHER:
-            self.add_error("other_engine", "Only for another engine: choose it as the runtime.")
+        problem = Runtime.engine_naming_problem(engine, other)
+        if problem:
+            self.add_error("other_engine", problem)
         if self.errors:
             return data
         values = {name: data.get(name) for name in self.STATED_FIELDS if name != "other_engine"}

@@ -123,10 +123,9 @@ class RuntimeForm(forms.ModelForm):
         super().clean()
         data = self.cleaned_data
         engine, other = data.get("engine"), data.get("other_engine")
-        if engine == Runtime.Engine.OTHER and not other:
-            self.add_error("other_engine", "Name the engine.")
-        elif other and engine != Runtime.Engine.OTHER:
-            self.add_error("other_engine", "Only for another engine: choose it as the engine.")
+        problem = Runtime.engine_naming_problem(engine, other)
+        if problem:
+            self.add_error("other_engine", problem)
         if data.get("digest") and not data.get("image"):
             self.add_error("digest", "A digest pins an image: give the image too.")
         if data.get("approved") and engine not in Runtime.LAUNCHABLE:

@@ -164,6 +164,15 @@ class Runtime(models.Model):
         return self.other_engine if self.engine == self.Engine.OTHER else self.engine
 
     @classmethod
+    def engine_naming_problem(cls, engine: str | None, other_engine: str | None) -> str | None:
+        """What a form says when engine and other_engine break runtime_other_engine_named."""
+        if engine == cls.Engine.OTHER and not other_engine:
+            return "Name the engine."
+        if other_engine and engine != cls.Engine.OTHER:
+            return "Only for another engine: choose 'Another engine' as the engine."
+        return None
+
+    @classmethod
     def engine_fields(cls, name: str) -> dict[str, str]:
         """engine and other_engine for an engine name as the runner spells it."""
         if name in cls.Engine.values and name != cls.Engine.OTHER:
