@@ -617,6 +617,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "a longer one shows what the scrapes cost the engine",
     )  # fmt: skip
     parser.add_argument(
+        "--only", choices=[w.name for w in FULL], metavar="WORKLOAD",
+        help="run one workload only: burst or closed (default: both)",
+    )  # fmt: skip
+    parser.add_argument(
         "--time-limit", type=float, default=DEFAULT_TIME_LIMIT_MIN, metavar="MIN",
         help=f"stop after this many minutes whatever happens (default {DEFAULT_TIME_LIMIT_MIN})",
     )  # fmt: skip
@@ -651,6 +655,7 @@ def _header(args: argparse.Namespace, engine: RunningEngine, pinned: str) -> dic
         "pairs": args.pairs,
         "quick": args.quick,
         "headroom_sample_interval_s": args.sample_interval,
+        "only": args.only or "both workloads",
     }
     for key, value in info.items():
         print(f"{key}: {value}")
@@ -669,6 +674,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: needs CPUs {ENGINE_CPU} and {CLIENT_CPU}", file=sys.stderr)
         return 2
     workloads = QUICK if args.quick else FULL
+    if args.only:
+        workloads = tuple(w for w in workloads if w.name == args.only)
     workdir = Path(tempfile.mkdtemp(prefix="peer-vllm-"))
     deadline = time.monotonic() + args.time_limit * 60
     print(f"work folder (engine log, every run's files): {workdir}", flush=True)
