@@ -115,6 +115,15 @@ CODE_LOADING_FLAGS = frozenset(
     }
 )
 
+# vLLM 0.32's KV-cache dtypes (CacheDType in vllm/config/cache.py): another name makes the engine
+# refuse to start, so it is refused here; tests/runner/test_engine_flags.py compares the lists.
+KV_CACHE_DTYPES = (
+    "auto", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla",
+    "nvfp4_ds_mla", "turboquant_k8v4", "turboquant_4bit_nc", "turboquant_k3v4_nc",
+    "turboquant_3bit_nc", "ultraquant_4bit", "int4_per_token_head", "int8_per_token_head",
+    "fp8_per_token_head", "nvfp4", "nvfp4_4over6",
+)
+
 # Environment variables a plan may set for its engines (EngineLaunch.env); any other is refused.
 # Many variables run code or read files: LD_PRELOAD, PYTHONPATH, PATH, and vLLM's own
 # VLLM_PLUGINS, VLLM_RUST_FRONTEND_PATH, VLLM_NCCL_SO_PATH, VLLM_LOGGING_CONFIG_PATH,
@@ -445,6 +454,15 @@ class EngineConfig(Schema):
         own_flags = {setting.flag for setting in cls.settings()}
         own_flags |= {f"--no-{s.flag[2:]}" for s in cls.settings() if s.kind is bool}
         return check_extra_args(args, own_flags)
+
+    @field_validator("kv_cache_dtype")
+    @classmethod
+    def _known_kv_cache_dtype(cls, dtype: str | None) -> str | None:
+        if dtype is not None and dtype not in KV_CACHE_DTYPES:
+            raise ValueError(
+                f"unknown KV-cache dtype {dtype!r}: vLLM takes {', '.join(KV_CACHE_DTYPES)}"
+            )
+        return dtype
 
     @model_validator(mode="after")
     def _batched_tokens_cover_seqs(self) -> EngineConfig:

@@ -6,8 +6,11 @@ dataclasses, so a view can build them from database rows just as well.
 
 from __future__ import annotations
 
+from typing import Any
+
 from judgement.analysis.checks import failed_checks
 from judgement.analysis.types import (
+    EXTRA_FLAGS,
     LATENCY_FIELDS,
     QUEUE_FIELDS,
     PointFigures,
@@ -16,7 +19,20 @@ from judgement.analysis.types import (
     WorkloadShape,
 )
 from runner.importer import UNKNOWN_HOST, UNKNOWN_MODEL
-from runner.schema import ClientHealth, PointResult, WorkloadSpec
+from runner.schema import ClientHealth, EngineConfig, PointResult, WorkloadSpec
+
+# Settings PointFigures keeps in fields of their own (the verdict rules read them).
+OWN_FIELDS = ("max_num_seqs", "max_num_batched_tokens")
+
+
+def other_settings(config: EngineConfig) -> tuple[tuple[str, Any], ...]:
+    """The config's settings but OWN_FIELDS, in EngineConfig's order, with its extra flags."""
+    settings = [
+        (setting.name, getattr(config, setting.name))
+        for setting in EngineConfig.settings()
+        if setting.name not in OWN_FIELDS
+    ]
+    return (*settings, (EXTRA_FLAGS, " ".join(config.extra_args) or None))
 
 
 def workload_shape(spec: WorkloadSpec) -> WorkloadShape:
@@ -61,6 +77,7 @@ def from_point_result(p: PointResult) -> PointFigures:
         output_throughput=m.output_throughput,
         max_num_seqs=p.engine_config.max_num_seqs,
         max_num_batched_tokens=p.engine_config.max_num_batched_tokens,
+        other_settings=other_settings(p.engine_config),
         workload=workload_shape(p.workload),
         gpu_count=devices_used(p),
         replicas=p.replicas,

@@ -414,28 +414,47 @@ def verdict_sentence(kind: str, evidence: Mapping[str, Any], partial: bool) -> s
     return text
 
 
+def setting_value_text(value: Any) -> str:
+    """A setting's value in a sentence: None is the engine's own default, a switch on or off."""
+    if value is None:
+        return "the engine default"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return str(value)
+
+
 def setting_changes_text(changes: Sequence[tuple[str, Any, Any]]) -> str:
     """'raising max_num_seqs from 256 to 1024'; 'changing the engine config' when not numeric."""
     parts = []
     previous_verb = None
     for setting, before, after in changes:
-        if isinstance(before, int | float) and isinstance(after, int | float):
-            verb = "raising" if after > before else "lowering"
-        else:
-            verb = "changing"
+        numbers = all(
+            isinstance(v, int | float) and not isinstance(v, bool) for v in (before, after)
+        )
+        verb = ("raising" if after > before else "lowering") if numbers else "changing"
         # "raising A from 1 to 2 and B from 3 to 4": say the verb once for a run of them.
         lead = "" if verb == previous_verb else f"{verb} "
-        parts.append(f"{lead}{setting} from {before} to {after}")
+        parts.append(
+            f"{lead}{setting} from {setting_value_text(before)} to {setting_value_text(after)}"
+        )
         previous_verb = verb
     return join_names(parts)
 
 
 def sweep_step_sentence(
-    changes: Sequence[tuple[str, Any, Any]], from_kind: str, to_kind: str
+    changes: Sequence[tuple[str, Any, Any]],
+    from_kind: str,
+    to_kind: str,
+    *,
+    held: Sequence[tuple[str, Any]] = (),
 ) -> str:
     """'raising max_num_seqs from 256 to 1024 moved the bottleneck from the scheduler cap to
-    saturation'."""
+    saturation'; held: the other axes of a grid and where they stood, '(at
+    max_num_batched_tokens 2048)'."""
     what = setting_changes_text(changes) or "the next engine config"
+    if held:
+        at = join_names([f"{name} {setting_value_text(value)}" for name, value in held])
+        what = f"{what} (at {at})"
     if from_kind == to_kind:
         return f"{what} left the bottleneck at {KIND_PHRASES[from_kind]}"
     return f"{what} moved the bottleneck from {KIND_PHRASES[from_kind]} to {KIND_PHRASES[to_kind]}"

@@ -78,6 +78,9 @@ LATENCY_LABELS: dict[str, str] = {
 }
 LATENCY_FIELDS = tuple(LATENCY_LABELS)
 
+# The name PointFigures.other_settings gives a config's extra engine flags (joined by spaces).
+EXTRA_FLAGS = "extra engine flags"
+
 # QueueSummary's numbers, under the same names.
 QUEUE_FIELDS = (
     "mean_running",
@@ -108,6 +111,9 @@ class PointFigures:
     load_label: str = ""
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
+    # Every other engine setting of the point's config, (name, value) in EngineConfig's order,
+    # the extra flags as EXTRA_FLAGS: what a sweep of several axes varies besides the two above.
+    other_settings: tuple[tuple[str, Any], ...] = ()
     workload: WorkloadShape | None = None
     gpu_count: int = 1
     replicas: int = 1
@@ -166,6 +172,14 @@ class PointFigures:
     @property
     def throughput_per_gpu(self) -> float:
         return self.output_throughput / self.gpu_count
+
+    def settings(self) -> tuple[tuple[str, Any], ...]:
+        """Every engine setting of the point's config, max_num_seqs and the token budget first."""
+        return (
+            ("max_num_seqs", self.max_num_seqs),
+            ("max_num_batched_tokens", self.max_num_batched_tokens),
+            *self.other_settings,
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -468,6 +482,9 @@ class Verdict:
     config_label: str
     max_num_seqs: int | None
     max_num_batched_tokens: int | None
+    # Every engine setting of the config, (name, value) in EngineConfig's order (None: the
+    # engine's default): PointFigures.settings().
+    settings: tuple[tuple[str, Any], ...]
     offered_concurrency: float
     output_throughput: float
     kind: VerdictKind

@@ -263,6 +263,7 @@ def verdict(point: PointFigures, previous: PointFigures | None = None) -> Verdic
         config_label=point.config_label,
         max_num_seqs=point.max_num_seqs,
         max_num_batched_tokens=point.max_num_batched_tokens,
+        settings=point.settings(),
         offered_concurrency=point.offered_concurrency,
         output_throughput=point.output_throughput,
         kind=kind,
@@ -299,21 +300,41 @@ def _represents(v: Verdict) -> tuple[int, float, float]:
     return (-int(v.evidence.get("replicas", 1)), v.offered_concurrency, -v.output_throughput)
 
 
-def _order(value: int | None) -> float:
-    return float("inf") if value is None else float(value)
+def _setting_order(value: Any) -> tuple[int, float, str]:
+    """Sort key of one setting's value: numbers by size, then words, the engine default last."""
+    if value is None:
+        return (2, 0.0, "")
+    if isinstance(value, int | float):  # bool too: off before on
+        return (0, float(value), "")
+    return (1, 0.0, str(value))
 
 
-def _step(a: Verdict, b: Verdict) -> SweepStep:
+def _config_order(v: Verdict) -> tuple[Any, ...]:
+    return (*(_setting_order(value) for _, value in v.settings), v.config_label)
+
+
+def _changed(a: Verdict, b: Verdict) -> list[str]:
+    """The settings whose values differ between two configs, in EngineConfig's order."""
+    after = dict(b.settings)
+    return [name for name, value in a.settings if after.get(name) != value]
+
+
+def _step(a: Verdict, b: Verdict, axes: Sequence[str] = ()) -> SweepStep:
+    """One step between two configs; axes: the settings the sweep varies, whose values a step
+    along one of them names as where it was taken ("at max_num_batched_tokens 2048")."""
+    after = dict(b.settings)
+    names = _changed(a, b)
     changes = [
-        SettingChange(setting=name, before=getattr(a, name), after=getattr(b, name))
-        for name in ("max_num_seqs", "max_num_batched_tokens")
-        if getattr(a, name) != getattr(b, name)
+        SettingChange(setting=name, before=value, after=after.get(name))
+        for name, value in a.settings
+        if name in names
     ]
     if not changes:
-        # The configs differ in some other setting; name them by their labels.
+        # The configs differ in nothing recorded as a setting; name them by their labels.
         changes = [
             SettingChange(setting="the engine config", before=a.config_label, after=b.config_label)
         ]
+    held = [(name, value) for name, value in a.settings if name in axes and name not in names]
     return SweepStep(
         from_key=a.key,
         to_key=b.key,
@@ -325,9 +346,34 @@ def _step(a: Verdict, b: Verdict) -> SweepStep:
         from_throughput=a.output_throughput,
         to_throughput=b.output_throughput,
         sentence=sentences.sweep_step_sentence(
-            [(c.setting, c.before, c.after) for c in changes], a.kind, b.kind
+            [(c.setting, c.before, c.after) for c in changes], a.kind, b.kind, held=held
         ),
     )
+
+
+def _sweep_steps(ordered: Sequence[Verdict]) -> list[SweepStep]:
+    """Steps along each axis: every config to the next one that differs from it in exactly one
+    setting, once per setting, so a grid of several axes reads one axis at a time, each step
+    naming where the others were held. A config no such step reaches (an explicit list whose
+    configs differ in several settings at once) is joined to the config before it."""
+    pairs: list[tuple[Verdict, Verdict, str]] = []
+    for i, a in enumerate(ordered):
+        along: dict[str, Verdict] = {}
+        for b in ordered[i + 1 :]:
+            changed = _changed(a, b)
+            if len(changed) == 1 and changed[0] not in along:
+                along[changed[0]] = b
+        pairs += [(a, b, name) for name, b in along.items()]
+    # A step names where the other stepped settings stood: none with a single axis.
+    stepped = {name for _, _, name in pairs}
+    axes = [name for name, _ in ordered[0].settings if name in stepped]
+    steps = [_step(a, b, axes) for a, b, _ in pairs]
+    reached = {key for a, b, _ in pairs for key in (a.key, b.key)}
+    for a, b in pairwise(ordered):
+        if b.key not in reached:
+            steps.append(_step(a, b))
+            reached |= {a.key, b.key}
+    return steps
 
 
 def _no_summary_reason(judged: Sequence[str], missing: Mapping[str, str]) -> str:
@@ -356,8 +402,9 @@ def summarize_sweep_change(
     Each config is represented by its verdict at its highest load level (the bottleneck under
     the most load; among repeats there, the lowest throughput, as capacity uses), taken among
     its points on the fewest replicas: a node run beside single-replica points would otherwise
-    put a node's throughput against one engine's. Configs are ordered by max_num_seqs, then
-    max_num_batched_tokens; steps join neighbours and overall joins the first and the last.
+    put a node's throughput against one engine's. Configs are ordered by their settings in
+    EngineConfig's order (max_num_seqs first); steps go along one setting at a time
+    (_sweep_steps) and overall joins the first config and the last.
 
     missing: the sweep's configs that have no verdict, each with why (config label -> reason),
     so a refusal names them instead of calling a two-config sweep a one-config one.
@@ -369,10 +416,7 @@ def summarize_sweep_change(
             by_config[v.config_label] = v
     if len(by_config) < 2:
         raise AnalysisError(_no_summary_reason(sorted(by_config), missing or {}))
-    ordered = sorted(
-        by_config.values(),
-        key=lambda v: (_order(v.max_num_seqs), _order(v.max_num_batched_tokens), v.config_label),
-    )
-    steps = tuple(_step(a, b) for a, b in pairwise(ordered))
+    ordered = sorted(by_config.values(), key=_config_order)
+    steps = tuple(_sweep_steps(ordered))
     overall = steps[0] if len(steps) == 1 else _step(ordered[0], ordered[-1])
     return SweepSummary(steps=steps, overall=overall, sentence=overall.sentence)

@@ -484,3 +484,82 @@ def test_more_requests_waiting_is_saturation_even_when_latency_barely_grows():
     # the added load only queued. With waiting unchanged it is not saturation.
     assert verdict(*saturation_step(40_100, 8_100.0, mean_waiting=401.0)).kind == "saturated"
     assert verdict(*saturation_step(40_100, 8_100.0, mean_waiting=400.0)).kind == "unclear"
+
+
+# -- Sweeps over several engine settings ------------------------------------------------------
+
+
+def grid_point(seqs: int, tokens: int, **kwargs):
+    """The grid seqs {4, 16} x tokens {256, 2048}: 4-sequence engines pinned at their cap with
+    requests waiting, 16-sequence ones with nothing waiting."""
+    pinned = dict(mean_running=4.0, peak_running=4.0, mean_waiting=60.0, peak_waiting=60.0)
+    room = dict(mean_running=10.0, peak_running=12.0)
+    state = pinned if seqs == 4 else room
+    return verdict(engine(
+        f"s{seqs}t{tokens}", 64, 100.0 * seqs, config_label=f"seqs={seqs},tokens={tokens}",
+        max_num_seqs=seqs, max_num_batched_tokens=tokens, **{**state, **kwargs},
+    ))
+
+
+def test_a_two_axis_grid_steps_one_axis_at_a_time_naming_where_the_other_was_held():
+    grid = [grid_point(s, t) for s in (16, 4) for t in (2048, 256)]  # any order in
+    summary = summarize_sweep_change(grid)
+    assert [s.sentence for s in summary.steps] == [
+        "raising max_num_batched_tokens from 256 to 2048 (at max_num_seqs 4) left the "
+        "bottleneck at the scheduler cap",
+        "raising max_num_seqs from 4 to 16 (at max_num_batched_tokens 256) moved the bottleneck "
+        "from the scheduler cap to no limit (underloaded)",
+        "raising max_num_seqs from 4 to 16 (at max_num_batched_tokens 2048) moved the "
+        "bottleneck from the scheduler cap to no limit (underloaded)",
+        "raising max_num_batched_tokens from 256 to 2048 (at max_num_seqs 16) left the "
+        "bottleneck at no limit (underloaded)",
+    ]
+    assert summary.sentence == (
+        "raising max_num_seqs from 4 to 16 and max_num_batched_tokens from 256 to 2048 moved "
+        "the bottleneck from the scheduler cap to no limit (underloaded)"
+    )
+    assert (summary.overall.from_key, summary.overall.to_key) == ("s4t256", "s16t2048")
+
+
+def test_a_setting_other_than_the_scheduler_two_is_named_by_its_axis():
+    auto = grid_point(4, 256, other_settings=(("kv_cache_dtype", None),))
+    fp8 = verdict(engine(
+        "fp8", 64, 500.0, config_label="seqs=4,tokens=256,kv=fp8", max_num_seqs=4,
+        max_num_batched_tokens=256, other_settings=(("kv_cache_dtype", "fp8"),),
+        mean_running=4.0, peak_running=4.0, mean_waiting=60.0, peak_waiting=60.0,
+    ))
+    summary = summarize_sweep_change([fp8, auto])
+    assert summary.sentence == (
+        "changing kv_cache_dtype from fp8 to the engine default left the bottleneck at the "
+        "scheduler cap"
+    )
+
+
+def test_a_switch_reads_on_and_off_and_is_not_raised():
+    settings = lambda on: (("enable_prefix_caching", on),)  # noqa: E731
+    off = grid_point(4, 256, other_settings=settings(False))
+    on = verdict(engine(
+        "on", 64, 500.0, config_label="seqs=4,tokens=256,prefix=True", max_num_seqs=4,
+        max_num_batched_tokens=256, other_settings=settings(True), mean_running=4.0,
+        peak_running=4.0, mean_waiting=60.0, peak_waiting=60.0,
+    ))
+    summary = summarize_sweep_change([on, off])
+    assert summary.sentence.startswith("changing enable_prefix_caching from off to on left")
+
+
+def test_configs_that_differ_in_two_settings_at_once_are_still_joined():
+    # An explicit list: no two configs differ in one setting only.
+    a, b = grid_point(4, 256), grid_point(16, 2048)
+    summary = summarize_sweep_change([b, a])
+    assert [s.sentence for s in summary.steps] == [
+        "raising max_num_seqs from 4 to 16 and max_num_batched_tokens from 256 to 2048 moved "
+        "the bottleneck from the scheduler cap to no limit (underloaded)"
+    ]
+
+
+def test_three_values_on_one_axis_step_to_the_next_value_not_past_it():
+    summary = summarize_sweep_change([grid_point(s, 256) for s in (16, 4, 8)])
+    assert [(s.from_key, s.to_key) for s in summary.steps] == [
+        ("s4t256", "s8t256"), ("s8t256", "s16t256")
+    ]
+    assert "(at" not in summary.steps[0].sentence, "one axis: nothing held to name"
