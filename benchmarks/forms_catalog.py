@@ -24,8 +24,6 @@ CHANGE_RUNTIME = "benchmarks.change_runtime"
 
 # A docker image digest as `docker images --digests` prints it (the only algorithm in use).
 DIGEST_REGEX = r"^sha256:[0-9a-f]{64}$"
-# vLLM spells its --kv-cache-dtype choices in lower case with digits and '_' (fp8, fp8_e5m2).
-KV_DTYPE_REGEX = r"^[a-z0-9_]+$"
 
 
 class CheckpointForm(forms.ModelForm):
@@ -42,8 +40,6 @@ class CheckpointForm(forms.ModelForm):
     kv_cache_dtype = forms.CharField(
         label="KV-cache dtype",
         required=False,
-        validators=[RegexValidator(KV_DTYPE_REGEX, "As vLLM's --kv-cache-dtype spells it, "
-                                                   "e.g. fp8 or fp8_e5m2.")],
         help_text="as vLLM's --kv-cache-dtype, e.g. fp8; blank: auto (the checkpoint's dtype)",
     )
 
@@ -62,6 +58,11 @@ class CheckpointForm(forms.ModelForm):
         value: str = self.cleaned_data["kv_cache_dtype"]
         if value == "auto":
             return ""  # the same choice as blank, stored once so the unique constraint holds
+        if value and value not in schema.KV_CACHE_DTYPES:
+            raise ValidationError(
+                f"vLLM has no KV-cache dtype {value!r}: it takes "
+                f"{', '.join(schema.KV_CACHE_DTYPES)}."
+            )
         return value
 
     def clean(self) -> dict[str, Any]:

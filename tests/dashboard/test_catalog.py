@@ -167,7 +167,12 @@ def test_a_repo_vllm_would_read_as_a_flag_is_refused_even_unapproved(manager):
 def test_a_kv_dtype_is_spelled_as_vllm_spells_it_and_auto_is_blank(manager):
     client = client_for(manager)
     response = client.post("/catalog/checkpoints/new/", checkpoint_form(kv_cache_dtype="FP8 "))
+    assert "vLLM has no KV-cache dtype 'FP8'" in response.context["form"].errors["kv_cache_dtype"][0]
+    response = client.post("/catalog/checkpoints/new/", checkpoint_form(kv_cache_dtype="fp9"))
     assert "kv_cache_dtype" in response.context["form"].errors
+    assert client.post("/catalog/checkpoints/new/",
+                       checkpoint_form(kv_cache_dtype="fp8_e5m2")).status_code == 302
+    Checkpoint.objects.all().delete()
     assert client.post("/catalog/checkpoints/new/",
                        checkpoint_form(kv_cache_dtype="auto")).status_code == 302
     assert Checkpoint.objects.get().kv_cache_dtype == ""
