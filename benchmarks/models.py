@@ -65,11 +65,34 @@ class Node(models.Model):
     description = models.TextField(
         blank=True, help_text="what the node is for, where it is, who looks after it"
     )
+    # What one GPU-hour on this node costs, set by an engineer with the date it held: every
+    # point's cost per million output tokens, and what a tuning result is worth, come from it.
+    gpu_hour_price = models.DecimalField(
+        max_digits=10, decimal_places=4, null=True, blank=True, help_text="per GPU per hour"
+    )
+    price_currency = models.CharField(max_length=3, blank=True, help_text="ISO 4217, e.g. USD")
+    price_as_of = models.DateField(null=True, blank=True, help_text="when the price held")
+    # A dcgm-exporter on the node, scraped for GPU telemetry where NVML is not used directly.
+    dcgm_exporter_url = models.CharField(
+        max_length=300, blank=True, help_text="http(s)://host:9400/metrics of dcgm-exporter"
+    )
     registered_at = models.DateTimeField(default=timezone.now)
     last_heartbeat_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["queue"]
+        constraints = [
+            # A price means nothing without its currency and date.
+            models.CheckConstraint(
+                condition=Q(gpu_hour_price__isnull=True)
+                | (Q(gpu_hour_price__gte=0) & ~Q(price_currency="") & Q(price_as_of__isnull=False)),
+                name="node_price_complete",
+            ),
+            models.CheckConstraint(
+                condition=Q(dcgm_exporter_url="") | Q(dcgm_exporter_url__regex=HTTP_URL_REGEX),
+                name="node_dcgm_url_is_http",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.queue} ({self.hardware_label()})"
@@ -235,6 +258,63 @@ class Checkpoint(models.Model):
             raise ValidationError({"repo": str(exc)}) from None
 
 
+class Endpoint(models.Model):
+    """An OpenAI-compatible server that is already running, measured without starting an engine.
+
+    A benchmark against it attaches: the worker of `node` (the one that can reach it) sends the
+    load, reads /version, /v1/models and /metrics, and starts nothing. The checkpoint and runtime
+    say what the endpoint is registered as serving; the worker checks them against what the
+    server reports before the first point. The API key and extra headers are secrets: stored
+    encrypted (benchmarks/vault.py), given to the runner only in the worker's memory, never
+    shown again, never in a plan, a result, a log, an export or a report.
+    """
+
+    name = models.SlugField(max_length=100, unique=True, help_text="e.g. customer-prod-h200")
+    base_url = models.CharField(
+        max_length=300, help_text="http(s)://host:port of the OpenAI-compatible server"
+    )
+    served_model = models.CharField(
+        max_length=300, help_text="the model name the server answers to (its /v1/models id)"
+    )
+    node = models.ForeignKey(
+        Node, models.PROTECT, help_text="the worker node that can reach the endpoint"
+    )
+    checkpoint = models.ForeignKey(
+        Checkpoint, models.PROTECT, help_text="the weights the endpoint is registered as serving"
+    )
+    runtime = models.ForeignKey(
+        Runtime, models.PROTECT, help_text="the engine and version it is registered as running"
+    )
+    api_key_encrypted = models.TextField(blank=True, editable=False)
+    extra_headers_encrypted = models.TextField(blank=True, editable=False)
+    # Shown where the values never are, so a page can say which headers are sent.
+    extra_header_names = models.CharField(max_length=500, blank=True, editable=False)
+    description = models.TextField(blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, models.SET_NULL, null=True, blank=True
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    # The last reachability check, from the dashboard or the node's worker.
+    checked_at = models.DateTimeField(null=True, blank=True)
+    check_ok = models.BooleanField(null=True, blank=True)
+    check_note = models.CharField(max_length=500, blank=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(base_url__regex=HTTP_URL_REGEX), name="endpoint_url_is_http"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.served_model} at {self.base_url})"
+
+    @property
+    def has_api_key(self) -> bool:
+        return bool(self.api_key_encrypted)
+
+
 class Workload(models.Model):
     """What the client sends: prompt and output spec, request count and load shape."""
 
@@ -349,8 +429,17 @@ class Benchmark(models.Model):
     node = models.ForeignKey(Node, models.PROTECT, null=True, blank=True)
     runtime = models.ForeignKey(Runtime, models.PROTECT, null=True, blank=True)
     checkpoint = models.ForeignKey(Checkpoint, models.PROTECT, null=True, blank=True)
+    # Set when the run attached to a registered endpoint instead of starting engines.
+    endpoint = models.ForeignKey(Endpoint, models.PROTECT, null=True, blank=True)
     workload = models.ForeignKey(Workload, models.PROTECT)
     plan = models.JSONField(help_text="The runner.schema.SweepPlan this run launched")
+    # Engine configs the launch form left out of the plan because vLLM would refuse them, each
+    # as a sentence naming the config and the rule (shown on the run page).
+    plan_notes = models.JSONField(default=list, blank=True)
+    # The launch's estimate (benchmarks/estimates.py), shown beside the actual after the run.
+    estimated_wall_s = models.FloatField(null=True, blank=True)
+    estimated_gpu_hours = models.FloatField(null=True, blank=True)
+    estimate_basis = models.CharField(max_length=500, blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, models.SET_NULL, null=True, blank=True
     )
@@ -544,6 +633,9 @@ class Point(models.Model):
     client_saturated = models.BooleanField(default=False)
     client = models.JSONField(default=dict)
     queue = models.JSONField(default=dict, help_text="runner.schema.QueueSummary")
+    # GPU (or CPU-engine) telemetry over the point's window, summarized; the samples are in
+    # PointData.telemetry.
+    telemetry = models.JSONField(default=dict, blank=True, help_text="runner.schema telemetry")
     per_replica = models.JSONField(default=list)
     provenance = models.JSONField(null=True, blank=True)
     notes = models.JSONField(default=list)
@@ -576,6 +668,8 @@ class PointData(models.Model):
     sample_count = models.PositiveIntegerField()
     requests = models.BinaryField()
     samples = models.BinaryField()
+    # Telemetry samples (GPU or CPU engine) as column arrays like samples; empty: none taken.
+    telemetry = models.BinaryField(default=b"", blank=True)
 
 
 class Caveat(models.Model):
@@ -851,6 +945,8 @@ class AuditEvent(models.Model):
         REISSUED = "reissued"
         APPROVED = "approved"
         TRUSTED = "trusted"
+        # An endpoint registered, or its address or secrets changed.
+        REGISTERED = "registered"
 
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL, models.SET_NULL, null=True, blank=True, related_name="+"
@@ -871,7 +967,8 @@ class AuditEvent(models.Model):
         constraints = [
             models.CheckConstraint(
                 condition=Q(action__in=["launched", "cancelled", "imported", "published",
-                                        "revoked", "reissued", "approved", "trusted"]),
+                                        "revoked", "reissued", "approved", "trusted",
+                                        "registered"]),
                 name="audit_event_action_known",
             ),
         ]

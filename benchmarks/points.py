@@ -153,8 +153,8 @@ def _insert_point_data(data: PointData) -> None:
     import psycopg
     from psycopg import sql
 
-    columns = ("point_id", "request_count", "sample_count", "requests", "samples")
-    query = sql.SQL("INSERT INTO {} ({}) VALUES (%s, %s, %s, %b, %b)").format(
+    columns = ("point_id", "request_count", "sample_count", "requests", "samples", "telemetry")
+    query = sql.SQL("INSERT INTO {} ({}) VALUES (%s, %s, %s, %b, %b, %b)").format(
         sql.Identifier(PointData._meta.db_table), sql.SQL(", ").join(map(sql.Identifier, columns))
     )
     connection.ensure_connection()

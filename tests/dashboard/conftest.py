@@ -20,7 +20,7 @@ from django.test import Client
 from benchmarks import tasks
 from benchmarks.models import ResultImport
 
-ROLES_MIGRATION = "benchmarks.migrations.0009_permissions_and_groups"
+ROLES_MIGRATION = "benchmarks.migrations.0013_endpoints_grids_estimates"
 
 
 def grant_role(user, role: str = "Engineer"):
