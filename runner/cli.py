@@ -17,6 +17,7 @@ import argparse
 import json
 import logging
 import math
+import os
 import signal
 import sys
 import threading
@@ -31,6 +32,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
+from runner.endpoint import NO_CREDENTIALS, Credentials
 from runner.importer import ImportFileError, load_result_file
 from runner.results import ResultFileError, append_point, finished_keys
 from runner.schema import EngineConfig, EngineSetting, PointResult, SweepPlan, parse_goodput
@@ -90,6 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sweep.add_argument("plan", type=Path, help="YAML or JSON plan (see docs/result-schema.md)")
     _add_output_arguments(sweep)
+    _add_api_key_argument(sweep)
     sweep.add_argument("--resume", action="store_true", help="skip points already in --out")
     sweep.add_argument("--dry-run", action="store_true", help="print the points and exit")
     sweep.set_defaults(handler=cmd_sweep)
@@ -134,6 +137,7 @@ def _add_engine_arguments(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument("--image", help="docker launch: vllm/vllm-openai:TAG")
     group.add_argument("--base-url", help="attach launch: http://host:port")
+    _add_api_key_argument(group)
     for setting in EngineConfig.settings():
         _add_engine_setting(group, setting)
     group.add_argument(
@@ -144,6 +148,33 @@ def _add_engine_arguments(parser: argparse.ArgumentParser) -> None:
         help="extra engine flag, repeatable: --engine-arg=--enforce-eager",
     )
     group.add_argument("--replicas", type=int, default=1)
+
+
+def _add_api_key_argument(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    # The name of a variable, never the key: a command line is visible to every user (ps).
+    parser.add_argument(
+        "--api-key-env", metavar="NAME",
+        help="attach launch: send the API key held in environment variable NAME as "
+        "Authorization: Bearer (the key itself never goes on the command line)",
+    )  # fmt: skip
+
+
+def credentials_from_args(args: argparse.Namespace, plan: SweepPlan) -> Credentials:
+    """The attached server's key from the environment variable --api-key-env names."""
+    name = getattr(args, "api_key_env", None)
+    if not name:
+        return NO_CREDENTIALS
+    if plan.launch.style != "attach":
+        raise CliError("--api-key-env is for an attached server (--launch attach)")
+    key = os.environ.get(name, "")
+    if not key:
+        raise CliError(f"--api-key-env {name}: the environment variable {name} is not set")
+    try:
+        return Credentials(api_key=key)
+    except ValueError:
+        raise CliError(
+            f"--api-key-env {name}: the key must be printable ASCII on one line"
+        ) from None
 
 
 def _add_engine_setting(group: argparse._ArgumentGroup, setting: EngineSetting) -> None:
@@ -518,6 +549,7 @@ def run_and_report(plan: SweepPlan, args: argparse.Namespace, *, resume: bool) -
         check_client_cpus(plan.client)
     except ValueError as exc:
         raise CliError(str(exc)) from None
+    credentials = credentials_from_args(args, plan)
     try:
         skip = finished_keys(args.out) if resume else frozenset()
     except ResultFileError as exc:
@@ -549,7 +581,9 @@ def run_and_report(plan: SweepPlan, args: argparse.Namespace, *, resume: bool) -
 
         failures: list[str] = []
         try:
-            for point in run_plan(plan, workdir, skip_keys=skip, on_progress=show):
+            for point in run_plan(
+                plan, workdir, skip_keys=skip, on_progress=show, credentials=credentials
+            ):
                 append_point(args.out, point)
                 points.append(point)
                 bars.update(overall, completed=len(points))

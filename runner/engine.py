@@ -20,6 +20,7 @@ import math
 import os
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import threading
@@ -30,15 +31,18 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 
+from runner.endpoint import NO_CREDENTIALS, Credentials
 from runner.sampler import cache_config
 from runner.schema import (
     Checkpoint,
     EngineConfig,
     EngineInfo,
     EngineLaunch,
+    NetworkRtt,
     check_code_loading,
 )
 
@@ -81,13 +85,22 @@ class RunningEngine:
     base_url: str
     served_model: str
     info: EngineInfo
+    # What every call to an attached server sends (its API key, its headers); none when started.
+    credentials: Credentials = field(default=NO_CREDENTIALS, repr=False)
     _process: subprocess.Popen | None = field(default=None, repr=False)
     _container: str | None = field(default=None, repr=False)
 
     def alive(self) -> bool:
         if self._process is None:  # attached: alive means answering
-            return _healthy(self.base_url)
+            return _healthy(self.base_url, headers=self.credentials.http_headers())
         return self._process.poll() is None
+
+    @property
+    def process_group(self) -> int | None:
+        """The id of the process group the engine runs in (its guard leads it: the guard's
+        pid); None when attached. For the docker style the group holds only the docker client:
+        the engine's own processes run in the container."""
+        return self._process.pid if self._process is not None else None
 
     def stop(self) -> None:
         """Stop the engine and everything it started; safe to call twice; no-op when attached."""
@@ -343,10 +356,12 @@ def _wait_healthy(
             time.sleep(HEALTH_POLL_S)
 
 
-def _healthy(base_url: str, client: httpx.Client | None = None) -> bool:
+def _healthy(
+    base_url: str, client: httpx.Client | None = None, headers: dict[str, str] | None = None
+) -> bool:
     try:
         if client is None:
-            response = httpx.get(base_url + "/health", timeout=HTTP_TIMEOUT_S)
+            response = httpx.get(base_url + "/health", timeout=HTTP_TIMEOUT_S, headers=headers)
         else:
             response = client.get(base_url + "/health")
     except httpx.HTTPError:
@@ -354,24 +369,80 @@ def _healthy(base_url: str, client: httpx.Client | None = None) -> bool:
     return response.status_code == 200
 
 
-def _read_info(base_url: str, info: EngineInfo) -> None:
-    """Fill version, served models and the KV cache geometry vLLM actually chose."""
-    try:
-        with httpx.Client(base_url=base_url, timeout=HTTP_TIMEOUT_S) as client:
-            version = client.get("/version")
-            models = client.get("/v1/models")
-            metrics = client.get("/metrics")
-    except httpx.HTTPError as exc:
-        raise EngineError(f"engine at {base_url} is up but could not be read: {exc}") from exc
+def _read_info(
+    base_url: str, info: EngineInfo, credentials: Credentials = NO_CREDENTIALS
+) -> None:
+    """Fill version, served models, the context length and the KV cache geometry the server
+    reports. A server that refuses the API key on /version or /v1/models is an EngineError
+    (nothing could be measured); /metrics is optional (the points then say so)."""
+    with _client(base_url, credentials) as client:
+        version = _get(client, base_url, "/version")
+        models = _get(client, base_url, "/v1/models")
+        try:
+            metrics: httpx.Response | None = client.get("/metrics")
+        except httpx.HTTPError:
+            metrics = None
+    for response in (version, models):
+        _check_key_accepted(response, base_url)
     if version.status_code == 200:
-        info.version = version.json().get("version")
+        info.version = _json(version).get("version")
     if models.status_code == 200:
-        info.served_models = [m["id"] for m in models.json().get("data", [])]
-    labels = cache_config(metrics.text) if metrics.status_code == 200 else {}
+        listed = [m for m in _json(models).get("data", []) if isinstance(m, dict) and "id" in m]
+        info.served_models = [str(m["id"]) for m in listed]
+        lengths = [m.get("max_model_len") for m in listed]
+        info.max_model_len = next((n for n in lengths if isinstance(n, int)), None)
+    ok = metrics is not None and metrics.status_code == 200
+    labels = cache_config(metrics.text) if metrics is not None and ok else {}
     info.num_gpu_blocks = _int_or_none(labels.get("num_gpu_blocks"))
     info.block_size = _int_or_none(labels.get("block_size"))
     info.cache_dtype = labels.get("cache_dtype")
     info.gpu_memory_utilization = _float_or_none(labels.get("gpu_memory_utilization"))
+
+
+def _client(base_url: str, credentials: Credentials) -> httpx.Client:
+    return httpx.Client(
+        base_url=base_url, timeout=HTTP_TIMEOUT_S, headers=credentials.http_headers()
+    )
+
+
+def _get(client: httpx.Client, base_url: str, path: str) -> httpx.Response:
+    """GET path, or EngineError naming the URL and what kept it from answering."""
+    try:
+        return client.get(path)
+    except httpx.TimeoutException:
+        raise EngineError(
+            f"the server at {base_url} did not answer GET {path} within {HTTP_TIMEOUT_S:g} s "
+            "(timeout): check the address and that this node can reach it"
+        ) from None
+    except httpx.ConnectError as exc:
+        raise EngineError(
+            f"cannot reach the server at {base_url} (GET {path}: {_reason(exc)}): check the "
+            "address, that it is running and that this node can reach it"
+        ) from None
+    except httpx.HTTPError as exc:
+        raise EngineError(f"the server at {base_url} failed GET {path}: {_reason(exc)}") from None
+
+
+def _reason(exc: httpx.HTTPError) -> str:
+    """The operating system's words for a failed connection (refused, no route, bad name)."""
+    text = str(exc).strip()
+    return text or type(exc).__name__
+
+
+def _check_key_accepted(response: httpx.Response, base_url: str) -> None:
+    if response.status_code in (401, 403):
+        raise EngineError(
+            f"the endpoint at {base_url} refused the API key (HTTP {response.status_code} on "
+            f"GET {response.request.url.path}): register the right key or headers"
+        )
+
+
+def _json(response: httpx.Response) -> dict[str, Any]:
+    try:
+        data = response.json()
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def _int_or_none(value: str | None) -> int | None:
@@ -436,12 +507,14 @@ def engines(
     *,
     replicas: int,
     log_dir: Path,
+    credentials: Credentials = NO_CREDENTIALS,
 ) -> Iterator[list[RunningEngine]]:
     """Start `replicas` engines concurrently, yield them in replica order, stop all on exit.
 
     If any replica fails to start, the others are stopped (or their start is cancelled) and the
     first failure is raised as EngineError. Exceptions and Ctrl-C in the body stop every engine;
-    the guards cover the runner being killed outright.
+    the guards cover the runner being killed outright. credentials are an attached server's;
+    an engine started here has none (ValueError when given).
     """
     # Refuse a bad flag, model, environment or code-loading flag before anything starts.
     engine_flags(config)
@@ -449,8 +522,10 @@ def engines(
     if launch.style == "attach":
         if replicas != 1:
             raise EngineError("attach style serves one replica (one base_url)")
-        yield [attach(str(launch.base_url), checkpoint)]
+        yield [attach(str(launch.base_url), checkpoint, credentials)]
         return
+    if credentials:
+        raise ValueError("an API key or headers are for an attached server, not a started one")
     started: list[RunningEngine] = []
     failures: list[BaseException] = []
     lock = threading.Lock()
@@ -499,13 +574,72 @@ def _stop_all(running: list[RunningEngine]) -> None:
         thread.join()
 
 
-def attach(base_url: str, checkpoint: Checkpoint) -> RunningEngine:
-    """A server started elsewhere: read its info; stop() leaves it running."""
+def attach(
+    base_url: str, checkpoint: Checkpoint, credentials: Credentials = NO_CREDENTIALS
+) -> RunningEngine:
+    """A server started elsewhere: check it, read its info; stop() leaves it running.
+
+    EngineError, before any point, when it cannot be reached, refuses the key, is not healthy
+    or does not list the served model name (see probe).
+    """
+    served = served_model_name(checkpoint)
     base_url = base_url.rstrip("/")
-    if not _healthy(base_url):
-        raise EngineError(f"no healthy vLLM server at {base_url} (GET /health failed)")
-    info = EngineInfo(launch_style="attach")
-    _read_info(base_url, info)
+    info = probe(base_url, served, credentials)
     return RunningEngine(
-        replica=0, base_url=base_url, served_model=served_model_name(checkpoint), info=info
+        replica=0, base_url=base_url, served_model=served, info=info, credentials=credentials
     )
+
+
+def probe(
+    base_url: str, served_model: str, credentials: Credentials = NO_CREDENTIALS
+) -> EngineInfo:
+    """What an attached server reports (EngineInfo), or EngineError saying plainly why it
+    cannot be measured: unreachable (naming the URL), the API key refused (401/403), unhealthy,
+    or serving other models than `served_model` (when its /v1/models lists them). Also the
+    dashboard's "check now", so the page and the worker say the same thing."""
+    base_url = base_url.rstrip("/")
+    with _client(base_url, credentials) as client:
+        health = _get(client, base_url, "/health")
+    _check_key_accepted(health, base_url)
+    if health.status_code != 200:
+        raise EngineError(
+            f"the server at {base_url} is not healthy (GET /health answered HTTP "
+            f"{health.status_code})"
+        )
+    info = EngineInfo(launch_style="attach")
+    _read_info(base_url, info, credentials)
+    if info.served_models and served_model not in info.served_models:
+        raise EngineError(
+            f"the endpoint at {base_url} serves {', '.join(info.served_models)}, not "
+            f"{served_model} (the served model name must be one its /v1/models lists)"
+        )
+    return info
+
+
+# The network round trip, measured before every point (see measure_rtt).
+RTT_PROBES = 10
+
+
+def measure_rtt(engine: RunningEngine, probes: int = RTT_PROBES) -> NetworkRtt | None:
+    """Median and minimum of `probes` sequential GET /health on one kept-alive connection.
+
+    The first request opens the connection (and a TLS session) and is not counted: a point's
+    requests travel on kept-alive connections too. /health does no model work, so this is the
+    network and the server's HTTP stack. None when the server does not answer it (the point is
+    measured anyway; it has no round-trip figure).
+    """
+    times: list[float] = []
+    try:
+        with _client(engine.base_url, engine.credentials) as client:
+            for attempt in range(probes + 1):
+                started = time.perf_counter()
+                response = client.get("/health")
+                elapsed = time.perf_counter() - started
+                if response.status_code != 200:
+                    return None
+                if attempt:
+                    times.append(elapsed * 1000)
+    except httpx.HTTPError:
+        return None
+    times.sort()
+    return NetworkRtt(median_ms=statistics.median(times), min_ms=times[0], probes=len(times))

@@ -16,19 +16,25 @@ accept a new connection before it can read each request. A connection is held by
 a time (never pipelined) and goes back to the pool only after a clean response; anything else
 aborts it. Without a pool each request opens its own connection and sends `Connection: close`
 (kept for bench/client_events.py's comparison). Non-hot calls (health, /tokenize) use httpx.
+
+An https base URL (a registered endpoint behind TLS) wraps each connection in a verifying TLS
+context; the arrival stamps are then taken after decryption, as any TLS client's are.
 """
 
 from __future__ import annotations
 
 import asyncio
 import socket
+import ssl
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 import httptools
+
+from runner.endpoint import check_header
 
 # Bytes of a non-200 body kept for the error message: enough for vLLM's JSON error.
 ERROR_BODY_LIMIT = 2000
@@ -49,6 +55,7 @@ class Url:
     host: str
     port: int
     path: str
+    tls: bool = False  # https: the connection is wrapped in TLS, the certificate verified
 
 
 @dataclass
@@ -66,20 +73,34 @@ class HttpResult:
 
 def parse_url(base_url: str, path: str) -> Url:
     parts = urlsplit(base_url)
-    if parts.scheme != "http" or not parts.hostname:
-        raise ValueError(f"only plain http://host:port URLs are supported, got {base_url!r}")
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"only http(s)://host:port URLs are supported, got {base_url!r}")
+    if parts.username is not None or parts.password is not None:
+        raise ValueError("a base URL with user:password@ is not supported (give an API key)")
+    tls = parts.scheme == "https"
     prefix = parts.path.rstrip("/")
-    return Url(parts.hostname, parts.port or 80, prefix + path)
+    return Url(parts.hostname, parts.port or (443 if tls else 80), prefix + path, tls)
 
 
-def request_bytes(url: Url, body: bytes, keep_alive: bool = False) -> bytes:
-    """The request; HTTP/1.1 keeps the connection open unless it says `Connection: close`."""
+def request_bytes(
+    url: Url, body: bytes, keep_alive: bool = False, headers: Mapping[str, str] | None = None
+) -> bytes:
+    """The request; HTTP/1.1 keeps the connection open unless it says `Connection: close`.
+
+    headers: extra ones (an attached server's API key and its own headers), each checked by
+    runner.endpoint.check_header, so a CR or LF can never add a header or a request.
+    """
     connection = "" if keep_alive else "Connection: close\r\n"
+    extra = ""
+    for name, value in (headers or {}).items():
+        check_header(name, value)
+        extra += f"{name}: {value}\r\n"
     head = (
         f"POST {url.path} HTTP/1.1\r\n"
         f"Host: {url.host}:{url.port}\r\n"
         "Content-Type: application/json\r\n"
         "Accept: text/event-stream, application/json\r\n"
+        f"{extra}"
         f"{connection}"
         f"Content-Length: {len(body)}\r\n\r\n"
     )
@@ -373,15 +394,30 @@ class Pool:
             await asyncio.wait(waiting, timeout=POOL_CLOSE_WAIT_S)
 
 
+_TLS: ssl.SSLContext | None = None
+
+
+def _tls_context() -> ssl.SSLContext:
+    """One verifying client context for every https connection (building one reads the CA
+    store: milliseconds, too slow for each request of a burst)."""
+    global _TLS
+    if _TLS is None:
+        _TLS = ssl.create_default_context()
+    return _TLS
+
+
 async def _connect(url: Url, pool: Pool | None, timeout_s: float) -> _Connection | str:
     """A new connection, or the error message saying why there is none."""
     conn = _Connection(pool)
+    tls = _tls_context() if url.tls else None
     try:
         async with asyncio.timeout(timeout_s):
-            await asyncio.get_running_loop().create_connection(lambda: conn, url.host, url.port)
+            await asyncio.get_running_loop().create_connection(
+                lambda: conn, url.host, url.port, ssl=tls
+            )
     except TimeoutError:
         return f"connect to {url.host}:{url.port} timed out"
-    except OSError as exc:
+    except OSError as exc:  # ssl.SSLError is an OSError: a certificate refused says so
         return f"cannot connect to {url.host}:{url.port}: {exc}"
     if pool is not None:
         pool.opened += 1
@@ -398,6 +434,7 @@ async def post(
     stall_timeout_s: float,
     request_timeout_s: float,
     pool: Pool | None = None,
+    headers: Mapping[str, str] | None = None,
 ) -> HttpResult:
     """POST body to url and read the response; never raises for network or server faults.
 
@@ -409,13 +446,16 @@ async def post(
     is one. A reused connection that closes before any response byte arrived was most likely
     closed by the server while idle, so the request goes once more on a new connection; it is
     never sent again once response bytes have arrived.
+
+    headers are sent with the request (an attached server's credentials); request_bytes
+    refuses one that could inject a header, with ValueError before anything is sent.
     """
     if pool is not None:
         if (pool.host, pool.port) != (url.host, url.port):
             raise ValueError(f"pool is for {pool.host}:{pool.port}, not {url.host}:{url.port}")
         pool._check_loop()
     sent_at = time.monotonic()
-    request = request_bytes(url, body, keep_alive=pool is not None)
+    request = request_bytes(url, body, keep_alive=pool is not None, headers=headers)
     connect_timeout_s = min(stall_timeout_s, request_timeout_s)
     conn: _Connection | None = None
     result = HttpResult(sent_at=sent_at)

@@ -40,6 +40,7 @@ import numpy as np
 import orjson
 
 from runner import httpstream
+from runner.endpoint import NO_CREDENTIALS, Credentials
 from runner.responses import ResponseCollector, endpoint_path, request_body
 from runner.schema import ClientHealth, ClientSpec, LoadSpec, RequestRecord, WorkloadSpec
 from runner.workloads import Prompt
@@ -67,6 +68,8 @@ class Target:
     replica: int
     base_url: str
     model: str
+    # An attached server's API key and headers, sent with every request (never recorded).
+    credentials: Credentials = field(default=NO_CREDENTIALS, repr=False)
 
 
 @dataclass
@@ -188,11 +191,13 @@ class _Context:
     url: httpstream.Url = field(init=False)
     chat: bool = field(init=False)
     pool: httpstream.Pool = field(init=False)
+    headers: dict[str, str] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.url = httpstream.parse_url(self.job.target.base_url, endpoint_path(self.workload))
         self.chat = self.workload.endpoint == "chat"
         self.pool = httpstream.Pool(self.url.host, self.url.port)
+        self.headers = self.job.target.credentials.http_headers()
 
 
 async def _one_request(ctx: _Context, item: _Item, intended: float) -> RequestRecord:
@@ -218,6 +223,7 @@ async def _one_request(ctx: _Context, item: _Item, intended: float) -> RequestRe
             stall_timeout_s=ctx.client.stall_timeout_s,
             request_timeout_s=ctx.client.request_timeout_s,
             pool=ctx.pool,
+            headers=ctx.headers,
         )
         if not ctx.workload.stream and result.error is None:
             collector.on_json_body(result.body, result.ended_at or time.monotonic())

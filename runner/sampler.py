@@ -16,6 +16,7 @@ from itertools import pairwise
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
+from runner.endpoint import NO_CREDENTIALS, Credentials
 from runner.schema import EngineSample, QueueSummary
 
 RUNNING = "vllm:num_requests_running"
@@ -99,15 +100,25 @@ class QueueSampler:
 
     Times are seconds since t0 on time.monotonic(), the point's clock. A failed scrape (engine
     busy, connection reset) is skipped: a missing sample widens the step-hold in `summarize`, it
-    never aborts a measurement.
+    never aborts a measurement. An attached server may not expose /metrics to us at all (a
+    gateway that routes only /v1, a key that does not cover it): the point is still measured,
+    and `unavailable_note` says why it has no queue evidence.
     """
 
-    def __init__(self, targets: list[tuple[int, str]], interval_s: float, t0: float) -> None:
+    def __init__(
+        self,
+        targets: list[tuple[int, str]],
+        interval_s: float,
+        t0: float,
+        credentials: Credentials = NO_CREDENTIALS,
+    ) -> None:
         self.targets = targets
         self.interval_s = interval_s
         self.t0 = t0
+        self.headers = credentials.http_headers()
         self.samples: list[EngineSample] = []
         self.failures = 0
+        self.last_failure: str | None = None  # why the latest failed scrape failed
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="queue-sampler", daemon=True)
 
@@ -120,8 +131,18 @@ class QueueSampler:
         self._thread.join()
         return sorted(self.samples, key=lambda s: (s.t, s.replica))
 
+    def unavailable_note(self) -> str | None:
+        """A sentence for the point when not one scrape succeeded; None when any did."""
+        if self.samples or not self.failures:
+            return None
+        return (
+            "engine queue metrics were not available from this endpoint: every GET /metrics "
+            f"failed ({self.last_failure}), so the point has no running, waiting or KV-cache "
+            "samples and no queue verdict; its client-side figures are measured as usual"
+        )
+
     def _run(self) -> None:
-        with httpx.Client(timeout=SCRAPE_TIMEOUT_S) as client:
+        with httpx.Client(timeout=SCRAPE_TIMEOUT_S, headers=self.headers) as client:
             while True:
                 started = time.monotonic()
                 for replica, base_url in self.targets:
@@ -136,10 +157,15 @@ class QueueSampler:
             # The values are the engine's state when it answered: stamp the arrival, not the end
             # of parsing (tens of milliseconds for prometheus_client's parser).
             arrived = time.monotonic()
-            response.raise_for_status()
+            if response.status_code != 200:
+                self._failed(f"HTTP {response.status_code}")
+                return
             snapshot = parse_metrics(response.text)
-        except (httpx.HTTPError, ValueError):
-            self.failures += 1
+        except httpx.HTTPError as exc:
+            self._failed(_connection_problem(exc))
+            return
+        except ValueError:
+            self._failed("not a Prometheus text page")
             return
         self.samples.append(
             EngineSample(
@@ -155,6 +181,19 @@ class QueueSampler:
                 iteration_tokens_count=snapshot.iteration_tokens_count,
             )
         )
+
+    def _failed(self, reason: str) -> None:
+        self.failures += 1
+        self.last_failure = reason
+
+
+def _connection_problem(exc: httpx.HTTPError) -> str:
+    """A failed request in a few words: what an operator needs to fix it."""
+    if isinstance(exc, httpx.TimeoutException):
+        return f"no answer within {SCRAPE_TIMEOUT_S:g} s"
+    if isinstance(exc, httpx.ConnectError):
+        return "connection refused or unreachable"
+    return type(exc).__name__
 
 
 def summarize(samples: list[EngineSample], start: float, end: float) -> QueueSummary:

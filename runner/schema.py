@@ -896,6 +896,16 @@ class Metrics(Schema):
     slo_attainment: dict[str, float] = Field(default_factory=dict)
 
 
+class NetworkRtt(Schema):
+    """The network round trip from the client to the server, measured just before the point:
+    sequential GET /health on one kept-alive connection (the first, which also connects, not
+    counted). Over a network it is part of every latency of the point; on localhost ~0.1 ms."""
+
+    median_ms: float
+    min_ms: float
+    probes: int = Field(gt=0, description="timed requests the median and minimum are over")
+
+
 class ClientHealth(Schema):
     """Whether the client itself could have distorted the timings."""
 
@@ -906,6 +916,8 @@ class ClientHealth(Schema):
     loop_lag_max_ms: float | None = None
     saturated: bool = False
     reasons: list[str] = Field(default_factory=list)
+    # Files written before it existed, imports and failed probes: None (not measured).
+    network_rtt: NetworkRtt | None = None
 
 
 class Window(Schema):
@@ -958,6 +970,8 @@ class EngineInfo(Schema):
     block_size: int | None = None
     cache_dtype: str | None = None
     gpu_memory_utilization: float | None = None
+    # The context length the server reports for the served model (/v1/models max_model_len).
+    max_model_len: int | None = None
     log_path: str | None = None
     log_tail: str | None = None
 

@@ -19,9 +19,11 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from runner import __version__
-from runner.engine import EngineError, RunningEngine, engines
+from runner.endpoint import NO_CREDENTIALS, Credentials
+from runner.engine import EngineError, RunningEngine, engines, measure_rtt
 from runner.loadgen import LoadOutcome, Target, check_client_cpus, run_load
 from runner.metrics import aggregate, window_of
 from runner.provenance import collect_hardware, package_versions, utc_now
@@ -29,6 +31,7 @@ from runner.sampler import QueueSampler, summarize
 from runner.schema import (
     EngineConfig,
     EngineSample,
+    Hardware,
     LoadSpec,
     PointResult,
     Provenance,
@@ -95,6 +98,7 @@ def run_plan(
     cancel: threading.Event | None = None,
     on_progress: Callable[[Progress], None] | None = None,
     data_dir: Path | None = None,
+    credentials: Credentials = NO_CREDENTIALS,
 ) -> Iterator[PointResult]:
     """Run every point of the plan not in skip_keys, yielding each one as soon as it finishes.
 
@@ -104,6 +108,8 @@ def run_plan(
     ValueError, before any engine starts, when the plan's client CPUs are not on this host or
     its dataset is not a regular file inside data_dir (the node's data directory, given for a
     plan from the dashboard; None: the operator's own plan, whose dataset is a path).
+    credentials: an attached server's API key and headers, sent with every call to it and
+    never recorded (the plan is stored and downloadable; these are secrets).
     """
     check_client_cpus(plan.client)
     if plan.workload.kind == "dataset" and plan.workload.dataset_path is not None:
@@ -115,7 +121,7 @@ def run_plan(
     done = 0
     failures: list[str] = []
     prompts: list[Prompt] | None = None
-    hardware = collect_hardware()
+    hardware = _hardware(plan)
     packages = package_versions()
 
     for config in _unique_configs(todo):
@@ -127,7 +133,8 @@ def run_plan(
         measured = 0
         try:
             with engines(
-                plan.launch, plan.checkpoint, config, replicas=plan.replicas, log_dir=log_dir
+                plan.launch, plan.checkpoint, config, replicas=plan.replicas, log_dir=log_dir,
+                credentials=credentials,
             ) as running:
                 if prompts is None:
                     prompts = _build_prompts(plan, running[0], data_dir)
@@ -181,7 +188,9 @@ def _measure_point(
     cancel: threading.Event,
 ) -> PointResult:
     plan, planned = context.plan, context.planned
-    targets = [Target(e.replica, e.base_url, e.served_model) for e in running]
+    targets = [Target(e.replica, e.base_url, e.served_model, e.credentials) for e in running]
+    # Replicas of a node run share one host: the first one's round trip stands for all.
+    network_rtt = measure_rtt(running[0])
     requests_total = planned.load.num_requests * len(targets)
 
     def on_request_done(requests_done: int, _total: int) -> None:
@@ -190,7 +199,10 @@ def _measure_point(
         )
 
     # The sampler stamps absolute monotonic times; they are rebased on the client's t0 below.
-    sampler = QueueSampler([(e.replica, e.base_url) for e in running], plan.sample_interval_s, 0.0)
+    sampler = QueueSampler(
+        [(e.replica, e.base_url) for e in running], plan.sample_interval_s, 0.0,
+        running[0].credentials,
+    )
     sampler.start()
     try:
         outcome = run_load(
@@ -208,7 +220,12 @@ def _measure_point(
     if cancel.is_set():
         raise Cancelled()
     samples = [s.model_copy(update={"t": s.t - outcome.t0}) for s in raw_samples]
-    return _point_from_outcome(plan, planned, running, outcome, samples)
+    outcome.health = outcome.health.model_copy(update={"network_rtt": network_rtt})
+    point = _point_from_outcome(plan, planned, running, outcome, samples)
+    unavailable = sampler.unavailable_note()
+    if unavailable:
+        point.notes.append(unavailable)
+    return point
 
 
 def _point_from_outcome(
@@ -295,7 +312,9 @@ def _build_prompts(plan: SweepPlan, engine: RunningEngine, data_dir: Path | None
     """Prompts for the largest load, calibrated once with the served model's own tokenizer."""
     largest = max(load.num_requests for load in plan.loads)
     count = max(largest, plan.warmup_requests)
-    counter = token_counter_for(engine.base_url, engine.served_model, plan.workload)
+    counter = token_counter_for(
+        engine.base_url, engine.served_model, plan.workload, engine.credentials
+    )
     return build_prompts(plan.workload, count, counter, data_dir=data_dir)
 
 
@@ -305,9 +324,17 @@ def _warm_up(
     """Requests that warm the engine; their results are discarded and never stored."""
     if not plan.warmup_requests:
         return
-    targets = [Target(e.replica, e.base_url, e.served_model) for e in running]
+    targets = [Target(e.replica, e.base_url, e.served_model, e.credentials) for e in running]
     load = LoadSpec(shape="burst", num_requests=plan.warmup_requests)
     run_load(targets, plan.workload, load, plan.client, prompts[: load.num_requests], cancel=cancel)
+
+
+def _hardware(plan: SweepPlan) -> Hardware:
+    """The hardware that served the points. An attached server runs on a host we cannot
+    inspect: its GPU is not recorded (never this client's GPU, which did not serve)."""
+    if plan.launch.style == "attach":
+        return Hardware(host=urlsplit(str(plan.launch.base_url)).hostname or "attached server")
+    return collect_hardware()
 
 
 def _unique_configs(points: list[PlannedPoint]) -> list[EngineConfig]:

