@@ -12,14 +12,16 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.template.defaultfilters import filesizeformat
 
-from benchmarks import plans
+from benchmarks import estimates, plans
 from benchmarks.form_fields import declared_field
 from benchmarks.imports import StatedFacts
-from benchmarks.models import Benchmark, Checkpoint, Node, Runtime, Workload
-from runner import schema, workloads
+from benchmarks.models import Benchmark, Checkpoint, Endpoint, Node, Runtime, Workload
+from runner import grid, schema, traces, workloads
 
 MAX_REPEATS = 10
 MAX_LEVELS = 20
+# Engine configs one launch may start, after the combinations vLLM refuses are left out: each
+# is an engine start (minutes on a GPU) before its first point.
 MAX_CONFIGS = 20
 
 # Workload presets. "case-study" is the engagement Headroom was built from: about 2,000 requests
@@ -56,8 +58,14 @@ WORKLOAD_PRESETS: dict[str, dict[str, Any]] = {
     },
 }
 WORKLOAD_FIELDS = tuple(WORKLOAD_PRESETS["case-study"])
-# The engine settings every config of a launch shares: all but the swept max_num_seqs.
-SHARED_SETTINGS = tuple(s for s in schema.EngineConfig.settings() if s.name != "max_num_seqs")
+# Every engine setting is a grid axis on the form: one value is shared by every config, several
+# make one config per combination (runner.grid).
+ENGINE_SETTINGS = schema.EngineConfig.settings()
+# A bool axis: unset, one state, or both (two configs).
+BOTH = "both"
+BOOL_AXIS = {"": [], "true": [True], "false": [False], BOTH: [True, False]}
+# The extra-flags line that stands for "no extra flags" among several variants.
+NO_EXTRA_FLAGS = "(none)"
 
 
 class ApprovedChoiceField(forms.ModelChoiceField):
@@ -112,33 +120,46 @@ class LaunchableRuntimeField(ApprovedChoiceField):
         return super().refusal(row)
 
 
-def _whole(bound: float | None) -> int | None:
-    """An integer field's bound (EngineSetting keeps every bound as a float)."""
-    return None if bound is None else int(bound)
-
-
 def engine_setting_field(setting: schema.EngineSetting) -> forms.Field:
-    """A form field for one EngineConfig field: its flag as label, its description as help."""
-    common: dict[str, Any] = {
-        "label": setting.flag,
-        "help_text": setting.description,
-        "required": False,
-    }
-    if setting.default is not None:
-        common["initial"] = setting.default
+    """A form field for one EngineConfig field, an axis of the grid: its flag as label, its
+    description as help. Values are parsed and checked in LaunchForm._clean_axes."""
+    common: dict[str, Any] = {"label": setting.flag, "required": False}
     if setting.kind is bool:
-        # Three states: unset leaves the engine's own default, which is not "off".
-        choices = [("", "engine default"), ("true", "on"), ("false", "off")]
-        return forms.NullBooleanField(widget=forms.Select(choices=choices), **common)
-    if setting.kind is int:
-        low = setting.ge if setting.gt is None else int(setting.gt) + 1
-        return forms.IntegerField(
-            min_value=_whole(low), max_value=_whole(setting.le), **common
-        )
-    if setting.kind is float:
-        # An exclusive bound (gt) has no form equivalent; EngineConfig refuses it on this field.
-        return forms.FloatField(min_value=setting.ge, max_value=setting.le, **common)
-    return forms.CharField(max_length=100, empty_value=None, **common)
+        # Unset leaves the engine's own default, which is not "off".
+        choices = [("", "engine default"), ("true", "on"), ("false", "off"),
+                   (BOTH, "on and off (two configs)")]
+        return forms.ChoiceField(choices=choices, help_text=setting.description, **common)
+    if setting.default is not None:
+        common["initial"] = str(setting.default)
+    return forms.CharField(
+        max_length=300,
+        help_text=f"{setting.description}; several values, one config each",
+        **common,
+    )
+
+
+def parse_axis(setting: schema.EngineSetting, text: str) -> list[Any]:
+    """'4, 16 64' -> [4, 16, 64] for an int setting; words for a str one. Each value is checked
+    alone against the setting's own rule; ValidationError names the value."""
+    items = text.replace(",", " ").split()
+    if len(items) > MAX_CONFIGS:
+        raise ValidationError(f"At most {MAX_CONFIGS} values.")
+    values: list[Any] = []
+    for item in items:
+        try:
+            value = setting.kind(item)
+        except ValueError:
+            kind = {int: "a whole number", float: "a number"}.get(setting.kind, "a value")
+            raise ValidationError(f"{item!r} is not {kind}.") from None
+        try:
+            schema.EngineConfig(**{setting.name: value})
+        except pydantic.ValidationError as exc:
+            message = exc.errors()[0]["msg"].removeprefix("Value error, ")
+            raise ValidationError(f"{item}: {message}.") from None
+        values.append(value)
+    if len(set(values)) != len(values):
+        raise ValidationError("Each value once, please.")
+    return values
 
 
 class BatchDefaults(NamedTuple):
@@ -210,9 +231,21 @@ class LaunchForm(forms.Form):
         queryset=Node.objects.all(),
         help_text="runs on this node's worker",
         error_messages={"invalid_choice": "Unknown node: it is not registered (any more)."},
+        required=False,  # given by a registered endpoint, else required (clean)
     )
-    checkpoint = ApprovedCheckpointField()
-    runtime = LaunchableRuntimeField()
+    checkpoint = ApprovedCheckpointField(required=False)
+    runtime = LaunchableRuntimeField(required=False)
+    # A server that is already running (the catalog's endpoints): attach to it instead of
+    # starting engines; node, checkpoint and runtime are then the endpoint's.
+    registered_endpoint = forms.ModelChoiceField(
+        queryset=Endpoint.objects.select_related("node", "checkpoint", "runtime"),
+        required=False,
+        label="Or: a registered endpoint",
+        empty_label="none: start engines on the node",
+        help_text="measure a server that is already running; its node, checkpoint and runtime "
+        "are used, engine settings stay blank (the server's are recorded as it reports them)",
+        error_messages={"invalid_choice": "Unknown endpoint: it is not registered (any more)."},
+    )
 
     workload_preset = forms.ChoiceField(
         choices=[("case-study", "Case study: ~2,000 x (63-66 in / 256 out), burst")]
@@ -224,7 +257,9 @@ class LaunchForm(forms.Form):
     # Choices: the files in HEADROOM_DATA_DIR, listed in __init__ (the node has the same folder).
     dataset_path = forms.ChoiceField(
         label="Dataset", required=False,
-        help_text="a JSONL file in the data directory (HEADROOM_DATA_DIR)",
+        help_text="a file in the data directory (HEADROOM_DATA_DIR): a JSONL dataset, a trace "
+        "(Mooncake JSONL, BurstGPT CSV, or timestamp_s,input_tokens,output_tokens CSV) or a "
+        "request-length log (input and output token counts, CSV or JSONL)",
         error_messages={"invalid_choice": "%(value)s is not a file in the data directory."},
     )
     input_tokens_min = forms.IntegerField(min_value=1, required=False)
@@ -238,19 +273,26 @@ class LaunchForm(forms.Form):
     stream = forms.BooleanField(required=False, initial=True)
     load_shape = forms.ChoiceField(choices=Workload.LoadShape.choices, required=False)
 
-    # The setting the sweep varies: one engine config per value. Every other EngineConfig field
-    # gets its field in __init__ (SHARED_SETTINGS), shared by all the configs.
-    max_num_seqs = forms.CharField(
-        label="--max-num-seqs values",
-        required=False,
-        help_text="one engine config per value, e.g. 256, 512, 1024; blank = engine default",
-    )
+    # Every EngineConfig field gets its axis field in __init__ (ENGINE_SETTINGS); these two
+    # complete the grid, or replace it with an explicit list.
     extra_args = forms.CharField(
-        label="Extra engine flags", required=False, help_text="e.g. --enforce-eager"
+        label="Extra engine flags",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text=f"e.g. --enforce-eager; several lines are an axis, one config per line "
+        f"({NO_EXTRA_FLAGS} for a line without flags)",
+    )
+    engine_config_list = forms.CharField(
+        label="Or: engine configs, one per line",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="as vLLM flags, e.g. --max-num-seqs 256 --max-num-batched-tokens 8192; "
+        "instead of the grid above",
     )
 
     load_levels = forms.CharField(
-        help_text="burst: request counts; concurrency: in-flight limits; rate: requests/s"
+        help_text="burst: request counts; concurrency: in-flight limits; rate: requests/s; "
+        "trace: speed factors (1 = the trace's own times, 2 = twice as fast)"
     )
     repeats = forms.IntegerField(min_value=1, max_value=MAX_REPEATS, initial=1)
     replicas = forms.IntegerField(min_value=1, max_value=64, initial=1)
@@ -262,7 +304,7 @@ class LaunchForm(forms.Form):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        for setting in SHARED_SETTINGS:
+        for setting in ENGINE_SETTINGS:
             self.fields[setting.name] = engine_setting_field(setting)
         for name, value in WORKLOAD_PRESETS["case-study"].items():
             self.fields[name].initial = value
@@ -274,7 +316,7 @@ class LaunchForm(forms.Form):
         defaults = vllm_batch_defaults(node) if isinstance(node, Node) else None
         if defaults is not None:
             self.fields["max_num_seqs"].initial = str(defaults.max_num_seqs)
-            self.fields["max_num_batched_tokens"].initial = defaults.max_num_batched_tokens
+            self.fields["max_num_batched_tokens"].initial = str(defaults.max_num_batched_tokens)
 
     def _preselect_single_choices(self) -> dict[str, Any]:
         """A select with one row to choose starts on it; returns those rows by field name."""
@@ -294,16 +336,10 @@ class LaunchForm(forms.Form):
 
     def engine_fields(self) -> list[forms.BoundField]:
         """The engine settings in EngineConfig's order, for the template to list."""
-        names = ["max_num_seqs", *(s.name for s in SHARED_SETTINGS), "extra_args"]
+        names = [*(s.name for s in ENGINE_SETTINGS), "extra_args", "engine_config_list"]
         return [self[name] for name in names]
 
     # -- field cleaning ---------------------------------------------------------------------
-
-    def clean_max_num_seqs(self) -> list[int]:
-        text = self.cleaned_data["max_num_seqs"]
-        if not text.strip():
-            return []
-        return [int(v) for v in parse_numbers(text, integers=True, limit=MAX_CONFIGS)]
 
     def clean_goodput(self) -> dict[str, float]:
         try:
@@ -321,21 +357,52 @@ class LaunchForm(forms.Form):
                 raise ValidationError(f"{exc}.") from None
         return name
 
-    def clean_extra_args(self) -> list[str]:
-        try:
-            return shlex.split(self.cleaned_data["extra_args"])
-        except ValueError as exc:
-            raise ValidationError(f"Cannot split these flags: {exc}.") from None
+    def clean_extra_args(self) -> list[list[str]]:
+        """One variant per line (a line of NO_EXTRA_FLAGS is none); no lines: no flags."""
+        variants: list[list[str]] = []
+        for line in self.cleaned_data["extra_args"].splitlines():
+            if not line.strip():
+                continue
+            try:
+                variant = [] if line.strip() == NO_EXTRA_FLAGS else shlex.split(line)
+            except ValueError as exc:
+                raise ValidationError(f"Cannot split {line.strip()!r}: {exc}.") from None
+            if variant in variants:
+                raise ValidationError("Each line once, please.")
+            variants.append(variant)
+        if len(variants) > MAX_CONFIGS:
+            raise ValidationError(f"At most {MAX_CONFIGS} lines.")
+        return variants or [[]]
+
+    def clean_engine_config_list(self) -> list[schema.EngineConfig]:
+        configs: list[schema.EngineConfig] = []
+        for number, line in enumerate(self.cleaned_data["engine_config_list"].splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                config = grid.parse_config_line(line)
+            except ValueError as exc:
+                raise ValidationError(f"Line {number}: {exc}.") from None
+            if config in configs:
+                raise ValidationError(f"Line {number} repeats an earlier config.")
+            configs.append(config)
+        if len(configs) > MAX_CONFIGS:
+            raise ValidationError(f"{len(configs)} configs: at most {MAX_CONFIGS}.")
+        return configs
 
     # -- cross-field checks -----------------------------------------------------------------
 
     def clean(self) -> dict[str, Any]:
         super().clean()
         data = self.cleaned_data
+        endpoint = self._clean_launch_rows(data)
         workload = self._clean_workload(data)
         if workload is None:
             return data
         data["workload"] = workload
+        if endpoint is not None:
+            self._clean_endpoint_run(data, endpoint, workload)
+            return data
         node = data.get("node")
         if node and data.get("replicas") and data["replicas"] > node.max_replicas():
             self.add_error(
@@ -346,12 +413,24 @@ class LaunchForm(forms.Form):
             self.add_error(
                 "runtime", f"{node.queue} starts engines from an image; pick one with it."
             )
-        self._check_gpus(data)
         self._check_checkpoint(data)
         levels = self._clean_levels(data, workload)
         configs = self._clean_engine_configs(data)
+        if configs is not None:
+            self._check_gpus(data, configs)
+            self._check_code_loading(data, configs)
         if levels is None or configs is None or self.errors:
             return data
+        self._build_plan(data, workload, levels, configs)
+        return data
+
+    def _build_plan(
+        self,
+        data: dict[str, Any],
+        workload: Workload,
+        levels: list[float],
+        configs: list[schema.EngineConfig],
+    ) -> None:
         try:
             data["plan"] = plans.build_plan(
                 name=data.get("name") or f"{data['checkpoint'].repo} on {data['node'].queue}",
@@ -367,7 +446,70 @@ class LaunchForm(forms.Form):
             )
         except pydantic.ValidationError as exc:
             self.add_error(None, plans.pydantic_message(exc))
-        return data
+            return
+        self._check_source(data["plan"])
+
+    def _check_source(self, plan: schema.SweepPlan) -> None:
+        """A trace or length log is read now, as the worker will read it (the node has the
+        same data directory): a bad row or a trace too short for a load is refused here."""
+        try:
+            traces.check_source(plan.workload, settings.HEADROOM_DATA_DIR, plan.loads)
+        except workloads.WorkloadError as exc:
+            self.add_error("dataset_path", f"{exc}.")
+
+    def _clean_launch_rows(self, data: dict[str, Any]) -> Endpoint | None:
+        """The registered endpoint, whose node, checkpoint and runtime the run takes; without
+        one, the node, checkpoint and runtime fields are required."""
+        endpoint: Endpoint | None = data.get("registered_endpoint")
+        if endpoint is not None:
+            data.update(node=endpoint.node, checkpoint=endpoint.checkpoint,
+                        runtime=endpoint.runtime)
+            return endpoint
+        for name in ("node", "checkpoint", "runtime"):
+            if data.get(name) is None and name not in self.errors:
+                self.add_error(name, self.fields[name].error_messages["required"])
+        return None
+
+    def _clean_endpoint_run(
+        self, data: dict[str, Any], endpoint: Endpoint, workload: Workload
+    ) -> None:
+        """The plan that attaches to a registered endpoint: one blank engine config (the server
+        runs its own settings), one replica, the endpoint's address and served model name.
+
+        An engine setting typed in is an error on its field rather than silently dropped; one
+        still at the value the form itself proposed (a node's vLLM defaults) was not asked for
+        and is left out.
+        """
+        for bound in self.engine_fields():
+            typed = str(bound.data or "").strip()
+            if typed and bound.name in self.changed_data and bound.name not in self.errors:
+                self.add_error(bound.name, "A registered endpoint runs its own settings: leave "
+                                           "this blank (the server's are recorded as it reports "
+                                           "them).")
+        if data.get("replicas") not in (None, 1):
+            self.add_error("replicas", f"{endpoint.name} is one server: 1 replica.")
+        levels = self._clean_levels(data, workload)
+        if levels is None or self.errors:
+            return
+        try:
+            data["plan"] = plans.build_plan(
+                name=data.get("name") or f"{endpoint.served_model} at {endpoint.name}",
+                node=endpoint.node,
+                runtime=endpoint.runtime,
+                checkpoint=endpoint.checkpoint,
+                workload=workload,
+                engine_configs=[schema.EngineConfig()],
+                load_levels=levels,
+                repeats=data["repeats"],
+                replicas=1,
+                goodput=data.get("goodput") or {},
+                endpoint=endpoint,
+            )
+        except pydantic.ValidationError as exc:
+            self.add_error(None, plans.pydantic_message(exc))
+        else:
+            self._check_source(data["plan"])
+        data["plan_notes"] = []
 
     def _check_checkpoint(self, data: dict[str, Any]) -> None:
         """Its model must be one this deployment may load, and only a trusted one may run
@@ -379,21 +521,33 @@ class LaunchForm(forms.Form):
             schema.check_model_source(checkpoint.repo, settings.HEADROOM_MODEL_DIRS)
         except ValueError as exc:
             self.add_error("checkpoint", f"{exc}.")
-        if "extra_args" not in data:
-            return
-        try:
-            schema.check_code_loading(data["extra_args"], trusted=checkpoint.trusted)
-        except ValueError as exc:
-            self.add_error("extra_args", f"{exc}.")
 
-    def _check_gpus(self, data: dict[str, Any]) -> None:
+    def _check_code_loading(
+        self, data: dict[str, Any], configs: list[schema.EngineConfig]
+    ) -> None:
+        checkpoint = data.get("checkpoint")
+        if checkpoint is None:
+            return
+        field = "engine_config_list" if data.get("engine_config_list") else "extra_args"
+        for config in configs:
+            try:
+                schema.check_code_loading(config.extra_args, trusted=checkpoint.trusted)
+            except ValueError as exc:
+                self.add_error(field, f"{exc}.")
+                return
+
+    def _check_gpus(self, data: dict[str, Any], configs: list[schema.EngineConfig]) -> None:
+        """Every config's replicas must fit the node: the widest tensor-parallel one decides."""
         node, replicas = data.get("node"), data.get("replicas")
-        tp = data.get("tensor_parallel_size") or 1
+        tp = max(config.tensor_parallel_size for config in configs)
         if not node or not node.gpu_count or not replicas or "replicas" in self.errors:
             return
         if replicas * tp > node.gpu_count:
+            field = "engine_config_list" if data.get("engine_config_list") else (
+                "tensor_parallel_size"
+            )
             self.add_error(
-                "tensor_parallel_size",
+                field,
                 f"{replicas} replica(s) x {tp} GPUs each need {replicas * tp} GPUs; "
                 f"{node.queue} has {node.gpu_count}.",
             )
@@ -418,7 +572,23 @@ class LaunchForm(forms.Form):
         if values["prompt_source"] == "dataset" and not values["dataset_path"]:
             self.add_error("dataset_path",
                            "A dataset workload needs a JSONL file from the data directory.")
+        self._check_file_workload(values)
         return None if self.errors else Workload(name="custom", **values)
+
+    def _check_file_workload(self, values: dict[str, Any]) -> None:
+        """A trace or length log needs its file and sends token ids (completions); a trace
+        load replays a trace's times."""
+        source = values["prompt_source"]
+        if source in schema.TOKEN_ID_KINDS:
+            if not values["dataset_path"]:
+                self.add_error("dataset_path", "A trace or request-length log workload needs "
+                                               "its file from the data directory.")
+            if values["endpoint"] != Workload.Endpoint.COMPLETIONS:
+                self.add_error("endpoint", "Trace and request-length prompts are token ids: "
+                                           "use /v1/completions.")
+        if values["load_shape"] == Workload.LoadShape.TRACE and source != "trace":
+            self.add_error("load_shape", "Trace replay sends at a trace's own times: choose a "
+                                         "trace as the prompt source.")
 
     def _clean_levels(self, data: dict[str, Any], workload: Workload) -> list[float] | None:
         if "load_levels" not in data:
@@ -426,7 +596,9 @@ class LaunchForm(forms.Form):
         try:
             return parse_numbers(
                 data["load_levels"],
-                integers=workload.load_shape != Workload.LoadShape.RATE,
+                # Rates and trace speed factors may be fractions; the others count requests.
+                integers=workload.load_shape
+                not in (Workload.LoadShape.RATE, Workload.LoadShape.TRACE),
                 limit=MAX_LEVELS,
             )
         except ValidationError as exc:
@@ -434,46 +606,110 @@ class LaunchForm(forms.Form):
             return None
 
     def _clean_engine_configs(self, data: dict[str, Any]) -> list[schema.EngineConfig] | None:
-        if "max_num_seqs" not in data or "extra_args" not in data:
+        """The configs to run: the explicit list, or the grid's combinations that vLLM would
+        start (data["plan_notes"] names the others and why). None after a field error."""
+        if "extra_args" not in data or "engine_config_list" not in data:
             return None
-        # Unset settings are left out, so EngineConfig's own defaults apply.
-        shared: dict[str, Any] = {
-            setting.name: data[setting.name]
-            for setting in SHARED_SETTINGS
-            if data.get(setting.name) is not None
-        }
-        shared["extra_args"] = data["extra_args"]
-        configs = []
-        for seqs in data["max_num_seqs"] or [None]:
-            try:
-                configs.append(schema.EngineConfig(max_num_seqs=seqs, **shared))
-            except pydantic.ValidationError as exc:
-                for error in exc.errors():
-                    name = str(error["loc"][0]) if error["loc"] else "max_num_batched_tokens"
-                    field = name if name in self.fields else None
-                    message = error["msg"].removeprefix("Value error, ")
-                    shown = " ".join(str(e) for e in self.errors.get(field, [])) if field else ""
-                    if field is None or message not in shown:
-                        self.add_error(field, message)
+        axes = self._clean_axes(data)
+        if axes is None:
+            return None
+        listed = data["engine_config_list"]
+        if listed:
+            grid_fields = [name for name, values in axes.items() if values]
+            if grid_fields or data["extra_args"] != [[]]:
+                shown = ", ".join(str(self.fields[name].label or name) for name in grid_fields)
+                self.add_error(
+                    "engine_config_list",
+                    "Give the configs either as the grid above or as this list, not both "
+                    f"(the grid sets {shown or 'extra engine flags'}).",
+                )
                 return None
-        return configs
+            data["plan_notes"] = []
+            return list(listed)
+        node = data.get("node")
+        defaults = vllm_batch_defaults(node) if isinstance(node, Node) else None
+        try:
+            expanded = grid.expand(
+                axes,
+                data["extra_args"],
+                default_max_num_seqs=defaults.max_num_seqs if defaults else None,
+            )
+        except grid.GridError as exc:
+            self.add_error(None, f"{exc}.")
+            return None
+        except pydantic.ValidationError as exc:
+            self.add_error("extra_args", plans.pydantic_message(exc))
+            return None
+        if len(expanded.configs) > MAX_CONFIGS:
+            pruned = f", {len(expanded.pruned)} left out as vLLM would refuse them" if (
+                expanded.pruned
+            ) else ""
+            self.add_error(
+                None,
+                f"This grid is {self._grid_size_text(axes, data['extra_args'])} = "
+                f"{expanded.combinations} combinations ({len(expanded.configs)} to run"
+                f"{pruned}): at most {MAX_CONFIGS} engine configs per launch. Narrow an axis "
+                "or list the configs.",
+            )
+            return None
+        data["plan_notes"] = expanded.notes()
+        return expanded.configs
 
-    def save(self, user: Any) -> Benchmark:
-        """Create the workload and the queued benchmark in one transaction (no enqueue here)."""
+    def _clean_axes(self, data: dict[str, Any]) -> dict[str, list[Any]] | None:
+        """Each engine setting's values (an empty list: unset), or None after a field error."""
+        axes: dict[str, list[Any]] = {}
+        for setting in ENGINE_SETTINGS:
+            raw = data.get(setting.name) or ""
+            try:
+                if setting.kind is bool:
+                    axes[setting.name] = list(BOOL_AXIS[raw])
+                else:
+                    axes[setting.name] = parse_axis(setting, raw)
+            except ValidationError as exc:
+                self.add_error(setting.name, exc)
+        return None if any(s.name in self.errors for s in ENGINE_SETTINGS) else axes
+
+    def _grid_size_text(self, axes: dict[str, list[Any]], variants: list[list[str]]) -> str:
+        """'2 --max-num-seqs x 3 --max-num-batched-tokens': each axis of more than one value."""
+        sizes = [f"{len(v)} {self.fields[name].label}" for name, v in axes.items() if len(v) > 1]
+        if len(variants) > 1:
+            sizes.append(f"{len(variants)} extra-flag lines")
+        return " x ".join(sizes) or "1"
+
+    def estimate(self) -> estimates.Estimate:
+        """What this launch is expected to take (benchmarks/estimates.py), worked out from the
+        node's earlier runs at the moment it is asked."""
         data = self.cleaned_data
+        return estimates.estimate_launch(
+            data["plan"], node=data["node"], checkpoint=data["checkpoint"],
+            endpoint=data.get("registered_endpoint"),
+        )  # fmt: skip
+
+    def save(self, user: Any, estimate: estimates.Estimate | None = None) -> Benchmark:
+        """Create the workload and the queued benchmark, with its estimate (the one the
+        confirmation page showed, or worked out now), in one transaction (no enqueue here)."""
+        data = self.cleaned_data
+        estimate = estimate or self.estimate()
         plan: schema.SweepPlan = data["plan"]
         workload: Workload = data["workload"]
         fields = {name: getattr(workload, name) for name in WORKLOAD_FIELDS}
         with transaction.atomic():
             workload, _ = Workload.objects.get_or_create(name=workload.name, **fields)
+            endpoint: Endpoint | None = data.get("registered_endpoint")
             return Benchmark.objects.create(
                 name=plan.name,
                 node=data["node"],
-                hardware=data["node"].hardware_label(),
+                # An endpoint's own hardware is not known here; the node only sends the load.
+                hardware=f"endpoint {endpoint.name}" if endpoint else data["node"].hardware_label(),
                 runtime=data["runtime"],
                 checkpoint=data["checkpoint"],
+                endpoint=endpoint,
                 workload=workload,
                 plan=plan.model_dump(mode="json"),
+                plan_notes=data.get("plan_notes", []),
+                estimated_wall_s=estimate.wall_s,
+                estimated_gpu_hours=estimate.gpu_hours,
+                estimate_basis=estimate.basis,
                 points_total=plans.points_total(plan),
                 created_by=user if user.is_authenticated else None,
             )

@@ -1,4 +1,4 @@
-"""The catalog's forms (/catalog/): checkpoints, runtimes and nodes' descriptions.
+"""The catalog's forms (/catalog/): checkpoints, runtimes, nodes' descriptions and endpoints.
 
 What a form offers follows who fills it in (the roles of benchmarks/migrations/0009): the
 approved box only to someone allowed to change such rows (approving is changing the row, as in
@@ -11,12 +11,16 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import pydantic
 from django import forms
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
+from django.utils import timezone
 
-from benchmarks.models import REVISION_REGEX, Checkpoint, Node, Runtime
+from benchmarks import vault
+from benchmarks.models import REVISION_REGEX, Checkpoint, Endpoint, Node, Runtime
 from runner import schema
+from runner.endpoint import Credentials, check_header, normalize_base_url
 
 CHANGE_CHECKPOINT = "benchmarks.change_checkpoint"
 TRUST_CHECKPOINT = "benchmarks.trust_checkpoint"
@@ -135,10 +139,268 @@ class RuntimeForm(forms.ModelForm):
         return data
 
 
+class CurrencyField(forms.CharField):
+    """An ISO 4217 code, read in capitals: "usd" is USD; "US$" or "dollar" is refused."""
+
+    def to_python(self, value: Any) -> str:
+        return str(super().to_python(value)).upper()
+
+
+# The node_price_complete constraint's own rule, said field by field before the database.
+PRICE_NEEDS = {
+    "price_currency": "A price needs its currency (ISO 4217, e.g. USD).",
+    "price_as_of": "A price needs the date it held: GPU-hour prices change.",
+}
+
+
 class NodeForm(forms.ModelForm):
-    """Only what people write: the hardware is what the node's worker reported."""
+    """Only what people write: the description, and the GPU-hour price with its currency and
+    the date it held (every point's cost per million output tokens comes from it). The
+    hardware is what the node's worker reported."""
+
+    gpu_hour_price = forms.DecimalField(
+        label="GPU-hour price",
+        required=False,
+        min_value=0,
+        max_digits=10,
+        decimal_places=4,
+        help_text="what one GPU of this node costs per hour; blank: not priced",
+    )
+    price_currency = CurrencyField(
+        label="Currency",
+        required=False,
+        max_length=3,
+        validators=[RegexValidator(r"^[A-Z]{3}$", "A currency is its ISO 4217 code: three "
+                                                  "letters, e.g. USD, EUR, KRW.")],
+        help_text="ISO 4217 code, e.g. USD",
+    )
+    price_as_of = forms.DateField(
+        label="Price as of",
+        required=False,
+        widget=forms.DateInput(format="%Y-%m-%d", attrs={"type": "date"}),
+        help_text="the date the price held (YYYY-MM-DD)",
+    )
 
     class Meta:
         model = Node
-        fields = ["description"]
+        fields = [
+            "description", "gpu_hour_price", "price_currency", "price_as_of", "dcgm_exporter_url"
+        ]
         widgets = {"description": forms.Textarea(attrs={"rows": 4})}
+        labels = {"dcgm_exporter_url": "dcgm-exporter URL"}
+
+    def clean_dcgm_exporter_url(self) -> str:
+        """Checked as the plan checks it (runner.schema.EngineLaunch): the address goes into
+        every plan launched on this node, which is stored and downloadable."""
+        url: str = self.cleaned_data["dcgm_exporter_url"].strip()
+        if url:
+            try:
+                schema.EngineLaunch(dcgm_exporter_url=url)
+            except pydantic.ValidationError as exc:
+                message = exc.errors()[0]["msg"].removeprefix("Value error, ")
+                raise ValidationError(
+                    f"The address {message.removeprefix('dcgm_exporter_url ')}."
+                ) from None
+        return url
+
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        data = self.cleaned_data
+        if data.get("price_as_of") and data["price_as_of"] > timezone.localdate():
+            self.add_error("price_as_of", "The date is in the future: give the day the price "
+                                          "was quoted.")
+        if self.has_error("gpu_hour_price"):
+            return data
+        if data.get("gpu_hour_price") is None:
+            if data.get("price_currency") or data.get("price_as_of"):
+                self.add_error("gpu_hour_price", "A currency or date without a price: give the "
+                                                 "price, or clear all three.")
+            return data
+        for name, message in PRICE_NEEDS.items():
+            if not data.get(name) and not self.has_error(name):
+                self.add_error(name, message)
+        return data
+
+    def written_fields(self) -> dict[str, Any]:
+        """What people write, to save over the row without touching the worker's fields."""
+        return {name: self.cleaned_data[name] for name in self.Meta.fields}
+
+
+# -- endpoints --------------------------------------------------------------------------------
+
+
+class SecretTextarea(forms.Textarea):
+    """A textarea that never writes a value back into the page: the headers it takes are
+    secrets, and a page redisplayed after an error must not echo them (as PasswordInput with
+    render_value=False does for the key)."""
+
+    def format_value(self, value: Any) -> str | None:
+        return None
+
+
+def _sentence(text: str) -> str:
+    """A runner message as a form error: capitalized, with a full stop."""
+    return f"{text[:1].upper()}{text[1:]}."
+
+
+def parse_header_lines(text: str) -> dict[str, str]:
+    """'Name: value' lines -> {name: value}; ValidationError naming the line, never a value."""
+    headers: dict[str, str] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        name, colon, value = line.partition(":")
+        name, value = name.strip(), value.strip()
+        if not colon or not name:
+            raise ValidationError(f'Line {number} is not "Name: value".')
+        if name.lower() in (known.lower() for known in headers):
+            raise ValidationError(f"Header {name} is given twice.")
+        try:
+            check_header(name, value)
+        except ValueError as exc:
+            raise ValidationError(f"Line {number}: {exc}.") from None
+        headers[name] = value
+    return headers
+
+
+class EndpointForm(forms.ModelForm):
+    """An OpenAI-compatible server that is already running, and what it needs to be measured.
+
+    The API key and the extra headers are write-only: never rendered back (not even after an
+    error), stored encrypted (benchmarks/vault.py). Editing, a blank field keeps what is stored
+    and a box removes it. Only the header names are kept in the clear, to be listed.
+    """
+
+    api_key = forms.CharField(
+        label="API key", required=False, strip=True,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+        help_text="sent as Authorization: Bearer KEY; stored encrypted, never shown again",
+    )  # fmt: skip
+    clear_api_key = forms.BooleanField(label="Remove the stored API key", required=False)
+    extra_headers = forms.CharField(
+        required=False, strip=False,
+        widget=SecretTextarea(attrs={"rows": 3, "autocomplete": "off", "spellcheck": "false"}),
+        help_text='one "Name: value" per line, e.g. X-Tenant: acme; sent with every request; '
+        "values are stored encrypted and never shown again, only the names",
+    )  # fmt: skip
+    clear_extra_headers = forms.BooleanField(label="Remove the stored headers", required=False)
+
+    class Meta:
+        model = Endpoint
+        fields = ["name", "base_url", "served_model", "node", "checkpoint", "runtime",
+                  "description"]
+        widgets = {"description": forms.Textarea(attrs={"rows": 3})}
+        help_texts = {
+            "node": "the worker node whose host can reach the endpoint: its worker sends the "
+                    "load (the dashboard's host may not reach it at all)",
+            "checkpoint": "what the endpoint is registered as serving (no weights are loaded: "
+                          "it need not be approved for launching)",
+            "runtime": "the vLLM version it is registered as running; the server's own /version "
+                       "is recorded with every point",
+        }
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        runtime = self.fields["runtime"]
+        assert isinstance(runtime, forms.ModelChoiceField)
+        # Headroom reads vLLM's /metrics, /version and /tokenize: only a vLLM server fits.
+        runtime.queryset = Runtime.objects.filter(engine__in=Runtime.LAUNCHABLE)
+        self.fields["base_url"].help_text = (
+            "http(s)://host:port of the server, without /v1 (dropped if given); no "
+            "user:password@"
+        )
+        stored = self.instance
+        if stored.pk is None:
+            del self.fields["clear_api_key"], self.fields["clear_extra_headers"]
+            return
+        if stored.has_api_key:
+            self.fields["api_key"].help_text = "a key is stored: leave blank to keep it"
+        else:
+            del self.fields["clear_api_key"]
+        if stored.extra_header_names:
+            self.fields["extra_headers"].help_text = (
+                f"stored: {stored.extra_header_names} (values hidden); leave blank to keep them, "
+                "or give every header again to replace them"
+            )
+        else:
+            del self.fields["clear_extra_headers"]
+
+    def clean_base_url(self) -> str:
+        try:
+            return normalize_base_url(self.cleaned_data["base_url"])
+        except ValueError as exc:
+            raise ValidationError(_sentence(str(exc))) from None
+
+    def clean_served_model(self) -> str:
+        name: str = self.cleaned_data["served_model"].strip()
+        if not name or any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in name):
+            raise ValidationError("A model name on one line, as the server's /v1/models lists it.")
+        return name
+
+    def clean_api_key(self) -> str:
+        key: str = self.cleaned_data["api_key"]
+        try:
+            Credentials(api_key=key)
+        except ValueError as exc:
+            raise ValidationError(_sentence(str(exc))) from None
+        return key
+
+    def clean_extra_headers(self) -> dict[str, str]:
+        return parse_header_lines(self.cleaned_data["extra_headers"])
+
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        data = self.cleaned_data
+        key, headers = data.get("api_key") or "", data.get("extra_headers") or {}
+        if key and data.get("clear_api_key"):
+            self.add_error("clear_api_key", "Give a new key or remove the stored one, not both.")
+        if headers and data.get("clear_extra_headers"):
+            self.add_error("clear_extra_headers",
+                           "Give new headers or remove the stored ones, not both.")
+        if "api_key" in self.errors or "extra_headers" in self.errors:
+            return data
+        sends_key = bool(key) or (self.instance.has_api_key and not data.get("clear_api_key"))
+        names = list(headers) or (
+            [] if data.get("clear_extra_headers") else self._stored_header_names()
+        )
+        if sends_key and any(name.lower() == "authorization" for name in names):
+            self.add_error("extra_headers", "The API key is sent as the Authorization header: "
+                                            "give one or the other.")
+        return data
+
+    def _stored_header_names(self) -> list[str]:
+        stored = self.instance.extra_header_names
+        return [name.strip() for name in stored.split(",") if name.strip()]
+
+    def secret_changes(self) -> list[str]:
+        """What this save does to the secrets, in words that name no value (for the audit)."""
+        data = self.cleaned_data
+        changes = []
+        if data.get("api_key"):
+            changes.append("API key replaced" if self.instance.has_api_key else "API key set")
+        elif data.get("clear_api_key"):
+            changes.append("API key removed")
+        if data.get("extra_headers"):
+            changes.append(f"headers set: {', '.join(sorted(data['extra_headers']))}")
+        elif data.get("clear_extra_headers"):
+            changes.append("headers removed")
+        return changes
+
+    def save(self, commit: bool = True) -> Endpoint:
+        """The row with its secrets encrypted; `changes` then says what happened to them."""
+        data = self.cleaned_data
+        self.changes = self.secret_changes()  # before the row's stored secrets are replaced
+        endpoint: Endpoint = super().save(commit=False)
+        if data.get("api_key"):
+            endpoint.api_key_encrypted = vault.encrypt(data["api_key"])
+        elif data.get("clear_api_key"):
+            endpoint.api_key_encrypted = ""
+        headers: dict[str, str] = data.get("extra_headers") or {}
+        if headers:
+            endpoint.extra_headers_encrypted = vault.encrypt_headers(headers)
+            endpoint.extra_header_names = ", ".join(sorted(headers))[:500]
+        elif data.get("clear_extra_headers"):
+            endpoint.extra_headers_encrypted = endpoint.extra_header_names = ""
+        if commit:
+            endpoint.save()
+        return endpoint

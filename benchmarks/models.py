@@ -322,6 +322,8 @@ class Workload(models.Model):
         CASE_STUDY = "case_study", "Case study (one guide text, new request id)"
         RANDOM = "random", "Random tokens"
         DATASET = "dataset", "Dataset (JSONL)"
+        TRACE = "trace", "Trace (Mooncake JSONL, BurstGPT CSV or timestamp_s CSV)"
+        LENGTHS = "lengths", "Request-length log (input/output token counts)"
 
     class Endpoint(models.TextChoices):
         COMPLETIONS = "completions", "/v1/completions"
@@ -331,6 +333,7 @@ class Workload(models.Model):
         BURST = "burst", "Burst (all queued at once)"
         CONCURRENCY = "concurrency", "Closed loop (fixed concurrency)"
         RATE = "rate", "Open loop (request rate)"
+        TRACE = "trace", "Trace replay (the trace's arrival times)"
 
     name = models.CharField(max_length=100, default="custom")
     prompt_source = models.CharField(
@@ -360,7 +363,8 @@ class Workload(models.Model):
             models.CheckConstraint(condition=Q(request_count__gt=0), name="workload_requests_pos"),
             models.CheckConstraint(condition=Q(temperature__gte=0), name="workload_temp_nonneg"),
             models.CheckConstraint(
-                condition=~Q(prompt_source="dataset") | ~Q(dataset_path=""),
+                condition=~Q(prompt_source__in=["dataset", "trace", "lengths"])
+                | ~Q(dataset_path=""),
                 name="workload_dataset_has_path",
             ),
             # Thinking is a chat-template switch; on /v1/completions it would be silently ignored.
@@ -639,6 +643,9 @@ class Point(models.Model):
     per_replica = models.JSONField(default=list)
     provenance = models.JSONField(null=True, blank=True)
     notes = models.JSONField(default=list)
+    # A trace or lengths workload's file lengths beside the point's (runner.schema
+    # LengthComparison); None for other workloads.
+    lengths = models.JSONField(null=True, blank=True)
 
     class Meta:
         # Measurement order, which is the plan's order: engine configs as the user listed them

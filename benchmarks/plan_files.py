@@ -21,10 +21,18 @@ from django.core.exceptions import ValidationError
 from django.template.defaultfilters import filesizeformat
 
 from benchmarks import plans
-from benchmarks.forms import MAX_CONFIGS, MAX_LEVELS, SHARED_SETTINGS, WORKLOAD_PRESETS
-from benchmarks.models import Checkpoint, Runtime, Workload
-from runner import schema, workloads
+from benchmarks.forms import (
+    BOOL_AXIS,
+    ENGINE_SETTINGS,
+    MAX_CONFIGS,
+    MAX_LEVELS,
+    NO_EXTRA_FLAGS,
+    WORKLOAD_PRESETS,
+)
+from benchmarks.models import Checkpoint, Endpoint, Runtime, Workload
+from runner import grid, schema, workloads
 from runner.cli import CliError, validate_plan
+from runner.endpoint import normalize_base_url
 
 # A plan is a few kilobytes even with twenty configs and twenty loads; a bigger file is not one.
 PLAN_FILE_MAX_BYTES = 64 * 1024
@@ -128,9 +136,13 @@ def plan_on_form(plan: schema.SweepPlan) -> PlanOnForm:
     result.add(_workload_fields(plan, workload))
     result.add(_loads(plan, workload))
     result.add(_engine_configs(plan.engine_configs))
-    result.add(_checkpoint(plan))
-    result.add(_runtime(plan.launch))
-    result.left_out.extend(_not_on_the_form(plan))
+    endpoint = _registered_endpoint(plan)
+    if endpoint is None:
+        result.add(_checkpoint(plan))
+        result.add(_runtime(plan.launch))
+    else:  # the endpoint gives the checkpoint and runtime: nothing to look up
+        result.add(_endpoint(plan, endpoint))
+    result.left_out.extend(_not_on_the_form(plan, endpoint))
     return result
 
 
@@ -194,7 +206,7 @@ def _loads(plan: schema.SweepPlan, workload: Workload) -> PlanOnForm:
     levels: list[float] = []
     for load in plan.loads:
         level = {"burst": load.num_requests, "concurrency": load.concurrency,
-                 "rate": load.rate}[load.shape]
+                 "rate": load.rate, "trace": load.speed}[load.shape]
         if load.shape == workload.load_shape and level is not None and level not in levels:
             levels.append(level)
     levels = levels[:MAX_LEVELS]
@@ -210,43 +222,61 @@ def _loads(plan: schema.SweepPlan, workload: Workload) -> PlanOnForm:
 
 
 def _engine_configs(configs: list[schema.EngineConfig]) -> PlanOnForm:
-    """The form sweeps max_num_seqs and shares every other setting: those of the first config."""
-    first = configs[0]
-    seqs: list[int] = []
-    for config in configs:
-        if config.max_num_seqs is not None and config.max_num_seqs not in seqs:
-            seqs.append(config.max_num_seqs)
-    seqs = seqs[:MAX_CONFIGS]
-    initial: dict[str, Any] = {
-        "max_num_seqs": ", ".join(str(s) for s in seqs),
-        "extra_args": shlex.join(first.extra_args),
+    """The configs as the form's grid when they are exactly one (each setting's values crossed
+    with the extra-flag lines), otherwise as its explicit list, one config per line."""
+    # A setting given in some configs only makes a grid of other configs than the plan's; the
+    # comparison below sends such a plan to the list.
+    axes = {
+        setting.name: _unique(
+            getattr(c, setting.name) for c in configs if getattr(c, setting.name) is not None
+        )
+        for setting in ENGINE_SETTINGS
     }
-    for setting in SHARED_SETTINGS:
-        initial[setting.name] = _setting_initial(getattr(first, setting.name))
-    shared = first.model_dump(exclude={"max_num_seqs"})
-    sent = set()
-    values: list[int | None] = [*seqs] or [None]  # none given: one config, vLLM's own choice
-    for value in values:
-        try:
-            sent.add(schema.EngineConfig(**shared, max_num_seqs=value).label())
-        except pydantic.ValidationError:
-            continue  # e.g. more sequences than the first config's token budget: not sendable
-    missing = [config.label() for config in configs if config.label() not in sent]
+    variants = _unique(config.extra_args for config in configs)
+    try:
+        expanded = grid.expand(axes, variants)
+    except (grid.GridError, pydantic.ValidationError):
+        return _config_list(configs)
+    wanted = sorted(config.label() for config in configs)
+    if sorted(config.label() for config in expanded.configs) != wanted:
+        return _config_list(configs)
+    initial: dict[str, Any] = {"engine_config_list": ""}
+    for setting in ENGINE_SETTINGS:
+        initial[setting.name] = _axis_initial(setting, axes[setting.name])
+    lines = [shlex.join(v) if v else NO_EXTRA_FLAGS for v in variants]
+    initial["extra_args"] = "" if variants == [[]] else "\n".join(lines)
+    return PlanOnForm(initial=initial)
+
+
+def _config_list(configs: list[schema.EngineConfig]) -> PlanOnForm:
+    shown = configs[:MAX_CONFIGS]
+    initial: dict[str, Any] = {setting.name: "" for setting in ENGINE_SETTINGS}
+    initial.update(
+        extra_args="", engine_config_list="\n".join(grid.config_line(c) for c in shown)
+    )
     result = PlanOnForm(initial=initial)
-    if missing:
+    if len(configs) > MAX_CONFIGS:
         result.left_out.append(
-            f"engine configs the form cannot send: {'; '.join(missing)} (it varies only "
-            f"--max-num-seqs, at most {MAX_CONFIGS} values; the other settings are the first "
-            "config's)"
+            f"engine configs past the first {MAX_CONFIGS}: "
+            f"{'; '.join(c.label() for c in configs[MAX_CONFIGS:])} (at most {MAX_CONFIGS} "
+            "per launch)"
         )
     return result
 
 
-def _setting_initial(value: Any) -> Any:
-    """A setting's value as its form field shows it: a three-state select says true / false."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return value
+def _unique(values: Any) -> list[Any]:
+    seen: list[Any] = []
+    for value in values:
+        if value not in seen:
+            seen.append(value)
+    return seen
+
+
+def _axis_initial(setting: schema.EngineSetting, values: list[Any]) -> str:
+    """An axis as its form field shows it: '4, 16'; a bool axis by its choice."""
+    if setting.kind is bool:
+        return next(choice for choice, axis in BOOL_AXIS.items() if sorted(axis) == sorted(values))
+    return ", ".join(_number(v) if isinstance(v, float) else str(v) for v in values)
 
 
 def _checkpoint(plan: schema.SweepPlan) -> PlanOnForm:
@@ -290,14 +320,53 @@ def _runtime(launch: schema.EngineLaunch) -> PlanOnForm:
     return PlanOnForm(initial={"runtime": found[0].pk})
 
 
-def _not_on_the_form(plan: schema.SweepPlan) -> list[str]:
+def _registered_endpoint(plan: schema.SweepPlan) -> Endpoint | None:
+    """The registered endpoint an attach plan's base_url names (the one serving the plan's
+    model name when several share the address); None for any other plan."""
+    if plan.launch.style != "attach" or not plan.launch.base_url:
+        return None
+    try:
+        address = normalize_base_url(plan.launch.base_url)
+    except ValueError:
+        return None
+    rows = list(Endpoint.objects.filter(base_url=address))
+    served = plan.checkpoint.served_model_name or plan.checkpoint.model
+    named = [row for row in rows if row.served_model == served]
+    if len(named) == 1:
+        return named[0]
+    return rows[0] if len(rows) == 1 else None
+
+
+def _endpoint(plan: schema.SweepPlan, endpoint: Endpoint) -> PlanOnForm:
+    """The endpoint field, and what of the plan a run against the endpoint does otherwise."""
+    result = PlanOnForm(initial={"registered_endpoint": endpoint.pk})
+    sent = plans.endpoint_checkpoint_spec(endpoint)
+    for name in ("model", "revision", "served_model_name"):
+        if getattr(plan.checkpoint, name) != getattr(sent, name):
+            result.left_out.append(
+                f"checkpoint.{name} {json.dumps(getattr(plan.checkpoint, name))}: the endpoint "
+                f"{endpoint.name} is registered with {json.dumps(getattr(sent, name))}"
+            )
+    if plan.engine_configs != [schema.EngineConfig()]:
+        result.left_out.append(f"engine configs: the endpoint {endpoint.name} runs its own "
+                               "settings; a run against it has one blank config")
+    if plan.replicas != 1:
+        result.left_out.append(f"replicas {plan.replicas}: the endpoint {endpoint.name} is one "
+                               "server")
+    return result
+
+
+def _not_on_the_form(plan: schema.SweepPlan, endpoint: Endpoint | None = None) -> list[str]:
     """Parts of the plan the form has no field for, where they differ from the defaults a
-    launch uses. The launch's style, image and GPUs come from the node and runtime chosen."""
+    launch uses. The launch's style, image and GPUs come from the node and runtime chosen; an
+    attach plan's address is a registered endpoint's, chosen on the form (endpoint)."""
     parts: list[tuple[schema.Schema, str]] = [
         (plan, name) for name in ("client", "warmup_requests", "sample_interval_s")
     ]
-    parts += [(plan.launch, name)
-              for name in ("base_url", "env", "startup_timeout_s", "cpu_kvcache_space_gib")]
+    launch_parts: tuple[str, ...] = ("env", "startup_timeout_s", "cpu_kvcache_space_gib")
+    if endpoint is None and plan.launch.style != "attach":
+        launch_parts = ("base_url", *launch_parts)
+    parts += [(plan.launch, name) for name in launch_parts]
     left_out = []
     for part, name in parts:
         default = type(part).model_fields[name].get_default(call_default_factory=True)
@@ -305,8 +374,10 @@ def _not_on_the_form(plan: schema.SweepPlan) -> list[str]:
             where = name if part is plan else f"launch.{name}"
             left_out.append(f"{where}: not on the form; a launch uses the default "
                             f"{_json(default)}")
-    if plan.launch.style == "attach":
-        left_out.append("launch.style attach: a launch starts its own engines on the node")
+    if plan.launch.style == "attach" and endpoint is None:
+        left_out.append(f"launch.style attach to {plan.launch.base_url}: no registered endpoint "
+                        "has this address (the catalog registers one); a launch without one "
+                        "starts its own engines on the node")
     return left_out
 
 

@@ -7,7 +7,7 @@ from typing import Any, cast
 import pydantic
 from django.conf import settings
 
-from benchmarks.models import Benchmark, Checkpoint, Node, Runtime, Workload
+from benchmarks.models import Benchmark, Checkpoint, Endpoint, Node, Runtime, Workload
 from runner import schema
 
 
@@ -33,7 +33,8 @@ def workload_spec(workload: Workload) -> schema.WorkloadSpec:
 
 def load_specs(workload: Workload, levels: list[float]) -> list[schema.LoadSpec]:
     """One LoadSpec per level. A level is the request count of a burst, the concurrency of a
-    closed loop, or the rate (requests/s) of an open loop; the last two send request_count."""
+    closed loop, the rate (requests/s) of an open loop, or the speed factor of a trace replay;
+    the last three send request_count."""
     shape = workload.load_shape
     if shape == Workload.LoadShape.BURST:
         return [schema.LoadSpec(shape="burst", num_requests=int(n)) for n in levels]
@@ -43,6 +44,11 @@ def load_specs(workload: Workload, levels: list[float]) -> list[schema.LoadSpec]
                 shape="concurrency", num_requests=workload.request_count, concurrency=int(c)
             )
             for c in levels
+        ]
+    if shape == Workload.LoadShape.TRACE:
+        return [
+            schema.LoadSpec(shape="trace", num_requests=workload.request_count, speed=speed)
+            for speed in levels
         ]
     return [
         schema.LoadSpec(shape="rate", num_requests=workload.request_count, rate=rate)
@@ -57,7 +63,10 @@ def engine_launch(node: Node, runtime: Runtime) -> schema.EngineLaunch:
     gpus = list(range(node.gpu_count)) if node.gpu_count else None
     # The model's choices are schema.LaunchStyle; EngineLaunch checks the value again.
     style = cast(schema.LaunchStyle, node.launch_style)
-    return schema.EngineLaunch(style=style, image=image, gpus=gpus)
+    # The node's dcgm-exporter, for GPU telemetry where the worker has no NVML. Part of the
+    # launch, so the worker's field-by-field check refuses a stored plan naming another address.
+    dcgm = node.dcgm_exporter_url or None
+    return schema.EngineLaunch(style=style, image=image, gpus=gpus, dcgm_exporter_url=dcgm)
 
 
 def checkpoint_spec(checkpoint: Checkpoint) -> schema.Checkpoint:
@@ -66,6 +75,18 @@ def checkpoint_spec(checkpoint: Checkpoint) -> schema.Checkpoint:
         revision=checkpoint.revision or None,
         precision=checkpoint.precision or None,
         trusted=checkpoint.trusted,
+    )
+
+
+def endpoint_launch(endpoint: Endpoint) -> schema.EngineLaunch:
+    """Attach to the endpoint's address: nothing is started, so no image, GPUs or environment."""
+    return schema.EngineLaunch(style="attach", base_url=endpoint.base_url)
+
+
+def endpoint_checkpoint_spec(endpoint: Endpoint) -> schema.Checkpoint:
+    """The checkpoint the endpoint is registered as serving, under the name it answers to."""
+    return checkpoint_spec(endpoint.checkpoint).model_copy(
+        update={"served_model_name": endpoint.served_model}
     )
 
 
@@ -81,8 +102,26 @@ def build_plan(
     repeats: int,
     replicas: int,
     goodput: dict[str, float] | None = None,
+    endpoint: Endpoint | None = None,
 ) -> schema.SweepPlan:
-    """Raises pydantic.ValidationError when the combination is not runnable."""
+    """Raises pydantic.ValidationError when the combination is not runnable.
+
+    With an endpoint the plan attaches to it: its address, and its checkpoint under its served
+    model name; the engine configs are the caller's (one blank config: the server runs its own
+    settings, recorded as it reports them) and no KV dtype is added to them.
+    """
+    if endpoint is not None:
+        return schema.SweepPlan(
+            name=name,
+            checkpoint=endpoint_checkpoint_spec(endpoint),
+            launch=endpoint_launch(endpoint),
+            engine_configs=engine_configs,
+            loads=load_specs(workload, load_levels),
+            workload=workload_spec(workload),
+            repeats=repeats,
+            replicas=replicas,
+            goodput=goodput or {},
+        )
     if checkpoint.kv_cache_dtype:
         # The checkpoint row says which KV dtype was served; every config runs with it.
         engine_configs = [
@@ -124,7 +163,16 @@ def launchable_plan(benchmark: Benchmark, *, launch_style: str) -> schema.SweepP
     form), its checkpoint and runtime must still be approved, a code-loading flag needs the
     checkpoint to be trusted now, and the launch must be what this node and the approved
     runtime give (style, image, environment). Raises PlanRefused naming the first problem.
+
+    A run against a registered endpoint is checked as an attach plan (attach_plan); an attach
+    plan without one is refused: it would point this node's worker at an address nobody
+    registered.
     """
+    if benchmark.endpoint_id is not None:
+        return attach_plan(benchmark)
+    if _stored_style(benchmark.plan) == "attach":
+        raise PlanRefused("the stored plan attaches to a server, but the run names no registered "
+                          "endpoint: only a registered endpoint is measured without an engine")
     checkpoint, runtime, node = benchmark.checkpoint, benchmark.runtime, benchmark.node
     if checkpoint is None or not checkpoint.approved:
         raise PlanRefused(f"checkpoint {checkpoint} is not approved for launching")
@@ -144,6 +192,48 @@ def launchable_plan(benchmark: Benchmark, *, launch_style: str) -> schema.SweepP
         raise PlanRefused(str(exc)) from None
     _check_same_checkpoint(plan.checkpoint, checkpoint_spec(checkpoint))
     _check_same_launch(plan.launch, expected)
+    return plan
+
+
+def _stored_style(plan: Any) -> Any:
+    """The launch style a stored plan asks for, read before the plan is validated."""
+    launch = plan.get("launch") if isinstance(plan, dict) else None
+    return launch.get("style") if isinstance(launch, dict) else None
+
+
+def attach_plan(benchmark: Benchmark) -> schema.SweepPlan:
+    """The stored plan of a run against a registered endpoint, checked before anything is sent.
+
+    No weights are loaded and no engine starts, so the checkpoint and runtime need no approval
+    (they record what the endpoint is registered as serving). What must hold is that the plan
+    does exactly what the registration says: attach to the endpoint's current address (an
+    address changed since the launch refuses the run), from the endpoint's node, one replica,
+    one blank engine config, the endpoint's checkpoint under its served model name.
+    """
+    endpoint = benchmark.endpoint
+    assert endpoint is not None
+    if benchmark.node_id != endpoint.node_id:
+        raise PlanRefused(f"the run's node is not {endpoint.node.queue}, the node registered as "
+                          f"reaching the endpoint {endpoint.name}")
+    try:
+        plan = schema.SweepPlan.model_validate(benchmark.plan)
+    except pydantic.ValidationError as exc:
+        raise PlanRefused(f"the stored plan is not valid: {pydantic_message(exc)}") from None
+    expected = endpoint_launch(endpoint)
+    if plan.launch != expected:
+        raise PlanRefused(f"the stored plan's launch is not attach to {endpoint.base_url}, the "
+                          f"address registered for the endpoint {endpoint.name}")
+    if plan.replicas != 1:
+        raise PlanRefused("an endpoint is one server: the plan has one replica")
+    if plan.engine_configs != [schema.EngineConfig()]:
+        raise PlanRefused("an endpoint runs its own settings: the plan's one engine config is "
+                          "blank")
+    approved = endpoint_checkpoint_spec(endpoint)
+    _check_same_checkpoint(plan.checkpoint, approved)
+    asked = plan.checkpoint.served_model_name
+    if asked != approved.served_model_name:
+        raise PlanRefused(f"the stored plan asks for the model {asked!r}, not "
+                          f"{approved.served_model_name!r}, the endpoint's served model")
     return plan
 
 

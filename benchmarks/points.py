@@ -14,9 +14,24 @@ from benchmarks.models import Benchmark, Caveat, Point, PointData
 from judgement.analysis.checks import failed_checks
 from judgement.analysis.convert import queue_gap_fraction
 from judgement.analysis.verdicts import sparse_queue_samples
-from runner.schema import Metrics, PointResult, Window
+from runner.schema import Metrics, PointResult, TelemetrySummary, Window
 
 METRIC_FIELDS: tuple[str, ...] = tuple(Metrics.model_fields)
+# The telemetry summary's point-level figures, one CSV column each (telemetry_<field>); the
+# per-GPU figures and the notes are in the JSON download.
+TELEMETRY_FIELDS = (
+    "source", "mean_utilization_pct", "mean_power_w", "peak_power_w", "energy_j",
+    "energy_method", "joules_per_output_token", "output_tokens_per_joule", "cpu_seconds",
+    "mean_cores_busy",
+)  # fmt: skip
+TELEMETRY_CSV_COLUMNS = tuple(f"telemetry_{name}" for name in TELEMETRY_FIELDS)
+
+
+def telemetry_cells(stored: dict[str, object]) -> list[object]:
+    """Point.telemetry's figures in TELEMETRY_CSV_COLUMNS order (read through the schema, so a
+    point stored before telemetry existed gives empty cells, not an error)."""
+    summary = TelemetrySummary.model_validate(stored or {})
+    return [getattr(summary, name) for name in TELEMETRY_FIELDS]
 
 
 def automatic_caveats(result: PointResult) -> list[tuple[str, str, str]]:
@@ -117,6 +132,8 @@ def store_point(benchmark: Benchmark, result: PointResult) -> Point:
             per_replica=[r.model_dump(mode="json") for r in result.per_replica],
             provenance=result.provenance.model_dump(mode="json") if result.provenance else None,
             notes=list(result.notes),
+            telemetry=result.telemetry.model_dump(mode="json"),
+            lengths=result.lengths.model_dump(mode="json") if result.lengths else None,
             **metrics,
         )
         _insert_point_data(
@@ -126,6 +143,7 @@ def store_point(benchmark: Benchmark, result: PointResult) -> Point:
                 sample_count=len(result.samples),
                 requests=storage.encode_requests(result.requests),
                 samples=storage.encode_samples(result.samples),
+                telemetry=storage.encode_telemetry(result.telemetry_samples),
             )
         )
         Caveat.objects.bulk_create(
@@ -191,8 +209,9 @@ def point_to_result(
 ) -> PointResult:
     """Rebuild the PointResult exactly as the runner produced it (for downloads).
 
-    With records=False the per-request records and engine samples are left out and PointData is
-    never read: the judgement layer needs only the aggregates on the Point row.
+    With records=False the per-request records, engine samples and telemetry readings are left
+    out and PointData is never read: the judgement layer needs only the aggregates on the Point
+    row (the telemetry summary among them).
     """
     window = None
     if point.window_start is not None and point.window_end is not None:
@@ -216,8 +235,11 @@ def point_to_result(
             "per_replica": point.per_replica,
             "provenance": point.provenance,
             "samples": storage.decode_samples(data.samples) if data else [],
+            "telemetry": point.telemetry,
+            "telemetry_samples": storage.decode_telemetry(data.telemetry) if data else [],
             "requests": storage.decode_requests(data.requests) if data else [],
             "source": point.source,
             "notes": point.notes,
+            "lengths": point.lengths,
         }
     )

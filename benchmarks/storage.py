@@ -1,4 +1,4 @@
-"""Compact column storage for per-request records and engine samples.
+"""Compact column storage for per-request records, engine samples and telemetry readings.
 
 A point can hold 32,768 requests with 256 chunk times each: 8.4 million timestamps. One row per
 request would be 32,768 INSERTs and a join on every page; JSON would be hundreds of megabytes.
@@ -39,7 +39,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from runner.schema import EngineSample, RequestRecord
+from runner.schema import EngineSample, RequestRecord, TelemetrySample
 
 MAGIC = b"HRCOLS\x00\x02"
 FORMAT_VERSION = 2
@@ -59,11 +59,27 @@ SAMPLE_SLICE_BYTES = 16 * 1024
 MISSING_INT = -1
 
 _REQUEST_FLOATS = ("intended_send", "actual_send", "connect_s", "ttft", "e2el", "completed_at")
-_REQUEST_INTS = ("index", "replica", "prompt_tokens", "output_tokens", "status")
+_REQUEST_INTS = ("index", "replica", "prompt_tokens", "output_tokens", "max_tokens", "status")
 _REQUEST_STRINGS = ("finish_reason", "error", "incomplete")
-# Every EngineSample field but the replica index is a float (t, gauges, running counter totals);
-# taken from the schema so a field added there is stored without touching this file.
-_SAMPLE_FLOATS = tuple(name for name in EngineSample.model_fields if name != "replica")
+# Every EngineSample field but the replica index and its histograms is a float (t, gauges,
+# running counter totals); taken from the schema so a field added there is stored without
+# touching this file. A histogram (cumulative count per bucket bound, a dict) is stored ragged,
+# as chunk times are: "<name>:bounds" (the bound labels), "<name>:counts" and
+# "<name>:lengths" (entries per sample).
+_SAMPLE_HISTOGRAMS = tuple(
+    name for name, field in EngineSample.model_fields.items()
+    if field.annotation == dict[str, float]
+)
+_SAMPLE_FLOATS = tuple(
+    name for name in EngineSample.model_fields
+    if name != "replica" and name not in _SAMPLE_HISTOGRAMS
+)
+# TelemetrySample: the replica and GPU index are integers (-1: a CPU reading, no GPU), every
+# other field a float; taken from the schema as for EngineSample.
+_TELEMETRY_INTS = ("replica", "gpu")
+_TELEMETRY_FLOATS = tuple(
+    name for name in TelemetrySample.model_fields if name not in _TELEMETRY_INTS
+)
 # What encode_requests stores; a test checks it covers every RequestRecord field.
 REQUEST_FIELDS = (
     _REQUEST_FLOATS + _REQUEST_INTS + _REQUEST_STRINGS + ("chunk_times", "chunk_tokens")
@@ -229,7 +245,8 @@ def decode_requests(blob: bytes | memoryview) -> list[RequestRecord]:
         if name in arrays:
             columns[name] = _nan_to_none(arrays[name])
     for name in _REQUEST_INTS:
-        columns[name] = _missing_to_none(arrays[name])
+        if name in arrays:
+            columns[name] = _missing_to_none(arrays[name])
     for name in _REQUEST_STRINGS:
         if name in arrays:
             columns[name] = [value or None for value in arrays[name].tolist()]
@@ -245,7 +262,22 @@ def decode_requests(blob: bytes | memoryview) -> list[RequestRecord]:
 def encode_samples(samples: Sequence[EngineSample]) -> bytes:
     arrays = {name: _floats([getattr(s, name) for s in samples]) for name in _SAMPLE_FLOATS}
     arrays["replica"] = np.array([s.replica for s in samples], dtype=np.int64)
+    for name in _SAMPLE_HISTOGRAMS:
+        histograms = [getattr(s, name) for s in samples]
+        arrays[f"{name}:bounds"] = np.array(
+            [bound for h in histograms for bound in h], dtype=np.str_)
+        arrays[f"{name}:counts"] = _floats([count for h in histograms for count in h.values()])
+        arrays[f"{name}:lengths"] = np.array([len(h) for h in histograms], dtype=np.int64)
     return _pack(arrays)
+
+
+def _histograms(arrays: dict[str, np.ndarray], name: str, n: int) -> list[dict[str, float]]:
+    """One histogram per sample; empty for every sample of a blob stored before it existed."""
+    if f"{name}:lengths" not in arrays:
+        return [{} for _ in range(n)]
+    bounds = _split(arrays[f"{name}:bounds"], arrays[f"{name}:lengths"])
+    counts = _split(arrays[f"{name}:counts"], arrays[f"{name}:lengths"])
+    return [dict(zip(b, c, strict=True)) for b, c in zip(bounds, counts, strict=True)]
 
 
 def sample_columns(blob: bytes | memoryview) -> dict[str, np.ndarray]:
@@ -256,10 +288,83 @@ def sample_columns(blob: bytes | memoryview) -> dict[str, np.ndarray]:
 def decode_samples(blob: bytes | memoryview) -> list[EngineSample]:
     arrays = _unpack(blob)
     # A point stored before a field joined the schema has no array for it: None, as unknown.
-    columns = {name: _nan_to_none(arrays[name]) for name in _SAMPLE_FLOATS if name in arrays}
+    columns: dict[str, list] = {
+        name: _nan_to_none(arrays[name]) for name in _SAMPLE_FLOATS if name in arrays
+    }
     columns["replica"] = arrays["replica"].tolist()
+    for name in _SAMPLE_HISTOGRAMS:
+        columns[name] = _histograms(arrays, name, len(columns["replica"]))
     names = list(columns)
     return [
         EngineSample.model_validate(dict(zip(names, values, strict=True)))
         for values in zip(*columns.values(), strict=True)
     ]
+
+
+def encode_telemetry(samples: Sequence[TelemetrySample]) -> bytes:
+    """GPU or CPU-engine readings as columns; no readings: b"" (what PointData.telemetry holds
+    for points without telemetry, and for points stored before it existed)."""
+    if not samples:
+        return b""
+    arrays = {name: _floats([getattr(s, name) for s in samples]) for name in _TELEMETRY_FLOATS}
+    for name in _TELEMETRY_INTS:
+        arrays[name] = _ints([getattr(s, name) for s in samples])
+    return _pack(arrays)
+
+
+def telemetry_columns(blob: bytes | memoryview) -> dict[str, np.ndarray]:
+    """The readings as arrays, for the chart; none: no arrays."""
+    return _unpack(blob) if len(blob) else {}
+
+
+def decode_telemetry(blob: bytes | memoryview) -> list[TelemetrySample]:
+    arrays = telemetry_columns(blob)
+    if not arrays:
+        return []
+    columns: dict[str, list] = {
+        name: _nan_to_none(arrays[name]) for name in _TELEMETRY_FLOATS if name in arrays
+    }
+    for name in _TELEMETRY_INTS:
+        columns[name] = _missing_to_none(arrays[name])
+    names = list(columns)
+    return [
+        TelemetrySample.model_validate(dict(zip(names, values, strict=True)))
+        for values in zip(*columns.values(), strict=True)
+    ]
+
+
+# A reading's gauges the run page draws, per GPU; a CPU engine's is its cores busy.
+_GPU_SERIES = ("utilization_pct", "power_w", "memory_used_mib", "sm_clock_mhz")
+
+
+def telemetry_series(blob: bytes | memoryview) -> dict[str, list[dict[str, object]]]:
+    """The readings per device as JSON-ready lists (NaN as null), for the run page's chart.
+
+    A GPU's series are its gauges; a CPU engine replica's is cores busy between consecutive
+    readings (CPU seconds over elapsed seconds), stamped at the later one. No readings: an
+    empty list of devices.
+    """
+    columns = telemetry_columns(blob)
+    if not columns:
+        return {"devices": []}
+    devices: list[dict[str, object]] = []
+    gpu, replica = columns["gpu"], columns["replica"]
+    for index in np.unique(gpu[gpu != MISSING_INT]).tolist():
+        mask = gpu == index
+        device: dict[str, object] = {
+            "kind": "gpu", "gpu": index, "replica": int(replica[mask][0]),
+            "t": _nan_to_none(columns["t"][mask]),
+        }
+        device.update({name: _nan_to_none(columns[name][mask]) for name in _GPU_SERIES})
+        devices.append(device)
+    for index in np.unique(replica[gpu == MISSING_INT]).tolist():
+        mask = (gpu == MISSING_INT) & (replica == index)
+        t, seconds = columns["t"][mask], columns["cpu_seconds"][mask]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            busy = np.diff(seconds) / np.diff(t)
+        busy[~np.isfinite(busy)] = np.nan  # two readings at one instant: no rate, not infinity
+        devices.append(
+            {"kind": "cpu", "replica": index, "t": _nan_to_none(t[1:]),
+             "cores_busy": _nan_to_none(busy)}
+        )
+    return {"devices": devices}

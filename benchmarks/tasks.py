@@ -22,10 +22,11 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
-from benchmarks import imports, lifecycle, plans
+from benchmarks import imports, lifecycle, plans, vault
 from benchmarks.beats import RowBeat
-from benchmarks.models import Benchmark, ResultImport
+from benchmarks.models import Benchmark, Endpoint, ResultImport
 from benchmarks.points import store_point
+from runner.endpoint import NO_CREDENTIALS, Credentials, redact
 from runner.sweep import Cancelled, Progress, run_plan
 
 log = logging.getLogger(__name__)
@@ -91,19 +92,22 @@ def execute_benchmark(benchmark_id: int) -> str:
     """Run a claimed (running) benchmark to a final state; returns that state.
 
     The stored plan is checked again first (plans.launchable_plan); a refused plan fails the
-    run with the reason and starts nothing.
+    run with the reason and starts nothing. A run against a registered endpoint gets the
+    endpoint's API key and headers, decrypted here and held only in this process's memory:
+    every message this run stores or logs has them replaced by [secret] first.
     """
-    benchmark = Benchmark.objects.select_related("checkpoint", "runtime", "node").get(
-        pk=benchmark_id
-    )
+    benchmark = Benchmark.objects.select_related(
+        "checkpoint", "runtime", "node", "endpoint", "endpoint__node"
+    ).get(pk=benchmark_id)
     try:
         plan = plans.launchable_plan(benchmark, launch_style=settings.HEADROOM_LAUNCH_STYLE)
-    except plans.PlanRefused as exc:
+        credentials = endpoint_credentials(benchmark.endpoint)
+    except (plans.PlanRefused, vault.SecretUnreadable, ValueError) as exc:
         log.warning("benchmark %s refused: %s", benchmark_id, exc)
         lifecycle.finish(
             benchmark_id,
             State.FAILED,
-            error_type="PlanRefused",
+            error_type=type(exc).__name__,
             error_message=f"Not started: {exc}.",
             note="refused before any engine started",
         )
@@ -118,6 +122,7 @@ def execute_benchmark(benchmark_id: int) -> str:
             for result in run_plan(
                 plan, workdir, skip_keys=skip_keys, cancel=cancel, on_progress=monitor.report,
                 data_dir=settings.HEADROOM_DATA_DIR,  # a plan's dataset is named inside it
+                credentials=credentials,
             ):
                 store_point(benchmark, result)
         except Cancelled:
@@ -132,22 +137,35 @@ def execute_benchmark(benchmark_id: int) -> str:
                 f"({settings.CELERY_TASK_SOFT_TIME_LIMIT} s). Finished points are kept.",
             )
             return State.FAILED
-        except Exception as exc:  # any runner failure is recorded on the row
-            log.exception("benchmark %s failed", benchmark_id)
+        except Exception as exc:  # noqa: BLE001 - recorded on the row and logged with its traceback
             detail = traceback.format_exc()
             log_tail = getattr(exc, "log_tail", None)
             if log_tail:
                 detail += f"\n--- engine log tail ---\n{log_tail}"
+            detail = redact(detail, credentials)
+            log.error("benchmark %s failed:\n%s", benchmark_id, detail)
             lifecycle.finish(
                 benchmark_id,
                 State.FAILED,
                 error_type=type(exc).__name__,
-                error_message=str(exc) or type(exc).__name__,
+                error_message=redact(str(exc) or type(exc).__name__, credentials),
                 error_detail=detail,
             )
             return State.FAILED
     lifecycle.finish(benchmark_id, State.SUCCEEDED, note="all points measured")
     return State.SUCCEEDED
+
+
+def endpoint_credentials(endpoint: Endpoint | None) -> Credentials:
+    """The endpoint's API key and headers for the runner; none for a run that starts engines.
+    SecretUnreadable when SECRET_KEY changed since they were stored; ValueError (naming the
+    header, never a value) for a stored header that could not be sent."""
+    if endpoint is None:
+        return NO_CREDENTIALS
+    return Credentials.of(
+        vault.decrypt(endpoint.api_key_encrypted),
+        vault.decrypt_headers(endpoint.extra_headers_encrypted),
+    )
 
 
 class RunMonitor(RowBeat):

@@ -24,6 +24,7 @@ urlpatterns = [
     path("runs/<uuid:code>.json", views.run_json, name="run_json"),
     path("runs/<uuid:code>.csv", views.run_csv, name="run_csv"),
     path("runs/<uuid:code>/plan.yaml", views.run_plan_yaml, name="run_plan_yaml"),
+    path("runs/<uuid:code>/again/", views.run_again, name="run_again"),
     # The judgement layer (benchmarks/views_judgement.py).
     path(
         "runs/<uuid:code>/operating-point/",
@@ -61,4 +62,16 @@ urlpatterns = [
     ),
     path("catalog/nodes/", views_catalog.nodes, name="catalog_nodes"),
     path("catalog/nodes/<int:pk>/edit/", views_catalog.node_edit, name="catalog_node_edit"),
+    path("catalog/endpoints/", views_catalog.endpoints, name="catalog_endpoints"),
+    path("catalog/endpoints/new/", views_catalog.endpoint_new, name="catalog_endpoint_new"),
+    path(
+        "catalog/endpoints/<int:pk>/edit/",
+        views_catalog.endpoint_edit,
+        name="catalog_endpoint_edit",
+    ),
+    path(
+        "catalog/endpoints/<int:pk>/check/",
+        views_catalog.endpoint_check,
+        name="catalog_endpoint_check",
+    ),
 ]

@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import urlencode
 from uuid import UUID
 
+import pydantic
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
@@ -33,7 +34,16 @@ from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_POST, require_safe
 from kombu.exceptions import OperationalError as BrokerError
 
-from benchmarks import lifecycle, plan_files, tasks, uploads, views_judgement
+from benchmarks import (
+    estimates,
+    lifecycle,
+    plan_files,
+    plans,
+    storage,
+    tasks,
+    uploads,
+    views_judgement,
+)
 from benchmarks.forms import ImportForm, LaunchForm
 from benchmarks.http import AuthenticatedHttpRequest
 from benchmarks.models import (
@@ -47,8 +57,14 @@ from benchmarks.models import (
     ResultImport,
     Runtime,
 )
-from benchmarks.points import METRIC_FIELDS, point_to_result
+from benchmarks.points import (
+    METRIC_FIELDS,
+    TELEMETRY_CSV_COLUMNS,
+    point_to_result,
+    telemetry_cells,
+)
 from judgement import charts
+from runner import schema
 
 log = logging.getLogger(__name__)
 
@@ -125,26 +141,17 @@ def runs(request: HttpRequest) -> HttpResponse:
 @login_required
 @permission_required(LAUNCH, raise_exception=True)
 def run_new(request: HttpRequest) -> HttpResponse:
+    """The launch form. A valid POST first shows what it would launch and an estimate of its
+    cost (runs/confirm.html); only that page's Launch (confirm=1) creates and enqueues the run.
+    The estimate is worked out again at that moment, never read back from the posted page."""
     form = LaunchForm(request.POST or None)
-    if request.method == "POST" and form.is_valid():
-        with transaction.atomic():  # committed: a worker can always find the row
-            benchmark = form.save(request.user)
-            AuditEvent.objects.record(request.user, AuditEvent.Action.LAUNCHED, benchmark)
-        try:
-            tasks.enqueue_benchmark(benchmark)
-        except BrokerError as exc:
-            # Nothing half-created: the queued row would never run, so it goes, and so does
-            # the record of a launch that did not happen.
-            log.error("broker unreachable at submit: %s", exc)
-            with transaction.atomic():
-                AuditEvent.objects.about(benchmark).delete()
-                benchmark.delete()
-            form.add_error(
-                None,
-                "The task queue (broker) is unreachable, so nothing was launched. "
-                f"Check that Redis is running at {settings.CELERY_BROKER_URL.split('@')[-1]}.",
-            )
-        else:
+    changing = request.POST.get("change") == "1"  # the confirmation page's Change
+    if request.method == "POST" and not changing and form.is_valid():
+        estimate = form.estimate()
+        if request.POST.get("confirm") != "1":
+            return _confirm_page(request, form, estimate)
+        benchmark = _launch(request, form, estimate)
+        if benchmark is not None:
             node: Node = form.cleaned_data["node"]  # the launched run's node
             messages.success(request, f"Queued on {node.queue}.")
             offline = node.offline_note()
@@ -154,17 +161,79 @@ def run_new(request: HttpRequest) -> HttpResponse:
     return _launch_page(request, form, plan_files.PlanFileForm())
 
 
+def _launch(
+    request: HttpRequest, form: LaunchForm, estimate: estimates.Estimate
+) -> Benchmark | None:
+    """Create the run with its estimate and its record, then enqueue it; None (and an error on
+    the form) when the broker is unreachable, with nothing left behind."""
+    with transaction.atomic():  # committed: a worker can always find the row
+        benchmark = form.save(request.user, estimate)
+        AuditEvent.objects.record(request.user, AuditEvent.Action.LAUNCHED, benchmark)
+    try:
+        tasks.enqueue_benchmark(benchmark)
+    except BrokerError as exc:
+        # Nothing half-created: the queued row would never run, so it goes, and so does
+        # the record of a launch that did not happen.
+        log.error("broker unreachable at submit: %s", exc)
+        with transaction.atomic():
+            AuditEvent.objects.about(benchmark).delete()
+            benchmark.delete()
+        form.add_error(
+            None,
+            "The task queue (broker) is unreachable, so nothing was launched. "
+            f"Check that Redis is running at {settings.CELERY_BROKER_URL.split('@')[-1]}.",
+        )
+        return None
+    return benchmark
+
+
+# Fields the confirmation page does not carry back: Django's own token is rendered fresh, and
+# the page's buttons add their own confirm / change.
+_NOT_CARRIED = frozenset({"csrfmiddlewaretoken", "confirm", "change"})
+
+
+def _confirm_page(
+    request: HttpRequest, form: LaunchForm, estimate: estimates.Estimate
+) -> HttpResponse:
+    """What the launch would run and cost; its buttons post every submitted field again."""
+    plan: schema.SweepPlan = form.cleaned_data["plan"]
+    node: Node = form.cleaned_data["node"]
+    carried = [
+        (name, value)
+        for name, values in request.POST.lists()
+        if name not in _NOT_CARRIED
+        for value in values
+    ]
+    ctx = {
+        "form": form,
+        "plan": plan,
+        "node": node,
+        "endpoint": form.cleaned_data.get("registered_endpoint"),
+        "size": estimates.plan_size(plan),
+        "estimate": estimate,
+        "wall": estimates.duration_label(estimate.wall_s),
+        "gpu_hours": None if estimate.gpu_hours is None
+        else estimates.gpu_hours_label(estimate.gpu_hours),
+        "plan_notes": form.cleaned_data.get("plan_notes") or [],
+        "offline_note": node.offline_note(),
+        "carried": carried,
+    }
+    return render(request, "runs/confirm.html", ctx)
+
+
 def _launch_page(
     request: HttpRequest,
     form: LaunchForm,
     plan_form: plan_files.PlanFileForm,
     plan_left_out: list[str] | None = None,
+    plan_source: str = "file",
 ) -> HttpResponse:
     ctx = {
         "form": form,
         "nodes": Node.objects.all(),
         "plan_form": plan_form,
         "plan_left_out": plan_left_out,
+        "plan_source": plan_source,
     }
     status = 400 if form.errors or plan_form.errors else 200
     return render(request, "runs/new.html", ctx, status=status)
@@ -193,6 +262,38 @@ def _run_new_from_plan(
     messages.info(request, f"Filled in from {plan_form.file_name}: review, then launch.")
     return _launch_page(request, LaunchForm(initial=on_form.initial), plan_files.PlanFileForm(),
                         on_form.left_out)
+
+
+@login_required
+@require_safe
+@permission_required(LAUNCH, raise_exception=True)
+def run_again(request: HttpRequest, code: UUID) -> HttpResponse:
+    """The launch form filled in from a launched run's plan, on its node (and endpoint), to
+    change and launch; like a plan file, it never launches anything itself."""
+    benchmark = _get_benchmark_for_user(request, code)
+    if benchmark.source != Benchmark.Source.LAUNCHED:
+        raise Http404("An imported run ran elsewhere: it has no plan to run again.")
+    on_form = _plan_on_form(benchmark)
+    initial = {**on_form.initial, "node": benchmark.node_id}
+    runtime = benchmark.runtime
+    if runtime is not None and runtime.approved and runtime.engine in Runtime.LAUNCHABLE:
+        initial.setdefault("runtime", runtime.pk)  # a plan names its runtime only by image
+    if benchmark.endpoint_id:
+        initial["registered_endpoint"] = benchmark.endpoint_id
+    form = LaunchForm(initial=initial)
+    messages.info(request, f"Filled in from {benchmark.name}: change what you need, then launch.")
+    return _launch_page(request, form, plan_files.PlanFileForm(), on_form.left_out,
+                        plan_source="plan of this run")
+
+
+def _plan_on_form(benchmark: Benchmark) -> plan_files.PlanOnForm:
+    try:
+        plan = schema.SweepPlan.model_validate(benchmark.plan)
+    except pydantic.ValidationError as exc:
+        # A plan stored by an older schema: the form starts blank and says why.
+        why = plans.pydantic_message(exc)
+        return plan_files.PlanOnForm(left_out=[f"the stored plan no longer reads: {why}"])
+    return plan_files.plan_on_form(plan)
 
 
 @csrf_exempt  # checked by _run_import: the CSRF check reads the body, so it must come after
@@ -309,8 +410,10 @@ def run_detail(request: HttpRequest, code: UUID) -> HttpResponse:
         "point_caveats": sorted(distinct_point_caveats.values(), key=lambda c: c.code),
         "provenance": provenance,
         "throughput_figure": charts.throughput_figure(points),
+        "lengths_figure": charts.lengths_figure(points),
         "any_goodput": any(p.goodput_slos for p in points),
         "can_cancel": can_cancel(request.user, benchmark),
+        "estimate": _estimate_beside_actual(benchmark),
     }
     ctx.update(views_judgement.run_detail_context(request, benchmark))
     # Each point row finds its verdict in one lookup (a loop in the template was quadratic).
@@ -318,6 +421,24 @@ def run_detail(request: HttpRequest, code: UUID) -> HttpResponse:
     for point in points:
         point.judgement_row = rows.get(point.pk)
     return render(request, "runs/detail.html", ctx)
+
+
+def _estimate_beside_actual(benchmark: Benchmark) -> estimates.EstimateBesideActual | None:
+    """The launch's estimate, and what the run took once it has ended; None without one."""
+    if benchmark.estimated_wall_s is None:
+        return None
+    try:
+        plan: schema.SweepPlan | None = schema.SweepPlan.model_validate(benchmark.plan)
+    except pydantic.ValidationError:
+        plan = None  # a plan of an older schema: the times still compare, GPU-hours do not
+    return estimates.beside_actual(
+        estimated_wall_s=benchmark.estimated_wall_s,
+        estimated_gpu_hours=benchmark.estimated_gpu_hours,
+        basis=benchmark.estimate_basis,
+        started_at=benchmark.started_at,
+        finished_at=benchmark.finished_at,
+        plan=plan,
+    )
 
 
 @login_required
@@ -348,12 +469,15 @@ def run_progress(request: HttpRequest, code: UUID) -> JsonResponse:
 @require_safe
 def point_samples(request: HttpRequest, code: UUID, point_id: int) -> JsonResponse:
     benchmark = _get_benchmark_for_user(request, code)
-    # Only the samples column: the request records of a big point stay on disk.
-    samples = PointData.objects.filter(point__benchmark=benchmark, point_id=point_id)
-    blob = samples.values_list("samples", flat=True).first()
-    if blob is None:
+    # Only the samples columns: the request records of a big point stay on disk.
+    data = PointData.objects.filter(point__benchmark=benchmark, point_id=point_id)
+    blobs = data.values_list("samples", "telemetry").first()
+    if blobs is None:
         raise Http404("This run has no such point.")
-    return JsonResponse(charts.samples_figure(blob))
+    figure = charts.samples_figure(blobs[0])
+    # GPU telemetry (or the CPU engine's CPU use) on the same clock, drawn beside the queue.
+    figure["telemetry"] = storage.telemetry_series(blobs[1])
+    return JsonResponse(figure)
 
 
 @login_required
@@ -464,10 +588,11 @@ def run_csv(request: HttpRequest, code: UUID) -> StreamingHttpResponse:
         caveats[point_id].append(caveat_code)
 
     def rows() -> Iterator[str]:
-        yield writer.writerow(CSV_COLUMNS + ("caveats",))
-        points = Point.objects.filter(benchmark=benchmark).only("pk", *CSV_COLUMNS)
+        yield writer.writerow(CSV_COLUMNS + TELEMETRY_CSV_COLUMNS + ("caveats",))
+        points = Point.objects.filter(benchmark=benchmark).only("pk", "telemetry", *CSV_COLUMNS)
         for point in points:
             values = [_csv_cell(getattr(point, column)) for column in CSV_COLUMNS]
+            values += [_csv_cell(value) for value in telemetry_cells(point.telemetry)]
             yield writer.writerow(values + [" ".join(caveats[point.pk])])
 
     response = StreamingHttpResponse(rows(), content_type="text/csv")

@@ -1,9 +1,11 @@
-"""The catalog (/catalog/): the checkpoints, runtimes and nodes a launch chooses from.
+"""The catalog (/catalog/): the checkpoints, runtimes, nodes and endpoints a launch chooses from.
 
 Viewing needs a login, like every page. Adding a checkpoint or runtime needs add_*, editing it
 change_* (which is also what approving it takes), marking a checkpoint trusted
 trust_checkpoint, and writing a node's description change_node (benchmarks/migrations/0009).
 Ticking approved or trusted is recorded in the audit log with the change, as in the admin.
+Registering an endpoint needs add_endpoint, editing or checking it change_endpoint
+(benchmarks/migrations/0013); registering one, or changing its address or secrets, is recorded.
 """
 
 from __future__ import annotations
@@ -17,22 +19,31 @@ from django.db import models, transaction
 from django.forms import ModelForm
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_safe
+from django.utils import timezone
+from django.views.decorators.http import require_POST, require_safe
 
+from benchmarks import vault
 from benchmarks.admin import AUDITED_FLAGS
 from benchmarks.forms_catalog import (
     CHANGE_CHECKPOINT,
     CHANGE_RUNTIME,
     TRUST_CHECKPOINT,
     CheckpointForm,
+    EndpointForm,
     NodeForm,
     RuntimeForm,
 )
-from benchmarks.models import AuditEvent, Checkpoint, Node, Runtime
+from benchmarks.models import AuditEvent, Checkpoint, Endpoint, Node, Runtime
+from benchmarks.tasks import endpoint_credentials
+from judgement import judge
+from runner.endpoint import NO_CREDENTIALS, redact
+from runner.engine import EngineError, probe
 
 ADD_CHECKPOINT = "benchmarks.add_checkpoint"
 ADD_RUNTIME = "benchmarks.add_runtime"
 CHANGE_NODE = "benchmarks.change_node"
+ADD_ENDPOINT = "benchmarks.add_endpoint"
+CHANGE_ENDPOINT = "benchmarks.change_endpoint"
 
 # What an approval or a trust is given to: changing one of these on an approved (or trusted)
 # row gives it to something else, so the save is recorded as if the box had been ticked anew.
@@ -145,7 +156,12 @@ def runtime_edit(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 @require_safe
 def nodes(request: HttpRequest) -> HttpResponse:
-    return render(request, "catalog/nodes.html", {"section": "nodes", "nodes": Node.objects.all()})
+    """Each node with its GPU-hour price as the cost figures read it, and whether it is old."""
+    rows = []
+    for node in Node.objects.all():
+        price = judge.node_price(node)
+        rows.append({"node": node, "price": price, "stale": judge.stale_price(price)})
+    return render(request, "catalog/nodes.html", {"section": "nodes", "rows": rows})
 
 
 @login_required
@@ -154,10 +170,92 @@ def node_edit(request: HttpRequest, pk: int) -> HttpResponse:
     node = get_object_or_404(Node, pk=pk)
     form = NodeForm(request.POST or None, instance=node)
     if request.method == "POST" and form.is_valid():
-        # Only the description: a full save would write back the hardware and heartbeat read
-        # above over whatever the node's worker wrote since.
-        Node.objects.filter(pk=node.pk).update(description=form.cleaned_data["description"])
-        messages.success(request, f"Saved the description of {node.queue}.")
+        # Only what people write (description, price): a full save would write back the
+        # hardware and heartbeat read above over whatever the node's worker wrote since.
+        Node.objects.filter(pk=node.pk).update(**form.written_fields())
+        messages.success(request, f"Saved the description and price of {node.queue}.")
         return redirect("catalog_nodes")
-    ctx = {"section": "nodes", "title": f"Describe {node.queue}", "node": node}
+    ctx = {"section": "nodes", "title": f"Edit {node.queue}", "node": node}
     return _form_page(request, form, ctx)
+
+
+# -- endpoints --------------------------------------------------------------------------------
+
+
+@login_required
+@require_safe
+def endpoints(request: HttpRequest) -> HttpResponse:
+    rows = Endpoint.objects.select_related("node", "checkpoint", "runtime")
+    return render(request, "catalog/endpoints.html", {"section": "endpoints", "endpoints": rows})
+
+
+@login_required
+@permission_required(ADD_ENDPOINT, raise_exception=True)
+def endpoint_new(request: HttpRequest) -> HttpResponse:
+    form = EndpointForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        with transaction.atomic():
+            endpoint = form.save(commit=False)
+            endpoint.created_by = request.user if request.user.is_authenticated else None
+            endpoint.save()
+            detail = "; ".join([f"at {endpoint.base_url}", *form.changes])
+            AuditEvent.objects.record(request.user, AuditEvent.Action.REGISTERED, endpoint,
+                                      detail=detail)
+        messages.success(request, f"Registered {endpoint.name}. Check it, then launch against "
+                                  "it from the launch form.")
+        return redirect("catalog_endpoints")
+    return _form_page(request, form, {"section": "endpoints", "title": "Register an endpoint"})
+
+
+@login_required
+@permission_required(CHANGE_ENDPOINT, raise_exception=True)
+def endpoint_edit(request: HttpRequest, pk: int) -> HttpResponse:
+    endpoint = get_object_or_404(Endpoint, pk=pk)
+    stored_url = endpoint.base_url  # validation writes the new one onto the instance
+    form = EndpointForm(request.POST or None, instance=endpoint)
+    if request.method == "POST" and form.is_valid():
+        with transaction.atomic():
+            endpoint = form.save()
+            moved = endpoint.base_url != stored_url
+            changes = [f"address now {endpoint.base_url}"] if moved else []
+            changes += form.changes
+            if changes:  # a new address or new secrets: what the node's worker is pointed at
+                AuditEvent.objects.record(request.user, AuditEvent.Action.REGISTERED, endpoint,
+                                          detail="; ".join(changes))
+        messages.success(request, f"Saved {endpoint.name}.")
+        return redirect("catalog_endpoints")
+    return _form_page(request, form, {"section": "endpoints", "title": f"Edit {endpoint.name}"})
+
+
+@login_required
+@require_POST
+@permission_required(CHANGE_ENDPOINT, raise_exception=True)
+def endpoint_check(request: HttpRequest, pk: int) -> HttpResponse:
+    """Try /health and /v1/models from the dashboard's host, with the stored credentials.
+
+    Only a hint: runs go from the endpoint's node, whose worker must reach it (the dashboard's
+    host may be in another network). The note never carries a secret.
+    """
+    endpoint = get_object_or_404(Endpoint.objects.select_related("node"), pk=pk)
+    ok, note = _check_endpoint(endpoint)
+    Endpoint.objects.filter(pk=endpoint.pk).update(
+        checked_at=timezone.now(), check_ok=ok, check_note=note[:500]
+    )
+    (messages.success if ok else messages.error)(request, f"{endpoint.name}: {note}")
+    return redirect("catalog_endpoints")
+
+
+def _check_endpoint(endpoint: Endpoint) -> tuple[bool, str]:
+    where = (f"from the dashboard's host; runs go from {endpoint.node.queue}'s worker, which "
+             "must reach it too")
+    credentials = NO_CREDENTIALS
+    try:
+        credentials = endpoint_credentials(endpoint)
+        info = probe(endpoint.base_url, endpoint.served_model, credentials)
+    except (vault.SecretUnreadable, ValueError) as exc:
+        return False, str(exc)
+    except EngineError as exc:
+        return False, redact(f"{exc} ({where})", credentials)
+    version = f", vLLM {info.version}" if info.version else ""
+    served = ", ".join(info.served_models) or f"{endpoint.served_model} (not listed)"
+    return True, redact(f"answered {where}: serves {served}{version}", credentials)

@@ -42,7 +42,7 @@ def _get_benchmark_for_user(request: HttpRequest, code: UUID) -> Benchmark:
 
 def _get_comparison_for_user(request: HttpRequest, code: UUID) -> Comparison:
     queryset = Comparison.objects.select_related(
-        "baseline_point__benchmark", "candidate_point__benchmark", "created_by"
+        "baseline_point__benchmark__node", "candidate_point__benchmark__node", "created_by"
     )
     return get_object_or_404(queryset, code=code)
 
@@ -106,9 +106,14 @@ def run_detail_context(request: HttpRequest, benchmark: Benchmark) -> dict[str, 
     spec = next((f.workload for f in fig_list if f.workload is not None), None)
     refs = judge.references_for_chart(spec)
     by_key = {p.key: p for p in points}
+    costs = judge.point_costs(benchmark, points, figs)
+    price = judge.node_price(benchmark.node)
+    work = {key: judge.engine_work(fig) for key, fig in figs.items()}
     rows = [
         {
             "point": p,
+            "cost": costs.get(p.key),
+            "engine_work": work.get(p.key),
             "verdict": found.by_key.get(p.key),
             "evidence": judge.evidence_items(found.by_key.get(p.key)),
             "no_verdict": found.missing.get(p.key) or unreadable.get(p.key),
@@ -132,6 +137,13 @@ def run_detail_context(request: HttpRequest, benchmark: Benchmark) -> dict[str, 
             ),
             "queue": judge.queue_charts(points, figs),
             "capacity": judge.capacity_rows(fig_list),
+            "price": price,
+            "stale_price": judge.stale_price(price),
+            # Why points have no cost, each reason once (a CPU sweep's every point shares one).
+            "cost_reasons": sorted({c.reason for c in costs.values() if c.reason}),
+            # Why points have no % of peak, each reason once.
+            "peak_notes": sorted({share.detail for w in work.values() if w is not None
+                                  for share in (w.bandwidth, w.compute) if share.pct is None}),
             "scaling": _scaling_sections(request, points),
             "references": refs,
             "unreadable": unreadable,
@@ -231,7 +243,9 @@ def comparison_new(request: AuthenticatedHttpRequest) -> HttpResponse:
 def comparison_detail(request: HttpRequest, code: UUID) -> HttpResponse:
     comparison = _get_comparison_for_user(request, code)
     result, error = judge.compare_saved(comparison)
-    ctx = {"comparison": comparison, "result": result, "error": error}
+    worth = None if result is None else judge.worth_of(
+        comparison.baseline_point, comparison.candidate_point, result)
+    ctx = {"comparison": comparison, "result": result, "error": error, "worth": worth}
     return render(request, "judgement/comparison_detail.html", ctx)
 
 

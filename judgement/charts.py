@@ -4,6 +4,7 @@ script only draws."""
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -13,6 +14,7 @@ import numpy as np
 from benchmarks import storage
 from benchmarks.models import Point
 from judgement.analysis.types import LATENCY_LABELS, ParetoPoint
+from runner.schema import LengthComparison, LengthHistogram
 
 # Every latency a curve can be drawn against, labelled with its family (analysis.types).
 LATENCY_METRICS: tuple[tuple[str, str], ...] = tuple(
@@ -117,4 +119,46 @@ def pareto_figure(
         "y_title": PARETO_Y_TITLE,
         "frontier": series([k for k in frontier_keys if k in by_key]),
         "others": series([p.key for p in points if p.key not in on_frontier]),
+    }
+
+
+def _length_panel(title: str, histogram: LengthHistogram) -> dict[str, Any]:
+    """One histogram as bars on their bins' centres, each side as a share of its requests (the
+    file and the point hold different numbers of them)."""
+    edges = histogram.edges
+
+    def shares(counts: Sequence[int]) -> list[float]:
+        total = sum(counts)
+        return [100.0 * c / total if total else 0.0 for c in counts]
+
+    return {
+        "title": title,
+        "x": [(low + high) / 2 for low, high in itertools.pairwise(edges)],
+        "width": [high - low for low, high in itertools.pairwise(edges)],
+        "bins": [f"{low:.0f}-{high - 1:.0f}" for low, high in itertools.pairwise(edges)],
+        "source": shares(histogram.source),
+        "sent": shares(histogram.sent),
+    }
+
+
+def lengths_figure(points: Iterable[Point]) -> dict[str, Any] | None:
+    """A trace or length-log workload's request lengths beside what the run sent; None when no
+    point has them. Every point of a run draws from one file with one seed, so the point that
+    sent the most requests stands for the run."""
+    measured = [p for p in points if p.lengths]
+    if not measured:
+        return None
+    comparisons = [(LengthComparison.model_validate(p.lengths), p) for p in measured]
+    comparison, point = max(comparisons, key=lambda pair: pair[0].sent_requests)
+    return {
+        # Shown in the page's own text (the template escapes it), not in Plotly.
+        "point": f"{point.load_label}, {point.engine_label}, repeat {point.repeat}",
+        "source_label": plotly_text(
+            f"{comparison.file} ({comparison.source_requests:,} requests)"
+        ),
+        "sent_label": f"sent ({comparison.sent_requests:,} requests)",
+        "panels": [
+            _length_panel("Input tokens (as the server counted them)", comparison.input_tokens),
+            _length_panel("Output tokens (max_tokens sent)", comparison.output_tokens),
+        ],
     }

@@ -14,29 +14,42 @@ functions, and turns an AnalysisError into a message the page shows instead of a
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import date
 from typing import Any, cast
 
 from django.db import transaction
+from django.utils import timezone
 
 from benchmarks.models import (
     Benchmark,
     Comparison,
     ExternalReference,
+    Node,
     OperatingPoint,
     Point,
     PointData,
 )
 from benchmarks.points import point_to_result
 from judgement import charts
-from judgement.analysis import AnalysisError, repeats, scaling, selection, sentences, verdicts
+from judgement.analysis import (
+    AnalysisError,
+    cost,
+    hardware,
+    repeats,
+    scaling,
+    selection,
+    sentences,
+    verdicts,
+)
 from judgement.analysis import compare as compare_mod
 from judgement.analysis.convert import (
     from_point_result,
     replica_figures_from_point_result,
     run_facts_from_point_result,
 )
+from judgement.analysis.cost import PRICE_MAX_AGE_DAYS, GpuHourPrice, PointCost, Worth
 from judgement.analysis.types import (
     UNIT_OUTPUT_TPS_PER_GPU,
     CapacityEstimate,
@@ -345,7 +358,8 @@ def sweep_change(
 
 @dataclass(frozen=True)
 class EvidenceItem:
-    """One number beside a verdict. kind: "number", "percent" (a level) or "change" (signed),
+    """One number beside a verdict. kind: "number", "percent" (a level), "change" (signed),
+    "seconds", or "at_most_seconds" (a histogram bucket's bound: the value is at most this),
     for the template's formatting filter."""
 
     label: str
@@ -363,6 +377,12 @@ EVIDENCE_ITEMS: tuple[tuple[str, str, str, str | None], ...] = (
     ("mean_waiting", "mean waiting", "number", "mean_waiting"),
     ("peak_waiting", "peak waiting", "number", "peak_waiting"),
     ("peak_kv_usage", "peak KV", "percent", "peak_kv_usage"),
+    ("mean_waiting_capacity", "waiting for capacity", "number", "mean_waiting_capacity"),
+    ("mean_waiting_deferred", "waiting deferred", "number", "mean_waiting_deferred"),
+    ("mean_queue_time_s", "mean queue time", "seconds", "mean_queue_time_s"),
+    ("queue_time_p50_s", "p50 queue time", "at_most_seconds", "queue_time_p50_s"),
+    ("queue_time_p90_s", "p90 queue time", "at_most_seconds", "queue_time_p90_s"),
+    ("queue_time_p99_s", "p99 queue time", "at_most_seconds", "queue_time_p99_s"),
     ("preemptions", "preemptions", "number", "preemptions"),
     ("mean_tokens_per_step", "tokens/step", "number", "mean_tokens_per_step"),
     ("max_num_batched_tokens", "token budget", "number", None),
@@ -370,10 +390,13 @@ EVIDENCE_ITEMS: tuple[tuple[str, str, str, str | None], ...] = (
     ("latency_growth_pct", "median latency growth", "change", ""),
     ("queue_samples", "samples", "number", "samples"),
     ("queue_gap_fraction", "longest unsampled stretch", "percent", "max_gap_s"),
+    ("prefix_cache_hit_rate", "prefix-cache hits", "percent", "prefix_cache_hits"),
+    ("memory_bandwidth_pct", "memory-bandwidth peak used", "percent", "read_bytes_per_gpu_s"),
+    ("compute_pct", "compute peak used", "percent", "flops_per_gpu_s"),
 )
 
 # Fractions (0-1) in the evidence that the page reads in percent.
-EVIDENCE_FRACTIONS = frozenset({"peak_kv_usage", "queue_gap_fraction"})
+EVIDENCE_FRACTIONS = frozenset({"peak_kv_usage", "queue_gap_fraction", "prefix_cache_hit_rate"})
 
 # Whose figure a node run's evidence is, by QueueSummary's node rule.
 NODE_SCOPES = {"sum": "all {n} replicas", "max": "highest replica", "mean": "mean of replicas"}
@@ -403,6 +426,65 @@ def evidence_items(verdict: Verdict | None) -> list[EvidenceItem]:
         for name, label, kind, field in EVIDENCE_ITEMS
         if ev.get(name) is not None
     ]
+
+
+@dataclass(frozen=True)
+class Share:
+    """One "% of peak" cell: the share (None when there is none), the achieved rate as text,
+    a short word for the cell when there is no share, and the full why or the peak's source."""
+
+    pct: float | None
+    achieved: str | None
+    short: str | None
+    detail: str
+
+
+@dataclass(frozen=True)
+class EngineWork:
+    """What the run page shows beside a point's throughput: its GPUs' distance to their peaks
+    (per GPU) and the share of prompt tokens the prefix cache held."""
+
+    bandwidth: Share
+    compute: Share
+    prefix_cache_hit_rate: float | None
+    prefix_cache_note: str | None
+
+
+def _rate_text(value: float | None, unit: str) -> str | None:
+    """1.23e12 B/s -> "1.23 TB/s per GPU"; smaller rates in G, as a CPU engine's are."""
+    if value is None:
+        return None
+    scale, prefix = (1e12, "T") if value >= 1e12 else (1e9, "G")
+    return f"{value / scale:.3g} {prefix}{unit} per GPU"
+
+
+def _share(pct: float | None, achieved: str | None, peak: hardware.Peak | None, peak_unit: str,
+           note: str | None, sku: str | None) -> Share:
+    if pct is not None and peak is not None:
+        return Share(pct=pct, achieved=achieved, short=None,
+                     detail=f"{achieved} of the {sku}'s {peak.value:,g} {peak_unit}: "
+                            f"{peak.source.text()}")
+    why = note or "no peak: not judged"
+    # Every note reads "<what is missing>: <why>" (judgement.analysis.hardware).
+    return Share(pct=None, achieved=achieved, short=why.split(":", 1)[0], detail=why)
+
+
+def engine_work(fig: PointFigures | None) -> EngineWork | None:
+    """The point's % of memory-bandwidth and compute peak and its prefix-cache hit rate, each
+    with what it rests on; None for a point whose figures could not be read."""
+    if fig is None or fig.hardware is None:
+        return None
+    hw = fig.hardware
+    precision = f"{hw.precision} " if hw.precision else ""
+    return EngineWork(
+        bandwidth=_share(hw.bandwidth_pct, _rate_text(hw.bytes_per_s, "B/s"),
+                         hw.bandwidth_peak, "TB/s", hw.bandwidth_note, hw.sku),
+        compute=_share(hw.compute_pct, _rate_text(hw.flops_per_s, "FLOP/s"),
+                       hw.compute_peak, f"dense {precision}TFLOPS", hw.compute_note, hw.sku),
+        prefix_cache_hit_rate=fig.prefix_cache_hit_rate,
+        prefix_cache_note=None if fig.prefix_cache_hit_rate is not None else (
+            "the engine reported no prefix-cache lookups for this point"),
+    )
 
 
 def capacity_rows(figs: Sequence[PointFigures]) -> list[dict[str, Any]]:
@@ -530,6 +612,112 @@ def save_demo_comparison(benchmark: Benchmark) -> Comparison | None:
             f"with the most output throughput ({best}) at the highest load level."
         ),
         created_by=benchmark.created_by,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Cost: per million output tokens, and what a tuning is worth
+# --------------------------------------------------------------------------------------------
+
+
+def node_price(node: Node | None) -> GpuHourPrice | None:
+    """The node's GPU-hour price as the cost rules read it; None when it has none.
+
+    The row's constraint holds a price to its currency and date; a currency the admin let in
+    lower case reads as its code, one that is not a code at all as no price.
+    """
+    if node is None or node.gpu_hour_price is None or node.price_as_of is None:
+        return None
+    try:
+        return GpuHourPrice(amount=node.gpu_hour_price, currency=node.price_currency.upper(),
+                            as_of=node.price_as_of)
+    except AnalysisError:
+        return None
+
+
+def joules_per_output_token(point: Point) -> float | None:
+    """Energy per output token from the point's telemetry summary, where it was measured."""
+    value = (point.telemetry or {}).get("joules_per_output_token")
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def _cost_input(point: Point, fig: PointFigures, node: Node | None, *,
+                throughput: float | None = None, repeats: int = 1) -> cost.CostInput:
+    """The point as the cost rules read it: its figures, where it ran, its run's node."""
+    provenance = point.provenance or {}
+    hardware = provenance.get("hardware") or {}
+    engine = provenance.get("engine") or {}
+    return cost.CostInput(
+        key=point.key,
+        output_throughput=fig.output_throughput if throughput is None else throughput,
+        gpus=fig.gpu_count,
+        valid=fig.valid,
+        run_valid=fig.run_valid,
+        launch_style=engine.get("launch_style"),
+        host_has_gpu=bool(hardware.get("gpu_count") or hardware.get("gpu_name"))
+        if hardware else None,
+        node=node.queue if node is not None else None,
+        price=node_price(node),
+        joules_per_output_token=joules_per_output_token(point),
+        repeats=repeats,
+    )
+
+
+def point_costs(benchmark: Benchmark, points: Sequence[Point],
+                figs: Mapping[str, PointFigures]) -> dict[str, PointCost]:
+    """Each readable point's cost per million output tokens at its run's node price, or why
+    it has none (a CPU engine, an invalid run, no price)."""
+    node = benchmark.node
+    return {p.key: cost.point_cost(_cost_input(p, figs[p.key], node))
+            for p in points if p.key in figs}
+
+
+def stale_price(price: GpuHourPrice | None, today: date | None = None) -> str | None:
+    """'The price as of ... is N days old, ...' when the price is older than
+    PRICE_MAX_AGE_DAYS; None when it is recent or there is none."""
+    if price is None:
+        return None
+    found = cost.stale_price_sentence(price, today or timezone.localdate(), PRICE_MAX_AGE_DAYS)
+    return None if found is None else str(found)
+
+
+def _benchmark_figures(benchmark: Benchmark) -> list[PointFigures]:
+    return list(figures_by_key(load_points(benchmark))[0].values())
+
+
+def worth_of(
+    baseline: Point,
+    candidate: Point,
+    comparison: ComparisonResult,
+    *,
+    today: date | None = None,
+    figures_of: Callable[[Benchmark], Sequence[PointFigures]] = _benchmark_figures,
+) -> Worth:
+    """What the candidate's setting is worth against the baseline's, in money and GPUs.
+
+    Each side at its setting's capacity (the lowest valid repeat within its own run, as the
+    run page's capacity rows group them), priced at its run's node; the GPU figure on the
+    candidate's node. figures_of gives a run's figures (a report passes the ones it read).
+    """
+
+    def side(point: Point) -> cost.CostInput:
+        figs = figures_of(point.benchmark)
+        fig = next((f for f in figs if f.key == point.key), None) or figures(point)
+        estimate = capacity_of(fig, figs)
+        if estimate is None:  # no valid repeat: the rules say so rather than price it
+            return _cost_input(point, fig, point.benchmark.node)
+        return _cost_input(point, fig, point.benchmark.node, throughput=estimate.capacity,
+                           repeats=estimate.repeats)
+
+    node = candidate.benchmark.node
+    return cost.worth(
+        side(baseline),
+        side(candidate),
+        node_gpus=node.gpu_count if node is not None else None,
+        same_spec=comparison.spec.status == "match",
+        today=today or timezone.localdate(),
     )
 
 

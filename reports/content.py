@@ -89,6 +89,8 @@ def build_report_content(report: Report, generated_at: datetime | None = None,
     )
     if report.shows(Item.HEADLINE):
         content.headline = _headline(baseline, candidate, build.comparison)
+    if report.shows(Item.HEADLINE) or report.shows(Item.COMPARISON_TABLE):
+        content.worth = _worth(build, generated_at)
     if report.shows(Item.NODE_SCALING):
         _scaling(content, build)
     if report.shows(Item.REFERENCES):
@@ -160,6 +162,18 @@ def _headline(baseline: Point, candidate: Point, comparison: Any) -> Headline:
         differing=differing,
         not_recorded=labels(comparison, "unknown"),
     )
+
+
+def _worth(build: Build, generated_at: datetime | None) -> list[str]:
+    """What the tuning is worth, as the comparison page says it: each setting at its capacity
+    in the figures this build read, with the price's age as of the day the report is built."""
+    report = build.report
+    worth = judge.worth_of(
+        report.baseline_point, report.candidate_point, build.comparison,
+        today=timezone.localdate(generated_at) if generated_at else timezone.localdate(),
+        figures_of=lambda benchmark: list(build.sweeps.of(benchmark)[1].values()),
+    )
+    return [sentence.translated(_) for sentence in worth.sentences]
 
 
 # --- comparison table ---------------------------------------------------------------------------

@@ -230,6 +230,7 @@ def methodology(content: ReportContent, build: Build) -> None:
         _method_row(_("Requests per point"), headline, _requests_text),
         _method_row(_("Input/output spec"), headline, _spec_long_text),
         _method_row(_("Repeats"), headline, lambda p: _repeats_text(p, build)),
+        _method_row(_("Prefix cache"), headline, lambda p: _prefix_cache_text(p, build)),
     ]
     content.metric_definitions = [
         (_("Output tokens/s"), _("as vllm bench serve computes it: completed output tokens "
@@ -243,6 +244,10 @@ def methodology(content: ReportContent, build: Build) -> None:
         (_("Running / waiting"), _("the engine's own gauges (vllm:num_requests_running and "
                                    "vllm:num_requests_waiting) sampled during the point.")),
         (_("KV cache use"), _("vllm:kv_cache_usage_perc sampled during the point.")),
+        (_("Prefix-cache hits"), _("prompt tokens the engine found in its prefix cache over "
+                                   "those it looked up during the point "
+                                   "(vllm:prefix_cache_hits_total / "
+                                   "vllm:prefix_cache_queries_total).")),
     ]
     content.limits = [
         _("A local improvement over an initial configuration is not a claim of superiority over "
@@ -252,6 +257,18 @@ def methodology(content: ReportContent, build: Build) -> None:
           "acceptance criteria; longer contexts or interactive latency targets need their own "
           "evaluation."),
     ]
+
+
+def _prefix_cache_text(point: Point, build: Build) -> str:
+    """Whether the engine reused shared prompt prefixes, and how much of the prompts it found
+    cached: the case study repeats one text, so its throughput depends on it."""
+    figs = build.sweeps.figures(point) or judge.figures(point)
+    setting = dict(figs.other_settings).get("enable_prefix_caching")
+    words = {True: _("on"), False: _("off"), None: _("the engine's default")}[setting]
+    if figs.prefix_cache_hit_rate is None:
+        return _("%(setting)s; the engine reported no prefix-cache lookups") % {"setting": words}
+    return _("%(setting)s; %(share)s of prompt tokens were found in the cache") % {
+        "setting": words, "share": percent(figs.prefix_cache_hit_rate * 100)}
 
 
 def capacity_of(point: Point, build: Build) -> judge.CapacityEstimate | None:

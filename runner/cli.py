@@ -217,9 +217,31 @@ def _setting_value(setting: EngineSetting) -> Callable[[str], float]:
 def _add_workload_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("workload")
     group.add_argument(
-        "--workload", choices=["case_study", "random", "dataset"], default="case_study"
+        "--workload", choices=["case_study", "random", "dataset", "trace", "lengths"],
+        default="case_study",
+        help="trace: replay a trace file's requests (--dataset; with --shape trace, its times "
+        "too); lengths: draw request lengths from a log of input/output token counts",
+    )  # fmt: skip
+    group.add_argument(
+        "--dataset", help="JSONL dataset (ShareGPT-style), trace file, or request-length log"
     )
-    group.add_argument("--dataset", help="JSONL dataset file (ShareGPT-style)")
+    group.add_argument(
+        "--trace-format", choices=["auto", "mooncake", "burstgpt", "csv"],
+        help="trace file format (default: auto, from its first line)",
+    )  # fmt: skip
+    group.add_argument(
+        "--trace-span", type=_positive_number(allow_inf=False), metavar="S",
+        help="replay only the trace's first S seconds (trace time)",
+    )  # fmt: skip
+    group.add_argument(
+        "--trace-refuse-longer", action="store_true",
+        help="refuse a trace with more requests than --num-requests instead of replaying its "
+        "first ones",
+    )  # fmt: skip
+    group.add_argument(
+        "--trace-block-tokens", type=_positive_int, metavar="N",
+        help="prompt tokens per Mooncake hash id (default 512)",
+    )  # fmt: skip
     group.add_argument("--input-tokens", default="63-66", help="target range, e.g. 63-66 or 1000")
     group.add_argument("--output-tokens", type=int, default=256)
     group.add_argument("--temperature", type=float, default=0.0)
@@ -231,7 +253,14 @@ def _add_workload_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _add_load_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("load")
-    group.add_argument("--shape", choices=["burst", "concurrency", "rate"], default="burst")
+    group.add_argument(
+        "--shape", choices=["burst", "concurrency", "rate", "trace"], default="burst",
+        help="trace: send at the trace workload's own arrival times (--workload trace)",
+    )  # fmt: skip
+    group.add_argument(
+        "--speed", type=_positive_number(allow_inf=False), metavar="X",
+        help="trace load: replay speed, 2 = twice as fast (default 1)",
+    )  # fmt: skip
     group.add_argument("--num-requests", type=int, default=64)
     group.add_argument("--concurrency", type=int)
     group.add_argument(
@@ -475,6 +504,7 @@ def plan_from_bench_args(args: argparse.Namespace) -> dict[str, Any]:
             "endpoint": args.endpoint,
             "stream": not args.no_stream,
             "extra_body": extra_body,
+            **_trace_from_bench_args(args),
         },
         "client": {
             "processes": args.client_processes,
@@ -488,6 +518,20 @@ def plan_from_bench_args(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def _trace_from_bench_args(args: argparse.Namespace) -> dict[str, Any]:
+    """The trace flags given, as WorkloadSpec fields (the schema refuses them on another kind)."""
+    trace: dict[str, Any] = {}
+    if args.trace_format is not None:
+        trace["trace_format"] = args.trace_format
+    if args.trace_span is not None:
+        trace["trace_span_s"] = args.trace_span
+    if args.trace_refuse_longer:
+        trace["trace_longer"] = "refuse"
+    if args.trace_block_tokens is not None:
+        trace["trace_block_tokens"] = args.trace_block_tokens
+    return trace
+
+
 def _load_from_bench_args(args: argparse.Namespace) -> dict[str, Any]:
     # Flags that the chosen shape would ignore are refused: a run must not measure another load
     # than the command line reads as.
@@ -499,7 +543,11 @@ def _load_from_bench_args(args: argparse.Namespace) -> dict[str, Any]:
         raise CliError(
             "--max-concurrency caps a rate or burst load; a concurrency load has --concurrency"
         )
+    if args.speed is not None and args.shape != "trace":
+        raise CliError("--speed replays a trace: give --shape trace --workload trace")
     load: dict[str, Any] = {"shape": args.shape, "num_requests": args.num_requests}
+    if args.speed is not None:
+        load["speed"] = args.speed
     if args.concurrency is not None:
         load["concurrency"] = args.concurrency
     if args.rate is not None:
@@ -544,9 +592,12 @@ def run_and_report(plan: SweepPlan, args: argparse.Namespace, *, resume: bool) -
     from runner.loadgen import check_client_cpus
     from runner.sweep import Progress as RunProgress
     from runner.sweep import SweepIncomplete, plan_points, run_plan
+    from runner.traces import check_source
 
     try:
         check_client_cpus(plan.client)
+        # A trace that cannot serve the loads is refused before any engine starts.
+        check_source(plan.workload, None, plan.loads, plan.warmup_requests)
     except ValueError as exc:
         raise CliError(str(exc)) from None
     credentials = credentials_from_args(args, plan)

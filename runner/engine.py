@@ -141,6 +141,14 @@ def replica_gpus(
     return list(range(replica * size, (replica + 1) * size))
 
 
+# Headroom's own choice for every engine it starts, not an engine setting: vLLM's estimates of
+# the FLOPs and memory bytes each GPU does (vllm:estimated_*_per_gpu_total), which the run page
+# sets against the GPU's peak. vLLM 0.32 counts them only with this flag (its CPU engine too).
+# A vLLM from before the flag (late 2025) refuses to start with it, so start_engine starts such
+# an engine again without it and its points say the estimates were not reported.
+MFU_METRICS_FLAG = "--enable-mfu-metrics"
+
+
 def engine_flags(config: EngineConfig) -> list[str]:
     """Every EngineConfig field as vLLM flags; unset fields are left to vLLM's defaults."""
     flags: list[str] = []
@@ -189,8 +197,11 @@ def build_command(
     replica: int,
     gpu: int | None,
     log_dir: Path,
+    mfu_metrics: bool = True,
 ) -> EngineCommand:
     """The command line and environment that start one replica (nothing is run here).
+
+    mfu_metrics: pass MFU_METRICS_FLAG (off only for a vLLM that does not know it).
 
     log_dir is accepted so every style has the same signature; the engine's output is
     redirected to a file there by start_engine, not by a flag.
@@ -206,7 +217,8 @@ def build_command(
     revision = checkpoint.revision if _hub_revision(checkpoint) else None
     model_args = ["--revision", revision] if revision else []
     served = ["--served-model-name", served_model_name(checkpoint)]
-    common = [*model_args, *engine_flags(config), *served]
+    own = [MFU_METRICS_FLAG] if mfu_metrics else []
+    common = [*model_args, *engine_flags(config), *own, *served]
     if launch.style == "cpu":
         argv = [
             sys.executable, "-m", "vllm.entrypoints.openai.api_server",
@@ -280,10 +292,44 @@ def start_engine(
     log_dir: Path,
     cancel: threading.Event | None = None,
 ) -> RunningEngine:
-    """Start one replica under its guard and return once /health answers and its info is read."""
+    """Start one replica under its guard and return once /health answers and its info is read.
+
+    An engine whose vLLM refuses MFU_METRICS_FLAG (a release before it) is started once more
+    without it; any other failure is raised as it is.
+    """
+    try:
+        return _start_engine(launch, checkpoint, config, replica=replica, log_dir=log_dir,
+                             cancel=cancel, mfu_metrics=True)
+    except EngineError as exc:
+        if not refused_mfu_metrics_flag(str(exc)):
+            raise
+    return _start_engine(launch, checkpoint, config, replica=replica, log_dir=log_dir,
+                         cancel=cancel, mfu_metrics=False)
+
+
+def refused_mfu_metrics_flag(failure: str) -> bool:
+    """Whether a start-up failure is argparse refusing MFU_METRICS_FLAG, as vLLM's parser
+    reports an unknown flag ("vllm: error: unrecognized arguments: --enable-mfu-metrics")."""
+    return any(
+        "unrecognized arguments:" in line and MFU_METRICS_FLAG in line.split()
+        for line in failure.splitlines()
+    )
+
+
+def _start_engine(
+    launch: EngineLaunch,
+    checkpoint: Checkpoint,
+    config: EngineConfig,
+    *,
+    replica: int,
+    log_dir: Path,
+    cancel: threading.Event | None,
+    mfu_metrics: bool,
+) -> RunningEngine:
     port = free_port()
     command = build_command(
-        launch, checkpoint, config, port=port, replica=replica, gpu=None, log_dir=log_dir
+        launch, checkpoint, config, port=port, replica=replica, gpu=None, log_dir=log_dir,
+        mfu_metrics=mfu_metrics,
     )
     log_dir.mkdir(parents=True, exist_ok=True)
     log_path = log_dir / f"engine-r{replica}-p{port}.log"

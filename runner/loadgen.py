@@ -1,11 +1,13 @@
 """The load generator: send a workload to one or more vLLM servers and record every request.
 
 `run_load` is the entry point. Shapes (LoadSpec): burst (all requests at t0), closed-loop
-concurrency, and open-loop rate whose send times, precomputed from the workload seed, are the
-ones `vllm bench serve` 0.32 uses for the same seed, rate and burstiness (send_offsets). A burst
-or rate may cap the requests in flight (LoadSpec.max_concurrency, vLLM's --max-concurrency).
-Every record keeps the intended send time (the schedule) and the actual one, so send lag and
-waiting for a slot stay visible.
+concurrency, open-loop rate whose send times, precomputed from the workload seed, are the
+ones `vllm bench serve` 0.32 uses for the same seed, rate and burstiness (send_offsets), and
+trace: the prompts' own arrival times (a trace workload, runner.traces) divided by the speed.
+A burst, rate or trace may cap the requests in flight (LoadSpec.max_concurrency, vLLM's
+--max-concurrency). Every record keeps the intended send time (the schedule) and the actual
+one, so send lag and waiting for a slot stay visible; ClientHealth.schedule sums them up
+(send_schedule).
 
 Processes: with one target, ClientSpec.processes == 1, no ClientSpec.cpus and no `isolate` the
 load runs in this process. Otherwise each target gets ClientSpec.processes worker processes
@@ -32,7 +34,7 @@ import signal
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,7 +44,14 @@ import orjson
 from runner import httpstream
 from runner.endpoint import NO_CREDENTIALS, Credentials
 from runner.responses import ResponseCollector, endpoint_path, request_body
-from runner.schema import ClientHealth, ClientSpec, LoadSpec, RequestRecord, WorkloadSpec
+from runner.schema import (
+    ClientHealth,
+    ClientSpec,
+    LoadSpec,
+    RequestRecord,
+    SendSchedule,
+    WorkloadSpec,
+)
 from runner.workloads import Prompt
 
 # A worker's busiest core above this fraction cannot promise on-time stamps.
@@ -103,10 +112,13 @@ class _Job:
     max_in_flight: int | None = None  # burst/rate: this worker's share of max_concurrency
 
 
-def send_offsets(load: LoadSpec, seed: int) -> list[float] | None:
+def send_offsets(
+    load: LoadSpec, seed: int, prompts: Sequence[Prompt] = ()
+) -> list[float] | None:
     """Intended send times (s after t0): zeros for a burst, None for a closed loop (there the
-    send time is when a slot frees), and for a rate exactly the schedule of `vllm bench serve`
-    0.32 (`get_request` after `np.random.seed(seed)` in `main_async`):
+    send time is when a slot frees), the prompts' arrival times over the speed for a trace
+    (trace_offsets), and for a rate exactly the schedule of `vllm bench serve` 0.32
+    (`get_request` after `np.random.seed(seed)` in `main_async`):
 
     - gap i is gamma(shape=burstiness, scale=1 / (rate * burstiness)) drawn from the legacy
       Mersenne Twister seeded with `seed` (1.0 = Poisson; inf = every gap exactly 1 / rate);
@@ -123,11 +135,52 @@ def send_offsets(load: LoadSpec, seed: int) -> list[float] | None:
         return [0.0] * n
     if load.shape == "concurrency":
         return None
+    if load.shape == "trace":
+        return trace_offsets(prompts[:n], load.speed)
     assert load.rate is not None
     sends = np.cumsum(_rate_gaps(load.rate, load.burstiness, n, seed))
     if sends[-1] > 0:  # vLLM skips the scaling when every gap is 0
         sends = sends * ((n / load.rate) / sends[-1])
     return [float(t) for t in sends]
+
+
+def trace_offsets(prompts: Sequence[Prompt], speed: float) -> list[float]:
+    """Each prompt's trace time (after the first request's) divided by the speed: speed 2 sends
+    the trace twice as fast. The first request goes at t0, as the trace's first arrival is its
+    start (vLLM's timed trace waits the file's first timestamp; a trace cut from the middle of
+    a day would idle that long). ValueError when a prompt has no trace time."""
+    if any(prompt.arrival_s is None for prompt in prompts):
+        raise ValueError("a trace load replays the arrival times of a trace workload; these "
+                         "prompts have none (workload kind 'trace')")
+    return [(prompt.arrival_s or 0.0) / speed for prompt in prompts]
+
+
+def send_schedule(load: LoadSpec, records: Sequence[RequestRecord]) -> SendSchedule | None:
+    """How closely the sends kept the schedule (SendSchedule); None for a closed loop, whose
+    intended send is whenever a slot freed."""
+    if load.shape == "concurrency" or not records:
+        return None
+    intended = np.asarray([r.intended_send for r in records], dtype=float)
+    sent = [r for r in records if r.actual_send is not None]
+    actual = np.asarray([r.actual_send for r in sent], dtype=float)
+    lags_ms = (actual - np.asarray([r.intended_send for r in sent], dtype=float)) * 1000.0
+    scheduled_span = float(intended.max() - intended.min())
+    sent_span = float(actual.max() - actual.min()) if actual.size else None
+
+    def rate(count: int, span: float | None) -> float | None:
+        return (count - 1) / span if span and count > 1 else None
+
+    return SendSchedule(
+        requests=len(records),
+        sent=len(sent),
+        scheduled_span_s=scheduled_span,
+        sent_span_s=sent_span,
+        scheduled_rate=rate(len(records), scheduled_span),
+        achieved_rate=rate(len(sent), sent_span),
+        mean_send_lag_ms=float(lags_ms.mean()) if lags_ms.size else None,
+        p99_send_lag_ms=float(np.percentile(lags_ms, 99)) if lags_ms.size else None,
+        max_send_lag_ms=float(lags_ms.max()) if lags_ms.size else None,
+    )
 
 
 def _rate_gaps(rate: float, burstiness: float, n: int, seed: int) -> np.ndarray:
@@ -151,7 +204,7 @@ def plan_jobs(
     n = load.num_requests
     if len(prompts) < n:
         raise ValueError(f"{n} requests need {n} prompts, got {len(prompts)}")
-    offsets = send_offsets(load, seed)
+    offsets = send_offsets(load, seed, prompts)
     cap = load.concurrency if load.shape == "concurrency" else load.max_concurrency
     per_target = min(client.processes, n, cap or n)
     jobs = []
@@ -201,7 +254,15 @@ class _Context:
 
 
 async def _one_request(ctx: _Context, item: _Item, intended: float) -> RequestRecord:
-    """Send one request; every outcome, including cancellation, becomes a record.
+    """Send one request; every outcome, including cancellation, becomes a record, which keeps
+    the prompt's own max_tokens when it has one (trace and lengths workloads)."""
+    record = await _send(ctx, item, intended)
+    record.max_tokens = item.prompt.max_tokens
+    return record
+
+
+async def _send(ctx: _Context, item: _Item, intended: float) -> RequestRecord:
+    """Send one request and record it.
 
     The actual send is stamped before a connection is taken from the pool (as vLLM's client
     stamps before `session.post`); the record's connect_s (from the result) says how much of
@@ -491,8 +552,11 @@ def run_load(
     progress = on_request_done or (lambda done, total: None)
     # In this process only when asked and unpinned: pinning must never change the caller's affinity.
     if len(jobs) == 1 and not client.cpus and not isolate:
-        return _run_in_process(jobs[0], workload, client, cancel, progress, total)
-    return _run_processes(jobs, workload, client, cancel, progress, total)
+        outcome = _run_in_process(jobs[0], workload, client, cancel, progress, total)
+    else:
+        outcome = _run_processes(jobs, workload, client, cancel, progress, total)
+    outcome.health.schedule = send_schedule(load, outcome.records)
+    return outcome
 
 
 def check_client_cpus(client: ClientSpec) -> None:

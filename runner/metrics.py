@@ -133,13 +133,15 @@ def sched_e2els(records: Sequence[RequestRecord]) -> list[float]:
 
 
 def short_responses(records: Sequence[RequestRecord], workload: WorkloadSpec) -> int:
-    """With ignore_eos every completion must reach max_tokens; fewer means the run is invalid."""
+    """With ignore_eos every completion must reach its max_tokens (the request's own, else the
+    workload's); fewer means the run is invalid."""
     if not workload.ignore_eos:
         return 0
     return sum(
         1
         for r in records
-        if r.output_tokens is not None and r.output_tokens < workload.output_tokens
+        if r.output_tokens is not None
+        and r.output_tokens < (r.max_tokens or workload.output_tokens)
     )
 
 

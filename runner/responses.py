@@ -18,16 +18,20 @@ from runner.workloads import Prompt
 
 
 def request_body(workload: WorkloadSpec, model: str, prompt: Prompt) -> bytes:
-    """The JSON body; extra_body is merged last so a plan can override any field."""
+    """The JSON body; extra_body is merged last so a plan can override any field. A prompt of
+    token ids (trace and lengths workloads) goes as the completions API's list of ids, with its
+    own max_tokens."""
     body: dict[str, Any] = {
         "model": model,
-        "max_tokens": workload.output_tokens,
+        "max_tokens": prompt.max_tokens or workload.output_tokens,
         "temperature": workload.temperature,
         "stream": workload.stream,
         "ignore_eos": workload.ignore_eos,
     }
     if workload.endpoint == "chat":
         body["messages"] = prompt.messages or [{"role": "user", "content": prompt.text or ""}]
+    elif prompt.tokens is not None:
+        body["prompt"] = prompt.tokens.ids()
     else:
         body["prompt"] = prompt.text if prompt.text is not None else _joined(prompt.messages)
     body.update(workload.extra_body)

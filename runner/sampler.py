@@ -4,13 +4,19 @@ The verdict "the engine admits too few of the queued requests" rests on waiting 
 usage over time, so a background thread scrapes every replica's Prometheus endpoint at a fixed
 interval and `summarize` turns the samples into time-weighted means, peaks and counter deltas
 for exactly the point's window.
+
+Beside the queue it reads what vLLM 0.32 adds (vllm/v1/metrics/loggers.py and perf.py): waiting
+by reason, the prefix cache's queried and hit tokens, the queue-time histogram, and, when the
+engine runs with --enable-mfu-metrics, its estimates of FLOPs and memory bytes per GPU. An
+engine that exposes none of these leaves their figures None: nothing is filled in.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from itertools import pairwise
 
 import httpx
@@ -28,6 +34,17 @@ PROMPT_TOKENS = "vllm:prompt_tokens"
 GENERATION_TOKENS = "vllm:generation_tokens"
 ITERATION_TOKENS = "vllm:iteration_tokens_total"  # histogram: tokens scheduled per engine step
 CACHE_CONFIG = "vllm:cache_config_info"
+WAITING_BY_REASON = "vllm:num_requests_waiting_by_reason"  # reason "capacity" or "deferred"
+PREFIX_CACHE_QUERIES = "vllm:prefix_cache_queries"  # tokens looked up
+PREFIX_CACHE_HITS = "vllm:prefix_cache_hits"  # tokens found
+FLOPS_PER_GPU = "vllm:estimated_flops_per_gpu"
+READ_BYTES_PER_GPU = "vllm:estimated_read_bytes_per_gpu"
+WRITE_BYTES_PER_GPU = "vllm:estimated_write_bytes_per_gpu"
+QUEUE_TIME = "vllm:request_queue_time_seconds"  # histogram, observed when a request finishes
+
+# Labels whose values name different series of one metric (kept apart, not summed together):
+# the waiting reason, and a histogram bucket's upper bound.
+SERIES_LABELS = ("reason", "le")
 
 SCRAPE_TIMEOUT_S = 2.0
 
@@ -44,42 +61,82 @@ class MetricsSnapshot:
     generation_tokens_total: float | None = None
     iteration_tokens_sum: float | None = None
     iteration_tokens_count: float | None = None
+    waiting_capacity: float | None = None
+    waiting_deferred: float | None = None
+    prefix_cache_queries_total: float | None = None
+    prefix_cache_hits_total: float | None = None
+    estimated_flops_per_gpu_total: float | None = None
+    estimated_read_bytes_per_gpu_total: float | None = None
+    estimated_write_bytes_per_gpu_total: float | None = None
+    queue_time_sum: float | None = None
+    # Cumulative count per bucket upper bound ("le" as printed), summed over engines.
+    queue_time_buckets: dict[str, float] = field(default_factory=dict)
 
 
-def _sums(text: str) -> tuple[dict[str, float], dict[str, int]]:
-    """Sample name -> value summed across label sets, and how many label sets each had.
+# (sample name, the value of its SERIES_LABELS label or "")
+SeriesKey = tuple[str, str]
 
-    Data-parallel engines report one label set per `engine`. The parser strips `_total` from
-    counter family names but keeps it on the samples, and emits `_created` samples (a
-    timestamp, not a count) that must not be mistaken for values.
+
+def _sums(text: str) -> tuple[dict[SeriesKey, float], dict[SeriesKey, int]]:
+    """(sample name, series) -> value summed across label sets, and how many label sets each had.
+
+    Data-parallel engines report one label set per `engine`; a waiting reason or a histogram
+    bucket is its own series (SERIES_LABELS), summed over engines but never into the others.
+    The parser strips `_total` from counter family names but keeps it on the samples, and
+    emits `_created` samples (a timestamp, not a count) that must not be mistaken for values.
     """
-    sums: dict[str, float] = {}
-    counts: dict[str, int] = {}
+    sums: dict[SeriesKey, float] = {}
+    counts: dict[SeriesKey, int] = {}
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
             if sample.name.endswith("_created"):
                 continue
-            sums[sample.name] = sums.get(sample.name, 0.0) + sample.value
-            counts[sample.name] = counts.get(sample.name, 0) + 1
+            series = next((sample.labels[k] for k in SERIES_LABELS if k in sample.labels), "")
+            key = (sample.name, series)
+            sums[key] = sums.get(key, 0.0) + sample.value
+            counts[key] = counts.get(key, 0) + 1
     return sums, counts
 
 
+def _mean_over_engines(
+    sums: dict[SeriesKey, float], counts: dict[SeriesKey, int], name: str
+) -> float | None:
+    """A per-engine quantity (a 0-1 share, a per-GPU count) averaged over the engines."""
+    key = (name, "")
+    return sums[key] / counts[key] if key in sums else None
+
+
 def parse_metrics(text: str) -> MetricsSnapshot:
-    """Queue gauges and counters from one /metrics page, summed over engines (KV: averaged)."""
+    """Queue gauges and counters from one /metrics page, summed over engines; KV usage and
+    the per-GPU work estimates averaged (each engine reports its own share or its own GPU's)."""
     sums, counts = _sums(text)
-    kv_name = KV_USAGE if KV_USAGE in sums else KV_USAGE_OLD
-    kv = sums.get(kv_name)
-    if kv is not None:
-        kv = kv / counts[kv_name]  # each engine reports 0-1; the mean keeps that scale
+
+    def total(name: str, series: str = "") -> float | None:
+        return sums.get((name, series))
+
+    kv_name = KV_USAGE if (KV_USAGE, "") in sums else KV_USAGE_OLD
+    buckets = {series: value for (name, series), value in sums.items()
+               if name == QUEUE_TIME + "_bucket"}
     return MetricsSnapshot(
-        running=sums.get(RUNNING),
-        waiting=sums.get(WAITING),
-        kv_usage=kv,
-        preemptions_total=sums.get(PREEMPTIONS + "_total"),
-        prompt_tokens_total=sums.get(PROMPT_TOKENS + "_total"),
-        generation_tokens_total=sums.get(GENERATION_TOKENS + "_total"),
-        iteration_tokens_sum=sums.get(ITERATION_TOKENS + "_sum"),
-        iteration_tokens_count=sums.get(ITERATION_TOKENS + "_count"),
+        running=total(RUNNING),
+        waiting=total(WAITING),
+        kv_usage=_mean_over_engines(sums, counts, kv_name),
+        preemptions_total=total(PREEMPTIONS + "_total"),
+        prompt_tokens_total=total(PROMPT_TOKENS + "_total"),
+        generation_tokens_total=total(GENERATION_TOKENS + "_total"),
+        iteration_tokens_sum=total(ITERATION_TOKENS + "_sum"),
+        iteration_tokens_count=total(ITERATION_TOKENS + "_count"),
+        waiting_capacity=total(WAITING_BY_REASON, "capacity"),
+        waiting_deferred=total(WAITING_BY_REASON, "deferred"),
+        prefix_cache_queries_total=total(PREFIX_CACHE_QUERIES + "_total"),
+        prefix_cache_hits_total=total(PREFIX_CACHE_HITS + "_total"),
+        estimated_flops_per_gpu_total=_mean_over_engines(sums, counts, FLOPS_PER_GPU + "_total"),
+        estimated_read_bytes_per_gpu_total=_mean_over_engines(
+            sums, counts, READ_BYTES_PER_GPU + "_total"),
+        estimated_write_bytes_per_gpu_total=_mean_over_engines(
+            sums, counts, WRITE_BYTES_PER_GPU + "_total"),
+        queue_time_sum=total(QUEUE_TIME + "_sum"),
+        queue_time_buckets=buckets,
     )
 
 
@@ -167,19 +224,9 @@ class QueueSampler:
         except ValueError:
             self._failed("not a Prometheus text page")
             return
+        # MetricsSnapshot holds exactly EngineSample's readings, under the same names.
         self.samples.append(
-            EngineSample(
-                t=arrived - self.t0,
-                replica=replica,
-                running=snapshot.running,
-                waiting=snapshot.waiting,
-                kv_usage=snapshot.kv_usage,
-                preemptions_total=snapshot.preemptions_total,
-                prompt_tokens_total=snapshot.prompt_tokens_total,
-                generation_tokens_total=snapshot.generation_tokens_total,
-                iteration_tokens_sum=snapshot.iteration_tokens_sum,
-                iteration_tokens_count=snapshot.iteration_tokens_count,
-            )
+            EngineSample(t=arrived - self.t0, replica=replica, **asdict(snapshot))
         )
 
     def _failed(self, reason: str) -> None:
@@ -207,6 +254,12 @@ def summarize(samples: list[EngineSample], start: float, end: float) -> QueueSum
     the window) to the last sample at or before `end`, summed over replicas. Mean tokens per
     step is the increase of the step histogram's sum over the increase of its count: how full
     the engine's steps were against max_num_batched_tokens during the window.
+
+    The prefix cache, the work estimates and the queue-time histogram are read over the whole
+    window instead: from the last sample at or before `start` to the first at or after `end`
+    (the sampler's last round comes after the load ends), so the work of the window's last
+    fraction of a second is not lost from a rate; the engine is idle on either side of its
+    window, so nothing outside it is counted. Rates divide by the window's length.
     """
     inside = [s for s in samples if start <= s.t <= end]
     summary = QueueSummary(samples=len(inside))
@@ -221,14 +274,16 @@ def summarize(samples: list[EngineSample], start: float, end: float) -> QueueSum
     for sample in sorted(samples, key=lambda s: s.t):
         by_replica.setdefault(sample.replica, []).append(sample)
 
-    for field, mean_name, peak_name, combine in (
+    for field_name, mean_name, peak_name, combine in (
         ("running", "mean_running", "peak_running", sum),
         ("waiting", "mean_waiting", "peak_waiting", sum),
         ("kv_usage", "mean_kv_usage", "peak_kv_usage", _mean),
     ):
-        mean, peak = _step_hold(by_replica, field, start, end, combine)
+        mean, peak = _step_hold(by_replica, field_name, start, end, combine)
         setattr(summary, mean_name, mean)
         setattr(summary, peak_name, peak)
+    summary.mean_waiting_capacity, _ = _step_hold(by_replica, "waiting_capacity", start, end, sum)
+    summary.mean_waiting_deferred, _ = _step_hold(by_replica, "waiting_deferred", start, end, sum)
     summary.max_gap_s = _max_gap(by_replica, start, end)
     summary.preemptions = _counter_delta(by_replica, "preemptions_total", start, end)
     summary.generation_tokens = _counter_delta(by_replica, "generation_tokens_total", start, end)
@@ -236,7 +291,83 @@ def summarize(samples: list[EngineSample], start: float, end: float) -> QueueSum
     steps = _counter_delta(by_replica, "iteration_tokens_count", start, end)
     if step_tokens is not None and steps:
         summary.mean_tokens_per_step = step_tokens / steps
+    _summarize_cache_and_work(summary, by_replica, start, end)
+    _summarize_queue_time(summary, by_replica, start, end)
     return summary
+
+
+def _summarize_cache_and_work(
+    summary: QueueSummary, by_replica: dict[int, list[EngineSample]], start: float, end: float
+) -> None:
+    """Prefix-cache tokens (summed over replicas) and work per GPU per second (their mean)."""
+    queries = _window_increases(by_replica, "prefix_cache_queries_total", start, end)
+    hits = _window_increases(by_replica, "prefix_cache_hits_total", start, end)
+    summary.prefix_cache_queries = sum(queries) if queries else None
+    summary.prefix_cache_hits = sum(hits) if hits else None
+    seconds = end - start
+    for field_name, rate_name in (
+        ("estimated_flops_per_gpu_total", "flops_per_gpu_s"),
+        ("estimated_read_bytes_per_gpu_total", "read_bytes_per_gpu_s"),
+        ("estimated_write_bytes_per_gpu_total", "write_bytes_per_gpu_s"),
+    ):
+        increases = _window_increases(by_replica, field_name, start, end)
+        # A counter that did not rise is one the engine does not keep (vLLM counts these only
+        # with --enable-mfu-metrics): not reported, never a measured zero.
+        if increases and sum(increases) > 0:
+            setattr(summary, rate_name, _mean(increases) / seconds)
+
+
+def _summarize_queue_time(
+    summary: QueueSummary, by_replica: dict[int, list[EngineSample]], start: float, end: float
+) -> None:
+    """Queue time of the requests that finished in the window, all replicas' requests pooled:
+    the bucket counts' increases are added bound by bound, then read as one histogram."""
+    pooled: dict[str, float] = {}
+    total_sum, sums_seen = 0.0, False
+    for rows in by_replica.values():
+        with_buckets = [s for s in rows if s.queue_time_buckets]
+        first, last = _window_ends(with_buckets, start, end)
+        if first is None or last is None:
+            continue
+        for bound, count in last.queue_time_buckets.items():
+            increase = max(0.0, count - first.queue_time_buckets.get(bound, 0.0))
+            pooled[bound] = pooled.get(bound, 0.0) + increase
+        if first.queue_time_sum is not None and last.queue_time_sum is not None:
+            total_sum += max(0.0, last.queue_time_sum - first.queue_time_sum)
+            sums_seen = True
+    if not pooled:
+        return
+    # The highest bound's bucket (+Inf) holds every request the histogram recorded.
+    requests = max(pooled.values())
+    summary.queue_time_requests = requests
+    if not requests:
+        return
+    if sums_seen:
+        summary.mean_queue_time_s = total_sum / requests
+    summary.queue_time_p50_s = histogram_percentile(pooled, 50)
+    summary.queue_time_p90_s = histogram_percentile(pooled, 90)
+    summary.queue_time_p99_s = histogram_percentile(pooled, 99)
+
+
+def histogram_percentile(buckets: dict[str, float], percentile: float) -> float | None:
+    """The upper bound of the bucket the percentile's rank falls in (bucket resolution).
+
+    buckets: cumulative counts keyed by their `le` bound, "+Inf" holding every observation.
+    The rank is percentile/100 x the count, and the answer the first bound whose cumulative
+    count reaches it, as Prometheus's histogram_quantile finds the bucket. Prometheus then
+    interpolates inside the bucket; Headroom does not, because queue times of a few
+    milliseconds all land in vLLM's first bucket (0-0.3 s) and interpolation would report them
+    as 0.15 s. So the figure reads "at most this", and None when the rank lies in the +Inf
+    bucket (above every finite bound) or nothing was observed.
+    """
+    ordered = sorted(((float(bound), count) for bound, count in buckets.items()))
+    if not ordered or ordered[-1][1] <= 0:
+        return None
+    rank = percentile / 100.0 * ordered[-1][1]
+    for bound, count in ordered:
+        if count >= rank:
+            return bound if math.isfinite(bound) else None
+    return None
 
 
 def _max_gap(by_replica: dict[int, list[EngineSample]], start: float, end: float) -> float:
@@ -291,6 +422,33 @@ def _value_at(rows: list[tuple[float, float]], t: float) -> float | None:
             break
         value = sample_value
     return value
+
+
+def _window_ends(
+    rows: list[EngineSample], start: float, end: float
+) -> tuple[EngineSample | None, EngineSample | None]:
+    """The samples a counter is read between for [start, end]: the last at or before start
+    (else the first inside), and the first at or after end (else the last inside)."""
+    before = [s for s in rows if s.t <= start]
+    inside = [s for s in rows if start <= s.t <= end]
+    after = [s for s in rows if s.t >= end]
+    first = before[-1] if before else (inside[0] if inside else None)
+    last = after[0] if after else (inside[-1] if inside else None)
+    return first, last
+
+
+def _window_increases(
+    by_replica: dict[int, list[EngineSample]], field_name: str, start: float, end: float
+) -> list[float]:
+    """Each replica's increase of a counter over the window (_window_ends), for the replicas
+    that report it; an engine restart (a counter going down) counts as no increase."""
+    increases = []
+    for rows in by_replica.values():
+        reporting = [s for s in rows if getattr(s, field_name) is not None]
+        first, last = _window_ends(reporting, start, end)
+        if first is not None and last is not None:
+            increases.append(max(0.0, getattr(last, field_name) - getattr(first, field_name)))
+    return increases
 
 
 def _counter_delta(by_replica, field, start, end) -> float | None:

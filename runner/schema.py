@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Final, Literal, get_args
+from urllib.parse import urlsplit
 
 from pydantic import (
     BaseModel,
@@ -506,6 +507,26 @@ class EngineLaunch(Schema):
     env: dict[str, str] = Field(default_factory=dict)
     startup_timeout_s: float = Field(default=600, gt=0)
     cpu_kvcache_space_gib: float = Field(default=1, gt=0)
+    # The node's dcgm-exporter page, scraped for GPU telemetry when NVML cannot be used here.
+    dcgm_exporter_url: str | None = Field(
+        default=None, description="http(s)://host:9400/metrics of the node's dcgm-exporter"
+    )
+
+    @field_validator("dcgm_exporter_url")
+    @classmethod
+    def _plain_http_url(cls, url: str | None) -> str | None:
+        # The plan is stored and downloadable: an address with a user name or password in it
+        # would publish them. The URL itself is not repeated, in case it holds one.
+        if url is None:
+            return None
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError("dcgm_exporter_url must be an http(s):// address with a host")
+        if parts.username is not None or parts.password is not None:
+            raise ValueError("dcgm_exporter_url must not carry a user name or password")
+        if CONTROL_CHARS_RE.search(url):
+            raise ValueError("dcgm_exporter_url contains control characters")
+        return url
 
     @field_validator("image")
     @classmethod
@@ -532,11 +553,40 @@ class EngineLaunch(Schema):
         return self
 
 
-WorkloadKind = Literal["case_study", "random", "dataset"]
+WorkloadKind = Literal["case_study", "random", "dataset", "trace", "lengths"]
 Endpoint = Literal["completions", "chat"]
+# The kinds whose prompts are read from a file in the data directory (runner.workloads
+# dataset_file); trace and lengths prompts are token ids (runner.traces).
+FILE_KINDS: Final = ("dataset", "trace", "lengths")
+TOKEN_ID_KINDS: Final = ("trace", "lengths")
+TraceFormat = Literal["auto", "mooncake", "burstgpt", "csv"]
+# What a trace workload does when a load would replay fewer of its requests than it holds.
+TraceLonger = Literal["truncate", "refuse"]
+# Mooncake's convention: each hash id stands for one block of 512 prompt tokens (vLLM's
+# timed-trace reader calls it --timed-trace-chunk-hash-size: 512 for the Moonshot traces).
+MOONCAKE_BLOCK_TOKENS: Final = 512
 
 
 class WorkloadSpec(Schema):
+    """What every request sends.
+
+    kind "trace" replays a request trace (Mooncake JSONL, BurstGPT CSV, or a CSV of
+    timestamp_s,input_tokens,output_tokens; runner.traces): each request gets the trace's input
+    length as a token-id prompt (requests sharing Mooncake hash ids share those prompt blocks,
+    so the prefix cache sees the trace's reuse) and the trace's output length as its
+    max_tokens. The trace is a workload kind because the file decides what is sent (lengths,
+    shared prefixes, request order) and is read once per plan, like a dataset; its arrival
+    times are replayed by the load shape "trace" (LoadSpec.speed), so one plan can sweep the
+    replay speed as load levels, or send the trace's requests as a burst or a closed loop.
+    kind "lengths" draws prompts and max_tokens from a request log's (input, output) token
+    counts (CSV or JSONL, no text), reproducing its distribution with the seed.
+
+    For trace and lengths the input range and output_tokens are not used: every request's
+    lengths come from the file. Both send token ids, so they need the completions endpoint
+    (a chat template takes text, and re-tokenized text would not keep the lengths or the
+    shared blocks), as vLLM's timed-trace benchmark does.
+    """
+
     kind: WorkloadKind = "case_study"
     input_tokens_min: int = Field(default=63, gt=0)
     input_tokens_max: int = Field(default=66, gt=0)
@@ -546,8 +596,31 @@ class WorkloadSpec(Schema):
     endpoint: Endpoint = "completions"
     stream: bool = True
     extra_body: dict[str, Any] = Field(default_factory=dict)
-    dataset_path: str | None = None
+    dataset_path: str | None = Field(
+        default=None, description="dataset, trace or length log: a file in the data directory"
+    )
     seed: int = 0
+    trace_format: TraceFormat = Field(
+        default="auto", description="trace file format; auto: from its first line"
+    )
+    trace_span_s: float | None = Field(
+        default=None, description="replay only the trace's first this many seconds (trace time)"
+    )
+    trace_longer: TraceLonger = Field(
+        default="truncate",
+        description="a load with fewer requests than the trace: replay its first ones (with a "
+        "note on the point) or refuse the plan",
+    )
+    trace_block_tokens: int = Field(
+        default=MOONCAKE_BLOCK_TOKENS, gt=0, description="prompt tokens per Mooncake hash id"
+    )
+
+    @field_validator("trace_span_s")
+    @classmethod
+    def _span_is_positive(cls, span: float | None) -> float | None:
+        if span is not None and not (math.isfinite(span) and span > 0):
+            raise ValueError(f"trace_span_s must be a finite number of seconds > 0, got {span!r}")
+        return span
 
     @model_validator(mode="after")
     def _consistent(self) -> WorkloadSpec:
@@ -555,18 +628,45 @@ class WorkloadSpec(Schema):
             raise ValueError("input_tokens_max must be >= input_tokens_min")
         if self.kind == "dataset" and not self.dataset_path:
             raise ValueError("a dataset workload needs dataset_path (a JSONL file)")
+        if self.kind == "trace" and not self.dataset_path:
+            raise ValueError("a trace workload needs dataset_path (the trace file)")
+        if self.kind == "lengths" and not self.dataset_path:
+            raise ValueError("a lengths workload needs dataset_path (the request log)")
+        if self.kind in TOKEN_ID_KINDS and self.endpoint != "completions":
+            raise ValueError(
+                f"a {self.kind} workload sends token-id prompts: use the completions endpoint "
+                "(a chat template takes text, which would not keep the lengths)"
+            )
+        trace_only = {
+            name: getattr(self, name)
+            for name in ("trace_format", "trace_span_s", "trace_longer", "trace_block_tokens")
+            if getattr(self, name) != type(self).model_fields[name].default
+        }
+        if trace_only and self.kind != "trace":
+            raise ValueError(
+                f"{', '.join(trace_only)} only apply to a trace workload (kind {self.kind!r})"
+            )
         return self
 
     def spec_label(self) -> str:
         """The input/output spec that decides whether two results are comparable."""
+        if self.kind == "trace":
+            return f"trace {self.dataset_path}"
+        if self.kind == "lengths":
+            return f"lengths of {self.dataset_path}"
         return f"{self.input_tokens_min}-{self.input_tokens_max} in / {self.output_tokens} out"
 
 
-LoadShape = Literal["burst", "concurrency", "rate"]
+LoadShape = Literal["burst", "concurrency", "rate", "trace"]
 
 
 class LoadSpec(Schema):
-    """How requests arrive: all at once, a closed loop of C in flight, or an open-loop rate.
+    """How requests arrive: all at once, a closed loop of C in flight, an open-loop rate, or
+    the arrival times of a trace workload (WorkloadSpec kind "trace") divided by `speed`.
+
+    A trace load sends the trace's first num_requests requests (runner.traces says how a
+    longer trace is truncated or refused), request i at (its trace time - the first one's) /
+    speed: speed 2 replays the trace twice as fast.
 
     JSON has no infinity, so an infinite burstiness is written as the string "inf" (pydantic
     would write null, and PostgreSQL's jsonb refuses Python's `Infinity`); "inf" reads back as
@@ -583,6 +683,19 @@ class LoadSpec(Schema):
     # A rate or burst with at most this many requests in flight, as `vllm bench serve
     # --max-concurrency`: a request waits for a slot, and its latency counts from when it went.
     max_concurrency: int | None = Field(default=None, gt=0)
+    speed: float = Field(
+        default=1.0, description="trace load: the replay speed, 2 = twice as fast; finite, > 0"
+    )
+
+    @field_validator("speed")
+    @classmethod
+    def _speed_is_positive(cls, speed: float) -> float:
+        if not (math.isfinite(speed) and speed > 0):
+            raise ValueError(
+                f"speed must be a finite factor > 0 (2 replays a trace twice as fast), got "
+                f"{speed!r}"
+            )
+        return speed
 
     @field_validator("rate")
     @classmethod
@@ -620,6 +733,13 @@ class LoadSpec(Schema):
             )
         if self.shape == "rate" and self.rate is None:
             raise ValueError("a rate load needs rate (requests/s)")
+        if self.shape != "trace" and self.speed != 1.0:
+            raise ValueError(f"speed replays a trace; a {self.shape} load has no trace times")
+        if self.shape == "trace" and (self.rate is not None or self.concurrency is not None):
+            raise ValueError(
+                "a trace load sends at the trace's own times: it takes speed (and "
+                "max_concurrency), not rate or concurrency"
+            )
         return self
 
     def label(self) -> str:
@@ -629,6 +749,8 @@ class LoadSpec(Schema):
             return f"burst {self.num_requests}{cap}"
         if self.shape == "concurrency":
             return f"concurrency {self.concurrency} x {self.num_requests}"
+        if self.shape == "trace":
+            return f"trace x{self.speed:g} x {self.num_requests}{cap}"
         # Poisson (burstiness 1) is the usual case and keeps its short name; any other shape
         # is part of the key, so two loads that differ only in burstiness are two points.
         shape = "" if self.burstiness == 1.0 else f" burstiness {self.burstiness:g}"
@@ -690,6 +812,15 @@ class SweepPlan(Schema):
             check_code_loading(config.extra_args, trusted=self.checkpoint.trusted)
         return self
 
+    @model_validator(mode="after")
+    def _trace_loads_need_a_trace(self) -> SweepPlan:
+        if self.workload.kind != "trace" and any(load.shape == "trace" for load in self.loads):
+            raise ValueError(
+                "a trace load replays a trace workload's arrival times: set workload kind "
+                "'trace' with the trace file"
+            )
+        return self
+
 
 # ---------------------------------------------------------------------------------------------
 # What was measured
@@ -726,6 +857,9 @@ class RequestRecord(Schema):
     )
     prompt_tokens: int | None = None
     output_tokens: int | None = None
+    max_tokens: int | None = Field(
+        default=None, description="this request's own max_tokens; None: the workload's"
+    )
     finish_reason: str | None = None
     status: int | None = None
     error: str | None = None
@@ -757,6 +891,23 @@ class EngineSample(Schema):
     # vllm:iteration_tokens_total histogram's running sum and count (tokens scheduled per step)
     iteration_tokens_sum: float | None = None
     iteration_tokens_count: float | None = None
+    # vllm:num_requests_waiting_by_reason (vLLM 0.32): waiting for scheduling capacity, and
+    # deferred by a transient constraint (LoRA budget, KV transfer); they add up to `waiting`.
+    waiting_capacity: float | None = None
+    waiting_deferred: float | None = None
+    # Prompt tokens looked up in the prefix cache, and those found there (running totals).
+    prefix_cache_queries_total: float | None = None
+    prefix_cache_hits_total: float | None = None
+    # vLLM's own estimates of the work per GPU, counted only when the engine runs with
+    # --enable-mfu-metrics (zero otherwise); each engine of a data-parallel server counts its own
+    # GPU's, so these are the mean over engines (running totals).
+    estimated_flops_per_gpu_total: float | None = None
+    estimated_read_bytes_per_gpu_total: float | None = None
+    estimated_write_bytes_per_gpu_total: float | None = None
+    # vllm:request_queue_time_seconds, recorded as each request finishes: its running sum and
+    # its cumulative bucket counts keyed by the `le` label as vLLM prints it ("0.3", "+Inf").
+    queue_time_sum: float | None = None
+    queue_time_buckets: dict[str, float] = Field(default_factory=dict)
     replica: int = 0
 
 
@@ -797,6 +948,32 @@ class QueueSummary(Schema):
     # From the vllm:iteration_tokens_total histogram (sum / count over the window): how close
     # the engine's steps came to max_num_batched_tokens, the token-budget evidence.
     mean_tokens_per_step: float | None = Field(default=None, json_schema_extra={"node": "mean"})
+    # Waiting split by vLLM's reason (vllm:num_requests_waiting_by_reason): "capacity" is the
+    # queue the scheduler could admit with more room, "deferred" is held back by something else.
+    mean_waiting_capacity: float | None = Field(default=None, json_schema_extra={"node": "sum"})
+    mean_waiting_deferred: float | None = Field(default=None, json_schema_extra={"node": "sum"})
+    # Prompt tokens looked up in the prefix cache during the window and those it held; the hit
+    # rate is their ratio (prefix_cache_hit_rate), so a node's rate weighs every replica's tokens.
+    prefix_cache_queries: float | None = Field(default=None, json_schema_extra={"node": "sum"})
+    prefix_cache_hits: float | None = Field(default=None, json_schema_extra={"node": "sum"})
+    # Achieved work per GPU per second over the window, from vLLM's estimates (counters that
+    # only count with --enable-mfu-metrics). None: not reported (counter absent, or it did not
+    # rise while the point ran). A per-GPU rate, so a node takes the mean of its replicas'.
+    flops_per_gpu_s: float | None = Field(default=None, json_schema_extra={"node": "mean"})
+    read_bytes_per_gpu_s: float | None = Field(default=None, json_schema_extra={"node": "mean"})
+    write_bytes_per_gpu_s: float | None = Field(default=None, json_schema_extra={"node": "mean"})
+    # Time requests spent waiting in the engine's queue, for the requests that finished in the
+    # window (vllm:request_queue_time_seconds). The mean is exact (sum over count); the
+    # percentiles are the upper bound of the histogram bucket the rank falls in, so they are
+    # only as fine as vLLM's buckets (0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10 s, ...), and None when
+    # the rank lies beyond the highest finite bound. A node's percentile is the highest
+    # replica's, an upper bound of the node's own (a pooled percentile never exceeds the
+    # largest of its parts').
+    queue_time_requests: float | None = Field(default=None, json_schema_extra={"node": "sum"})
+    mean_queue_time_s: float | None = Field(default=None, json_schema_extra={"node": "mean"})
+    queue_time_p50_s: float | None = Field(default=None, json_schema_extra={"node": "max"})
+    queue_time_p90_s: float | None = Field(default=None, json_schema_extra={"node": "max"})
+    queue_time_p99_s: float | None = Field(default=None, json_schema_extra={"node": "max"})
 
     NODE_RULES: ClassVar[frozenset[str]] = frozenset({"sum", "max", "mean"})
 
@@ -810,6 +987,98 @@ class QueueSummary(Schema):
                 f"QueueSummary.{name} declares no node rule (one of {sorted(cls.NODE_RULES)})"
             )
         return str(rule)
+
+    @property
+    def prefix_cache_hit_rate(self) -> float | None:
+        """Hits over queries in the window (0-1); None when no prompt token was looked up."""
+        if self.prefix_cache_hits is None or not self.prefix_cache_queries:
+            return None
+        return self.prefix_cache_hits / self.prefix_cache_queries
+
+    @property
+    def memory_bytes_per_gpu_s(self) -> float | None:
+        """Bytes read and written per GPU per second (vLLM's bandwidth estimate adds both)."""
+        parts = [v for v in (self.read_bytes_per_gpu_s, self.write_bytes_per_gpu_s) if v]
+        return sum(parts) if parts else None
+
+
+TelemetrySource = Literal["nvml", "dcgm-exporter", "psutil"]
+# How a GPU's energy over the window was found: its energy counter's increase, or its power
+# readings integrated (trapezoid) when it reports no counter.
+EnergyMethod = Literal["counter", "power-integral"]
+
+
+class TelemetrySample(Schema):
+    """One reading of one device during a point (runner.telemetry), on the point's clock.
+
+    A GPU reading (gpu set: NVML's index, which is dcgm-exporter's `gpu` label) holds the GPU's
+    gauges and its energy counter; a CPU reading (gpu None) holds the CPU time of one CPU
+    engine replica's processes. A field the source did not report is None.
+    """
+
+    t: float
+    replica: int = 0
+    gpu: int | None = Field(default=None, description="GPU index; None: a CPU-engine reading")
+    utilization_pct: float | None = Field(default=None, description="GPU busy, 0-100")
+    memory_used_mib: float | None = None
+    power_w: float | None = None
+    sm_clock_mhz: float | None = None
+    energy_j: float | None = Field(default=None, description="energy counter, J (running total)")
+    cpu_seconds: float | None = Field(
+        default=None, description="user + system CPU seconds of the processes (running total)"
+    )
+
+
+class GpuTelemetry(Schema):
+    """One GPU over the point's window."""
+
+    gpu: int
+    replica: int = 0
+    samples: int = Field(default=0, description="readings inside the window")
+    mean_utilization_pct: float | None = None
+    mean_memory_used_mib: float | None = None
+    peak_memory_used_mib: float | None = None
+    mean_power_w: float | None = None
+    peak_power_w: float | None = None
+    mean_sm_clock_mhz: float | None = None
+    energy_j: float | None = None
+    energy_method: EnergyMethod | None = None
+    energy_note: str | None = Field(default=None, description="why there is no energy figure")
+
+
+class CpuTelemetry(Schema):
+    """One CPU engine replica's processes over the point's window (CPU, never a GPU)."""
+
+    replica: int = 0
+    samples: int = 0
+    cpu_seconds: float | None = None
+    mean_cores_busy: float | None = Field(default=None, description="CPU seconds / window s")
+
+
+class TelemetrySummary(Schema):
+    """What the hardware did during the point's window (runner.telemetry.summarize_telemetry).
+
+    Energy is per GPU over exactly the client window; the point's figures need every sampled
+    GPU's energy (a node's energy is all of its GPUs'). `notes` say plainly what was not taken
+    and why; a point without a source has no figures at all, never estimated ones.
+    """
+
+    source: TelemetrySource | None = None
+    window_s: float | None = None
+    samples: int = Field(default=0, description="readings taken, inside the window or not")
+    gpus: list[GpuTelemetry] = Field(default_factory=list)
+    cpu: list[CpuTelemetry] = Field(default_factory=list)
+    # Over the GPUs: utilization averaged, power summed (the node's draw), the highest GPU peak.
+    mean_utilization_pct: float | None = None
+    mean_power_w: float | None = None
+    peak_power_w: float | None = None
+    energy_j: float | None = None
+    energy_method: EnergyMethod | Literal["mixed"] | None = None
+    joules_per_output_token: float | None = None
+    output_tokens_per_joule: float | None = None
+    cpu_seconds: float | None = None
+    mean_cores_busy: float | None = None
+    notes: list[str] = Field(default_factory=list)
 
 
 class Metrics(Schema):
@@ -906,6 +1175,27 @@ class NetworkRtt(Schema):
     probes: int = Field(gt=0, description="timed requests the median and minimum are over")
 
 
+class SendSchedule(Schema):
+    """How closely the client kept the intended send times of a burst, rate or trace load
+    (runner.loadgen.send_schedule); a closed loop has no schedule to keep.
+
+    Rates count requests after the first over the span from the first send to the last, so a
+    schedule of N evenly spaced sends at r/s reads r/s; scheduled is over the intended sends,
+    achieved over the actual ones. Send lag is actual - intended send: the client's own delay,
+    and, under max_concurrency, the wait for a slot.
+    """
+
+    requests: int = Field(description="requests in the schedule")
+    sent: int = Field(description="requests that went out (cancelled ones did not)")
+    scheduled_span_s: float
+    sent_span_s: float | None = None
+    scheduled_rate: float | None = Field(default=None, description="requests/s; None: span 0")
+    achieved_rate: float | None = Field(default=None, description="requests/s; None: span 0")
+    mean_send_lag_ms: float | None = None
+    p99_send_lag_ms: float | None = None
+    max_send_lag_ms: float | None = None
+
+
 class ClientHealth(Schema):
     """Whether the client itself could have distorted the timings."""
 
@@ -918,6 +1208,29 @@ class ClientHealth(Schema):
     reasons: list[str] = Field(default_factory=list)
     # Files written before it existed, imports and failed probes: None (not measured).
     network_rtt: NetworkRtt | None = None
+    # None: a closed loop, an import, or a file written before it existed.
+    schedule: SendSchedule | None = None
+
+
+class LengthHistogram(Schema):
+    """Token counts binned on shared edges: counts[i] values in [edges[i], edges[i+1]) (the
+    last bin also holds its upper edge), so two histograms on one set of edges compare."""
+
+    edges: list[float]
+    source: list[int] = Field(description="the file's requests")
+    sent: list[int] = Field(description="the point's requests")
+
+
+class LengthComparison(Schema):
+    """The request lengths of a trace or length-log workload's file beside the point's own
+    (runner.traces.length_comparison): input tokens as the server counted them
+    (usage.prompt_tokens, else the prompt's own length), output as the max_tokens sent."""
+
+    file: str
+    source_requests: int
+    sent_requests: int
+    input_tokens: LengthHistogram
+    output_tokens: LengthHistogram
 
 
 class Window(Schema):
@@ -1032,9 +1345,15 @@ class PointResult(Schema):
     per_replica: list[ReplicaResult] = Field(default_factory=list)
     provenance: Provenance | None = None
     samples: list[EngineSample] = Field(default_factory=list)
+    # GPU telemetry (or the CPU engine's CPU use) over the window, and the readings it rests on;
+    # files written before it existed read as "none taken".
+    telemetry: TelemetrySummary = Field(default_factory=TelemetrySummary)
+    telemetry_samples: list[TelemetrySample] = Field(default_factory=list)
     requests: list[RequestRecord] = Field(default_factory=list)
     source: Literal["headroom", "vllm-bench-import"] = "headroom"
     notes: list[str] = Field(default_factory=list)
+    # A trace or lengths workload: its file's request lengths beside the point's.
+    lengths: LengthComparison | None = None
 
 
 def point_key(config: EngineConfig, load: LoadSpec, repeat: int) -> str:

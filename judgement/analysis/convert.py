@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from judgement.analysis.checks import failed_checks
+from judgement.analysis.hardware import HardwareUse, hardware_use
 from judgement.analysis.types import (
     EXTRA_FLAGS,
     LATENCY_FIELDS,
@@ -36,10 +37,12 @@ def other_settings(config: EngineConfig) -> tuple[tuple[str, Any], ...]:
 
 
 def workload_shape(spec: WorkloadSpec) -> WorkloadShape:
+    """A file-driven workload (trace, length log) is its file: the token fields are only bounds."""
     return WorkloadShape(
         input_tokens_min=spec.input_tokens_min,
         input_tokens_max=spec.input_tokens_max,
         output_tokens=spec.output_tokens,
+        source=spec.spec_label() if spec.kind in ("trace", "lengths") else None,
     )
 
 
@@ -93,6 +96,32 @@ def from_point_result(p: PointResult) -> PointFigures:
         **{name: getattr(m, name) for name in LATENCY_FIELDS if name != "goodput_miss_pct"},
         goodput_miss_pct=goodput_miss_pct(p),
         **{name: getattr(q, name) for name in QUEUE_FIELDS},
+        prefix_cache_hit_rate=q.prefix_cache_hit_rate,
+        hardware=hardware_use_of(p),
+    )
+
+
+def cpu_engine(p: PointResult) -> bool:
+    """A CPU engine served the point: launched as cpu, or started on a host with no GPU."""
+    if p.provenance is None:
+        return False
+    engine, hw = p.provenance.engine, p.provenance.hardware
+    if engine.launch_style == "cpu":
+        return True
+    return engine.launch_style in ("serve", "docker") and not hw.gpu_count and not hw.gpu_name
+
+
+def hardware_use_of(p: PointResult) -> HardwareUse:
+    """The point's per-GPU work (its queue summary) against the peaks of the GPU it ran on
+    (Hardware.gpu_name, which an attached server's provenance never names)."""
+    prov = p.provenance
+    return hardware_use(
+        gpu_name=prov.hardware.gpu_name if prov else None,
+        precision=prov.checkpoint.precision if prov else None,
+        cpu_engine=cpu_engine(p),
+        bytes_per_s=p.queue.memory_bytes_per_gpu_s,
+        flops_per_s=p.queue.flops_per_gpu_s,
+        attached=prov is not None and prov.engine.launch_style == "attach",
     )
 
 

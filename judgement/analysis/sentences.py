@@ -180,6 +180,27 @@ def factors_sentence(
     return "; ".join(parts)
 
 
+def prefix_caching_sentence(
+    baseline: bool | None, baseline_hit_rate: float | None,
+    candidate: bool | None, candidate_hit_rate: float | None,
+) -> str:
+    """'prefix caching differs (baseline on, 97.1% of prompt tokens from the cache; candidate
+    off, no lookups reported): ...'."""
+
+    def side(name: str, setting: bool | None, hit_rate: float | None) -> str:
+        hits = (
+            f"{percent(hit_rate * 100)} of prompt tokens from the cache"
+            if hit_rate is not None else "no lookups reported"
+        )
+        return f"{name} {setting_value_text(setting)}, {hits}"
+
+    return (
+        f"prefix caching differs ({side('baseline', baseline, baseline_hit_rate)}; "
+        f"{side('candidate', candidate, candidate_hit_rate)}): the engines did not do the same "
+        "prompt work, so the change is not the scheduler's alone"
+    )
+
+
 def controlled_label(controlled: bool) -> str:
     return "controlled" if controlled else "not controlled"
 
@@ -411,7 +432,19 @@ def verdict_sentence(kind: str, evidence: Mapping[str, Any], partial: bool) -> s
         text = f"unclear: {evidence.get('why', 'no limit shows in the evidence')}"
     if partial and kind != "token_budget":
         text += " (evidence partial)"
+    if evidence.get("memory_bound"):
+        text += "; " + memory_bound_clause(evidence["memory_bandwidth_pct"], scope)
     return text
+
+
+def memory_bound_clause(bandwidth_pct: float, scope: _Scope) -> str:
+    """What a point at its GPUs' memory-bandwidth limit means for tuning: vLLM's byte estimate
+    per GPU against the datasheet peak (a node's is the mean of its replicas')."""
+    whose = f" (mean of the {scope.replicas} replicas)" if scope.node else ""
+    return (
+        f"at {percent(bandwidth_pct)} of memory-bandwidth peak per GPU{whose}: further "
+        "scheduler tuning cannot add much; a smaller KV dtype or more GPUs can"
+    )
 
 
 def setting_value_text(value: Any) -> str:

@@ -17,6 +17,7 @@ from datetime import date
 from typing import Any, Literal
 
 from judgement.analysis.errors import AnalysisError
+from judgement.analysis.hardware import HardwareUse
 
 # ---------------------------------------------------------------------------------------------
 # Inputs
@@ -34,6 +35,9 @@ class WorkloadShape:
     input_tokens_min: int
     input_tokens_max: int
     output_tokens: int
+    # The file a trace or length-log workload draws its lengths from ("trace customer.jsonl"):
+    # two such runs share a spec only with the same file, and never a synthetic one's (None).
+    source: str | None = None
 
     def __post_init__(self) -> None:
         if self.input_tokens_min <= 0 or self.output_tokens <= 0:
@@ -43,6 +47,8 @@ class WorkloadShape:
 
     def label(self) -> str:
         """Same text as runner.schema.WorkloadSpec.spec_label for a range; one number if fixed."""
+        if self.source is not None:
+            return self.source
         if self.input_tokens_min == self.input_tokens_max:
             return f"{self.input_tokens_min} in / {self.output_tokens} out"
         return f"{self.input_tokens_min}-{self.input_tokens_max} in / {self.output_tokens} out"
@@ -90,6 +96,12 @@ QUEUE_FIELDS = (
     "peak_kv_usage",
     "mean_kv_usage",
     "preemptions",
+    "mean_waiting_capacity",
+    "mean_waiting_deferred",
+    "mean_queue_time_s",
+    "queue_time_p50_s",
+    "queue_time_p90_s",
+    "queue_time_p99_s",
 )
 
 
@@ -158,6 +170,19 @@ class PointFigures:
     mean_kv_usage: float | None = None
     preemptions: float | None = None
     mean_tokens_per_step: float | None = None
+    # Waiting split by vLLM's reason, and the time requests waited in the engine's queue
+    # (bucket-resolution percentiles; QueueSummary says how they are read).
+    mean_waiting_capacity: float | None = None
+    mean_waiting_deferred: float | None = None
+    mean_queue_time_s: float | None = None
+    queue_time_p50_s: float | None = None
+    queue_time_p90_s: float | None = None
+    queue_time_p99_s: float | None = None
+    # Prompt tokens the prefix cache held over those looked up in the window (0-1); None when
+    # the engine reported no lookups.
+    prefix_cache_hit_rate: float | None = None
+    # Per-GPU work against the GPU's peaks (judgement.analysis.hardware); None when not judged.
+    hardware: HardwareUse | None = None
 
     def __post_init__(self) -> None:
         owner = f"point {self.key}"
@@ -166,7 +191,8 @@ class PointFigures:
             raise AnalysisError(f"{owner}: offered_concurrency must be > 0")
         if self.gpu_count < 1 or self.replicas < 1:
             raise AnalysisError(f"{owner}: gpu_count and replicas must be >= 1")
-        for name in (*LATENCY_FIELDS, *QUEUE_FIELDS, "mean_tokens_per_step", "queue_gap_fraction"):
+        for name in (*LATENCY_FIELDS, *QUEUE_FIELDS, "mean_tokens_per_step", "queue_gap_fraction",
+                     "prefix_cache_hit_rate"):
             _check_finite(owner, name, getattr(self, name))
 
     @property
@@ -386,6 +412,11 @@ class Comparison:
     differing: tuple[str, ...]
     unknown: tuple[str, ...]
     sentence: str
+    # Engine settings that change the work itself, not only how it is scheduled, named when
+    # they differ (compare.engine_differences): prefix caching on one side and off on the other.
+    engine_differences: tuple[str, ...] = ()
+    baseline_prefix_cache_hit_rate: float | None = None
+    candidate_prefix_cache_hit_rate: float | None = None
 
     @property
     def spec(self) -> FactorRow:

@@ -23,6 +23,11 @@ in evidence["also"]):
    verdict, before any condition is checked, when the engine samples leave more than
    QUEUE_GAP_MAX_FRACTION of the point uncovered: too few samples to judge the queue.
 
+Beside any engine verdict (not client_bound, whose timings may be wrong), a point whose GPUs
+moved at least MEMORY_BOUND_PCT of their memory-bandwidth peak is marked memory_bound: the
+sentence then adds that scheduler settings cannot add much there, fewer bytes per token (a
+smaller KV dtype) or more GPUs can.
+
 A node run's queue summary holds the sum of its replicas' mean running and waiting and the
 highest replica's peaks (runner.schema.QueueSummary says why), while max_num_seqs and
 max_num_batched_tokens bound each replica: the mean is compared with replicas x the cap, the
@@ -69,6 +74,13 @@ TOKEN_BUDGET_FRACTION = 0.9
 # between two samples, and the means would then read as an idle engine.
 QUEUE_GAP_MAX_FRACTION = 0.5
 
+# At or above this share of the GPU's memory-bandwidth peak (per GPU, vLLM's own byte estimate
+# against the datasheet figure, judgement.analysis.hardware) the GPU moves about all the bytes it
+# can: decoding reads the weights and every running request's KV cache each step, so admitting
+# more requests adds reads the memory cannot serve any faster. Measured memory kernels reach
+# about 80-90% of the datasheet bandwidth, so 80% is already near the practical ceiling.
+MEMORY_BOUND_PCT = 80.0
+
 # Saturated: the step from the previous load level added less than this much throughput ...
 SATURATION_GAIN_PCT = DEFAULT_THROUGHPUT_GAIN_PCT
 # ... while median end-to-end latency grew at least this much (or more requests waited).
@@ -90,9 +102,23 @@ def _evidence(point: PointFigures) -> dict[str, Any]:
         "peak_kv_usage": point.peak_kv_usage,
         "preemptions": point.preemptions,
         "mean_tokens_per_step": point.mean_tokens_per_step,
+        "mean_waiting_capacity": point.mean_waiting_capacity,
+        "mean_waiting_deferred": point.mean_waiting_deferred,
+        "mean_queue_time_s": point.mean_queue_time_s,
+        "queue_time_p50_s": point.queue_time_p50_s,
+        "queue_time_p90_s": point.queue_time_p90_s,
+        "queue_time_p99_s": point.queue_time_p99_s,
+        "prefix_cache_hit_rate": point.prefix_cache_hit_rate,
+        "memory_bandwidth_pct": point.hardware.bandwidth_pct if point.hardware else None,
+        "compute_pct": point.hardware.compute_pct if point.hardware else None,
         "client_saturated": point.client_saturated,
         "replicas": point.replicas,
     }
+
+
+def memory_bound(bandwidth_pct: float | None) -> bool:
+    """Whether a point's GPUs moved at least MEMORY_BOUND_PCT of their bandwidth peak."""
+    return bandwidth_pct is not None and bandwidth_pct >= MEMORY_BOUND_PCT
 
 
 def _has_engine_data(point: PointFigures) -> bool:
@@ -258,6 +284,8 @@ def verdict(point: PointFigures, previous: PointFigures | None = None) -> Verdic
             kind, partial = "token_budget", True
         else:
             kind = first  # type: ignore[assignment]
+    evidence["memory_bound"] = kind != "client_bound" and memory_bound(
+        evidence["memory_bandwidth_pct"])
     return Verdict(
         key=point.key,
         config_label=point.config_label,

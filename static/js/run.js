@@ -116,6 +116,68 @@ function drawSamples() {
   draw();
 }
 
+// GPU telemetry per point beside the queue chart, from the same samples.json: utilization and
+// power per GPU, or a CPU engine's cores busy (labelled CPU: it is not a GPU). Readings are
+// samples of continuous quantities, so they are joined by straight lines, not steps.
+function telemetryTraces(devices) {
+  var traces = [];
+  devices.forEach(function (d) {
+    if (d.kind === "cpu") {
+      var suffix = devices.length > 1 ? " r" + d.replica : "";
+      traces.push({type: "scatter", mode: "lines", name: "CPU cores busy" + suffix,
+                   x: d.t, y: d.cores_busy});
+      return;
+    }
+    traces.push({type: "scatter", mode: "lines", name: "GPU " + d.gpu + " utilization %",
+                 x: d.t, y: d.utilization_pct});
+    traces.push({type: "scatter", mode: "lines", name: "GPU " + d.gpu + " power W",
+                 x: d.t, y: d.power_w, yaxis: "y2", line: {dash: "dot"}});
+  });
+  return traces;
+}
+
+function drawTelemetry() {
+  var select = document.getElementById("telemetry-point");
+  if (!select) return;
+  if (!select.options.length) {
+    // No point of the run has readings: say so instead of an empty chart.
+    document.getElementById("telemetry-controls").hidden = true;
+    document.getElementById("telemetry-none").hidden = false;
+    return;
+  }
+  function draw() {
+    fetch(select.value, {credentials: "same-origin"})
+      .then(function (r) { return r.json(); })
+      .then(function (figure) {
+        var devices = figure.telemetry.devices;
+        var cpuOnly = devices.every(function (d) { return d.kind === "cpu"; });
+        var layout = {
+          margin: {t: 10, r: 50}, legend: {orientation: "h", y: -0.25},
+          xaxis: {title: {text: "Seconds since the point started"}},
+          yaxis: cpuOnly ? {title: {text: "CPU cores busy (CPU engine)"}, rangemode: "tozero"}
+                         : {title: {text: "GPU utilization %"}, range: [0, 100]}
+        };
+        if (!cpuOnly) {
+          layout.yaxis2 = {title: {text: "Power W"}, overlaying: "y", side: "right",
+                           rangemode: "tozero"};
+        }
+        Plotly.react("telemetry-chart", telemetryTraces(devices), layout, PLOT_CONFIG);
+      });
+  }
+  select.addEventListener("change", draw);
+  // The queue chart's point is the one to look at beside it: follow it when it has readings.
+  var queueSelect = document.getElementById("samples-point");
+  if (queueSelect) {
+    queueSelect.addEventListener("change", function () {
+      var match = Array.prototype.some.call(select.options, function (o) {
+        return o.value === queueSelect.value;
+      });
+      if (match) { select.value = queueSelect.value; draw(); }
+    });
+  }
+  draw();
+}
+
 var POLL_MS = 3000;
 
 function pollProgress() {
@@ -150,6 +212,7 @@ document.addEventListener("DOMContentLoaded", function () {
   drawThroughput();
   drawPareto();
   drawSamples();
+  drawTelemetry();
   showPlan();
   setTimeout(pollProgress, POLL_MS);
 });

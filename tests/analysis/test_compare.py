@@ -349,3 +349,24 @@ def test_same_spec_comparisons_keep_their_percentages_and_no_spec_statement():
     assert c.spec_differs is False and c.controlled is False
     assert c.ratio == pytest.approx(42_000 / 18_000)
     assert "no percentage" not in c.sentence
+
+
+def test_runs_on_two_traces_or_a_trace_and_a_synthetic_spec_are_not_controlled():
+    # The same token bounds, other files: the requests sent were not the same.
+    bounds = dict(input_tokens_min=10, input_tokens_max=4000, output_tokens=1000)
+    trace_a = WorkloadShape(**bounds, source="trace customer-a.jsonl")
+    trace_b = WorkloadShape(**bounds, source="trace customer-b.jsonl")
+    for other in (trace_b, WorkloadShape(**bounds)):
+        c = compare(
+            Measured(facts=facts(workload=trace_a), figures=initial()),
+            Measured(facts=facts(workload=other), figures=tuned()),
+        )
+        assert c.controlled is False and "spec" in c.differing
+    rows = {r.name: r for r in c.factors}
+    assert rows["workload"].baseline == "trace customer-a.jsonl"
+    same = compare(
+        Measured(facts=facts(workload=trace_a), figures=initial()),
+        Measured(facts=facts(workload=WorkloadShape(**bounds, source="trace customer-a.jsonl")),
+                 figures=tuned()),
+    )
+    assert same.controlled is True

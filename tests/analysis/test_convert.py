@@ -221,3 +221,14 @@ def test_an_import_that_records_no_gpu_host_or_checkpoint_leaves_them_unknown():
 def test_a_headroom_point_on_a_host_without_gpus_is_cpu_only():
     point = served_by(EngineInfo(launch_style="cpu"), gpu_name=None, gpu_count=0, cpu_model="Xeon")
     assert run_facts_from_point_result(point).gpu_sku == "CPU only (Xeon)"
+
+
+def test_a_trace_or_length_log_workload_is_its_file_not_its_token_bounds():
+    from judgement.analysis.convert import workload_shape
+    from runner.schema import WorkloadSpec
+
+    for kind, label in (("trace", "trace t.jsonl"), ("lengths", "lengths of t.jsonl")):
+        spec = WorkloadSpec(kind=kind, dataset_path="t.jsonl", endpoint="completions")
+        assert workload_shape(spec).source == label
+        assert workload_shape(spec).label() == label
+    assert workload_shape(WorkloadSpec()).source is None

@@ -166,3 +166,39 @@ def newest_schema_after(transactional_db):
     executor = MigrationExecutor(connection)
     executor.loader.build_graph()
     executor.migrate(executor.loader.graph.leaf_nodes())
+
+
+# Headless Debian Chromium for the browser tests (never a downloaded browser).
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run",
+]
+
+
+@pytest.fixture
+def browser_page():
+    """A page in headless Chromium, driven by Playwright's sync API."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    if not os.path.exists(CHROMIUM):
+        pytest.skip("install Debian's chromium: apt-get install chromium chromium-driver")
+    # Playwright's sync API runs an event loop in this thread; the ORM calls in these tests are
+    # plain blocking calls made between browser steps, never inside the loop.
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield browser.new_page()
+        finally:
+            browser.close()
+    os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+
+
+@pytest.fixture
+def logged_in_page(browser_page, live_server, owner):
+    """browser_page after logging in as the owner (an engineer)."""
+    browser_page.goto(f"{live_server.url}/accounts/login/")
+    browser_page.fill("#id_username", "owner")
+    browser_page.fill("#id_password", "owner-password")
+    browser_page.click("button[type=submit]")
+    return browser_page

@@ -5,6 +5,7 @@ find the chart drawn. Needs a real worker and engine: run under flock /tmp/headr
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -12,29 +13,12 @@ from benchmarks.models import Checkpoint, Node, Runtime
 
 pytestmark = [pytest.mark.browser, pytest.mark.engine, pytest.mark.django_db(transaction=True)]
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run",
-]
 RUN_TIMEOUT_MS = 900_000
 
 
 @pytest.fixture
-def page():
-    sync_api = pytest.importorskip("playwright.sync_api")
-    if not os.path.exists(CHROMIUM):
-        pytest.skip("install Debian's chromium: apt-get install chromium chromium-driver")
-    # Playwright's sync API runs an event loop in this thread; the ORM calls in this test are
-    # plain blocking calls made between browser steps, never inside the loop.
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield browser.new_page()
-        finally:
-            browser.close()
-    os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+def page(browser_page):
+    return browser_page
 
 
 def test_a_person_launches_a_sweep_and_sees_its_chart(
@@ -68,14 +52,30 @@ def test_a_person_launches_a_sweep_and_sees_its_chart(
     page.select_option("#id_endpoint", "completions")
     page.fill("#id_max_num_seqs", "4")
     page.fill("#id_load_levels", "32")
+    _screenshot(page, "launch-form")
     page.click("#launch-form button[type=submit]")
+    # Nothing runs before the confirmation page, which shows the plan's size and cost first.
+    expect(page.locator("h1")).to_have_text("Confirm the launch")
+    expect(page.locator("#size-points")).to_have_text("1")
+    _screenshot(page, "launch-confirm")
+    page.click("#confirm-form button[type=submit]")
 
     expect(page.locator("#run-state")).to_have_text("succeeded", timeout=RUN_TIMEOUT_MS)
     expect(page.locator("#throughput-chart .main-svg").first).to_be_visible()
     expect(page.locator("#samples-chart .main-svg").first).to_be_visible(timeout=30_000)
     expect(page.locator("table.points tbody tr")).to_have_count(1)
+    expect(page.locator("#run-estimate")).to_contain_text("- took ")
     # The point was sampled densely enough to be judged: no sparse-samples caveat, a verdict.
     row = page.locator("table.points tbody tr").first
     expect(row).not_to_contain_text("sparse-queue-samples")
     expect(row).not_to_contain_text("no verdict")
+    _screenshot(page, "launched-run")
     page.goto("about:blank")  # stop polling before the live server and database go away
+
+
+def _screenshot(page, name: str) -> None:
+    """Kept for a person to look at when HEADROOM_SCREENSHOT_DIR is set."""
+    target = os.environ.get("HEADROOM_SCREENSHOT_DIR")
+    if target:
+        Path(target).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(target) / f"{name}.png"), full_page=True)

@@ -318,7 +318,7 @@ def test_the_single_nodes_gpu_memory_starts_the_grid_at_vllms_own_defaults():
     make_node("gpu-a", gpu_memory_mib=143771)  # an H200: 140 GiB
     form = LaunchForm()
     assert form["max_num_seqs"].value() == "1024"
-    assert form["max_num_batched_tokens"].value() == 8192
+    assert form["max_num_batched_tokens"].value() == "8192"
     assert form.batch_defaults_notes() == [
         "gpu-a: vLLM's own defaults there are --max-num-seqs 1024, "
         "--max-num-batched-tokens 8192."]

@@ -219,7 +219,7 @@ def test_launching_onto_an_offline_node_warns_that_the_run_waits(
     node = make_node("gpu-b", last_heartbeat_at=ago(heartbeat_s))
     data = {"node": node.pk, "checkpoint": make_checkpoint().pk, "runtime": make_runtime().pk,
             "workload_preset": "case-study", "max_num_seqs": "256", "load_levels": "1000",
-            "repeats": "1", "replicas": "1"}
+            "repeats": "1", "replicas": "1", "confirm": "1"}
     response = owner_client.post("/runs/new/", data)
     assert Benchmark.objects.get().state == "queued"
     said = [str(m) for m in get_messages(response.wsgi_request)]

@@ -45,6 +45,7 @@ def tiny_form(node: Node, checkpoint: Checkpoint, runtime: Runtime) -> dict[str,
         "load_levels": "8 64",
         "repeats": 1,
         "replicas": 1,
+        "confirm": "1",  # as the confirmation page's Launch posts it
     }
 
 
@@ -77,6 +78,10 @@ def test_a_launched_sweep_runs_on_a_real_worker_and_its_page_shows_the_points(
     assert page.status_code == 200
     html = page.content.decode()
     assert "burst 64" in html and "CPU engine stands in for a GPU" in html
+    # No earlier run of the tiny model here: the default estimate, beside what the run took.
+    assert benchmark.estimated_wall_s > 0 and benchmark.estimated_gpu_hours is None
+    assert benchmark.estimate_basis.startswith("No earlier run of ")
+    assert "GPU-hours none: a CPU node holds no GPUs" in html and " - took " in html
     assert client.get(f"/runs/{benchmark.code}/progress.json").json()["final"] is True
     samples = client.get(f"/runs/{benchmark.code}/points/{points[1].pk}/samples.json").json()
     series = samples["replicas"][0]

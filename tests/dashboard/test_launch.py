@@ -43,6 +43,7 @@ def form_data(target, **overrides):
         "load_levels": "1000 2000",
         "repeats": "2",
         "replicas": "1",
+        "confirm": "1",  # as the confirmation page's Launch posts it
     }
     data.update(overrides)
     return data
@@ -84,9 +85,14 @@ def test_goodput_slos_from_the_form_go_into_the_plan(owner_client, node, broker)
     "overrides, field, message",
     [
         ({"max_num_seqs": "256, lots"}, "max_num_seqs", "not a whole number"),
-        ({"max_num_seqs": "0"}, "max_num_seqs", "greater than zero"),
-        ({"max_num_seqs": "1024", "max_num_batched_tokens": "512"}, "max_num_batched_tokens",
-         "must be >= max_num_seqs"),
+        ({"max_num_seqs": "0"}, "max_num_seqs", "0: Input should be greater than 0"),
+        ({"max_num_seqs": "8 8"}, "max_num_seqs", "Each value once"),
+        ({"max_num_seqs": "1024", "max_num_batched_tokens": "512"}, "__all__",
+         "vLLM would refuse every combination: seqs=1024,tokens=512: not run, "
+         "max_num_batched_tokens (512) must be >= max_num_seqs (1024)"),
+        ({"kv_cache_dtype": "fp8 fp9"}, "kv_cache_dtype", "unknown KV-cache dtype 'fp9'"),
+        ({"max_num_seqs": "", "engine_config_list": "--max-num-seqs"}, "engine_config_list",
+         "Line 1: --max-num-seqs needs a value"),
         ({"extra_args": "--max-num-seqs 5"}, "extra_args", "has its own field"),
         ({"extra_args": "--turbo"}, "extra_args", "unknown engine flag"),
         ({"extra_args": "-tp 8 -pp 4"}, "extra_args", "-tp: short flags are not accepted"),
@@ -230,7 +236,7 @@ def test_every_engine_setting_has_a_cli_flag_and_a_form_field():
         assert setting.flag in flags, setting.flag
         assert setting.name in LaunchForm().fields, setting.name
     assert [field.name for field in LaunchForm().engine_fields()] == [
-        *(s.name for s in settings), "extra_args"
+        *(s.name for s in settings), "extra_args", "engine_config_list"
     ]
 
 
@@ -266,7 +272,7 @@ def test_a_setting_left_blank_keeps_the_engines_default(owner_client, node, brok
     "overrides, field, message",
     [
         ({"gpu_memory_utilization": "0"}, "gpu_memory_utilization", "greater than 0"),
-        ({"block_size": "0"}, "block_size", "greater than or equal to 1"),
+        ({"block_size": "0"}, "block_size", "0: Input should be greater than 0"),
         ({"tensor_parallel_size": "2", "replicas": "2"}, "tensor_parallel_size",
          "2 replica(s) x 2 GPUs each need 4 GPUs"),
     ],
@@ -420,3 +426,130 @@ def test_the_model_directories_setting_fails_closed_and_takes_only_absolute_path
     monkeypatch.setenv("HEADROOM_MODEL_DIRS", "/models:var")
     with pytest.raises(ImproperlyConfigured, match="absolute directories, got \\['var'\\]"):
         envdirs("HEADROOM_MODEL_DIRS")
+
+
+# ---------------------------------------------------------------------------------------------
+# Engine-config grids
+# ---------------------------------------------------------------------------------------------
+
+
+def launched_configs(owner_client, data) -> list[dict]:
+    response = owner_client.post("/runs/new/", data)
+    assert response.status_code == 302, response.context["form"].errors
+    return Benchmark.objects.get().plan["engine_configs"]
+
+
+def config_labels(configs: list[dict]) -> list[str]:
+    from runner.schema import EngineConfig
+
+    return [EngineConfig.model_validate(c).label() for c in configs]
+
+
+def test_two_axes_launch_their_cross_product(owner_client, node, broker):
+    data = form_data(node, max_num_seqs="4, 16", max_num_batched_tokens="256, 2048")
+    configs = launched_configs(owner_client, data)
+    assert config_labels(configs) == [
+        "seqs=4,tokens=256,kv=fp8", "seqs=4,tokens=2048,kv=fp8",
+        "seqs=16,tokens=256,kv=fp8", "seqs=16,tokens=2048,kv=fp8",
+    ]
+    benchmark = Benchmark.objects.get()
+    assert benchmark.points_total == 4 * 2 * 2
+    assert benchmark.plan_notes == []
+
+
+def test_combinations_vllm_refuses_are_left_out_with_a_note(owner_client, node, broker):
+    data = form_data(node, max_num_seqs="4, 512", max_num_batched_tokens="256, 2048")
+    configs = launched_configs(owner_client, data)
+    assert [(c["max_num_seqs"], c["max_num_batched_tokens"]) for c in configs] == [
+        (4, 256), (4, 2048), (512, 2048)
+    ]
+    benchmark = Benchmark.objects.get()
+    assert benchmark.points_total == 3 * 2 * 2
+    assert benchmark.plan_notes == [
+        "seqs=512,tokens=256: not run, max_num_batched_tokens (256) must be >= max_num_seqs "
+        "(512); vLLM refuses to start otherwise"
+    ]
+
+
+def test_a_grid_over_the_cap_is_refused_with_its_size(owner_client, node):
+    # 5 x 5 = 25 combinations, none refused: past the 20 configs a launch may start.
+    data = form_data(node, max_num_seqs="1 2 3 4 5", max_num_batched_tokens="256 512 1024 2048 4096")
+    response = owner_client.post("/runs/new/", data)
+    assert response.status_code == 400
+    errors = " ".join(response.context["form"].non_field_errors())
+    assert "5 --max-num-seqs x 5 --max-num-batched-tokens = 25 combinations (25 to run)" in errors
+    assert "at most 20 engine configs" in errors
+    assert not Benchmark.objects.exists()
+
+
+def test_a_grid_at_the_cap_launches(owner_client, node, broker):
+    data = form_data(node, max_num_seqs="1 2 3 4", max_num_batched_tokens="256 512 1024 2048 4096")
+    assert len(launched_configs(owner_client, data)) == 20
+
+
+def test_the_cap_counts_the_configs_left_after_pruning(owner_client, node, broker):
+    # 7 x 3 = 21 combinations; 600 and 700 sequences cannot run with 512 tokens: 19 to run.
+    data = form_data(node, max_num_seqs="1 2 3 4 5 600 700", max_num_batched_tokens="512 1024 2048")
+    assert len(launched_configs(owner_client, data)) == 19
+    assert len(Benchmark.objects.get().plan_notes) == 2
+
+
+def test_a_switch_on_and_off_is_two_configs(owner_client, node, broker):
+    data = form_data(node, max_num_seqs="8", enable_prefix_caching="both")
+    configs = launched_configs(owner_client, data)
+    assert [c["enable_prefix_caching"] for c in configs] == [True, False]
+
+
+def test_extra_flag_lines_are_an_axis(owner_client, node, broker):
+    data = form_data(node, max_num_seqs="8", extra_args="--enforce-eager\n(none)\n")
+    configs = launched_configs(owner_client, data)
+    assert [c["extra_args"] for c in configs] == [["--enforce-eager"], []]
+
+
+def test_an_explicit_list_runs_exactly_its_configs(owner_client, node, broker):
+    data = form_data(
+        node, max_num_seqs="", max_num_batched_tokens="",
+        engine_config_list="--max-num-seqs 4 --max-num-batched-tokens 256\n\n"
+        "--max-num-seqs 16 --enable-prefix-caching --enforce-eager",
+    )
+    configs = launched_configs(owner_client, data)
+    assert config_labels(configs) == [
+        "seqs=4,tokens=256,kv=fp8", "seqs=16,kv=fp8,prefix=True,--enforce-eager"
+    ]
+
+
+def test_a_list_beside_a_grid_is_refused(owner_client, node):
+    data = form_data(node, engine_config_list="--max-num-seqs 4")
+    response = owner_client.post("/runs/new/", data)
+    errors = " ".join(response.context["form"].errors["engine_config_list"])
+    assert "either as the grid above or as this list" in errors
+    assert "--max-num-seqs, --max-num-batched-tokens" in errors
+    assert not Benchmark.objects.exists()
+
+
+def test_the_widest_tensor_parallel_config_must_fit_the_node(owner_client, node):
+    data = form_data(node, tensor_parallel_size="1, 2", replicas="2")
+    response = owner_client.post("/runs/new/", data)
+    errors = " ".join(response.context["form"].errors["tensor_parallel_size"])
+    assert "2 replica(s) x 2 GPUs each need 4 GPUs" in errors
+
+
+def test_a_budget_below_the_nodes_default_sequences_is_refused_when_seqs_is_blank(owner_client):
+    # A CPU node: vLLM's CPU default is 128 sequences, so 64 batched tokens cannot start.
+    cpu_node = make_node(f"cpu-{uuid.uuid4().hex[:8]}", gpu_count=0, gpu_name="", launch_style="cpu")
+    data = form_data(cpu_node, max_num_seqs="", max_num_batched_tokens="64, 256")
+    client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    try:
+        configs = launched_configs(owner_client, data)
+    finally:
+        client.delete(cpu_node.queue)
+    assert [c["max_num_batched_tokens"] for c in configs] == [256]
+    assert "below the 128 sequences vLLM runs by default" in Benchmark.objects.get().plan_notes[0]
+
+
+def test_extra_flags_beside_a_list_are_refused_too(owner_client, node):
+    data = form_data(node, max_num_seqs="", max_num_batched_tokens="",
+                     extra_args="--enforce-eager", engine_config_list="--max-num-seqs 4")
+    errors = " ".join(owner_client.post("/runs/new/", data).context["form"].errors[
+        "engine_config_list"])
+    assert "(the grid sets extra engine flags)" in errors

@@ -62,6 +62,8 @@ CHANGE_CHECKPOINT = "benchmarks.change_checkpoint"
 ADD_RUNTIME = "benchmarks.add_runtime"
 CHANGE_RUNTIME = "benchmarks.change_runtime"
 CHANGE_NODE = "benchmarks.change_node"
+ADD_ENDPOINT = "benchmarks.add_endpoint"
+CHANGE_ENDPOINT = "benchmarks.change_endpoint"
 VIEW_AUDIT = "benchmarks.view_auditevent"
 
 ENGINEER = frozenset({LAUNCH, IMPORT, CHOOSE, COMPARE, ADD_REFERENCE, EDIT_REFERENCE, PUBLISH})
@@ -69,6 +71,8 @@ FLEET_MANAGER = ENGINEER | {
     CANCEL_ANY,
     "benchmarks.add_checkpoint", "benchmarks.change_checkpoint",
     "benchmarks.add_runtime", "benchmarks.change_runtime",
+    # Registering an endpoint points a node's worker at an address someone typed.
+    ADD_ENDPOINT, CHANGE_ENDPOINT,
 }
 ADMINISTRATOR = FLEET_MANAGER | {
     TRUST, VIEW_AUDIT, "benchmarks.add_node", "benchmarks.change_node", "benchmarks.delete_node",
@@ -151,6 +155,19 @@ def node(world: World) -> dict[str, Any]:
     return {"pk": world.run.node_id}
 
 
+def endpoint(world: World) -> dict[str, Any]:
+    """An endpoint on the run's node. Nothing listens at its address: "check now" is refused
+    at once."""
+    from benchmarks.models import Endpoint
+
+    row, _ = Endpoint.objects.get_or_create(
+        name="walked", base_url="http://127.0.0.1:9", served_model="tiny",
+        node_id=world.run.node_id, checkpoint_id=world.run.checkpoint_id,
+        runtime_id=world.run.runtime_id,
+    )
+    return {"pk": row.pk}
+
+
 # Keyed by URL name (the route where it has none). The Django admin is not walked: every one of
 # its URLs is behind the admin site's own staff check and model permissions (tested below).
 RULES: dict[str, Rule] = {
@@ -173,6 +190,7 @@ RULES: dict[str, Rule] = {
     "run_json": Rule(LOGIN, None, run),
     "run_csv": Rule(LOGIN, None, run),
     "run_plan_yaml": Rule(LOGIN, None, run),
+    "run_again": Rule(LAUNCH, None, run),  # the launch form filled in: it launches nothing
     "operating_point": Rule(LOGIN, CHOOSE, run),
     "comparisons": Rule(LOGIN, None),
     "comparison_new": Rule(COMPARE, COMPARE),
@@ -190,6 +208,10 @@ RULES: dict[str, Rule] = {
     "catalog_runtime_edit": Rule(CHANGE_RUNTIME, CHANGE_RUNTIME, runtime),
     "catalog_nodes": Rule(LOGIN, None),
     "catalog_node_edit": Rule(CHANGE_NODE, CHANGE_NODE, node),
+    "catalog_endpoints": Rule(LOGIN, None),
+    "catalog_endpoint_new": Rule(ADD_ENDPOINT, ADD_ENDPOINT),
+    "catalog_endpoint_edit": Rule(CHANGE_ENDPOINT, CHANGE_ENDPOINT, endpoint),
+    "catalog_endpoint_check": Rule(None, CHANGE_ENDPOINT, endpoint),
     "report_list": Rule(LOGIN, None),
     "report_new": Rule(PUBLISH, PUBLISH, run),
     "report_new_from_comparison": Rule(PUBLISH, PUBLISH, comparison),
@@ -336,7 +358,7 @@ def test_a_new_account_holds_no_permission_and_is_offered_no_action():
                          f"/runs/{sweep.code}/operating-point/")]
     assert all(p for p in pages)
     for action in ('href="/runs/new/"', 'href="/runs/import/"', "/cancel/", "/report/",
-                   "/comparisons/new/", "/references/new/", 'id="operating-point-form"',
+                   "/again/", "/comparisons/new/", "/references/new/", 'id="operating-point-form"',
                    'href="/audit/"'):
         assert not any(action in page for page in pages), action
 
@@ -350,6 +372,7 @@ def test_an_engineer_is_offered_what_the_role_may_do_and_not_the_audit_log():
     queued_page = client.get(f"/runs/{queued.code}/").content.decode()
     assert 'href="/runs/new/"' in run_page and 'href="/runs/import/"' in run_page
     assert f"/runs/{sweep.code}/report/" in run_page and "/comparisons/new/" in run_page
+    assert f'href="/runs/{sweep.code}/again/"' in run_page
     assert 'id="operating-point-form"' in run_page
     assert f"/runs/{queued.code}/cancel/" in queued_page
     assert 'href="/audit/"' not in run_page
@@ -496,7 +519,7 @@ def launch_form(node) -> dict[str, Any]:
 
     return {"node": node.pk, "checkpoint": make_checkpoint().pk, "runtime": make_runtime().pk,
             "workload_preset": "case-study", "max_num_seqs": "256", "load_levels": "1000",
-            "repeats": "1", "replicas": "1"}
+            "repeats": "1", "replicas": "1", "confirm": "1"}
 
 
 def test_a_launch_is_recorded_with_its_launcher(engineer, monkeypatch):

@@ -135,7 +135,7 @@ def test_a_plan_made_on_the_form_comes_back_onto_it_and_launches_the_same_plan(
         # Blank: the plan's "vLLM decides" must win over the node's suggested 8192 on the way back.
         "max_num_batched_tokens": "", "gpu_memory_utilization": "0.85",
         "enable_prefix_caching": "false", "extra_args": "--enforce-eager --seed 7",
-        "repeats": "2", "replicas": "2", "goodput": "ttft:500 e2el:20000.5",
+        "repeats": "2", "replicas": "2", "goodput": "ttft:500 e2el:20000.5", "confirm": "1",
     }
     assert engineer.post("/runs/new/", form).status_code == 302
     first = Benchmark.objects.get()
@@ -147,9 +147,46 @@ def test_a_plan_made_on_the_form_comes_back_onto_it_and_launches_the_same_plan(
     assert "Every part of the file is on the form." in response.content.decode()
     assert Benchmark.objects.count() == 1 and launches == [first]  # it only filled the form
 
-    assert engineer.post("/runs/new/", form_post(response.context["form"])).status_code == 302
+    again = {**form_post(response.context["form"]), "confirm": "1"}
+    assert engineer.post("/runs/new/", again).status_code == 302
     second = Benchmark.objects.exclude(pk=first.pk).get()
     assert second.plan == first.plan
+
+
+@pytest.mark.parametrize(
+    "engine_fields",
+    [
+        # A grid of three axes and two extra-flag lines: 2 x 2 x 2 x 2 = 16 configs.
+        {"max_num_seqs": "64, 256", "max_num_batched_tokens": "4096 8192",
+         "enable_prefix_caching": "both", "extra_args": "--enforce-eager\n(none)"},
+        # A grid one of whose combinations vLLM refuses (512 sequences on 256 tokens).
+        {"max_num_seqs": "4, 512", "max_num_batched_tokens": "256, 2048"},
+        # A setting given in one config only is no axis: the explicit list.
+        {"max_num_seqs": "", "max_num_batched_tokens": "",
+         "engine_config_list": "--max-num-seqs 8\n--enforce-eager"},
+        # An explicit list.
+        {"max_num_seqs": "", "max_num_batched_tokens": "",
+         "engine_config_list": "--max-num-seqs 8 --kv-cache-dtype fp8_e5m2\n"
+                               "--max-num-seqs 32 --no-enable-prefix-caching --enforce-eager"},
+    ],
+)
+def test_a_grid_or_list_made_on_the_form_comes_back_onto_it_as_the_same_configs(
+    engineer, launches, tmp_path, engine_fields
+):
+    node = make_node("gpu-a", gpu_count=8)
+    form = {
+        "node": node.pk, "checkpoint": make_checkpoint().pk, "runtime": make_runtime().pk,
+        "workload_preset": "case-study", "load_levels": "100", "repeats": "1",
+        "replicas": "1", "confirm": "1", **engine_fields,
+    }
+    assert engineer.post("/runs/new/", form).status_code == 302
+    first = Benchmark.objects.get()
+    response = upload(engineer, download(engineer, first, tmp_path).read_bytes())
+    assert response.context["plan_left_out"] == []
+    again = {**form_post(response.context["form"]), "confirm": "1"}
+    assert engineer.post("/runs/new/", again).status_code == 302
+    second = Benchmark.objects.exclude(pk=first.pk).get()
+    assert second.plan["engine_configs"] == first.plan["engine_configs"]
 
 
 def test_a_preset_workload_comes_back_as_its_preset(engineer):
@@ -182,8 +219,6 @@ def test_what_the_form_cannot_express_is_named_and_the_rest_is_filled(engineer, 
         "workload.seed 7: the form sends 0",
         "loads the form cannot send with these fields: rate 4.0/s x 100 (one shape, one request "
         "count, Poisson arrivals, no in-flight cap, at most 20)",
-        "engine configs the form cannot send: seqs=512,mem=0.9 (it varies only --max-num-seqs, "
-        "at most 20 values; the other settings are the first config's)",
         "engine configs without a KV-cache dtype run with the checkpoint's fp8",
         'client: not on the form; a launch uses the default {"processes": 1, '
         '"request_timeout_s": 600.0, "stall_timeout_s": 60.0, "cpus": []}',
@@ -193,7 +228,12 @@ def test_what_the_form_cannot_express_is_named_and_the_rest_is_filled(engineer, 
     page = response.content.decode()
     assert all(escape(item) in page for item in left_out)
     initial = response.context["form"].initial
-    assert (initial["max_num_seqs"], initial["gpu_memory_utilization"]) == ("256, 512", 0.8)
+    # Two configs that are no cross product go to the explicit list, the grid left blank.
+    assert initial["engine_config_list"] == (
+        "--max-num-seqs 256 --gpu-memory-utilization 0.8\n"
+        "--max-num-seqs 512 --gpu-memory-utilization 0.9"
+    )
+    assert (initial["max_num_seqs"], initial["gpu_memory_utilization"]) == ("", "")
     assert initial["load_levels"] == "1000"
     assert not launches and not Benchmark.objects.exists()
 

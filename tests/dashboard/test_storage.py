@@ -22,10 +22,26 @@ def test_the_request_encoding_covers_every_field_of_the_schema():
 
 
 def test_samples_keep_every_schema_field_including_the_newer_ones():
+    histogram = {"0.3": 2.0, "1.0": 5.0, "+Inf": 7.0}
     sample = schema.EngineSample(t=1.0, running=3, **{
-        name: 7.0 for name in schema.EngineSample.model_fields if name not in ("t", "running", "replica")
+        name: histogram if field.annotation == dict[str, float] else 7.0
+        for name, field in schema.EngineSample.model_fields.items()
+        if name not in ("t", "running", "replica")
     }, replica=2)
     assert storage.decode_samples(storage.encode_samples([sample])) == [sample]
+
+
+def test_samples_stored_before_the_newer_fields_read_them_as_unknown():
+    # A blob written before vLLM 0.32's fields existed has no array for them.
+    sample = schema.EngineSample(
+        t=1.0, running=3, waiting=2, prefix_cache_hits_total=40.0,
+        queue_time_buckets={"0.3": 1.0, "+Inf": 1.0}, replica=1)
+    arrays = storage._unpack(storage.encode_samples([sample]))
+    old = {name: array for name, array in arrays.items()
+           if not name.startswith(("prefix_cache", "queue_time", "waiting_", "estimated_"))}
+    (read,) = storage.decode_samples(storage._pack(old))
+    assert (read.t, read.running, read.waiting, read.replica) == (1.0, 3, 2, 1)
+    assert read.prefix_cache_hits_total is None and read.queue_time_buckets == {}
 
 
 def test_an_empty_point_encodes_to_empty_lists():

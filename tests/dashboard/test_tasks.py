@@ -26,7 +26,8 @@ class FakeRunPlan:
         self.then = then
         self.calls = []
 
-    def __call__(self, plan, workdir, *, skip_keys, cancel, on_progress, data_dir):
+    def __call__(self, plan, workdir, *, skip_keys, cancel, on_progress, data_dir,
+                 credentials=None):
         self.calls.append({"plan": plan, "skip_keys": skip_keys, "data_dir": data_dir})
         for i, point in enumerate(self.points):
             on_progress(Progress(i, len(self.points), 5, 10, f"measuring {point.key}"))

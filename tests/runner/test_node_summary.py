@@ -16,20 +16,36 @@ REPLICAS = [
     QueueSummary(samples=10, max_gap_s=0.5, mean_running=100.0, mean_waiting=20.0,
                  peak_running=128.0, peak_waiting=40.0, peak_kv_usage=0.875,
                  mean_kv_usage=0.75, preemptions=2.0, generation_tokens=25_600.0,
-                 mean_tokens_per_step=1_800.0),
+                 mean_tokens_per_step=1_800.0,
+                 mean_waiting_capacity=18.0, mean_waiting_deferred=2.0,
+                 prefix_cache_queries=6_400.0, prefix_cache_hits=4_800.0,
+                 flops_per_gpu_s=1.0e12, read_bytes_per_gpu_s=2.0e12, write_bytes_per_gpu_s=0.25e12,
+                 queue_time_requests=100.0, mean_queue_time_s=0.5, queue_time_p50_s=0.5,
+                 queue_time_p90_s=1.0, queue_time_p99_s=2.5),
     QueueSummary(samples=12, max_gap_s=1.5, mean_running=120.0, mean_waiting=30.0,
                  peak_running=110.0, peak_waiting=70.0, peak_kv_usage=0.625,
                  mean_kv_usage=0.25, preemptions=0.0, generation_tokens=25_600.0,
-                 mean_tokens_per_step=2_000.0),
-    # An engine that exposed no step histogram: left out of the tokens-per-step mean only.
+                 mean_tokens_per_step=2_000.0,
+                 mean_waiting_capacity=30.0, mean_waiting_deferred=0.0,
+                 prefix_cache_queries=6_400.0, prefix_cache_hits=6_400.0,
+                 flops_per_gpu_s=2.0e12, read_bytes_per_gpu_s=3.0e12, write_bytes_per_gpu_s=0.5e12,
+                 queue_time_requests=100.0, mean_queue_time_s=1.5, queue_time_p50_s=0.8,
+                 queue_time_p90_s=2.0, queue_time_p99_s=5.0),
+    # An engine that exposed no step histogram and no work estimates: left out of those only.
     QueueSummary(samples=8, max_gap_s=1.0, mean_running=80.0, mean_waiting=10.0,
                  peak_running=100.0, peak_waiting=90.0, peak_kv_usage=0.5,
                  mean_kv_usage=0.5, preemptions=1.0, generation_tokens=20_480.0,
-                 mean_tokens_per_step=None),
+                 mean_tokens_per_step=None,
+                 mean_waiting_capacity=10.0, mean_waiting_deferred=0.0,
+                 prefix_cache_queries=5_120.0, prefix_cache_hits=0.0,
+                 queue_time_requests=80.0, mean_queue_time_s=0.25, queue_time_p50_s=0.3,
+                 queue_time_p90_s=0.5, queue_time_p99_s=1.0),
 ]
 
 # By hand: sums 10+12+8, 100+120+80, 20+30+10, 2+0+1, 25600+25600+20480; highest 1.5, 128,
-# 90, 0.875; means (0.75+0.25+0.5)/3 and (1800+2000)/2.
+# 90, 0.875; means (0.75+0.25+0.5)/3 and (1800+2000)/2. vLLM 0.32's: sums 18+30+10, 2+0+0,
+# 6400+6400+5120, 4800+6400+0, 100+100+80; per-GPU rates the mean of the two that report them;
+# queue-time mean (0.5+1.5+0.25)/3; the highest of each percentile.
 NODE = {
     "samples": 30,
     "max_gap_s": 1.5,
@@ -42,6 +58,18 @@ NODE = {
     "preemptions": 3.0,
     "generation_tokens": 71_680.0,
     "mean_tokens_per_step": 1_900.0,
+    "mean_waiting_capacity": 58.0,
+    "mean_waiting_deferred": 2.0,
+    "prefix_cache_queries": 17_920.0,
+    "prefix_cache_hits": 11_200.0,
+    "flops_per_gpu_s": 1.5e12,
+    "read_bytes_per_gpu_s": 2.5e12,
+    "write_bytes_per_gpu_s": 0.375e12,
+    "queue_time_requests": 280.0,
+    "mean_queue_time_s": 0.75,
+    "queue_time_p50_s": 0.8,
+    "queue_time_p90_s": 2.0,
+    "queue_time_p99_s": 5.0,
 }
 
 
@@ -59,6 +87,18 @@ def test_every_queue_field_declares_how_a_node_combines_it():
         "preemptions": "sum",
         "generation_tokens": "sum",
         "mean_tokens_per_step": "mean",
+        "mean_waiting_capacity": "sum",
+        "mean_waiting_deferred": "sum",
+        "prefix_cache_queries": "sum",
+        "prefix_cache_hits": "sum",
+        "flops_per_gpu_s": "mean",
+        "read_bytes_per_gpu_s": "mean",
+        "write_bytes_per_gpu_s": "mean",
+        "queue_time_requests": "sum",
+        "mean_queue_time_s": "mean",
+        "queue_time_p50_s": "max",
+        "queue_time_p90_s": "max",
+        "queue_time_p99_s": "max",
     }
 
 
@@ -89,6 +129,11 @@ def test_a_field_no_replica_recorded_stays_unrecorded_on_the_node():
     node = _node_queue([QueueSummary(samples=3), QueueSummary(samples=4)])
     assert node.samples == 7
     assert node.mean_running is None and node.mean_tokens_per_step is None
+
+
+def test_a_node_hit_rate_weighs_every_replicas_tokens():
+    # 11,200 of 17,920 looked-up tokens, not the mean of 75%, 100% and 0%.
+    assert _node_queue(REPLICAS).prefix_cache_hit_rate == pytest.approx(11_200 / 17_920)
 
 
 def test_a_single_replica_is_its_own_summary():

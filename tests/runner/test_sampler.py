@@ -239,3 +239,4 @@ def test_the_sampler_scrapes_every_target_on_the_point_clock_and_skips_failures(
     assert all(0 <= s.t <= elapsed for s in samples)
     assert [s.t for s in samples] == sorted(s.t for s in samples)
     assert samples[0].running == 14 and samples[0].kv_usage == pytest.approx(0.375)
+

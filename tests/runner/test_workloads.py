@@ -44,7 +44,9 @@ def test_it_lands_every_case_study_prompt_in_the_token_range(fake_vllm):
         return server_count(text)
 
     prompts = build_prompts(workload, 150, counter)
-    assert [p.text.split()[1] for p in prompts[:3]] == ["0:", "1:", "2:"]
+    # The guide first, the id last: every prompt shares the guide as its prefix.
+    assert [p.text.split()[-1] for p in prompts[:3]] == ["0)", "1)", "2)"]
+    assert len({p.text.split(" (request")[0][:200] for p in prompts}) == 1
     assert all(63 <= words(p.text) <= 66 and p.input_tokens == words(p.text) for p in prompts)
     assert len(calls) <= 3 * 16  # one binary search per id width (1-3 digits), not per request
 

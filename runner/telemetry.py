@@ -1,0 +1,625 @@
+"""What the hardware did during a point: GPU telemetry and energy, or the CPU engine's CPU use.
+
+A background thread beside the queue sampler (runner.sampler) reads one source every
+sample_interval_s, stamping time.monotonic() as the queue samples do, so both line up on the
+point's clock once rebased on its t0. The source is the first that applies:
+
+- an engine started on this node's GPUs (serve, docker styles): NVML through nvidia-ml-py
+  (`pynvml`), for exactly the GPUs the point's replicas use (runner.engine.replica_gpus):
+  utilization, memory used, power, SM clock and the energy counter;
+- otherwise the node's dcgm-exporter page (launch.dcgm_exporter_url), the same five fields;
+- the CPU launch style: the CPU time of each engine's process group (psutil), labelled CPU.
+
+None of them: the point's telemetry says plainly that none was taken. Nothing is estimated.
+
+`summarize_telemetry` reduces the readings to the point's client window (PointResult.window).
+Gauges are read as straight lines between readings (a reading is a sample of a continuous
+quantity, not a held state as the engine's queue gauges are): a mean is the trapezoid integral
+over the window divided by its length, the window's edges interpolated between the readings on
+either side. A GPU's energy is its energy counter's increase over the window (interpolated at
+both edges), or, when the GPU reports no counter, its power integrated over the window the same
+way. A counter that goes backwards (a driver reload, a wrap) is refused, never read as negative
+energy, and so are readings that do not reach both edges of the window.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from itertools import pairwise
+from typing import Any, Protocol
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+from runner.engine import RunningEngine, replica_gpus
+from runner.schema import (
+    CpuTelemetry,
+    EnergyMethod,
+    EngineConfig,
+    EngineLaunch,
+    GpuTelemetry,
+    PointResult,
+    TelemetrySample,
+    TelemetrySource,
+    TelemetrySummary,
+    Window,
+)
+
+NVML_MODULE = "pynvml"  # nvidia-ml-py, NVIDIA's own binding
+PSUTIL_MODULE = "psutil"
+SCRAPE_TIMEOUT_S = 2.0
+MILLI = 1000.0  # NVML reports mW and mJ; NVML and DCGM both count energy in mJ
+MIB = 1024 * 1024
+
+# dcgm-exporter's field -> TelemetrySample field, in the units dcgm-exporter documents.
+DCGM_FIELDS = {
+    "DCGM_FI_DEV_GPU_UTIL": "utilization_pct",  # %
+    "DCGM_FI_DEV_FB_USED": "memory_used_mib",  # MiB
+    "DCGM_FI_DEV_POWER_USAGE": "power_w",  # W
+    "DCGM_FI_DEV_SM_CLOCK": "sm_clock_mhz",  # MHz
+    "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": "energy_j",  # mJ, converted below
+}
+
+NO_GPU_TELEMETRY = "no GPU telemetry was taken"
+
+
+class TelemetryReadError(Exception):
+    """One round of readings got nothing; the message says why in a few words."""
+
+
+class Source(Protocol):
+    name: TelemetrySource
+
+    def read(self, clock: Callable[[], float]) -> list[TelemetrySample]:
+        """One reading per device, each stamped by `clock` when it was taken."""
+        ...
+
+    def close(self) -> None: ...
+
+
+# ---------------------------------------------------------------------------------------------
+# Sources
+# ---------------------------------------------------------------------------------------------
+
+
+class NvmlSource:
+    """The point's GPUs through NVML. A query a GPU does not support (no energy counter before
+    Volta, no power reading on some boards) is None for that field."""
+
+    name: TelemetrySource = "nvml"
+
+    def __init__(self, nvml: Any, gpus: Mapping[int, int]) -> None:
+        self._nvml = nvml
+        # NVML's indices are the ones CUDA_VISIBLE_DEVICES and docker's --gpus name when CUDA
+        # orders devices by PCI bus (CUDA_DEVICE_ORDER=PCI_BUS_ID), and on a node of one GPU
+        # model, which is how serving nodes are built.
+        self._handles = {
+            gpu: (replica, nvml.nvmlDeviceGetHandleByIndex(gpu)) for gpu, replica in gpus.items()
+        }
+        self._queries = self._all_queries()
+
+    def read(self, clock: Callable[[], float]) -> list[TelemetrySample]:
+        samples = []
+        for gpu, (replica, handle) in self._handles.items():
+            values = {field: self._query(query, handle) for field, query in self._queries}
+            # Stamped when the readings came back, as the queue sampler stamps a scrape.
+            t = clock()
+            if any(value is not None for value in values.values()):
+                samples.append(TelemetrySample(t=t, replica=replica, gpu=gpu, **values))
+        if not samples:
+            raise TelemetryReadError("every NVML query failed")
+        return samples
+
+    def _all_queries(self) -> list[tuple[str, Callable[[Any], float]]]:
+        """Each field's query, in NVML's units converted: power mW -> W (the board's draw,
+        averaged over about a second on recent GPUs), energy mJ -> J, memory bytes -> MiB."""
+        nvml = self._nvml
+        return [
+            ("utilization_pct", lambda h: float(nvml.nvmlDeviceGetUtilizationRates(h).gpu)),
+            ("memory_used_mib", lambda h: nvml.nvmlDeviceGetMemoryInfo(h).used / MIB),
+            ("power_w", lambda h: nvml.nvmlDeviceGetPowerUsage(h) / MILLI),
+            ("sm_clock_mhz", lambda h: float(nvml.nvmlDeviceGetClockInfo(h, nvml.NVML_CLOCK_SM))),
+            ("energy_j", lambda h: nvml.nvmlDeviceGetTotalEnergyConsumption(h) / MILLI),
+        ]
+
+    def _query(self, query: Callable[[Any], float], handle: Any) -> float | None:
+        try:
+            return query(handle)
+        except self._nvml.NVMLError:
+            return None
+
+    def close(self) -> None:
+        self._nvml.nvmlShutdown()
+
+
+def parse_dcgm(text: str) -> dict[int, dict[str, float]]:
+    """GPU index -> the fields of DCGM_FIELDS from one dcgm-exporter page (energy in J).
+
+    prometheus_client's parser is the one the queue sampler uses; it names a counter's samples
+    `..._total` whether the page did or not, so the suffix is dropped before matching. A GPU
+    listed twice (dcgm-exporter's per-pod labels) keeps its first reading; a NaN value is left
+    out. ValueError when the page is not Prometheus text.
+    """
+    readings: dict[int, dict[str, float]] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            field = DCGM_FIELDS.get(sample.name.removesuffix("_total"))
+            gpu = sample.labels.get("gpu", "")
+            # NaN is valid Prometheus text ("no value"): a missing reading, not a figure.
+            if field is None or not gpu.isdigit() or not math.isfinite(sample.value):
+                continue
+            value = sample.value / MILLI if field == "energy_j" else float(sample.value)
+            readings.setdefault(int(gpu), {}).setdefault(field, value)
+    return readings
+
+
+class DcgmSource:
+    """The node's dcgm-exporter page. gpus None: every GPU it lists (an attached server's GPUs,
+    which this runner cannot name), all counted as replica 0."""
+
+    name: TelemetrySource = "dcgm-exporter"
+
+    def __init__(self, url: str, gpus: Mapping[int, int] | None) -> None:
+        self._url = url
+        self._gpus = gpus
+        self._client = httpx.Client(timeout=SCRAPE_TIMEOUT_S)
+
+    def read(self, clock: Callable[[], float]) -> list[TelemetrySample]:
+        try:
+            response = self._client.get(self._url)
+        except httpx.TimeoutException:
+            raise TelemetryReadError(f"no answer within {SCRAPE_TIMEOUT_S:g} s") from None
+        except httpx.HTTPError as exc:
+            raise TelemetryReadError(f"the request failed ({type(exc).__name__})") from None
+        t = clock()
+        if response.status_code != 200:
+            raise TelemetryReadError(f"HTTP {response.status_code}")
+        try:
+            readings = parse_dcgm(response.text)
+        except ValueError:
+            raise TelemetryReadError("not a Prometheus text page") from None
+        samples = [
+            TelemetrySample(t=t, replica=self._replica(gpu), gpu=gpu, **fields)
+            for gpu, fields in sorted(readings.items())
+            if self._gpus is None or gpu in self._gpus
+        ]
+        if not samples:
+            raise TelemetryReadError("the page has no DCGM_FI_DEV_* readings of the point's GPUs")
+        return samples
+
+    def _replica(self, gpu: int) -> int:
+        return 0 if self._gpus is None else self._gpus[gpu]
+
+    def close(self) -> None:
+        self._client.close()
+
+
+class ProcessGroupCpu:
+    """CPU seconds of each CPU engine's process group (the guard, vLLM's API server, its engine
+    core and workers), as a running total.
+
+    A process's user + system time is read while it lives and kept once it is gone, so the total
+    never drops when a worker exits (what it used after its last reading, under one interval, is
+    missed). Processes are keyed by pid and start time: a reused pid is another process. Reaped
+    children's times (psutil's children_*) are left out: those children were counted directly.
+    """
+
+    name: TelemetrySource = "psutil"
+
+    def __init__(self, psutil: Any, groups: Mapping[int, int]) -> None:
+        self._psutil = psutil
+        self._groups = dict(groups)  # replica -> process group id
+        self._seconds: dict[int, dict[tuple[int, float], float]] = {r: {} for r in groups}
+        self._processes: dict[int, Any] = {}
+
+    def read(self, clock: Callable[[], float]) -> list[TelemetrySample]:
+        pids = self._psutil.pids()
+        samples = []
+        for replica, group in self._groups.items():
+            members = [pid for pid in pids if _process_group(pid) == group]
+            for pid in members:
+                self._read_process(replica, pid)
+            t = clock()
+            if members and self._seconds[replica]:
+                total = sum(self._seconds[replica].values())
+                samples.append(TelemetrySample(t=t, replica=replica, cpu_seconds=total))
+        if not samples:
+            raise TelemetryReadError("no process of the engine's process group could be read")
+        return samples
+
+    def _read_process(self, replica: int, pid: int) -> None:
+        psutil = self._psutil
+        try:
+            process = self._processes.get(pid)
+            if process is None or not process.is_running():  # new, or its pid was reused
+                process = self._processes[pid] = psutil.Process(pid)
+            times = process.cpu_times()
+            key = (pid, process.create_time())
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            return
+        self._seconds[replica][key] = times.user + times.system
+
+    def close(self) -> None:
+        self._processes.clear()
+
+
+def _process_group(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except OSError:  # gone since the pid list was read
+        return None
+
+
+# ---------------------------------------------------------------------------------------------
+# The sampler
+# ---------------------------------------------------------------------------------------------
+
+
+class TelemetrySampler:
+    """Reads `source` every interval_s in a background thread; absolute monotonic times.
+
+    A failed round is skipped, as a failed scrape is: the point is measured either way. No
+    source: nothing runs and `note` says why no telemetry was taken.
+    """
+
+    def __init__(
+        self, source: Source | None, interval_s: float, unavailable: str | None = None
+    ) -> None:
+        self.source = source
+        self.interval_s = interval_s
+        self.unavailable = unavailable
+        self.samples: list[TelemetrySample] = []
+        self.failures = 0
+        self.last_failure: str | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="telemetry-sampler", daemon=True)
+
+    @property
+    def source_name(self) -> TelemetrySource | None:
+        return self.source.name if self.source is not None else None
+
+    def start(self) -> None:
+        if self.source is not None:
+            self._thread.start()
+
+    def stop(self) -> list[TelemetrySample]:
+        """Stop after one last round (so the window's end is covered); readings by time."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+        elif self.source is not None and self._thread.ident is None:
+            self.source.close()  # never started: the thread did not close it
+        return sorted(self.samples, key=lambda s: (s.t, s.replica, s.gpu or 0))
+
+    def note(self) -> str | None:
+        """A sentence for the point when nothing was read; None when anything was."""
+        if self.source is None:
+            return self.unavailable
+        if self.samples:
+            return None
+        what = "CPU use" if self.source.name == "psutil" else "GPU telemetry"
+        return (
+            f"no {what} was taken: every {_SOURCE_WORDS[self.source.name]} reading failed "
+            f"({self.last_failure or 'the sampler never ran'})"
+        )
+
+    def _run(self) -> None:
+        assert self.source is not None
+        try:
+            while True:
+                started = time.monotonic()
+                self._read_once()
+                if self._stop.is_set():
+                    return
+                self._stop.wait(max(0.0, self.interval_s - (time.monotonic() - started)))
+        finally:
+            self.source.close()
+
+    def _read_once(self) -> None:
+        assert self.source is not None
+        try:
+            self.samples.extend(self.source.read(time.monotonic))
+        except TelemetryReadError as exc:
+            self.failures += 1
+            self.last_failure = str(exc)
+
+
+_SOURCE_WORDS: dict[TelemetrySource, str] = {
+    "nvml": "NVML",
+    "dcgm-exporter": "dcgm-exporter",
+    "psutil": "psutil CPU",
+}
+
+
+def open_telemetry(
+    launch: EngineLaunch, config: EngineConfig, running: Sequence[RunningEngine],
+    interval_s: float,
+) -> TelemetrySampler:
+    """The sampler for a point of `config` on `running`, with the first source that applies."""
+    if launch.style == "cpu":
+        return _cpu_sampler(running, interval_s)
+    gpus = None
+    reasons: list[str] = []
+    if launch.style != "attach":
+        # GPU index -> the replica using it, as the engines were started.
+        gpus = {
+            gpu: engine.replica
+            for engine in running
+            for gpu in replica_gpus(launch, config, engine.replica, None)
+        }
+        source, reason = _open_nvml(gpus)
+        if source is not None:
+            return TelemetrySampler(source, interval_s)
+        reasons.append(reason)
+    else:
+        reasons.append(
+            "the attached server's GPUs are on a host this runner cannot read with NVML"
+        )
+    if launch.dcgm_exporter_url:
+        return TelemetrySampler(DcgmSource(launch.dcgm_exporter_url, gpus), interval_s)
+    reasons.append("the plan names no dcgm-exporter URL (launch.dcgm_exporter_url)")
+    return TelemetrySampler(None, interval_s, f"{NO_GPU_TELEMETRY}: {'; '.join(reasons)}")
+
+
+def _open_nvml(gpus: Mapping[int, int]) -> tuple[NvmlSource | None, str]:
+    try:
+        nvml = importlib.import_module(NVML_MODULE)
+    except ImportError:
+        return None, "NVML is not available here (nvidia-ml-py is not installed)"
+    try:
+        nvml.nvmlInit()
+    except nvml.NVMLError as exc:
+        return None, f"NVML did not start ({exc})"
+    try:
+        return NvmlSource(nvml, gpus), ""
+    except nvml.NVMLError as exc:
+        nvml.nvmlShutdown()
+        return None, f"NVML cannot read GPU(s) {sorted(gpus)} ({exc})"
+
+
+def _cpu_sampler(running: Sequence[RunningEngine], interval_s: float) -> TelemetrySampler:
+    groups = {e.replica: e.process_group for e in running if e.process_group is not None}
+    absent = f"no CPU use was taken and {NO_GPU_TELEMETRY} (the CPU engine uses no GPU)"
+    try:
+        psutil = importlib.import_module(PSUTIL_MODULE)
+    except ImportError:
+        return TelemetrySampler(None, interval_s, f"{absent}: psutil is not installed")
+    if not groups:
+        return TelemetrySampler(None, interval_s, f"{absent}: no engine process of ours")
+    return TelemetrySampler(ProcessGroupCpu(psutil, groups), interval_s)
+
+
+def record_telemetry(point: PointResult, sampler: TelemetrySampler,
+                     raw: Sequence[TelemetrySample], t0: float) -> None:
+    """Rebase the readings on the point's t0 and put them and their summary on the point."""
+    samples = [s.model_copy(update={"t": s.t - t0}) for s in raw]
+    point.telemetry_samples = samples
+    point.telemetry = summarize_telemetry(
+        samples, point.window, point.metrics.total_output_tokens,
+        source=sampler.source_name, note=sampler.note(),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# The summary over the window
+# ---------------------------------------------------------------------------------------------
+
+Series = list[tuple[float, float]]
+
+
+def summarize_telemetry(
+    samples: Sequence[TelemetrySample],
+    window: Window | None,
+    output_tokens: int,
+    *,
+    source: TelemetrySource | None,
+    note: str | None = None,
+) -> TelemetrySummary:
+    """Per GPU and per CPU engine over [window.start, window.end], and the point's energy.
+
+    The point's energy is all its GPUs' (None unless every sampled GPU has a figure);
+    joules per output token is that energy over the point's output tokens.
+    """
+    summary = TelemetrySummary(source=source, samples=len(samples))
+    if note:
+        summary.notes.append(note)
+    if not samples:
+        return summary
+    if window is None or window.end <= window.start:
+        summary.notes.append("the point has no client window, so no telemetry figures")
+        return summary
+    start, end = window.start, window.end
+    summary.window_s = end - start
+    gpus = sorted({s.gpu for s in samples if s.gpu is not None})
+    summary.gpus = [
+        _gpu_summary([s for s in samples if s.gpu == gpu], start, end) for gpu in gpus
+    ]
+    cpu_rows = [s for s in samples if s.gpu is None and s.cpu_seconds is not None]
+    for replica in sorted({s.replica for s in cpu_rows}):
+        cpu, problem = _cpu_summary(replica, [s for s in cpu_rows if s.replica == replica],
+                                    start, end)
+        summary.cpu.append(cpu)
+        if problem:
+            summary.notes.append(f"no CPU-seconds figure for replica {replica}: {problem}")
+    if summary.cpu and not summary.gpus:
+        summary.notes.append(
+            f"CPU engine: these are its processes' CPU use, and {NO_GPU_TELEMETRY} "
+            "(it uses no GPU)"
+        )
+    _gpu_totals(summary, output_tokens)
+    _cpu_totals(summary)
+    return summary
+
+
+def _gpu_summary(rows: list[TelemetrySample], start: float, end: float) -> GpuTelemetry:
+    first = rows[0]
+    gpu = GpuTelemetry(
+        gpu=first.gpu or 0,
+        replica=first.replica,
+        samples=sum(1 for s in rows if start <= s.t <= end),
+    )
+    series = {name: _series(rows, name) for name in
+              ("utilization_pct", "memory_used_mib", "power_w", "sm_clock_mhz", "energy_j")}
+    gpu.mean_utilization_pct = _mean(series["utilization_pct"], start, end)
+    gpu.mean_memory_used_mib = _mean(series["memory_used_mib"], start, end)
+    gpu.peak_memory_used_mib = _peak(series["memory_used_mib"], start, end)
+    gpu.mean_power_w = _mean(series["power_w"], start, end)
+    gpu.peak_power_w = _peak(series["power_w"], start, end)
+    gpu.mean_sm_clock_mhz = _mean(series["sm_clock_mhz"], start, end)
+    method: EnergyMethod
+    if series["energy_j"]:
+        method = "counter"
+        energy, problem = _counter_increase(series["energy_j"], start, end, "energy counter")
+    elif series["power_w"]:
+        method = "power-integral"
+        energy, problem = _covering_integral(series["power_w"], start, end, "power readings")
+    else:
+        energy, problem = None, "the GPU reported neither an energy counter nor power"
+    if energy is not None and energy <= 0:
+        energy, problem = None, f"its {method} shows no energy used over the window"
+    if energy is None:
+        gpu.energy_note = f"no energy figure for GPU {gpu.gpu}: {problem}"
+    else:
+        gpu.energy_j, gpu.energy_method = energy, method
+    return gpu
+
+
+def _cpu_summary(
+    replica: int, rows: list[TelemetrySample], start: float, end: float
+) -> tuple[CpuTelemetry, str | None]:
+    cpu = CpuTelemetry(replica=replica, samples=sum(1 for s in rows if start <= s.t <= end))
+    seconds, problem = _counter_increase(_series(rows, "cpu_seconds"), start, end, "CPU time")
+    if seconds is not None:
+        cpu.cpu_seconds = seconds
+        cpu.mean_cores_busy = seconds / (end - start)
+    return cpu, problem
+
+
+def _gpu_totals(summary: TelemetrySummary, output_tokens: int) -> None:
+    gpus = summary.gpus
+    if not gpus:
+        return
+    utilizations = [g.mean_utilization_pct for g in gpus if g.mean_utilization_pct is not None]
+    if utilizations:
+        summary.mean_utilization_pct = sum(utilizations) / len(utilizations)
+    powers = [g.mean_power_w for g in gpus]
+    if all(p is not None for p in powers):
+        summary.mean_power_w = sum(p for p in powers if p is not None)
+    peaks = [g.peak_power_w for g in gpus if g.peak_power_w is not None]
+    summary.peak_power_w = max(peaks) if peaks else None
+    summary.notes += [g.energy_note for g in gpus if g.energy_note]
+    energies = [g.energy_j for g in gpus]
+    if any(e is None for e in energies):
+        return  # a node's energy without one of its GPUs would be too low
+    summary.energy_j = sum(e for e in energies if e is not None)
+    methods = {g.energy_method for g in gpus}
+    summary.energy_method = methods.pop() if len(methods) == 1 else "mixed"
+    if output_tokens > 0:
+        summary.joules_per_output_token = summary.energy_j / output_tokens
+        summary.output_tokens_per_joule = output_tokens / summary.energy_j
+    else:
+        summary.notes.append("no output tokens, so no joules per output token")
+
+
+def _cpu_totals(summary: TelemetrySummary) -> None:
+    seconds = [c.cpu_seconds for c in summary.cpu]
+    if summary.cpu and all(s is not None for s in seconds) and summary.window_s:
+        summary.cpu_seconds = sum(s for s in seconds if s is not None)
+        summary.mean_cores_busy = summary.cpu_seconds / summary.window_s
+
+
+def _series(rows: list[TelemetrySample], field: str) -> Series:
+    return [(s.t, value) for s in rows if (value := getattr(s, field)) is not None]
+
+
+def _at(series: Series, t: float) -> float | None:
+    """The value at t on the straight line between the readings on either side; a reading at
+    t is its own value; None outside the readings."""
+    for (t1, v1), (t2, v2) in pairwise(series):
+        if t1 <= t <= t2:
+            return v1 if t2 == t1 else v1 + (v2 - v1) * (t - t1) / (t2 - t1)
+    if series and series[-1][0] == t:  # a single reading, or t on the last one
+        return series[-1][1]
+    return None
+
+
+def _integral(series: Series, start: float, end: float) -> float:
+    """Trapezoid integral over [start, end], which the readings must cover."""
+    points = [(start, _at(series, start))]
+    points += [(t, v) for t, v in series if start < t < end]
+    points.append((end, _at(series, end)))
+    total = 0.0
+    for (t1, v1), (t2, v2) in pairwise(points):
+        assert v1 is not None and v2 is not None
+        total += (t2 - t1) * (v1 + v2) / 2
+    return total
+
+
+def _mean(series: Series, start: float, end: float) -> float | None:
+    """Time-weighted mean over the part of the window the readings cover.
+
+    A window the readings cover only in part is averaged over that part (what was observed);
+    one reading alone inside the window is the mean; none at all: None.
+    """
+    if not series:
+        return None
+    left, right = max(start, series[0][0]), min(end, series[-1][0])
+    if right > left:
+        return _integral(series, left, right) / (right - left)
+    inside = [v for t, v in series if start <= t <= end]
+    return sum(inside) / len(inside) if inside else None
+
+
+def _peak(series: Series, start: float, end: float) -> float | None:
+    """The highest reading taken inside the window."""
+    inside = [v for t, v in series if start <= t <= end]
+    return max(inside) if inside else None
+
+
+def _covers(series: Series, start: float, end: float, what: str) -> str | None:
+    """Why the readings cannot give a figure for the whole window; None when they can."""
+    if not series:
+        return f"no {what}"
+    first, last = series[0][0], series[-1][0]
+    if first > start or last < end:
+        return (
+            f"the {what} cover {first:.2f}-{last:.2f} s, not the whole window "
+            f"{start:.2f}-{end:.2f} s"
+        )
+    return None
+
+
+def _covering_integral(
+    series: Series, start: float, end: float, what: str
+) -> tuple[float | None, str | None]:
+    problem = _covers(series, start, end, what)
+    return (None, problem) if problem else (_integral(series, start, end), None)
+
+
+def _counter_increase(
+    series: Series, start: float, end: float, what: str
+) -> tuple[float | None, str | None]:
+    """A running total's increase over [start, end], interpolated at both edges.
+
+    Refused when the readings do not reach both edges, or when the total went backwards
+    between the readings that bracket the window (a reset or a wrap: the increase is unknown).
+    """
+    problem = _covers(series, start, end, f"{what} readings")
+    if problem:
+        return None, problem
+    lo = max(i for i, (t, _) in enumerate(series) if t <= start)
+    hi = min(i for i, (t, _) in enumerate(series) if t >= end)
+    for (t1, v1), (_t2, v2) in pairwise(series[lo : hi + 1]):
+        if v2 < v1:
+            return None, (
+                f"the {what} went backwards ({v1:g} to {v2:g}) after {t1:.2f} s: a reset or a "
+                "wrap, so its increase is unknown"
+            )
+    at_start, at_end = _at(series, start), _at(series, end)
+    assert at_start is not None and at_end is not None
+    return at_end - at_start, None
