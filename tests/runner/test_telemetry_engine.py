@@ -55,9 +55,11 @@ def measured(cpu_engine, tiny_checkpoint) -> tuple[PointResult, float, float]:
         launch=EngineLaunch(style="cpu"),
         engine_configs=[CONFIG],
         loads=[LoadSpec(shape="burst", num_requests=8)],
-        workload=WorkloadSpec(input_tokens_min=20, input_tokens_max=24, output_tokens=48),
+        # Two waves of 256 tokens behind 4 sequences: a second or more even on a fast host, so
+        # readings every 0.1 s land inside the window, not only at its edges.
+        workload=WorkloadSpec(input_tokens_min=20, input_tokens_max=24, output_tokens=256),
         client=ClientSpec(request_timeout_s=120, stall_timeout_s=60),
-        sample_interval_s=0.25,
+        sample_interval_s=0.1,
     )
     context = _PointContext(plan, plan_points(plan)[0], 0, 1, lambda progress: None)
     prompts = _build_prompts(plan, engine, None)
@@ -74,7 +76,7 @@ def test_a_cpu_engine_point_records_its_processes_cpu_use_labelled_cpu(measured)
     [cpu] = summary.cpu
     assert cpu.replica == 0 and cpu.samples >= 1
     assert point.window is not None and summary.window_s == pytest.approx(point.window.seconds)
-    # Generating 8 x 48 tokens keeps the engine busy; never more cores than the host has.
+    # Generating 8 x 256 tokens keeps the engine busy; never more cores than the host has.
     assert 0.2 < cpu.mean_cores_busy <= cores + 0.5
     assert cpu.mean_cores_busy == pytest.approx(cpu.cpu_seconds / point.window.seconds)
     assert summary.mean_cores_busy == cpu.mean_cores_busy
