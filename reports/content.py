@@ -27,7 +27,7 @@ from reports import facts
 from reports.models import Item, Report
 from reports.page import Headline, ReferenceRow, ReportContent, Side, TableRow
 from reports.rows import Build, Sweeps, report_points
-from reports.sections import capacity_of, curve, methodology, queue
+from reports.sections import acceptance, capacity_of, curve, methodology, queue
 from reports.wording import (
     FACTOR_LABELS,
     HIDDEN_FACTOR_VALUES,
@@ -102,6 +102,7 @@ def build_report_content(report: Report, generated_at: datetime | None = None,
     if report.shows(Item.QUEUE_EVIDENCE):
         queue(content, build)
     methodology(content, build)
+    acceptance(content, build)
     caveats = list(report.caveats.all())
     content.caveats = [(c.kind, c.text) for c in caveats]
     content.sources["caveats"] = [c.pk for c in caveats]

@@ -93,6 +93,16 @@ class MethodRow:
 
 
 @dataclass
+class AcceptanceRow:
+    """One production acceptance criterion: whether this report measured it, and what it found
+    or why not."""
+
+    criterion: str
+    measured: bool
+    detail: str
+
+
+@dataclass
 class ReportContent:
     title: str
     language: str
@@ -112,6 +122,9 @@ class ReportContent:
     methodology: list[MethodRow] = field(default_factory=list)
     metric_definitions: list[tuple[str, str]] = field(default_factory=list)
     limits: list[str] = field(default_factory=list)
+    # Which production acceptance criteria the report's two points measured; empty in versions
+    # published before it existed.
+    acceptance: list[AcceptanceRow] = field(default_factory=list)
     caveats: list[tuple[str, str]] = field(default_factory=list)
     # What the tuning is worth in money and GPUs, with the price's date and any note beside it
     # (judge.worth_of's sentences, translated); empty in versions published before it existed.

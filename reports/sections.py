@@ -13,7 +13,7 @@ from django.utils.translation import ngettext
 from benchmarks.models import Point, PointData
 from judgement import charts, judge
 from reports import facts
-from reports.page import MethodRow, QueueSide, ReportContent
+from reports.page import AcceptanceRow, MethodRow, QueueSide, ReportContent
 from reports.rows import Build
 from reports.wording import (
     VERDICT_NAMES,
@@ -257,6 +257,68 @@ def methodology(content: ReportContent, build: Build) -> None:
           "acceptance criteria; longer contexts or interactive latency targets need their own "
           "evaluation."),
     ]
+
+
+def acceptance(content: ReportContent, build: Build) -> None:
+    """Which of the production acceptance criteria (the limits above) the report's two points
+    measured, and which they did not, so a reader sees what is still to be shown."""
+    before, after = build.report.baseline_point, build.report.candidate_point
+    content.acceptance = [
+        _representative(before, after),
+        _tail_latency(before, after),
+        _network(before, after),
+        AcceptanceRow(
+            criterion=_("Failures"),
+            measured=True,
+            detail=_("%(before)s of %(before_total)s requests failed before, %(after)s of "
+                     "%(after_total)s after") % {
+                "before": num(before.failed), "before_total": num(before.completed + before.failed),
+                "after": num(after.failed), "after_total": num(after.completed + after.failed)},
+        ),
+        AcceptanceRow(
+            criterion=_("Output parity or quality"),
+            measured=False,
+            detail=_("outputs were not compared and no quality set was run"),
+        ),
+    ]
+
+
+def _representative(before: Point, after: Point) -> AcceptanceRow:
+    details = {
+        "trace": _("replayed from a trace file"),
+        "lengths": _("lengths drawn from a request log"),
+        "dataset": _("prompts from a dataset file"),
+    }
+    kinds = {(p.workload or {}).get("kind") for p in (before, after)}
+    found = [details[kind] for kind in sorted(k for k in kinds if k in details)]
+    if len(found) == len(kinds):
+        return AcceptanceRow(criterion=_("Representative prompts or a trace"), measured=True,
+                             detail="; ".join(found))
+    return AcceptanceRow(criterion=_("Representative prompts or a trace"), measured=False,
+                         detail=_("synthetic prompts, not the customer's traffic"))
+
+
+def _tail_latency(before: Point, after: Point) -> AcceptanceRow:
+    if before.p99_e2el_ms is None or after.p99_e2el_ms is None:
+        return AcceptanceRow(criterion=_("p95/p99 latency"), measured=False,
+                             detail=_("no p99 latency recorded"))
+    return AcceptanceRow(
+        criterion=_("p95/p99 latency"), measured=True,
+        detail=_("p99 request latency %(before)s before, %(after)s after") % {
+            "before": seconds(before.p99_e2el_ms), "after": seconds(after.p99_e2el_ms)},
+    )
+
+
+def _network(before: Point, after: Point) -> AcceptanceRow:
+    rtts = [((p.client or {}).get("network_rtt") or {}).get("median_ms") for p in (before, after)]
+    if None in rtts:
+        return AcceptanceRow(criterion=_("Network overhead"), measured=False,
+                             detail=_("no network round trip recorded"))
+    return AcceptanceRow(
+        criterion=_("Network overhead"), measured=True,
+        detail=_("round trip %(before)s ms before, %(after)s ms after, measured before each "
+                 "point") % {"before": num(rtts[0], 2), "after": num(rtts[1], 2)},
+    )
 
 
 def _prefix_cache_text(point: Point, build: Build) -> str:
