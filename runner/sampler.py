@@ -16,7 +16,6 @@ from __future__ import annotations
 import math
 import threading
 import time
-from dataclasses import asdict, dataclass, field
 from itertools import pairwise
 
 import httpx
@@ -47,30 +46,6 @@ QUEUE_TIME = "vllm:request_queue_time_seconds"  # histogram, observed when a req
 SERIES_LABELS = ("reason", "le")
 
 SCRAPE_TIMEOUT_S = 2.0
-
-
-@dataclass(frozen=True)
-class MetricsSnapshot:
-    """The values Headroom reads from one /metrics page; None when the engine does not expose it."""
-
-    running: float | None = None
-    waiting: float | None = None
-    kv_usage: float | None = None
-    preemptions_total: float | None = None
-    prompt_tokens_total: float | None = None
-    generation_tokens_total: float | None = None
-    iteration_tokens_sum: float | None = None
-    iteration_tokens_count: float | None = None
-    waiting_capacity: float | None = None
-    waiting_deferred: float | None = None
-    prefix_cache_queries_total: float | None = None
-    prefix_cache_hits_total: float | None = None
-    estimated_flops_per_gpu_total: float | None = None
-    estimated_read_bytes_per_gpu_total: float | None = None
-    estimated_write_bytes_per_gpu_total: float | None = None
-    queue_time_sum: float | None = None
-    # Cumulative count per bucket upper bound ("le" as printed), summed over engines.
-    queue_time_buckets: dict[str, float] = field(default_factory=dict)
 
 
 # (sample name, the value of its SERIES_LABELS label or "")
@@ -106,9 +81,13 @@ def _mean_over_engines(
     return sums[key] / counts[key] if key in sums else None
 
 
-def parse_metrics(text: str) -> MetricsSnapshot:
+def parse_metrics(text: str) -> EngineSample:
     """Queue gauges and counters from one /metrics page, summed over engines; KV usage and
-    the per-GPU work estimates averaged (each engine reports its own share or its own GPU's)."""
+    the per-GPU work estimates averaged (each engine reports its own share or its own GPU's).
+
+    A reading the engine does not expose is None. The sample's time and replica are left at 0:
+    the sampler stamps them with the moment the page arrived and the replica it came from.
+    """
     sums, counts = _sums(text)
 
     def total(name: str, series: str = "") -> float | None:
@@ -117,7 +96,8 @@ def parse_metrics(text: str) -> MetricsSnapshot:
     kv_name = KV_USAGE if (KV_USAGE, "") in sums else KV_USAGE_OLD
     buckets = {series: value for (name, series), value in sums.items()
                if name == QUEUE_TIME + "_bucket"}
-    return MetricsSnapshot(
+    return EngineSample(
+        t=0.0,
         running=total(RUNNING),
         waiting=total(WAITING),
         kv_usage=_mean_over_engines(sums, counts, kv_name),
@@ -224,9 +204,8 @@ class QueueSampler:
         except ValueError:
             self._failed("not a Prometheus text page")
             return
-        # MetricsSnapshot holds exactly EngineSample's readings, under the same names.
         self.samples.append(
-            EngineSample(t=arrived - self.t0, replica=replica, **asdict(snapshot))
+            snapshot.model_copy(update={"t": arrived - self.t0, "replica": replica})
         )
 
     def _failed(self, reason: str) -> None:
