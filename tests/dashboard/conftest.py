@@ -168,30 +168,10 @@ def newest_schema_after(transactional_db):
     executor.migrate(executor.loader.graph.leaf_nodes())
 
 
-# Headless Debian Chromium for the browser tests (never a downloaded browser).
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run",
-]
-
-
 @pytest.fixture
-def browser_page():
-    """A page in headless Chromium, driven by Playwright's sync API."""
-    sync_api = pytest.importorskip("playwright.sync_api")
-    if not os.path.exists(CHROMIUM):
-        pytest.skip("install Debian's chromium: apt-get install chromium chromium-driver")
-    # Playwright's sync API runs an event loop in this thread; the ORM calls in these tests are
-    # plain blocking calls made between browser steps, never inside the loop.
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield browser.new_page()
-        finally:
-            browser.close()
-    os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+def browser_page(chromium):
+    """A page in headless Chromium (tests/conftest.py)."""
+    return chromium.new_page()
 
 
 @pytest.fixture
