@@ -16,7 +16,7 @@ from benchmarks import estimates, plans
 from benchmarks.form_fields import declared_field
 from benchmarks.imports import StatedFacts
 from benchmarks.models import Benchmark, Checkpoint, Endpoint, Node, Runtime, Workload
-from runner import grid, schema, traces, workloads
+from runner import conversations, grid, quality, schema, traces, workloads
 
 MAX_REPEATS = 10
 MAX_LEVELS = 20
@@ -58,6 +58,9 @@ WORKLOAD_PRESETS: dict[str, dict[str, Any]] = {
     },
 }
 WORKLOAD_FIELDS = tuple(WORKLOAD_PRESETS["case-study"])
+# What a launch stores on its Workload row: the preset's fields and the switches that apply to
+# any preset.
+WORKLOAD_ROW_FIELDS = (*WORKLOAD_FIELDS, "keep_outputs")
 # Every engine setting is a grid axis on the form: one value is shared by every config, several
 # make one config per combination (runner.grid).
 ENGINE_SETTINGS = schema.EngineConfig.settings()
@@ -258,8 +261,18 @@ class LaunchForm(forms.Form):
     dataset_path = forms.ChoiceField(
         label="Dataset", required=False,
         help_text="a file in the data directory (HEADROOM_DATA_DIR): a JSONL dataset, a trace "
-        "(Mooncake JSONL, BurstGPT CSV, or timestamp_s,input_tokens,output_tokens CSV) or a "
-        "request-length log (input and output token counts, CSV or JSONL)",
+        "(Mooncake JSONL, BurstGPT CSV, or timestamp_s,input_tokens,output_tokens CSV), a "
+        "request-length log (input and output token counts, CSV or JSONL) or conversations "
+        "(ShareGPT or OpenAI messages JSONL, several turns a line)",
+        error_messages={"invalid_choice": "%(value)s is not a file in the data directory."},
+    )
+    # A small evaluation file scored beside every point (runner.quality), of any workload;
+    # choices as for dataset_path.
+    quality_path = forms.ChoiceField(
+        label="Quality set", required=False,
+        help_text="optional: a JSONL file in the data directory of at most 200 items {prompt, "
+        "expected, rule: exact | contains}, each sent alone at temperature 0 after every point "
+        "and scored",
         error_messages={"invalid_choice": "%(value)s is not a file in the data directory."},
     )
     input_tokens_min = forms.IntegerField(min_value=1, required=False)
@@ -272,6 +285,14 @@ class LaunchForm(forms.Form):
     endpoint = forms.ChoiceField(choices=Workload.Endpoint.choices, required=False)
     stream = forms.BooleanField(required=False, initial=True)
     load_shape = forms.ChoiceField(choices=Workload.LoadShape.choices, required=False)
+    # Applies to a preset as much as to a custom workload: a tuning is checked on the prompts it
+    # was tuned for.
+    keep_outputs = forms.BooleanField(
+        label="Keep outputs for parity", required=False,
+        help_text="ask for every response's token ids and keep them, so a comparison can say "
+        "whether the tuning changed any output (temperature 0 only; responses get a little "
+        "larger)",
+    )
 
     # Every EngineConfig field gets its axis field in __init__ (ENGINE_SETTINGS); these two
     # complete the grid, or replace it with an explicit list.
@@ -312,6 +333,7 @@ class LaunchForm(forms.Form):
         names = workloads.dataset_names(settings.HEADROOM_DATA_DIR)
         dataset_path = declared_field(self, "dataset_path", forms.ChoiceField)
         dataset_path.choices = [("", "none")] + [(name, name) for name in names]
+        declared_field(self, "quality_path", forms.ChoiceField).choices = dataset_path.choices
         node = self._preselect_single_choices().get("node")
         defaults = vllm_batch_defaults(node) if isinstance(node, Node) else None
         if defaults is not None:
@@ -353,6 +375,17 @@ class LaunchForm(forms.Form):
         if name:
             try:
                 workloads.dataset_file(name, settings.HEADROOM_DATA_DIR)
+            except workloads.DatasetError as exc:
+                raise ValidationError(f"{exc}.") from None
+        return name
+
+    def clean_quality_path(self) -> str:
+        """A name from the list, read now as the worker will read it: a bad line is refused
+        here, naming file:line."""
+        name = self.cleaned_data["quality_path"]
+        if name:
+            try:
+                quality.load_quality(schema.QualitySpec(path=name), settings.HEADROOM_DATA_DIR)
             except workloads.DatasetError as exc:
                 raise ValidationError(f"{exc}.") from None
         return name
@@ -447,13 +480,18 @@ class LaunchForm(forms.Form):
         except pydantic.ValidationError as exc:
             self.add_error(None, plans.pydantic_message(exc))
             return
+        data["plan"] = _with_quality(data["plan"], data.get("quality_path"))
         self._check_source(data["plan"])
 
     def _check_source(self, plan: schema.SweepPlan) -> None:
-        """A trace or length log is read now, as the worker will read it (the node has the
-        same data directory): a bad row or a trace too short for a load is refused here."""
+        """A trace, length log or conversation file is read now, as the worker will read it
+        (the node has the same data directory): a bad row or a file too short for a load is
+        refused here."""
         try:
             traces.check_source(plan.workload, settings.HEADROOM_DATA_DIR, plan.loads)
+            conversations.check_conversations(
+                plan.workload, settings.HEADROOM_DATA_DIR, plan.loads
+            )
         except workloads.WorkloadError as exc:
             self.add_error("dataset_path", f"{exc}.")
 
@@ -508,6 +546,7 @@ class LaunchForm(forms.Form):
         except pydantic.ValidationError as exc:
             self.add_error(None, plans.pydantic_message(exc))
         else:
+            data["plan"] = _with_quality(data["plan"], data.get("quality_path"))
             self._check_source(data["plan"])
         data["plan_notes"] = []
 
@@ -556,8 +595,10 @@ class LaunchForm(forms.Form):
         preset = data.get("workload_preset")
         if preset is None:
             return None
+        keep_outputs = bool(data.get("keep_outputs"))
         if preset != "custom":
-            return Workload(name=preset, **WORKLOAD_PRESETS[preset])
+            workload = Workload(name=preset, **WORKLOAD_PRESETS[preset], keep_outputs=keep_outputs)
+            return self._check_parity(workload)
         values: dict[str, Any] = {name: data.get(name) for name in WORKLOAD_FIELDS}
         for name in ("prompt_source", "input_tokens_min", "input_tokens_max", "output_tokens",
                      "request_count", "temperature", "endpoint", "load_shape"):
@@ -573,11 +614,21 @@ class LaunchForm(forms.Form):
             self.add_error("dataset_path",
                            "A dataset workload needs a JSONL file from the data directory.")
         self._check_file_workload(values)
-        return None if self.errors else Workload(name="custom", **values)
+        if self.errors:
+            return None
+        return self._check_parity(Workload(name="custom", **values, keep_outputs=keep_outputs))
+
+    def _check_parity(self, workload: Workload) -> Workload | None:
+        if workload.keep_outputs and workload.temperature != 0:
+            self.add_error("keep_outputs", "Outputs are compared between points only at "
+                                           "temperature 0 (greedy decoding).")
+            return None
+        return workload
 
     def _check_file_workload(self, values: dict[str, Any]) -> None:
-        """A trace or length log needs its file and sends token ids (completions); a trace
-        load replays a trace's times."""
+        """A trace or length log needs its file and sends token ids (completions); a
+        conversation file is replayed on the chat endpoint; a trace load replays a trace's
+        times."""
         source = values["prompt_source"]
         if source in schema.TOKEN_ID_KINDS:
             if not values["dataset_path"]:
@@ -586,6 +637,14 @@ class LaunchForm(forms.Form):
             if values["endpoint"] != Workload.Endpoint.COMPLETIONS:
                 self.add_error("endpoint", "Trace and request-length prompts are token ids: "
                                            "use /v1/completions.")
+        if source == Workload.PromptSource.CONVERSATION:
+            if not values["dataset_path"]:
+                self.add_error("dataset_path", "A conversation workload needs its JSONL file "
+                                               "from the data directory.")
+            if values["endpoint"] != Workload.Endpoint.CHAT:
+                self.add_error("endpoint", "Conversations are replayed as chat messages (the "
+                                           "conversation so far, then the next user turn): use "
+                                           "/v1/chat/completions.")
         if values["load_shape"] == Workload.LoadShape.TRACE and source != "trace":
             self.add_error("load_shape", "Trace replay sends at a trace's own times: choose a "
                                          "trace as the prompt source.")
@@ -692,7 +751,7 @@ class LaunchForm(forms.Form):
         estimate = estimate or self.estimate()
         plan: schema.SweepPlan = data["plan"]
         workload: Workload = data["workload"]
-        fields = {name: getattr(workload, name) for name in WORKLOAD_FIELDS}
+        fields = {name: getattr(workload, name) for name in WORKLOAD_ROW_FIELDS}
         with transaction.atomic():
             workload, _ = Workload.objects.get_or_create(name=workload.name, **fields)
             endpoint: Endpoint | None = data.get("registered_endpoint")
@@ -713,6 +772,13 @@ class LaunchForm(forms.Form):
                 points_total=plans.points_total(plan),
                 created_by=user if user.is_authenticated else None,
             )
+
+
+def _with_quality(plan: schema.SweepPlan, name: str | None) -> schema.SweepPlan:
+    """The plan with the quality set chosen on the form (read in clean_quality_path)."""
+    if not name:
+        return plan
+    return plan.model_copy(update={"quality": schema.QualitySpec(path=name)})
 
 
 class ImportForm(forms.Form):

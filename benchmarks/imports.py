@@ -213,6 +213,7 @@ def _workload_for(point: PointResult) -> Workload:
         endpoint=spec.endpoint,
         stream=spec.stream,
         load_shape=point.load.shape,
+        keep_outputs=spec.keep_outputs,
     )
     return workload
 

@@ -324,6 +324,7 @@ class Workload(models.Model):
         DATASET = "dataset", "Dataset (JSONL)"
         TRACE = "trace", "Trace (Mooncake JSONL, BurstGPT CSV or timestamp_s CSV)"
         LENGTHS = "lengths", "Request-length log (input/output token counts)"
+        CONVERSATION = "conversation", "Conversations (multi-turn JSONL, replayed turn by turn)"
 
     class Endpoint(models.TextChoices):
         COMPLETIONS = "completions", "/v1/completions"
@@ -352,6 +353,10 @@ class Workload(models.Model):
     )
     stream = models.BooleanField(default=True)
     load_shape = models.CharField(max_length=20, choices=LoadShape.choices, default=LoadShape.BURST)
+    keep_outputs = models.BooleanField(
+        default=False,
+        help_text="output parity: keep every response's token ids (temperature 0 only)",
+    )
 
     class Meta:
         constraints = [
@@ -363,7 +368,7 @@ class Workload(models.Model):
             models.CheckConstraint(condition=Q(request_count__gt=0), name="workload_requests_pos"),
             models.CheckConstraint(condition=Q(temperature__gte=0), name="workload_temp_nonneg"),
             models.CheckConstraint(
-                condition=~Q(prompt_source__in=["dataset", "trace", "lengths"])
+                condition=~Q(prompt_source__in=["dataset", "trace", "lengths", "conversation"])
                 | ~Q(dataset_path=""),
                 name="workload_dataset_has_path",
             ),
@@ -371,10 +376,16 @@ class Workload(models.Model):
             models.CheckConstraint(
                 condition=Q(thinking=False) | Q(endpoint="chat"), name="workload_thinking_on_chat"
             ),
+            # Comparing outputs between points means something only for greedy decoding.
+            models.CheckConstraint(
+                condition=Q(keep_outputs=False) | Q(temperature=0), name="workload_parity_greedy"
+            ),
         ]
 
     def __str__(self) -> str:
-        return f"{self.name}: {self.spec_label()}, {self.request_count} requests, {self.load_shape}"
+        kept = "; outputs kept for parity" if self.keep_outputs else ""
+        return (f"{self.name}: {self.spec_label()}, {self.request_count} requests, "
+                f"{self.load_shape}{kept}")
 
     def spec_label(self) -> str:
         return f"{self.input_tokens_min}-{self.input_tokens_max} in / {self.output_tokens} out"
@@ -646,6 +657,12 @@ class Point(models.Model):
     # A trace or lengths workload's file lengths beside the point's (runner.schema
     # LengthComparison); None for other workloads.
     lengths = models.JSONField(null=True, blank=True)
+    # A conversation workload's per-turn and per-conversation latency (runner.schema
+    # ConversationSummary); None for other workloads.
+    conversations = models.JSONField(null=True, blank=True)
+    # The plan's quality set scored on this point (runner.schema QualityResult: the score and a
+    # row per item); None: no quality set ran.
+    quality = models.JSONField(null=True, blank=True)
 
     class Meta:
         # Measurement order, which is the plan's order: engine configs as the user listed them

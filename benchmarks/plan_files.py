@@ -136,6 +136,7 @@ def plan_on_form(plan: schema.SweepPlan) -> PlanOnForm:
     result.add(_workload_fields(plan, workload))
     result.add(_loads(plan, workload))
     result.add(_engine_configs(plan.engine_configs))
+    result.add(_quality(plan.quality))
     endpoint = _registered_endpoint(plan)
     if endpoint is None:
         result.add(_checkpoint(plan))
@@ -171,12 +172,14 @@ def _workload(plan: schema.SweepPlan) -> Workload:
         endpoint=spec.endpoint,
         stream=spec.stream,
         load_shape=first.shape,
+        keep_outputs=spec.keep_outputs,
     )
 
 
 def _workload_fields(plan: schema.SweepPlan, workload: Workload) -> PlanOnForm:
     values = {name: getattr(workload, name) for name in WORKLOAD_PRESETS["case-study"]}
-    result = PlanOnForm(initial={"workload_preset": _preset_of(values), **values})
+    result = PlanOnForm(initial={"workload_preset": _preset_of(values), **values,
+                                 "keep_outputs": workload.keep_outputs})
     dataset = workload.dataset_path
     if dataset and dataset not in workloads.dataset_names(settings.HEADROOM_DATA_DIR):
         result.initial["dataset_path"] = ""
@@ -353,6 +356,23 @@ def _endpoint(plan: schema.SweepPlan, endpoint: Endpoint) -> PlanOnForm:
     if plan.replicas != 1:
         result.left_out.append(f"replicas {plan.replicas}: the endpoint {endpoint.name} is one "
                                "server")
+    return result
+
+
+def _quality(spec: schema.QualitySpec | None) -> PlanOnForm:
+    """The quality set as the form's choice of file; its answer limit has no field."""
+    result = PlanOnForm(initial={"quality_path": ""})
+    if spec is None:
+        return result
+    if spec.path not in workloads.dataset_names(settings.HEADROOM_DATA_DIR):
+        result.left_out.append(f"quality.path {spec.path}: not a file in the data directory "
+                               "(HEADROOM_DATA_DIR); choose a quality set")
+        return result
+    result.initial["quality_path"] = spec.path
+    default = schema.QualitySpec.model_fields["max_tokens"].default
+    if spec.max_tokens != default:
+        result.left_out.append(f"quality.max_tokens {spec.max_tokens}: not on the form; a launch "
+                               f"uses the default {default}")
     return result
 
 

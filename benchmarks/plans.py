@@ -28,6 +28,7 @@ def workload_spec(workload: Workload) -> schema.WorkloadSpec:
         stream=workload.stream,
         extra_body=extra_body,
         dataset_path=workload.dataset_path or None,
+        keep_outputs=workload.keep_outputs,
     )
 
 

@@ -12,7 +12,7 @@ from django.db.models.functions import Greatest
 from benchmarks import storage
 from benchmarks.models import Benchmark, Caveat, Point, PointData
 from judgement.analysis.checks import failed_checks
-from judgement.analysis.convert import queue_gap_fraction
+from judgement.analysis.convert import quality_caveat, queue_gap_fraction
 from judgement.analysis.verdicts import sparse_queue_samples
 from runner.schema import Metrics, PointResult, TelemetrySummary, Window
 
@@ -25,6 +25,9 @@ TELEMETRY_FIELDS = (
     "mean_cores_busy",
 )  # fmt: skip
 TELEMETRY_CSV_COLUMNS = tuple(f"telemetry_{name}" for name in TELEMETRY_FIELDS)
+# The caveat code beside a quality score that says nothing (judgement.analysis.convert
+# quality_caveat); the run page shows it next to the score.
+QUALITY_CAVEAT = "quality-cpu-engine"
 
 
 def telemetry_cells(stored: dict[str, object]) -> list[object]:
@@ -47,6 +50,9 @@ def automatic_caveats(result: PointResult) -> list[tuple[str, str, str]]:
                 "the absolute numbers say nothing about GPU throughput.",
             )
         )
+    quality = quality_caveat(result)
+    if quality is not None:
+        caveats.append((QUALITY_CAVEAT, Caveat.Kind.LIMITATION, quality))
     if result.client.saturated:
         reasons = "; ".join(result.client.reasons) or "client CPU or event-loop lag"
         caveats.append(
@@ -134,6 +140,10 @@ def store_point(benchmark: Benchmark, result: PointResult) -> Point:
             notes=list(result.notes),
             telemetry=result.telemetry.model_dump(mode="json"),
             lengths=result.lengths.model_dump(mode="json") if result.lengths else None,
+            conversations=(
+                result.conversations.model_dump(mode="json") if result.conversations else None
+            ),
+            quality=result.quality.model_dump(mode="json") if result.quality else None,
             **metrics,
         )
         _insert_point_data(
@@ -241,5 +251,7 @@ def point_to_result(
             "source": point.source,
             "notes": point.notes,
             "lengths": point.lengths,
+            "conversations": point.conversations,
+            "quality": point.quality,
         }
     )

@@ -23,23 +23,33 @@ arrays plus a "__dtypes__" array; it is still read. A blob is format 2 when it s
 MAGIC (a zlib stream starts with 0x78, so the two cannot be confused).
 
 Missing values: NaN for floats, -1 for counts and status codes, "" for strings. Chunk times and
-chunk token counts are ragged; they are stored flat with a per-request length array.
+chunk token counts are ragged; they are stored flat with a per-request length array. They are
+encoded from the records' compact arrays a byte plane at a time, and decoded into compact arrays
+a block of requests at a time: a point's values are never held whole beside its records.
 """
 
 from __future__ import annotations
 
+import functools
 import io
-import itertools
 import json
 import math
 import operator
 import struct
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from runner.schema import EngineSample, RequestRecord, TelemetrySample
+from runner.schema import (
+    CompactArray,
+    EngineSample,
+    RequestRecord,
+    TelemetrySample,
+    ragged_fields,
+)
 
 MAGIC = b"HRCOLS\x00\x02"
 FORMAT_VERSION = 2
@@ -59,8 +69,11 @@ SAMPLE_SLICE_BYTES = 16 * 1024
 MISSING_INT = -1
 
 _REQUEST_FLOATS = ("intended_send", "actual_send", "connect_s", "ttft", "e2el", "completed_at")
-_REQUEST_INTS = ("index", "replica", "prompt_tokens", "output_tokens", "max_tokens", "status")
-_REQUEST_STRINGS = ("finish_reason", "error", "incomplete")
+_REQUEST_INTS = (
+    "index", "replica", "prompt_tokens", "output_tokens", "max_tokens", "status",
+    "conversation", "turn",
+)  # fmt: skip
+_REQUEST_STRINGS = ("finish_reason", "error", "incomplete", "prompt_digest", "output_text")
 # Every EngineSample field but the replica index and its histograms is a float (t, gauges,
 # running counter totals); taken from the schema so a field added there is stored without
 # touching this file. A histogram (cumulative count per bucket bound, a dict) is stored ragged,
@@ -80,10 +93,21 @@ _TELEMETRY_INTS = ("replica", "gpu")
 _TELEMETRY_FLOATS = tuple(
     name for name in TelemetrySample.model_fields if name not in _TELEMETRY_INTS
 )
+# The ragged per-request fields (runner.schema.ragged_fields: chunk times, chunk token counts,
+# output token ids, ...): each stored flat with a per-request length array named
+# "<field>:lengths"; the two older than that rule keep their names. A ragged field no request
+# fills (output ids outside output parity) is not stored, and reads back empty.
+_RAGGED = ragged_fields(RequestRecord)
+_LENGTHS = {"chunk_times": "chunk_lengths", "chunk_tokens": "token_lengths"}
+# Requests read or made at a time for one ragged field, so that neither encoding nor decoding
+# ever joins a whole point's values (800 MB of chunk times at 100,000 x 1,000) in one array.
+RAGGED_BLOCK_VALUES = 1 << 20
 # What encode_requests stores; a test checks it covers every RequestRecord field.
-REQUEST_FIELDS = (
-    _REQUEST_FLOATS + _REQUEST_INTS + _REQUEST_STRINGS + ("chunk_times", "chunk_tokens")
-)
+REQUEST_FIELDS = _REQUEST_FLOATS + _REQUEST_INTS + _REQUEST_STRINGS + tuple(_RAGGED)
+
+
+def _lengths_name(field: str) -> str:
+    return _LENGTHS.get(field, f"{field}:lengths")
 
 
 def _worth_compressing(plane: memoryview) -> bool:
@@ -98,39 +122,105 @@ def _worth_compressing(plane: memoryview) -> bool:
     return len(zlib.compress(sample, ZLIB_LEVEL)) < COMPRESS_BELOW * len(sample)
 
 
-def _encode_part(data: memoryview, parts: list[list[object]], payload: list[bytes]) -> None:
+def _encode_part(data: memoryview) -> bytes | None:
+    """The part compressed, or None: stored raw."""
     if _worth_compressing(data):
         compressed = zlib.compress(data, ZLIB_LEVEL)
         if len(compressed) < len(data):
-            parts.append(["zlib", len(compressed)])
-            payload.append(compressed)
-            return
-    parts.append(["raw", len(data)])
-    payload.append(data)
+            return compressed
+    return None
 
 
-def _pack(arrays: dict[str, np.ndarray]) -> bytes:
+@dataclass
+class _Ragged:
+    """One ragged field of every request, read a block of requests at a time (never joined)."""
+
+    values: list[CompactArray]
+    dtype: np.dtype
+
+    def __len__(self) -> int:
+        return sum(map(len, self.values))
+
+    def blocks(self) -> Iterator[np.ndarray]:
+        start = 0
+        while start < len(self.values):
+            end, size = start, 0
+            while end < len(self.values) and (size == 0 or size < RAGGED_BLOCK_VALUES):
+                size += len(self.values[end])
+                end += 1
+            native = np.frombuffer(b"".join(self.values[start:end]), self.dtype.newbyteorder("="))
+            yield native.astype(self.dtype, copy=False)  # the stored byte order: little-endian
+            start = end
+
+    def byte_plane(self, k: int, out: np.ndarray | None = None) -> np.ndarray:
+        """Byte k of every value (into `out`, a slice of the blob, when given)."""
+        plane = np.empty(len(self), np.uint8) if out is None else out
+        at = 0
+        for block in self.blocks():
+            plane[at : at + len(block)] = block.view(np.uint8)[k :: self.dtype.itemsize]
+            at += len(block)
+        return plane
+
+
+def _planes(array: np.ndarray | _Ragged) -> tuple[np.dtype, bool, list[Callable[..., Any]]]:
+    """The array's dtype, whether it is byte-shuffled, and a maker for each of its parts
+    (called with no argument, a part returns its bytes; with `out`, it writes them there)."""
+    if isinstance(array, _Ragged):
+        return array.dtype, True, [
+            functools.partial(array.byte_plane, k) for k in range(array.dtype.itemsize)
+        ]
+    array = np.ascontiguousarray(array)
+    flat = array.view(np.uint8).reshape(-1, max(array.itemsize, 1))
+    if array.dtype.kind in "fiu" and array.itemsize > 1:
+        return array.dtype, True, [
+            functools.partial(_column, flat, k) for k in range(array.itemsize)
+        ]
+    return array.dtype, False, [functools.partial(_column, flat.reshape(-1, 1), 0)]
+
+
+def _column(flat: np.ndarray, k: int, out: np.ndarray | None = None) -> np.ndarray:
+    if out is None:
+        return np.ascontiguousarray(flat[:, k])
+    out[:] = flat[:, k]
+    return out
+
+
+def _pack(arrays: Mapping[str, np.ndarray | _Ragged]) -> bytearray:
+    """The blob, in two passes so that no raw part is held beside it: the first compresses
+    what shrinks and only measures the rest (a point's noisy low mantissa bytes, most of its
+    size); the second writes the raw parts straight into the blob, made again from the arrays."""
     entries = []
-    payload: list[bytes | memoryview] = []
+    parts: list[tuple[bytes | None, Callable[..., Any], int]] = []
     for name, array in arrays.items():
-        array = np.ascontiguousarray(array)
-        parts: list[list[object]] = []
-        shuffled = array.dtype.kind in "fiu" and array.itemsize > 1
-        if shuffled:
-            # (itemsize, n): row k holds byte k of every value.
-            planes = array.view(np.uint8).reshape(-1, array.itemsize).T.copy()
-            for plane in planes:
-                _encode_part(plane.data, parts, payload)
-        else:
-            _encode_part(array.view(np.uint8).reshape(-1).data, parts, payload)
-        entries.append(
-            {"name": name, "dtype": array.dtype.str, "shuffled": shuffled, "parts": parts}
-        )
+        dtype, shuffled, makers = _planes(array)
+        codecs: list[list[object]] = []
+        for make in makers:
+            plane = make()
+            compressed = _encode_part(plane.data)
+            size = len(compressed) if compressed is not None else len(plane)
+            del plane
+            codecs.append(["zlib" if compressed is not None else "raw", size])
+            parts.append((compressed, make, size))
+        entries.append({"name": name, "dtype": dtype.str, "shuffled": shuffled, "parts": codecs})
     header = json.dumps({"version": FORMAT_VERSION, "arrays": entries}).encode()
-    return b"".join([MAGIC, _HEADER_LENGTH.pack(len(header)), header, *payload])
+    head = MAGIC + _HEADER_LENGTH.pack(len(header)) + header
+    blob = bytearray(len(head) + sum(size for _, _, size in parts))
+    blob[: len(head)] = head
+    at = len(head)
+    for compressed, make, size in parts:
+        if compressed is not None:
+            blob[at : at + size] = compressed
+        else:
+            make(out=np.frombuffer(blob, np.uint8, size, at))
+        at += size
+    return blob
 
 
-def _unpack(blob: bytes | memoryview) -> dict[str, np.ndarray]:
+def _unpack(
+    blob: bytes | bytearray | memoryview, *, lazy: frozenset[str] = frozenset()
+) -> dict[str, np.ndarray]:
+    """Every array of a blob; those named in `lazy` as _Planes (format 2 only), to be joined a
+    block at a time rather than whole."""
     view = memoryview(blob)
     if format_version(view) == 1:
         return _unpack_format_1(view)
@@ -139,24 +229,42 @@ def _unpack(blob: bytes | memoryview) -> dict[str, np.ndarray]:
     offset += _HEADER_LENGTH.size
     header = json.loads(bytes(view[offset : offset + header_length]))
     offset += header_length
-    arrays = {}
+    arrays: dict[str, Any] = {}
     for entry in header["arrays"]:
         parts = []
         for codec, nbytes in entry["parts"]:
             part = view[offset : offset + nbytes]
             offset += nbytes
+            # A raw part stays a view of the blob: no copy until it is read.
             parts.append(zlib.decompress(part) if codec == "zlib" else part)
-        arrays[entry["name"]] = _join_parts(parts, np.dtype(entry["dtype"]), entry["shuffled"])
+        planes = _Planes(parts, np.dtype(entry["dtype"]), entry["shuffled"])
+        arrays[entry["name"]] = planes if entry["name"] in lazy else planes.values(0, len(planes))
     return arrays
 
 
-def _join_parts(parts: list, dtype: np.dtype, shuffled: bool) -> np.ndarray:
-    if not shuffled:
-        return np.frombuffer(parts[0], dtype).copy()
-    planes = np.empty((len(parts), len(parts[0])), dtype=np.uint8)
-    for row, part in enumerate(parts):
-        planes[row] = np.frombuffer(part, np.uint8)
-    return planes.T.copy().view(dtype).reshape(-1)
+@dataclass
+class _Planes:
+    """One stored array as its parts: the byte planes of a shuffled array, or its one part."""
+
+    parts: list[bytes | memoryview]
+    dtype: np.dtype
+    shuffled: bool
+
+    def __len__(self) -> int:
+        return len(self.parts[0]) // (1 if self.shuffled else self.dtype.itemsize)
+
+    def values(self, start: int, end: int) -> np.ndarray:
+        """Values [start, end), in the host's byte order."""
+        native = self.dtype.newbyteorder("=")
+        if not self.shuffled:
+            size = self.dtype.itemsize
+            return np.frombuffer(self.parts[0][start * size : end * size], self.dtype).astype(
+                native
+            )
+        out = np.empty((end - start, len(self.parts)), np.uint8)
+        for k, part in enumerate(self.parts):
+            out[:, k] = np.frombuffer(part, np.uint8, end - start, start)
+        return out.view(self.dtype).reshape(-1).astype(native, copy=False)
 
 
 def _unpack_format_1(view: memoryview) -> dict[str, np.ndarray]:
@@ -168,7 +276,7 @@ def _unpack_format_1(view: memoryview) -> dict[str, np.ndarray]:
     return arrays
 
 
-def format_version(blob: bytes | memoryview) -> int:
+def format_version(blob: bytes | bytearray | memoryview) -> int:
     """2 for what encode_* write now, 1 for blobs stored before format 2."""
     return FORMAT_VERSION if bytes(memoryview(blob)[: len(MAGIC)]) == MAGIC else 1
 
@@ -189,25 +297,6 @@ def _missing_to_none(values: np.ndarray) -> list[int | None]:
     return [None if v == MISSING_INT else v for v in values.tolist()]
 
 
-def _flat(
-    requests: Sequence[RequestRecord], field: str, dtype: type
-) -> tuple[np.ndarray, np.ndarray]:
-    """A ragged list field of every request as one flat array, and the per-request lengths."""
-    lists = list(map(operator.attrgetter(field), requests))
-    lengths = np.fromiter(map(len, lists), np.int64, len(lists))
-    total = int(lengths.sum())
-    if dtype is np.int32 and all(map(_all_ones, lists)):
-        # Chunk token counts are all 1 unless the engine runs with --stream-interval; checking
-        # that costs a few ns a value, converting every value about 30.
-        return np.ones(total, dtype), lengths
-    # One pass in C over every value: about 30 ns a value, the floor for reading Python numbers.
-    return np.fromiter(itertools.chain.from_iterable(lists), dtype, total), lengths
-
-
-def _all_ones(values: list[int]) -> bool:
-    return values.count(1) == len(values)
-
-
 def encode_requests(requests: Sequence[RequestRecord]) -> bytes:
     # Attributes are read straight off the models, all of a record's scalars in one C call:
     # model_dump() of 32,768 records with 256 chunk times each would build 8 million Python
@@ -218,15 +307,21 @@ def encode_requests(requests: Sequence[RequestRecord]) -> bytes:
         columns = dict(zip(scalars, zip(*rows, strict=True), strict=True))
     else:
         columns = {name: () for name in scalars}
-    arrays: dict[str, np.ndarray] = {}
+    arrays: dict[str, np.ndarray | _Ragged] = {}
     for name in _REQUEST_FLOATS:
         arrays[name] = _floats(columns[name])
     for name in _REQUEST_INTS:
         arrays[name] = _ints(columns[name])
     for name in _REQUEST_STRINGS:
         arrays[name] = np.array([value or "" for value in columns[name]], dtype=np.str_)
-    arrays["chunk_times"], arrays["chunk_lengths"] = _flat(requests, "chunk_times", np.float64)
-    arrays["chunk_tokens"], arrays["token_lengths"] = _flat(requests, "chunk_tokens", np.int32)
+    for name, kind in _RAGGED.items():
+        # The records' own arrays, read as bytes: no Python number is made for any value.
+        values = [kind.coerce(value) for value in map(operator.attrgetter(name), requests)]
+        lengths = np.fromiter(map(len, values), np.int64, len(values))
+        if name not in _LENGTHS and not lengths.any():
+            continue
+        arrays[name] = _Ragged(values, np.dtype(kind.DTYPE))
+        arrays[_lengths_name(name)] = lengths
     return _pack(arrays)
 
 
@@ -236,11 +331,40 @@ def _split(flat: np.ndarray, lengths: np.ndarray) -> list[list]:
     return [values[end - length : end] for end, length in zip(ends, lengths.tolist(), strict=True)]
 
 
-def decode_requests(blob: bytes | memoryview) -> list[RequestRecord]:
-    arrays = _unpack(blob)
+def _split_ragged(
+    planes: np.ndarray | _Planes, lengths: np.ndarray, kind: type[CompactArray]
+) -> list[CompactArray]:
+    """Each request's values as its own array, joined RAGGED_BLOCK_VALUES values at a time."""
+    out: list[CompactArray] = []
+    ends = np.cumsum(lengths).tolist()
+    starts = [end - length for end, length in zip(ends, lengths.tolist(), strict=True)]
+    first = 0
+    while first < len(ends):
+        last = first
+        while last < len(ends) and ends[last] - starts[first] < RAGGED_BLOCK_VALUES:
+            last += 1
+        last = max(last, first + 1)
+        base = starts[first]
+        block = (
+            planes.values(base, ends[last - 1]) if isinstance(planes, _Planes)
+            else planes[base : ends[last - 1]]
+        )
+        data = np.ascontiguousarray(block, kind.DTYPE.replace("<", "=")).data.cast("B")
+        size = block.itemsize
+        out.extend(
+            kind.from_native_bytes(data[(a - base) * size : (b - base) * size])
+            for a, b in zip(starts[first:last], ends[first:last], strict=True)
+        )
+        first = last
+    return out
+
+
+def decode_requests(blob: bytes | bytearray | memoryview) -> list[RequestRecord]:
+    """The records; their ragged fields as compact arrays, made a block at a time."""
+    arrays: dict[str, Any] = _unpack(blob, lazy=frozenset(_RAGGED))
     columns: dict[str, list] = {}
     # A point stored before a field joined the schema has no array for it: left out, so the
-    # record gets the field's default (None, unknown).
+    # record gets the field's default (None, unknown; an empty array).
     for name in _REQUEST_FLOATS:
         if name in arrays:
             columns[name] = _nan_to_none(arrays[name])
@@ -250,8 +374,9 @@ def decode_requests(blob: bytes | memoryview) -> list[RequestRecord]:
     for name in _REQUEST_STRINGS:
         if name in arrays:
             columns[name] = [value or None for value in arrays[name].tolist()]
-    columns["chunk_times"] = _split(arrays["chunk_times"], arrays["chunk_lengths"])
-    columns["chunk_tokens"] = _split(arrays["chunk_tokens"], arrays["token_lengths"])
+    for name, kind in _RAGGED.items():
+        if name in arrays:
+            columns[name] = _split_ragged(arrays.pop(name), arrays[_lengths_name(name)], kind)
     names = list(columns)
     return [
         RequestRecord.model_validate(dict(zip(names, values, strict=True)))

@@ -245,7 +245,9 @@ def comparison_detail(request: HttpRequest, code: UUID) -> HttpResponse:
     result, error = judge.compare_saved(comparison)
     worth = None if result is None else judge.worth_of(
         comparison.baseline_point, comparison.candidate_point, result)
-    ctx = {"comparison": comparison, "result": result, "error": error, "worth": worth}
+    parity = judge.output_parity(comparison.baseline_point, comparison.candidate_point)
+    ctx = {"comparison": comparison, "result": result, "error": error, "worth": worth,
+           "parity": parity}
     return render(request, "judgement/comparison_detail.html", ctx)
 
 

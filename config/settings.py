@@ -41,6 +41,18 @@ def envint(name: str, default: str) -> int:
         raise ImproperlyConfigured(f"{name} must be an integer, got {value!r}") from None
 
 
+def envpercent(name: str, default: str) -> float:
+    """A percentage 0-100 (a share); anything else, NaN included, is refused."""
+    value = os.getenv(name, default)
+    try:
+        share = float(value)
+    except ValueError:
+        share = float("nan")
+    if not 0 <= share <= 100:  # False for NaN too
+        raise ImproperlyConfigured(f"{name} must be a percentage from 0 to 100, got {value!r}")
+    return share
+
+
 def envlist(name: str, default: str) -> list[str]:
     return [item.strip() for item in os.getenv(name, default).split(",") if item.strip()]
 
@@ -374,6 +386,12 @@ HEADROOM_HEARTBEAT_S = envint("HEADROOM_HEARTBEAT_S", "2")
 HEADROOM_STALE_AFTER_S = envint("HEADROOM_STALE_AFTER_S", "300")
 if HEADROOM_STALE_AFTER_S <= 3 * HEADROOM_HEARTBEAT_S:
     raise ImproperlyConfigured("HEADROOM_STALE_AFTER_S must exceed 3 x HEADROOM_HEARTBEAT_S")
+
+# Output parity: a comparison whose outputs diverged for more than this share of its compared
+# requests is flagged (judgement.analysis.parity). vLLM is not batch-invariant, so 0 would flag
+# every change of batch size; 1% leaves room for that and still catches a change that broke the
+# model's outputs.
+HEADROOM_OUTPUT_PARITY_TOLERANCE_PCT = envpercent("HEADROOM_OUTPUT_PARITY_TOLERANCE_PCT", "1")
 
 # ---------------------------------------------------------------------------------------------
 # Celery: every setting in this one block (read by config/celery.py with namespace="CELERY").

@@ -19,9 +19,11 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any, cast
 
+from django.conf import settings as django_settings
 from django.db import transaction
 from django.utils import timezone
 
+from benchmarks import storage
 from benchmarks.models import (
     Benchmark,
     Comparison,
@@ -44,6 +46,7 @@ from judgement.analysis import (
     verdicts,
 )
 from judgement.analysis import compare as compare_mod
+from judgement.analysis import parity as parity_mod
 from judgement.analysis.convert import (
     from_point_result,
     replica_figures_from_point_result,
@@ -545,6 +548,66 @@ def frontier(figs: Sequence[PointFigures]) -> Frontier:
 def compare_points(baseline: Point, candidate: Point) -> ComparisonResult:
     """Raises AnalysisError (e.g. missing latency data) with the reason."""
     return compare_mod.compare(measured(baseline), measured(candidate))
+
+
+# Output parity: what the pages need of it, re-exported (reports and views reach the analysis
+# only through this module).
+Parity = parity_mod.Parity
+PARITY_TEMPLATES = parity_mod.PARITY_TEMPLATES
+
+
+@dataclass(frozen=True)
+class OutputSample:
+    """One of the first few requests' texts on both sides, for a reader to look at."""
+
+    index: int
+    baseline: str | None
+    candidate: str | None
+    identical: bool  # False: diverged, or not compared (the parity sentence says which)
+
+
+@dataclass(frozen=True)
+class OutputParity:
+    parity: parity_mod.Parity
+    samples: list[OutputSample]
+
+
+def _kept(point: Point) -> tuple[parity_mod.PointOutputs, dict[int, str]]:
+    """The point's kept outputs by request index (completed requests with token ids) and the
+    texts kept of its first requests, read once from its stored records; nothing is read when
+    its workload did not keep outputs."""
+    if not (point.workload or {}).get("keep_outputs"):
+        return parity_mod.PointOutputs(point.key, kept=False, outputs={}), {}
+    data = PointData.objects.filter(point=point).first()
+    records = storage.decode_requests(data.requests) if data else []
+    outputs = {
+        r.index: parity_mod.KeptOutput(r.prompt_digest, r.output_ids)
+        for r in records if r.ok and r.output_ids
+    }
+    without = sum(1 for r in records if r.ok and not r.output_ids)
+    texts = {r.index: r.output_text for r in records if r.output_text is not None}
+    return parity_mod.PointOutputs(point.key, kept=True, outputs=outputs,
+                                   completed_without_ids=without), texts
+
+
+def output_parity(baseline: Point, candidate: Point) -> OutputParity:
+    """Request-by-request output parity of two points (judgement.analysis.parity), with the
+    texts of their first requests side by side when both kept them."""
+    (before, before_texts), (after, after_texts) = _kept(baseline), _kept(candidate)
+    parity = parity_mod.compare_outputs(
+        before, after, django_settings.HEADROOM_OUTPUT_PARITY_TOLERANCE_PCT)
+    diverged = {d.index for d in parity.diverged}
+
+    def identical(index: int) -> bool:
+        a, b = before.outputs.get(index), after.outputs.get(index)
+        return (parity.measured and a is not None and b is not None and index not in diverged
+                and a.prompt_digest == b.prompt_digest)
+
+    samples = [
+        OutputSample(index, before_texts[index], after_texts[index], identical(index))
+        for index in sorted(before_texts.keys() & after_texts.keys())
+    ]
+    return OutputParity(parity, samples)
 
 
 def compare_saved(comparison: Comparison) -> tuple[ComparisonResult | None, str | None]:

@@ -73,6 +73,7 @@ def build_report_content(report: Report, generated_at: datetime | None = None,
     baseline, candidate = report.baseline_point, report.candidate_point
     build = Build(report=report, sweeps=Sweeps(), points=report_points(report))
     build.comparison = judge.compare_points(baseline, candidate)
+    build.parity = judge.output_parity(baseline, candidate).parity
     content = ReportContent(
         title=report.title,
         language=report.language,
@@ -91,6 +92,7 @@ def build_report_content(report: Report, generated_at: datetime | None = None,
         content.headline = _headline(baseline, candidate, build.comparison)
     if report.shows(Item.HEADLINE) or report.shows(Item.COMPARISON_TABLE):
         content.worth = _worth(build, generated_at)
+        _parity(content, build)
     if report.shows(Item.NODE_SCALING):
         _scaling(content, build)
     if report.shows(Item.REFERENCES):
@@ -163,6 +165,16 @@ def _headline(baseline: Point, candidate: Point, comparison: Any) -> Headline:
         differing=differing,
         not_recorded=labels(comparison, "unknown"),
     )
+
+
+def _parity(content: ReportContent, build: Build) -> None:
+    """Whether the tuning changed the model's outputs, as the comparison page says it; nothing
+    when neither point kept its outputs (the acceptance checklist says it was not measured)."""
+    parity = build.parity
+    if parity.measured or any((p.workload or {}).get("keep_outputs") for p in
+                              (build.report.baseline_point, build.report.candidate_point)):
+        content.parity = [s.translated(_) for s in (parity.sentence, *parity.notes)]
+        content.parity_flagged = parity.beyond_tolerance
 
 
 def _worth(build: Build, generated_at: datetime | None) -> list[str]:

@@ -125,6 +125,10 @@ class ReportContent:
     # Which production acceptance criteria the report's two points measured; empty in versions
     # published before it existed.
     acceptance: list[AcceptanceRow] = field(default_factory=list)
+    # Output parity of the two points: its sentence and notes, translated; empty when outputs
+    # were not kept, and in versions published before it existed.
+    parity: list[str] = field(default_factory=list)
+    parity_flagged: bool = False
     caveats: list[tuple[str, str]] = field(default_factory=list)
     # What the tuning is worth in money and GPUs, with the price's date and any note beside it
     # (judge.worth_of's sentences, translated); empty in versions published before it existed.

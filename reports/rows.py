@@ -55,6 +55,9 @@ class Build:
     # either shape of comparison (with or without its own spec guard).
     comparison: Any = None
     scaling: Any = None
+    # judge.Parity of the two headline points (output parity), for the headline and the
+    # acceptance checklist.
+    parity: Any = None
 
 
 def report_points(report: Report) -> list[tuple[str, Point]]:

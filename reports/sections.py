@@ -275,12 +275,41 @@ def acceptance(content: ReportContent, build: Build) -> None:
                 "before": num(before.failed), "before_total": num(before.completed + before.failed),
                 "after": num(after.failed), "after_total": num(after.completed + after.failed)},
         ),
-        AcceptanceRow(
-            criterion=_("Output parity or quality"),
-            measured=False,
-            detail=_("outputs were not compared and no quality set was run"),
-        ),
+        _outputs(build),
     ]
+
+
+def _outputs(build: Build) -> AcceptanceRow:
+    """Output parity (the two points' outputs compared request by request) or a quality set."""
+    parity = build.parity
+    found = [parity.sentence.translated(_)] if parity is not None and parity.measured else []
+    quality = _quality(build.report.baseline_point, build.report.candidate_point)
+    if quality is not None:
+        found.append(quality)
+    if found:
+        return AcceptanceRow(criterion=_("Output parity or quality"), measured=True,
+                             detail="; ".join(found))
+    return AcceptanceRow(criterion=_("Output parity or quality"), measured=False,
+                         detail=_("outputs were not compared and no quality set was run"))
+
+
+def _quality(before: Point, after: Point) -> str | None:
+    """Both points' quality-set scores (Point.quality, runner.schema QualityResult); None
+    unless both ran one."""
+    if not before.quality or not after.quality:
+        return None
+    scores: dict[str, str] = {}
+    for side, stored in (("before", before.quality), ("after", after.quality)):
+        scores |= {side: num(stored["passed"]), f"{side}_items": num(stored["items"]),
+                   f"{side}_score": percent(stored["score"] * 100),
+                   f"{side}_file": stored["file"]}
+    if scores["before_file"] == scores["after_file"]:
+        return _("quality set %(before_file)s: %(before)s of %(before_items)s items passed "
+                 "before (%(before_score)s), %(after)s of %(after_items)s after "
+                 "(%(after_score)s)") % scores
+    return _("quality sets differ: %(before)s of %(before_items)s items of %(before_file)s "
+             "passed before (%(before_score)s), %(after)s of %(after_items)s of %(after_file)s "
+             "after (%(after_score)s)") % scores
 
 
 def _representative(before: Point, after: Point) -> AcceptanceRow:
@@ -288,6 +317,7 @@ def _representative(before: Point, after: Point) -> AcceptanceRow:
         "trace": _("replayed from a trace file"),
         "lengths": _("lengths drawn from a request log"),
         "dataset": _("prompts from a dataset file"),
+        "conversation": _("multi-turn conversations replayed from a file"),
     }
     kinds = {(p.workload or {}).get("kind") for p in (before, after)}
     found = [details[kind] for kind in sorted(k for k in kinds if k in details)]

@@ -23,7 +23,7 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import yaml
 from pydantic import ValidationError
@@ -35,7 +35,14 @@ from rich.text import Text
 from runner.endpoint import NO_CREDENTIALS, Credentials
 from runner.importer import ImportFileError, load_result_file
 from runner.results import ResultFileError, append_point, finished_keys
-from runner.schema import EngineConfig, EngineSetting, PointResult, SweepPlan, parse_goodput
+from runner.schema import (
+    EngineConfig,
+    EngineSetting,
+    PointResult,
+    SweepPlan,
+    WorkloadKind,
+    parse_goodput,
+)
 from runner.summary import print_summary, slo_text
 
 console = Console(stderr=True)
@@ -217,14 +224,19 @@ def _setting_value(setting: EngineSetting) -> Callable[[str], float]:
 def _add_workload_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("workload")
     group.add_argument(
-        "--workload", choices=["case_study", "random", "dataset", "trace", "lengths"],
-        default="case_study",
+        "--workload", choices=get_args(WorkloadKind), default="case_study",
         help="trace: replay a trace file's requests (--dataset; with --shape trace, its times "
-        "too); lengths: draw request lengths from a log of input/output token counts",
+        "too); lengths: draw request lengths from a log of input/output token counts; "
+        "conversation: replay a multi-turn JSONL file turn by turn (--endpoint chat)",
     )  # fmt: skip
     group.add_argument(
-        "--dataset", help="JSONL dataset (ShareGPT-style), trace file, or request-length log"
+        "--dataset", help="JSONL dataset (ShareGPT-style), trace file, request-length log, or "
+        "conversation file (ShareGPT or OpenAI messages, several turns a line)"
     )
+    group.add_argument(
+        "--conversation-turns-max", type=_positive_int, metavar="N",
+        help="conversation workload: replay at most N user turns of each conversation",
+    )  # fmt: skip
     group.add_argument(
         "--trace-format", choices=["auto", "mooncake", "burstgpt", "csv"],
         help="trace file format (default: auto, from its first line)",
@@ -248,7 +260,17 @@ def _add_workload_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--no-ignore-eos", action="store_true")
     group.add_argument("--endpoint", choices=["completions", "chat"], default="completions")
     group.add_argument("--no-stream", action="store_true")
+    group.add_argument(
+        "--keep-outputs", action="store_true",
+        help="output parity: keep every response's token ids (return_token_ids) so two points "
+        "can be compared output by output; temperature 0 only",
+    )
     group.add_argument("--extra-body", default="{}", help='JSON merged into each request body')
+    group.add_argument(
+        "--quality", metavar="FILE",
+        help="quality set scored after each point: JSONL of {prompt, expected, rule: exact | "
+        "contains}, at most 200 items, sent one at a time at temperature 0",
+    )  # fmt: skip
 
 
 def _add_load_arguments(parser: argparse.ArgumentParser) -> None:
@@ -503,8 +525,10 @@ def plan_from_bench_args(args: argparse.Namespace) -> dict[str, Any]:
             "ignore_eos": not args.no_ignore_eos,
             "endpoint": args.endpoint,
             "stream": not args.no_stream,
+            "keep_outputs": args.keep_outputs,
             "extra_body": extra_body,
             **_trace_from_bench_args(args),
+            **_conversation_from_bench_args(args),
         },
         "client": {
             "processes": args.client_processes,
@@ -515,6 +539,7 @@ def plan_from_bench_args(args: argparse.Namespace) -> dict[str, Any]:
         "warmup_requests": args.warmup_requests,
         "sample_interval_s": args.sample_interval,
         "goodput": args.goodput,
+        "quality": {"path": args.quality} if args.quality else None,
     }
 
 
@@ -530,6 +555,13 @@ def _trace_from_bench_args(args: argparse.Namespace) -> dict[str, Any]:
     if args.trace_block_tokens is not None:
         trace["trace_block_tokens"] = args.trace_block_tokens
     return trace
+
+
+def _conversation_from_bench_args(args: argparse.Namespace) -> dict[str, Any]:
+    """--conversation-turns-max as a WorkloadSpec field (the schema refuses it on another kind)."""
+    if args.conversation_turns_max is None:
+        return {}
+    return {"conversation_turns_max": args.conversation_turns_max}
 
 
 def _load_from_bench_args(args: argparse.Namespace) -> dict[str, Any]:
@@ -588,16 +620,21 @@ def print_plan(plan: SweepPlan) -> None:
 
 
 def run_and_report(plan: SweepPlan, args: argparse.Namespace, *, resume: bool) -> int:
+    from runner.conversations import check_conversations
     from runner.engine import EngineError
     from runner.loadgen import check_client_cpus
+    from runner.quality import load_quality
     from runner.sweep import Progress as RunProgress
     from runner.sweep import SweepIncomplete, plan_points, run_plan
     from runner.traces import check_source
 
     try:
         check_client_cpus(plan.client)
-        # A trace that cannot serve the loads is refused before any engine starts.
+        # A trace or conversation file that cannot serve the loads is refused before any
+        # engine starts.
         check_source(plan.workload, None, plan.loads, plan.warmup_requests)
+        check_conversations(plan.workload, None, plan.loads, plan.warmup_requests)
+        load_quality(plan.quality, None)  # and a quality file with a bad line (file:line)
     except ValueError as exc:
         raise CliError(str(exc)) from None
     credentials = credentials_from_args(args, plan)
@@ -645,10 +682,21 @@ def run_and_report(plan: SweepPlan, args: argparse.Namespace, *, resume: bool) -
     # Printed after the progress bars have closed, so nothing interleaves with them.
     if points:
         print_summary(points)
+        print_quality(points)
         console.print(f"{len(points)} point(s) appended to {args.out}")
     for failure in failures:
         print(f"not measured: {failure}", file=sys.stderr)
     return EXIT_INCOMPLETE if failures else 0
+
+
+def print_quality(points: list[PointResult]) -> None:
+    """One line per point with a quality set: its score over its items."""
+    for point in points:
+        q = point.quality
+        if q is not None:
+            missing = f", {q.errors} without an answer" if q.errors else ""
+            console.print(Text(f"quality {point.key}: {q.passed}/{q.items} passed "
+                               f"({q.score:.0%}) on {q.file}{missing}"))
 
 
 def _raise_keyboard_interrupt(signum: int, frame: object) -> None:

@@ -30,12 +30,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from runner.metrics import summary_ms
 from runner.responses import chunk_token_counts
-from runner.results import ResultFileError, iter_points
+from runner.results import BATCH_LINE_START, ResultFileError, iter_points
 from runner.schema import (
     Checkpoint,
     EngineConfig,
     EngineInfo,
+    Float64Array,
     Hardware,
+    Int32Array,
     LoadSpec,
     Metrics,
     PointResult,
@@ -130,8 +132,9 @@ MAX_JSON_DEPTH = 64
 TOO_DEEP = f"JSON nested too deeply to be a result file (over {MAX_JSON_DEPTH} levels)"
 # A JSON string (escapes included) or a bracket: all the nesting check needs to read.
 STRING_OR_BRACKET = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
-# How every line of Headroom's JSONL starts (runner.results.append_point writes schema_version
-# first), and how much of a file's head is read to see it.
+# How every point line of Headroom's JSONL starts (runner.results.append_point writes
+# schema_version first; a point's request batches before it start with BATCH_LINE_START), and
+# how much of a file's head is read to see it.
 HEADROOM_LINE_START = b'{"schema_version":'
 HEADROOM_HEAD_BYTES = 4096
 
@@ -243,7 +246,7 @@ def _starts_as_headroom(path: Path) -> bool:
     """Whether the file begins as Headroom's JSONL does, told from its first bytes."""
     with path.open("rb") as handle:
         head = handle.read(HEADROOM_HEAD_BYTES)
-    return head.lstrip().startswith(HEADROOM_LINE_START)
+    return head.lstrip().startswith((HEADROOM_LINE_START, BATCH_LINE_START))
 
 
 def _megabytes(size: int) -> str:
@@ -583,8 +586,10 @@ def _request(
         ttft=ttft,
         e2el=latency if error is None else None,
         completed_at=send + latency if latency is not None and error is None else None,
-        chunk_times=chunk_times,
-        chunk_tokens=_chunk_tokens(len(chunk_times), output, chat) if output is not None else [],
+        chunk_times=Float64Array(chunk_times),
+        chunk_tokens=Int32Array(
+            _chunk_tokens(len(chunk_times), output, chat) if output is not None else ()
+        ),
         prompt_tokens=doc.input_lens[index] if doc.input_lens is not None else None,
         output_tokens=output,
         status=None if error else 200,

@@ -7,7 +7,9 @@ trace: the prompts' own arrival times (a trace workload, runner.traces) divided 
 A burst, rate or trace may cap the requests in flight (LoadSpec.max_concurrency, vLLM's
 --max-concurrency). Every record keeps the intended send time (the schedule) and the actual
 one, so send lag and waiting for a slot stay visible; ClientHealth.schedule sums them up
-(send_schedule).
+(send_schedule). A conversation workload (runner.conversations) loads conversations instead:
+the shape starts them (a closed loop of C keeps C in flight), and each sends its turns one
+after another, a turn due when the one before it ended (_plan_conversations).
 
 Processes: with one target, ClientSpec.processes == 1, no ClientSpec.cpus and no `isolate` the
 load runs in this process. Otherwise each target gets ClientSpec.processes worker processes
@@ -35,16 +37,17 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import orjson
 
-from runner import httpstream
+from runner import conversations, httpstream
 from runner.endpoint import NO_CREDENTIALS, Credentials
-from runner.responses import ResponseCollector, endpoint_path, request_body
+from runner.responses import OutputCapture, ResponseCollector, endpoint_path, request_body
 from runner.schema import (
+    OUTPUT_TEXTS_KEPT,
     ClientHealth,
     ClientSpec,
     LoadSpec,
@@ -68,6 +71,8 @@ READY_TIMEOUT_S = 120.0
 CANCEL_POLL_S = 0.05
 PROGRESS_INTERVAL_S = 0.1
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
+# Chunk times per message of records from a client worker to the parent (record_batches).
+RECORD_BATCH_VALUES = 1 << 20
 # How long a dead worker's result may still be in flight in the queue before it counts as lost.
 DEAD_WORKER_GRACE_S = 2.0
 
@@ -110,6 +115,8 @@ class _Job:
     items: list[_Item]
     concurrency: int | None  # closed loop slots; None for burst/rate
     max_in_flight: int | None = None  # burst/rate: this worker's share of max_concurrency
+    # A conversation workload: the items again, as each conversation's turns in order.
+    conversations: list[list[_Item]] | None = None
 
 
 def send_offsets(
@@ -204,6 +211,8 @@ def plan_jobs(
     n = load.num_requests
     if len(prompts) < n:
         raise ValueError(f"{n} requests need {n} prompts, got {len(prompts)}")
+    if prompts[0].conversation is not None:
+        return _plan_conversations(targets, load, client, prompts[:n], seed)
     offsets = send_offsets(load, seed, prompts)
     cap = load.concurrency if load.shape == "concurrency" else load.max_concurrency
     per_target = min(client.processes, n, cap or n)
@@ -219,6 +228,47 @@ def plan_jobs(
                 jobs.append(_Job(target, items, concurrency=share))
             else:
                 jobs.append(_Job(target, items, concurrency=None, max_in_flight=share))
+    return jobs
+
+
+def _plan_conversations(
+    targets: list[Target], load: LoadSpec, client: ClientSpec, prompts: list[Prompt], seed: int
+) -> list[_Job]:
+    """A conversation workload's jobs: whole conversations dealt round-robin to the workers,
+    each of which sends a conversation's turns one after another (runner.conversations).
+
+    A closed loop of C keeps C conversations in flight; a burst starts every conversation at
+    t0, a rate starts them on the rate's schedule for the conversation count (send_offsets). A
+    turn after the first is due when its previous turn ended. max_concurrency caps the turns
+    in flight, as it caps requests.
+    """
+    if load.shape == "trace":
+        raise ValueError("a trace load replays a trace's arrival times; a conversation's turns "
+                         "go when the turn before them ended")
+    groups: list[list[Prompt]] = []
+    for prompt in prompts:
+        if not groups or groups[-1][0].conversation != prompt.conversation:
+            groups.append([])
+        groups[-1].append(prompt)
+    starts = send_offsets(load.model_copy(update={"num_requests": len(groups)}), seed)
+    cap = load.concurrency if load.shape == "concurrency" else load.max_concurrency
+    per_target = min(client.processes, len(groups), cap or len(groups))
+    closed = load.shape == "concurrency"
+    jobs = []
+    for target in targets:
+        for w in range(per_target):
+            mine = [
+                [_Item(p.index, p, starts[g] if starts is not None and t == 0 else None)
+                 for t, p in enumerate(turns)]
+                for g, turns in enumerate(groups)
+                if g % per_target == w
+            ]
+            share = _share(cap, per_target, w) if cap is not None else None
+            jobs.append(_Job(
+                target, [item for turns in mine for item in turns],
+                concurrency=share if closed else None,
+                max_in_flight=None if closed else share, conversations=mine,
+            ))  # fmt: skip
     return jobs
 
 
@@ -261,15 +311,35 @@ async def _one_request(ctx: _Context, item: _Item, intended: float) -> RequestRe
     return record
 
 
-async def _send(ctx: _Context, item: _Item, intended: float) -> RequestRecord:
-    """Send one request and record it.
+async def _one_turn(
+    ctx: _Context, item: _Item, history: list[conversations.Message], intended: float
+) -> tuple[RequestRecord, list[conversations.Message]]:
+    """Send one conversation turn: the conversation so far, then the turn's own messages.
+    Returns its record and the conversation after it, the model's reply as it streamed."""
+    messages = conversations.turn_messages(history, item.prompt)
+    reply: list[str] = []
+    turn = _Item(item.index, replace(item.prompt, messages=messages), item.offset)
+    record = await _send(ctx, turn, intended, reply)
+    record.conversation, record.turn = item.prompt.conversation, item.prompt.turn
+    return record, conversations.with_reply(messages, "".join(reply))
+
+
+async def _send(
+    ctx: _Context, item: _Item, intended: float, reply: list[str] | None = None
+) -> RequestRecord:
+    """Send one request and record it; with reply, collect the response's text into it.
 
     The actual send is stamped before a connection is taken from the pool (as vLLM's client
     stamps before `session.post`); the record's connect_s (from the result) says how much of
     that was getting a connection.
     """
+    capture = (
+        OutputCapture(keep_text=item.index < OUTPUT_TEXTS_KEPT)
+        if ctx.workload.keep_outputs else None
+    )
     collector = ResponseCollector(
-        item.index, ctx.job.target.replica, ctx.t0, ctx.chat, prompt_tokens=item.prompt.input_tokens
+        item.index, ctx.job.target.replica, ctx.t0, ctx.chat,
+        prompt_tokens=item.prompt.input_tokens, capture=capture, reply=reply,
     )
     collector.intended = intended
     body = request_body(ctx.workload, ctx.job.target.model, item.prompt)
@@ -337,11 +407,43 @@ class _Run:
         the record's actual send is when it went and its intended send stays the schedule."""
         async with slots or contextlib.nullcontext():
             record = await _one_request(self.ctx, item, intended)
+        self.keep(record)
+
+    def keep(self, record: RequestRecord) -> None:
         self.records.append(record)
         self.remaining -= 1
         self.on_done()
         if self.remaining == 0:
             self.finished.set()
+
+    async def conversation(
+        self, turns: list[_Item], intended: float, slots: asyncio.Semaphore | None = None
+    ) -> None:
+        """Send a conversation's turns in order, each due when the one before it ended. A
+        failed turn ends the conversation: its later turns become records that say so. When
+        stopping, the turns not sent are left to run_job, which records them as cancelled."""
+        history: list[conversations.Message] = []
+        for number, item in enumerate(turns):
+            if self.stopping:
+                return
+            async with slots or contextlib.nullcontext():
+                record, history = await _one_turn(self.ctx, item, history, intended)
+            self.keep(record)
+            if not record.ok:
+                if not self.stopping:
+                    self._not_sent(turns[number + 1 :], record)
+                return
+            assert record.completed_at is not None  # a completed request was sent and ended
+            intended = record.completed_at
+
+    def _not_sent(self, turns: list[_Item], failed: RequestRecord) -> None:
+        error = conversations.not_sent_error(failed.turn or 0)
+        when = failed.completed_at if failed.completed_at is not None else failed.intended_send
+        for item in turns:
+            self.keep(RequestRecord(
+                index=item.index, replica=self.ctx.job.target.replica, intended_send=when,
+                error=error, conversation=item.prompt.conversation, turn=item.prompt.turn,
+            ))  # fmt: skip
 
 
 async def _dispatch_scheduled(run: _Run, tasks: list[asyncio.Task[None]]) -> None:
@@ -357,6 +459,27 @@ async def _dispatch_scheduled(run: _Run, tasks: list[asyncio.Task[None]]) -> Non
         if run.stopping:
             return
         tasks.append(asyncio.create_task(run.request(item, offset, slots)))
+
+
+async def _dispatch_conversations(run: _Run, tasks: list[asyncio.Task[None]]) -> None:
+    """Burst and rate of conversations: start each one at its first turn's intended time;
+    with a cap (max_in_flight) each turn waits for a slot."""
+    t0 = run.ctx.t0
+    cap = run.ctx.job.max_in_flight
+    slots = asyncio.Semaphore(cap) if cap is not None else None
+    for turns in sorted(run.ctx.job.conversations or [], key=lambda c: c[0].offset or 0.0):
+        offset = turns[0].offset or 0.0
+        await _sleep_until(t0 + offset)
+        if run.stopping:
+            return
+        tasks.append(asyncio.create_task(run.conversation(turns, offset, slots)))
+
+
+async def _conversation_slot(run: _Run, pending: list[list[_Item]]) -> None:
+    """One closed-loop slot of conversations: the next one as soon as the previous ended."""
+    while pending and not run.stopping:
+        turns = pending.pop(0)
+        await run.conversation(turns, time.monotonic() - run.ctx.t0)
 
 
 async def _closed_loop_slot(run: _Run, pending: list[_Item]) -> None:
@@ -381,7 +504,14 @@ async def run_job(
     cpu_start = time.thread_time()  # this thread's CPU: the loop's, not the caller's other threads
     ticker = asyncio.create_task(_tick_loop_lag(stats.lags_ms))
     tasks: list[asyncio.Task[None]] = []
-    if job.concurrency is None:
+    if job.conversations is not None and job.concurrency is not None:
+        talks = list(job.conversations)
+        tasks.extend(
+            asyncio.create_task(_conversation_slot(run, talks)) for _ in range(job.concurrency)
+        )
+    elif job.conversations is not None:
+        tasks.append(asyncio.create_task(_dispatch_conversations(run, tasks)))
+    elif job.concurrency is None:
         tasks.append(asyncio.create_task(_dispatch_scheduled(run, tasks)))
     else:
         pending = list(job.items)
@@ -421,6 +551,8 @@ def _unsent_records(
             replica=job.target.replica,
             intended_send=item.offset if item.offset is not None else time.monotonic() - t0,
             error=error,
+            conversation=item.prompt.conversation,
+            turn=item.prompt.turn,
         )
         for item in job.items
         if item.index not in have
@@ -696,6 +828,7 @@ def _collect(
 ) -> list[tuple[list[RequestRecord], dict[str, float | None]]]:
     """Gather every worker's result; a worker that dies leaves error records, never a hang."""
     results: dict[int, tuple[list[RequestRecord], dict[str, float | None]]] = {}
+    received: dict[int, list[RequestRecord]] = {}  # record batches before the worker's result
     done_by_worker = [0] * len(jobs)
     dead_since: dict[int, float] = {}
     while len(results) < len(jobs):
@@ -710,10 +843,11 @@ def _collect(
             if kind == "progress":
                 done_by_worker[w] = message[2]
                 progress(sum(done_by_worker), total)
+            elif kind == "records":
+                received.setdefault(w, []).extend(message[2])
             elif kind == "result":
                 payload = orjson.loads(message[2])
-                recs = [RequestRecord.model_validate(r) for r in payload["records"]]
-                results[w] = (recs, payload["health"])
+                results[w] = (received.pop(w, []), payload["health"])
             elif kind == "error":
                 results[w] = (_lost_records(jobs[w], t0, f"client worker failed: {message[2]}"), {})
         now = time.monotonic()
@@ -740,6 +874,23 @@ def _die_with_parent(parent_pid: int) -> None:
         os._exit(1)
 
 
+def record_batches(records: Sequence[RequestRecord]) -> list[list[RequestRecord]]:
+    """A worker's records in messages of about RECORD_BATCH_VALUES chunk times each.
+
+    A queue message is pickled whole before it is sent (and whole again when received): the
+    records of a 100,000-request point in one message would be held twice on each side.
+    """
+    batches: list[list[RequestRecord]] = [[]]
+    values = 0
+    for record in records:
+        if values >= RECORD_BATCH_VALUES:
+            batches.append([])
+            values = 0
+        batches[-1].append(record)
+        values += len(record.chunk_times) + 1
+    return batches if batches[0] else []
+
+
 def _lost_records(job: _Job, t0: float, reason: str) -> list[RequestRecord]:
     return [
         RequestRecord(
@@ -747,6 +898,8 @@ def _lost_records(job: _Job, t0: float, reason: str) -> list[RequestRecord]:
             replica=job.target.replica,
             intended_send=item.offset if item.offset is not None else 0.0,
             error=reason,
+            conversation=item.prompt.conversation,
+            turn=item.prompt.turn,
         )
         for item in job.items
     ]
@@ -788,8 +941,9 @@ def _worker_main(
 
         records, stats = _run_job_blocking(job, workload, client, t0, stop.is_set, on_done)
         health = {**job_health(stats), "pinned_cpu": pinned_cpu}
-        payload = {"records": [r.model_dump() for r in records], "health": health}
-        events.put(("result", w, orjson.dumps(payload)))
+        for batch in record_batches(records):
+            events.put(("records", w, batch))  # pickled: compact arrays travel as raw bytes
+        events.put(("result", w, orjson.dumps({"health": health})))
     except BaseException:
         with contextlib.suppress(Exception):
             events.put(("error", w, traceback.format_exc()))

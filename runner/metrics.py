@@ -27,16 +27,30 @@ and is counted in incomplete_responses.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from itertools import pairwise
+import math
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
-from runner.schema import Metrics, RequestRecord, Window, WorkloadSpec
+from runner.schema import (
+    CompactArray,
+    Float64Array,
+    Int32Array,
+    Metrics,
+    RequestRecord,
+    Window,
+    WorkloadSpec,
+)
 
 PERCENTILES = (90, 95, 99)
 STATISTICS = ("mean", "median", "std", *(f"p{p}" for p in PERCENTILES))
+# Chunk-level figures (ITLs) pool one value per chunk: 8.4 million for 32,768 requests of 256
+# chunks, 100 million for 100,000 of 1,000. Up to POOL_IN_MEMORY values are summarised in one
+# array as numpy does; beyond it the values are made BLOCK_VALUES chunks at a time, again on
+# each pass (summary_ms_blocks), so memory stays bounded whatever the point's size.
+POOL_IN_MEMORY = 1 << 21
+BLOCK_VALUES = 1 << 19
 
 
 def window_of(records: Sequence[RequestRecord]) -> Window | None:
@@ -48,15 +62,160 @@ def window_of(records: Sequence[RequestRecord]) -> Window | None:
     return Window(start=0.0, end=max(ends))
 
 
-def summary_ms(name: str, seconds: Sequence[float]) -> dict[str, float | None]:
+def summary_ms(name: str, seconds: Sequence[float] | np.ndarray) -> dict[str, float | None]:
     """mean/median/std/p90/p95/p99 of a list of seconds, in ms, keyed like vllm bench."""
     keys = [f"{stat}_{name}_ms" for stat in STATISTICS]
-    if not seconds:
+    if len(seconds) == 0:
         return dict.fromkeys(keys)
     ms = np.asarray(seconds, dtype=float) * 1000.0
     values = [float(np.mean(ms)), float(np.median(ms)), float(np.std(ms))]  # std: population
     values += [float(np.percentile(ms, p)) for p in PERCENTILES]  # linear interpolation
     return dict(zip(keys, values, strict=True))
+
+
+Blocks = Callable[[], Iterator[np.ndarray]]
+
+
+def summary_ms_blocks(name: str, blocks: Blocks) -> dict[str, float | None]:
+    """summary_ms of values that come in blocks of seconds; `blocks()` makes them afresh.
+
+    A pool of up to POOL_IN_MEMORY values is joined and given to summary_ms: the figures are
+    numpy's to the last bit. A larger pool is never held whole: the mean and std come from
+    per-block sums (numpy's formulas, summed with math.fsum, so they agree with numpy to
+    rounding), and the median and percentiles from the exact order statistics (_order_values)
+    interpolated as numpy's linear method does, bit for bit.
+    """
+    count = sum(len(block) for block in blocks())
+    if count <= POOL_IN_MEMORY:
+        joined = [block for block in blocks() if len(block)]
+        return summary_ms(name, np.concatenate(joined) if joined else [])
+    mean = math.fsum(float(np.sum(b * 1000.0)) for b in blocks()) / count
+    std = math.sqrt(
+        math.fsum(float(np.sum((b * 1000.0 - mean) ** 2)) for b in blocks()) / count
+    )
+    ranks = {count // 2, (count - 1) // 2}
+    spots = {p: _virtual_index(count, p) for p in PERCENTILES}
+    for low, high, _ in spots.values():
+        ranks |= {low, high}
+    found = _order_values(lambda: (b * 1000.0 for b in blocks()), sorted(ranks))
+    median = (found[(count - 1) // 2] + found[count // 2]) / 2.0  # np.median: mean of the middle
+    values = [mean, median, std]
+    values += [_lerp(found[low], found[high], gamma) for low, high, gamma in spots.values()]
+    return dict(zip([f"{stat}_{name}_ms" for stat in STATISTICS], values, strict=True))
+
+
+def _virtual_index(count: int, percentile: float) -> tuple[int, int, float]:
+    """The two ranks np.percentile's linear method reads and its weight, as numpy computes them
+    (numpy/lib/_function_base_impl.py: (n - 1) * q, q = p / 100)."""
+    virtual = (count - 1) * (percentile / 100.0)
+    if virtual >= count - 1:
+        return count - 1, count - 1, 0.0
+    low = math.floor(virtual)
+    return low, low + 1, virtual - low
+
+
+def _lerp(a: float, b: float, t: float) -> float:
+    """numpy's _lerp, exact: from b downwards when the weight is half or more."""
+    diff = b - a
+    return b - diff * (1.0 - t) if t >= 0.5 else a + diff * t
+
+
+# Order statistics by radix selection on the values' bits: a float64's bit pattern, with the sign
+# bit flipped (all bits for a negative), orders as the float does. Each pass over the blocks
+# either counts the next KEY_BITS bits of the values under a rank's known prefix or, once at most
+# POOL_IN_MEMORY values share that prefix, gathers them to pick the rank with np.partition.
+KEY_BITS = 16
+_SIGN = np.uint64(1 << 63)
+
+
+def _sort_keys(values: np.ndarray) -> np.ndarray:
+    bits = np.ascontiguousarray(values, dtype=np.float64).view(np.uint64)
+    return np.where(bits & _SIGN, ~bits, bits | _SIGN)
+
+
+def _key_value(key: int) -> float:
+    bits = key & ~(1 << 63) if key >> 63 else ~key & ((1 << 64) - 1)
+    return float(np.array([bits], dtype=np.uint64).view(np.float64)[0])
+
+
+def _order_values(blocks: Callable[[], Iterable[np.ndarray]], ranks: list[int]) -> dict[int, float]:
+    """The values at these 0-based ranks of the sorted pool, exact, in bounded memory."""
+    # Per rank: the bits known (from the top), their value, and how many values sort below them.
+    search = {rank: (0, 0, 0) for rank in ranks}
+    sizes = {(0, 0): sum(len(b) for b in blocks())}
+    found: dict[int, float] = {}
+    while search:
+        for rank, (known, prefix, _) in list(search.items()):
+            if known == 64:  # every value under this prefix is the same value
+                found[rank] = _key_value(prefix)
+                del search[rank]
+        groups = {(known, prefix) for known, prefix, _ in search.values()}
+        if not groups:
+            break
+        gather: dict[tuple[int, int], list[np.ndarray]] = {
+            g: [] for g in groups if sizes[g] <= POOL_IN_MEMORY
+        }
+        counts = {g: np.zeros(1 << KEY_BITS, np.int64) for g in groups if g not in gather}
+        for block in blocks():
+            keys = _sort_keys(block)
+            for known, prefix in groups:
+                under = keys if known == 0 else keys[(keys >> np.uint64(64 - known)) == prefix]
+                if (known, prefix) in gather:
+                    gather[(known, prefix)].append(under)
+                else:
+                    digits = (under >> np.uint64(64 - known - KEY_BITS)) & np.uint64(0xFFFF)
+                    counts[(known, prefix)] += np.bincount(digits, minlength=1 << KEY_BITS)
+        for rank, (known, prefix, below) in list(search.items()):
+            if (known, prefix) in gather:
+                pool = np.concatenate(gather[(known, prefix)])
+                found[rank] = _key_value(int(np.partition(pool, rank - below)[rank - below]))
+                del search[rank]
+                continue
+            cumulative = np.cumsum(counts[(known, prefix)])
+            digit = int(np.searchsorted(cumulative, rank - below, side="right"))
+            below += int(cumulative[digit - 1]) if digit else 0
+            group = (known + KEY_BITS, (prefix << KEY_BITS) | digit)
+            sizes[group] = int(counts[(known, prefix)][digit])
+            search[rank] = (*group, below)
+    return found
+
+
+def _chunk_blocks(
+    records: Sequence[RequestRecord], with_tokens: bool
+) -> Iterator[tuple[np.ndarray, np.ndarray | None, np.ndarray]]:
+    """The records' chunk times (and token counts) joined, BLOCK_VALUES chunks at a time, with
+    each chunk's position within its block's records (0, 1, ... per record)."""
+    start = 0
+    while start < len(records):
+        end, values = start, 0
+        while end < len(records) and (values == 0 or values < BLOCK_VALUES):
+            values += len(records[end].chunk_times)
+            end += 1
+        group = records[start:end]
+        start = end
+        times: list[CompactArray]
+        if with_tokens:
+            # A response without usage has no token counts: its chunks count no tokens.
+            pairs = [_paired(r) for r in group]
+            times = [t for t, _ in pairs]
+            tokens: np.ndarray | None = np.frombuffer(b"".join(k for _, k in pairs), np.int32)
+        else:
+            times = [Float64Array.coerce(r.chunk_times) for r in group]
+            tokens = None
+        lengths = np.fromiter(map(len, times), np.int64, len(times))
+        joined = np.frombuffer(b"".join(times), np.float64)
+        starts = np.repeat(np.cumsum(lengths) - lengths, lengths)
+        yield joined, tokens, np.arange(len(joined)) - starts
+
+
+def _paired(record: RequestRecord) -> tuple[CompactArray, CompactArray]:
+    """Times and token counts over the chunks both cover (zip's rule in the per-chunk loop)."""
+    times = Float64Array.coerce(record.chunk_times)
+    tokens = Int32Array.coerce(record.chunk_tokens)
+    if len(tokens) == len(times):
+        return times, tokens
+    n = min(len(times), len(tokens))
+    return Float64Array.coerce(times[:n]), Int32Array.coerce(tokens[:n])
 
 
 # -- vLLM's per-request figures ------------------------------------------------------------------
@@ -83,35 +242,53 @@ def tpots(records: Sequence[RequestRecord]) -> list[float]:
     return [t for r in records if (t := tpot_of(r)) is not None]
 
 
-def itls(records: Sequence[RequestRecord]) -> list[float]:
+def itl_blocks(records: Sequence[RequestRecord]) -> Blocks:
     """One gap per chunk after the first, as vLLM's client appends them (role chunk included)."""
-    out: list[float] = []
-    for r in records:
-        times = r.chunk_times
-        out.extend(b - a for a, b in pairwise(times))
-    return out
+
+    def blocks() -> Iterator[np.ndarray]:
+        for times, _, position in _chunk_blocks(records, with_tokens=False):
+            yield np.diff(times)[position[1:] > 0]  # not across two requests
+
+    return blocks
+
+
+def itls(records: Sequence[RequestRecord]) -> list[float]:
+    return _joined(itl_blocks(records))
+
+
+def _joined(blocks: Blocks) -> list[float]:
+    return [value for block in blocks() for value in block.tolist()]
 
 
 # -- Headroom's own per-request figures ------------------------------------------------------------
 
 
-def token_itls(records: Sequence[RequestRecord]) -> list[float]:
+def token_itl_blocks(records: Sequence[RequestRecord]) -> Blocks:
     """Inter-token latencies: a chunk of k tokens after a gap g adds k values of g/k.
 
     Chunks with 0 tokens (the chat role chunk, or more chunks than the usage count) are
-    skipped, so their time is part of the next token-bearing chunk's gap.
+    skipped, so their time is part of the next token-bearing chunk's gap. chunk_tokens is
+    empty when the response carried no usage block: then the request adds none.
     """
-    out: list[float] = []
-    for r in records:
-        previous: float | None = None
-        # chunk_tokens is empty when the response carried no usage block: then no token ITLs.
-        for t, k in zip(r.chunk_times, r.chunk_tokens, strict=False):
-            if k <= 0:
-                continue
-            if previous is not None:
-                out.extend([(t - previous) / k] * k)
-            previous = t
-    return out
+
+    def blocks() -> Iterator[np.ndarray]:
+        for times, tokens, position in _chunk_blocks(records, with_tokens=True):
+            assert tokens is not None
+            bearing = tokens > 0
+            t, k = times[bearing], tokens[bearing]
+            # Request starts among the token-bearing chunks: a chunk's gap is to the previous
+            # bearing chunk of its own request only.
+            first = np.maximum.accumulate(np.where(position == 0, np.arange(len(position)), 0))
+            owner = first[bearing]
+            same = owner[1:] == owner[:-1]
+            gaps, counts = np.diff(t)[same], k[1:][same]
+            yield np.repeat(gaps / counts, counts)
+
+    return blocks
+
+
+def token_itls(records: Sequence[RequestRecord]) -> list[float]:
+    return _joined(token_itl_blocks(records))
 
 
 def first_token_at(record: RequestRecord) -> float | None:
@@ -233,14 +410,14 @@ def aggregate(
         **goodput(records, completed, duration, slos or {}),
         **summary_ms("ttft", ttfts(completed)),
         **summary_ms("tpot", tpots(completed)),
-        **summary_ms("itl", itls(completed)),
+        **summary_ms_blocks("itl", itl_blocks(completed)),
         **summary_ms("e2el", e2els(completed)),
         "short_responses": short,
         "incomplete_responses": incomplete,
         "valid": bool(records) and failed == 0 and incomplete == 0 and short == 0,
         **summary_ms("sched_ttft", sched_ttfts(completed)),
         **summary_ms("sched_e2el", sched_e2els(completed)),
-        **summary_ms("token_itl", token_itls(completed)),
+        **summary_ms_blocks("token_itl", token_itl_blocks(completed)),
         "max_send_lag_ms": max_send_lag_ms(records),
         **connect_ms(records),
     }

@@ -6,6 +6,7 @@ Split from runner/loadgen.py (which schedules requests and processes) so the per
 
 from __future__ import annotations
 
+import hashlib
 import time
 from itertools import pairwise
 from typing import Any
@@ -13,7 +14,13 @@ from typing import Any
 import orjson
 
 from runner import httpstream
-from runner.schema import RequestRecord, WorkloadSpec
+from runner.schema import (
+    OUTPUT_TEXT_MAX_CHARS,
+    Float64Array,
+    Int32Array,
+    RequestRecord,
+    WorkloadSpec,
+)
 from runner.workloads import Prompt
 
 
@@ -34,6 +41,10 @@ def request_body(workload: WorkloadSpec, model: str, prompt: Prompt) -> bytes:
         body["prompt"] = prompt.tokens.ids()
     else:
         body["prompt"] = prompt.text if prompt.text is not None else _joined(prompt.messages)
+    if workload.keep_outputs:
+        # vLLM (0.10.2 and later) then puts each chunk's token ids in its choice, and the
+        # prompt's in the first chunk: what output parity compares.
+        body["return_token_ids"] = True
     body.update(workload.extra_body)
     if workload.stream:
         # Output tokens come only from usage, so include_usage stays on whatever extra_body says
@@ -75,6 +86,55 @@ def chunk_token_counts(chunks: int, cumulative: list[int] | None, total: int) ->
     return [1] + [base + (1 if i < extra else 0) for i in range(chunks - 1)]
 
 
+def token_digest(ids: list[int]) -> str:
+    """BLAKE2b-64 of token ids as little-endian int32: equal ids, equal digest, on any host."""
+    data = b"".join(int(t).to_bytes(4, "little", signed=True) for t in ids)
+    return hashlib.blake2b(data, digest_size=8).hexdigest()
+
+
+class OutputCapture:
+    """What output parity keeps of one response (WorkloadSpec.keep_outputs): its token ids, the
+    digest of the prompt ids the server saw, and, when asked, its text. Off the hot path unless
+    a workload asks for it: the collector calls it only when it has one."""
+
+    def __init__(self, keep_text: bool) -> None:
+        self.ids: list[int] = []
+        self.prompt_digest: str | None = None
+        self.text: list[str] | None = [] if keep_text else None
+
+    def on_choice(self, chunk: dict[str, Any], choice: dict[str, Any]) -> None:
+        """A streamed chunk's choice, or a whole response's (non-streamed)."""
+        if self.prompt_digest is None:
+            # Completions put the prompt's ids in the choice, chat at the top of the chunk.
+            prompt = choice.get("prompt_token_ids") or chunk.get("prompt_token_ids")
+            if prompt:
+                self.prompt_digest = token_digest(prompt)
+        ids = choice.get("token_ids")
+        if ids:
+            self.ids.extend(ids)
+        if self.text is not None:
+            piece = choice_text(choice)
+            if piece:
+                self.text.append(piece)
+
+    def joined_text(self) -> str | None:
+        if self.text is None:
+            return None
+        return "".join(self.text)[:OUTPUT_TEXT_MAX_CHARS]
+
+
+def choice_text(choice: dict[str, Any]) -> str | None:
+    """The text one choice carries: a streamed chat chunk's delta, a whole chat message, or
+    the completions API's text."""
+    for part in ("delta", "message"):
+        holder = choice.get(part)
+        if isinstance(holder, dict):
+            content = holder.get("content")
+            return content if isinstance(content, str) else None
+    text = choice.get("text")
+    return text if isinstance(text, str) else None
+
+
 class ResponseCollector:
     """Turns one response's SSE events into a RequestRecord (hot path: keep it lean).
 
@@ -84,10 +144,20 @@ class ResponseCollector:
     token, so its `chunk_tokens` entry is 0. The usage chunk (choices == []) only supplies the
     token counts. An error event does not end the read: vLLM's client reads on and counts the
     request by its chunks, so the event is kept as the reason the response is incomplete.
+
+    reply: a list that collects the response's text pieces (a conversation turn, whose reply
+    goes into the next turn's messages); None, as for every other workload, keeps no text.
     """
 
     def __init__(
-        self, index: int, replica: int, t0: float, chat: bool, prompt_tokens: int | None = None
+        self,
+        index: int,
+        replica: int,
+        t0: float,
+        chat: bool,
+        prompt_tokens: int | None = None,
+        capture: OutputCapture | None = None,
+        reply: list[str] | None = None,
     ) -> None:
         self.index = index
         self.replica = replica
@@ -104,6 +174,8 @@ class ResponseCollector:
         self.finish_reason: str | None = None
         self.done_seen = False
         self.error_event: bytes | None = None
+        self.capture = capture
+        self.reply = reply
 
     def on_event(self, data: bytes, stamp: float) -> None:
         if data == b"[DONE]":
@@ -125,6 +197,10 @@ class ResponseCollector:
             elif usage and "completion_tokens" in usage:
                 self.cumulative.append(usage["completion_tokens"])
             self.chunk_times.append(stamp - self.t0)
+            if self.capture is not None:
+                self.capture.on_choice(chunk, choices[0])
+            if self.reply is not None:
+                self._keep_reply(choices[0])
             reason = choices[0].get("finish_reason")
             if reason:
                 self.finish_reason = reason
@@ -142,6 +218,10 @@ class ResponseCollector:
         self.usage = response.get("usage")
         choices = response.get("choices") or [{}]
         self.finish_reason = choices[0].get("finish_reason")
+        if self.capture is not None:
+            self.capture.on_choice(response, choices[0])
+        if self.reply is not None:
+            self._keep_reply(choices[0])
         self.chunk_times = [stamp - self.t0]
         self.done_seen = True
 
@@ -155,6 +235,7 @@ class ResponseCollector:
         output = self.usage.get("completion_tokens") if self.usage else None
         prompt = self.usage.get("prompt_tokens") if self.usage else None
         actual = self.actual
+        capture = self.capture
         return RequestRecord(
             index=self.index,
             replica=self.replica,
@@ -164,15 +245,25 @@ class ResponseCollector:
             ttft=times[0] - actual if times and actual is not None else None,
             e2el=times[-1] - actual if times and actual is not None else None,
             completed_at=end - self.t0 if actual is not None else None,
-            chunk_times=times,
-            chunk_tokens=self._chunk_tokens(output) if output is not None else [],
+            # Collected as a list (an append costs a third of an array's on the hot path), kept
+            # as a compact array from here on.
+            chunk_times=Float64Array(times),
+            chunk_tokens=Int32Array(self._chunk_tokens(output) if output is not None else ()),
             prompt_tokens=prompt if prompt is not None else self.expected_prompt_tokens,
             output_tokens=output,
             finish_reason=self.finish_reason,
             status=status,
             error=error,
             incomplete=None if error else self._incomplete(),
+            prompt_digest=capture.prompt_digest if capture else None,
+            output_ids=Int32Array(capture.ids if capture else ()),
+            output_text=capture.joined_text() if capture else None,
         )
+
+    def _keep_reply(self, choice: dict[str, Any]) -> None:
+        piece = choice_text(choice)
+        if piece and self.reply is not None:
+            self.reply.append(piece)
 
     def _chunk_tokens(self, total: int) -> list[int]:
         """Tokens per chunk: 0 for a leading chat role chunk, the usage total over the rest."""

@@ -11,8 +11,11 @@ line up on one clock.
 
 from __future__ import annotations
 
+import array
+import contextlib
 import math
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Final, Literal, get_args
@@ -22,12 +25,15 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    GetCoreSchemaHandler,
+    GetJsonSchemaHandler,
     ValidationInfo,
     field_serializer,
     field_validator,
     model_validator,
 )
 from pydantic.fields import FieldInfo
+from pydantic_core import core_schema
 
 SCHEMA_VERSION: Final = "headroom.result/1"
 
@@ -553,11 +559,12 @@ class EngineLaunch(Schema):
         return self
 
 
-WorkloadKind = Literal["case_study", "random", "dataset", "trace", "lengths"]
+WorkloadKind = Literal["case_study", "random", "dataset", "trace", "lengths", "conversation"]
 Endpoint = Literal["completions", "chat"]
 # The kinds whose prompts are read from a file in the data directory (runner.workloads
-# dataset_file); trace and lengths prompts are token ids (runner.traces).
-FILE_KINDS: Final = ("dataset", "trace", "lengths")
+# dataset_file); trace and lengths prompts are token ids (runner.traces); conversation turns
+# are chat messages (runner.conversations).
+FILE_KINDS: Final = ("dataset", "trace", "lengths", "conversation")
 TOKEN_ID_KINDS: Final = ("trace", "lengths")
 TraceFormat = Literal["auto", "mooncake", "burstgpt", "csv"]
 # What a trace workload does when a load would replay fewer of its requests than it holds.
@@ -565,6 +572,10 @@ TraceLonger = Literal["truncate", "refuse"]
 # Mooncake's convention: each hash id stands for one block of 512 prompt tokens (vLLM's
 # timed-trace reader calls it --timed-trace-chunk-hash-size: 512 for the Moonshot traces).
 MOONCAKE_BLOCK_TOKENS: Final = 512
+# Output parity keeps the text of this many responses (request indices 0..N-1) beside every
+# response's token ids: enough to read what the model said, bounded at OUTPUT_TEXT_MAX_CHARS.
+OUTPUT_TEXTS_KEPT: Final = 4
+OUTPUT_TEXT_MAX_CHARS: Final = 2000
 
 
 class WorkloadSpec(Schema):
@@ -585,6 +596,12 @@ class WorkloadSpec(Schema):
     lengths come from the file. Both send token ids, so they need the completions endpoint
     (a chat template takes text, and re-tokenized text would not keep the lengths or the
     shared blocks), as vLLM's timed-trace benchmark does.
+
+    kind "conversation" replays a multi-turn JSONL file (ShareGPT or OpenAI messages style;
+    runner.conversations) turn by turn on the chat endpoint: each turn sends the conversation
+    so far, with the model's own replies from this run, then the next user message, so the
+    prefix cache sees what it sees in production. A request is one turn (num_requests counts
+    turns); the input range is not used (the history decides each prompt's length).
     """
 
     kind: WorkloadKind = "case_study"
@@ -614,6 +631,17 @@ class WorkloadSpec(Schema):
     trace_block_tokens: int = Field(
         default=MOONCAKE_BLOCK_TOKENS, gt=0, description="prompt tokens per Mooncake hash id"
     )
+    conversation_turns_max: int | None = Field(
+        default=None, gt=0,
+        description="conversation workload: replay at most this many user turns of each "
+        "conversation; None: all of them",
+    )
+    keep_outputs: bool = Field(
+        default=False,
+        description="output parity: ask for each response's token ids (return_token_ids) and "
+        "keep them, with a digest of the prompt's, so two points can be compared output by "
+        "output; temperature 0 only",
+    )
 
     @field_validator("trace_span_s")
     @classmethod
@@ -632,6 +660,7 @@ class WorkloadSpec(Schema):
             raise ValueError("a trace workload needs dataset_path (the trace file)")
         if self.kind == "lengths" and not self.dataset_path:
             raise ValueError("a lengths workload needs dataset_path (the request log)")
+        self._check_conversation()
         if self.kind in TOKEN_ID_KINDS and self.endpoint != "completions":
             raise ValueError(
                 f"a {self.kind} workload sends token-id prompts: use the completions endpoint "
@@ -642,14 +671,40 @@ class WorkloadSpec(Schema):
             for name in ("trace_format", "trace_span_s", "trace_longer", "trace_block_tokens")
             if getattr(self, name) != type(self).model_fields[name].default
         }
+        if self.keep_outputs and self.temperature != 0:
+            raise ValueError(
+                "keep_outputs compares outputs between points, which only means something at "
+                f"temperature 0 (greedy decoding); this workload samples at {self.temperature}"
+            )
         if trace_only and self.kind != "trace":
             raise ValueError(
                 f"{', '.join(trace_only)} only apply to a trace workload (kind {self.kind!r})"
             )
         return self
 
+    def _check_conversation(self) -> None:
+        if self.kind != "conversation":
+            if self.conversation_turns_max is not None:
+                raise ValueError(
+                    f"conversation_turns_max only applies to a conversation workload (kind "
+                    f"{self.kind!r})"
+                )
+            return
+        if not self.dataset_path:
+            raise ValueError("a conversation workload needs dataset_path (a JSONL file of "
+                             "conversations)")
+        if self.endpoint != "chat":
+            raise ValueError(
+                "a conversation workload sends each turn as chat messages (the conversation so "
+                "far, then the next user message): use the chat endpoint"
+            )
+
     def spec_label(self) -> str:
         """The input/output spec that decides whether two results are comparable."""
+        if self.kind == "conversation":
+            turns = (f", at most {self.conversation_turns_max} turns"
+                     if self.conversation_turns_max else "")
+            return f"conversations {self.dataset_path}{turns} / {self.output_tokens} out"
         if self.kind == "trace":
             return f"trace {self.dataset_path}"
         if self.kind == "lengths":
@@ -784,6 +839,31 @@ class ClientSpec(Schema):
         return cpus
 
 
+QualityRule = Literal["exact", "contains"]
+# A quality set is a small check beside a point, not a benchmark of its own: its items are sent
+# one at a time after the point's window, so 200 of them stay a few minutes on a GPU.
+QUALITY_MAX_ITEMS: Final = 200
+QUALITY_MAX_TOKENS: Final = 64
+# Answers and expected texts are stored cut to this many characters: the rows are for reading.
+QUALITY_EXCERPT_CHARS: Final = 500
+
+
+class QualitySpec(Schema):
+    """An optional small evaluation file scored beside every point (runner.quality).
+
+    A JSONL file, one item a line: {"prompt": ..., "expected": ..., "rule": "exact" |
+    "contains", "max_tokens": N}; rule defaults to exact, max_tokens to this spec's. It is named
+    as a dataset is (runner.workloads.dataset_file: relative to the node's data directory for a
+    plan from the dashboard) and read before any engine starts.
+    """
+
+    path: str = Field(min_length=1, description="JSONL file of at most 200 items, in the data "
+                      "directory")
+    max_tokens: int = Field(
+        default=QUALITY_MAX_TOKENS, gt=0, description="an item's answer limit unless it sets one"
+    )
+
+
 class SweepPlan(Schema):
     """engine configs x load levels x repeats on one checkpoint and workload."""
 
@@ -800,6 +880,8 @@ class SweepPlan(Schema):
     sample_interval_s: float = Field(default=0.5, gt=0)
     # Goodput SLOs in ms, as `vllm bench serve --goodput ttft:MS tpot:MS e2el:MS`.
     goodput: dict[str, float] = Field(default_factory=dict)
+    # A small evaluation file scored beside every point; None: none.
+    quality: QualitySpec | None = None
 
     @field_validator("goodput")
     @classmethod
@@ -827,6 +909,124 @@ class SweepPlan(Schema):
 # ---------------------------------------------------------------------------------------------
 
 
+class CompactArray(array.array):
+    """A typed run of numbers held as one C array: the type of the ragged per-request fields.
+
+    A point of 32,768 requests with 256 chunks each holds 8.4 million chunk times; as Python
+    lists of floats that is about 32 bytes a value, as this 8 (4 for the int32 counts). The
+    values pickle as raw bytes (client workers send records to the parent), numpy reads them
+    without a copy (`np.frombuffer`), and result files and stored blobs keep them as flat
+    little-endian arrays. Validation accepts a list, tuple, array or numpy array (files and
+    tests write lists) and refuses anything that is not a number of the type; a record already
+    holding the type keeps it as is, uncopied. It compares equal to a list or tuple of the same
+    values, as the list it replaced did. JSON output is a plain list of numbers.
+
+    A field annotated with a subclass is ragged: one array per request, of any length
+    (`ragged_fields`), stored flat with per-request lengths by runner.results and
+    benchmarks.storage without naming it.
+    """
+
+    TYPECODE: ClassVar[str]
+    # numpy's little-endian dtype string for the values, as files and blobs store them.
+    DTYPE: ClassVar[str]
+    JSON_ITEMS: ClassVar[str]
+
+    def __new__(cls, *args: Any) -> CompactArray:
+        # array's own pickle reconstructor calls cls(typecode, data); everyone else, cls(values).
+        if len(args) == 2 and args[0] == cls.TYPECODE:
+            return super().__new__(cls, cls.TYPECODE, args[1])
+        return super().__new__(cls, cls.TYPECODE, *args)
+
+    @classmethod
+    def coerce(cls, value: Any) -> CompactArray:
+        """The value as this type; ValueError naming what is wrong with it."""
+        if type(value) is cls:
+            return value
+        if isinstance(value, (str, bytes, bytearray)):
+            raise ValueError(f"expected a list of {cls.JSON_ITEMS}s, got {type(value).__name__}")
+        view = None
+        if not isinstance(value, (list, tuple)):
+            with contextlib.suppress(TypeError):  # not a buffer: any iterable of numbers
+                view = memoryview(value)
+        try:
+            if view is not None and view.format == cls.TYPECODE and view.c_contiguous:
+                return cls.from_native_bytes(view.cast("B"))  # numpy's or array's layout: one copy
+            return cls(value)
+        except (TypeError, OverflowError, ValueError) as exc:
+            raise ValueError(f"expected a list of {cls.JSON_ITEMS}s: {exc}") from None
+
+    @classmethod
+    def from_native_bytes(cls, data: bytes | memoryview) -> CompactArray:
+        """Values from a buffer in this host's own layout, copied once."""
+        values = cls()
+        values.frombytes(data)
+        return values
+
+    @classmethod
+    def from_le_bytes(cls, data: bytes | memoryview) -> CompactArray:
+        """Values from their little-endian bytes (the layout of files and blobs)."""
+        values = cls.from_native_bytes(data)
+        if sys.byteorder == "big":
+            values.byteswap()
+        return values
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (list, tuple)):
+            return len(self) == len(other) and self.tolist() == list(other)
+        return super().__eq__(other)
+
+    __hash__ = None  # mutable, as the list it replaced
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.tolist()!r})"
+
+    @classmethod
+    def __get_pydantic_core_schema__(
+        cls, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        return core_schema.no_info_plain_validator_function(
+            cls.coerce,
+            serialization=core_schema.plain_serializer_function_ser_schema(
+                _compact_serialized, info_arg=True
+            ),
+        )
+
+    @classmethod
+    def __get_pydantic_json_schema__(
+        cls, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> dict[str, Any]:
+        return {"type": "array", "items": {"type": cls.JSON_ITEMS}}
+
+
+def _compact_serialized(value: CompactArray, info: Any) -> object:
+    """JSON: a list of numbers; Python (model_dump): the array itself, compact."""
+    return value.tolist() if info.mode_is_json() else value
+
+
+class Float64Array(CompactArray):
+    TYPECODE = "d"
+    DTYPE = "<f8"
+    JSON_ITEMS = "number"
+
+
+class Int32Array(CompactArray):
+    TYPECODE = "i"
+    DTYPE = "<i4"
+    JSON_ITEMS = "integer"
+
+
+assert array.array("d").itemsize == 8 and array.array("i").itemsize == 4
+
+
+def ragged_fields(model: type[BaseModel]) -> dict[str, type[CompactArray]]:
+    """The model's ragged per-request fields and their array types, from the annotations."""
+    return {
+        name: field.annotation
+        for name, field in model.model_fields.items()
+        if isinstance(field.annotation, type) and issubclass(field.annotation, CompactArray)
+    }
+
+
 class RequestRecord(Schema):
     """One request as the client saw it. Times: seconds since the point's t0 (monotonic).
 
@@ -849,17 +1049,21 @@ class RequestRecord(Schema):
     ttft: float | None = Field(default=None, description="first chunk - actual send (vLLM)")
     e2el: float | None = Field(default=None, description="last chunk - actual send (vLLM)")
     completed_at: float | None = None
-    chunk_times: list[float] = Field(
-        default_factory=list, description="arrivals of chunks with non-empty choices"
+    chunk_times: Float64Array = Field(
+        default_factory=Float64Array, description="arrivals of chunks with non-empty choices"
     )
-    chunk_tokens: list[int] = Field(
-        default_factory=list, description="tokens in each chunk (0 for the chat role chunk)"
+    chunk_tokens: Int32Array = Field(
+        default_factory=Int32Array, description="tokens in each chunk (0 for the chat role chunk)"
     )
     prompt_tokens: int | None = None
     output_tokens: int | None = None
     max_tokens: int | None = Field(
         default=None, description="this request's own max_tokens; None: the workload's"
     )
+    # A conversation workload's turn: which conversation (0.., in the point's order) and its
+    # turn number (1..); None for every other workload.
+    conversation: int | None = None
+    turn: int | None = None
     finish_reason: str | None = None
     status: int | None = None
     error: str | None = None
@@ -867,6 +1071,25 @@ class RequestRecord(Schema):
         default=None,
         description="completed as vLLM counts it, but no [DONE], no usage, or an error event",
     )
+    # Output parity (WorkloadSpec.keep_outputs): the prompt's token ids as the server saw them,
+    # digested (two points "sent the same prompts" when these are equal), the response's token
+    # ids, and the text of the first OUTPUT_TEXTS_KEPT responses for a reader to look at.
+    prompt_digest: str | None = Field(
+        default=None, description="BLAKE2b-64 of the prompt token ids the server returned"
+    )
+    output_ids: Int32Array = Field(
+        default_factory=Int32Array, description="the response's token ids (keep_outputs only)"
+    )
+    output_text: str | None = Field(
+        default=None, description="the response's text, for the first few requests only"
+    )
+
+    def model_post_init(self, context: Any, /) -> None:
+        # pydantic gives every instance its own set of the field names it was given: the
+        # collector names all 22, a 2.3 KB set per record (230 MB for 100,000 requests). Every
+        # record shares one set of all names instead; nothing reads a record's unset fields
+        # (exclude_unset), and a name pydantic adds on assignment is already in it.
+        object.__setattr__(self, "__pydantic_fields_set__", _ALL_RECORD_FIELDS)
 
     @property
     def ok(self) -> bool:
@@ -877,6 +1100,10 @@ class RequestRecord(Schema):
     def strictly_ok(self) -> bool:
         """Headroom's strict completion: also `[DONE]`, a usage count and no error event."""
         return self.ok and self.incomplete is None and self.output_tokens is not None
+
+
+# The one fields-set every RequestRecord shares (model_post_init).
+_ALL_RECORD_FIELDS: set[str] = set(RequestRecord.model_fields)
 
 class EngineSample(Schema):
     """One scrape of the engine's /metrics (gauges, and counters as running totals)."""
@@ -1233,6 +1460,93 @@ class LengthComparison(Schema):
     output_tokens: LengthHistogram
 
 
+class TurnSummary(Schema):
+    """One turn number of a conversation workload, over every conversation that reached it
+    (runner.conversations.conversation_summary). Latencies (vLLM's: from the actual send) and
+    token counts are of its completed requests; prompt tokens grow turn by turn, since each
+    turn carries the conversation so far."""
+
+    turn: int = Field(description="1: the first user message")
+    requests: int
+    completed: int
+    mean_prompt_tokens: float | None = None
+    mean_output_tokens: float | None = None
+    median_ttft_ms: float | None = None
+    p99_ttft_ms: float | None = None
+    median_e2el_ms: float | None = None
+    p99_e2el_ms: float | None = None
+
+
+class ConversationSummary(Schema):
+    """The conversations of a conversation workload's point, per conversation and per turn.
+
+    A conversation's duration is its first turn's actual send to its last turn's end (a user's
+    whole session, client time between turns included); a failed turn ends its conversation,
+    and its remaining turns are records that were never sent. Node runs: every replica's
+    conversations count, each on its own.
+    """
+
+    file: str
+    conversations: int
+    completed_conversations: int = Field(description="every turn completed")
+    turns: int = Field(description="requests: every conversation's turns, sent or not")
+    mean_turns_completed: float | None = None
+    median_duration_ms: float | None = None
+    p99_duration_ms: float | None = None
+    max_duration_ms: float | None = None
+    by_turn: list[TurnSummary] = Field(default_factory=list)
+
+
+class QualityRow(Schema):
+    """One item of a quality set as scored (runner.quality.judge says what passes)."""
+
+    index: int = Field(description="0-based, in the file's order (blank lines not counted)")
+    line: int = Field(description="the item's line in the file")
+    rule: QualityRule
+    expected: str = Field(description="as the file has it, cut to QUALITY_EXCERPT_CHARS")
+    answer: str | None = Field(
+        default=None, description="the answer's start (QUALITY_EXCERPT_CHARS); None: no answer"
+    )
+    finish_reason: str | None = None
+    passed: bool
+    error: str | None = Field(default=None, description="why there is no answer")
+
+
+class QualityResult(Schema):
+    """A quality set's score on one point: passed / items, every item a row. An item whose
+    request failed counts as not passed (its row says why), so the score never rises when the
+    server fails."""
+
+    file: str
+    items: int = Field(gt=0)
+    passed: int = Field(ge=0)
+    errors: int = Field(default=0, ge=0, description="items whose request got no answer")
+    score: float = Field(ge=0, le=1, description="passed / items")
+    rows: list[QualityRow]
+
+    @classmethod
+    def of(cls, file: str, rows: list[QualityRow]) -> QualityResult:
+        return cls(file=file, rows=rows, **_quality_counts(rows))
+
+    @model_validator(mode="after")
+    def _counts_are_the_rows(self) -> QualityResult:
+        # A stored score that its own rows contradict is refused, not shown.
+        counts = _quality_counts(self.rows)
+        if any(getattr(self, name) != value for name, value in counts.items()):
+            raise ValueError(f"a quality result's counts are its rows': {counts}")
+        return self
+
+
+def _quality_counts(rows: list[QualityRow]) -> dict[str, Any]:
+    passed = sum(row.passed for row in rows)
+    return {
+        "items": len(rows),
+        "passed": passed,
+        "errors": sum(row.error is not None for row in rows),
+        "score": passed / len(rows) if rows else 0.0,
+    }
+
+
 class Window(Schema):
     """The common client window: first request sent to last completion (monotonic seconds)."""
 
@@ -1354,6 +1668,10 @@ class PointResult(Schema):
     notes: list[str] = Field(default_factory=list)
     # A trace or lengths workload: its file's request lengths beside the point's.
     lengths: LengthComparison | None = None
+    # A conversation workload: per-turn and per-conversation latency.
+    conversations: ConversationSummary | None = None
+    # The plan's quality set scored on this point (replica 0, after the window); None: none.
+    quality: QualityResult | None = None
 
 
 def point_key(config: EngineConfig, load: LoadSpec, repeat: int) -> str:

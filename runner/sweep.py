@@ -21,12 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from runner import __version__
+from runner import __version__, conversations
 from runner.endpoint import NO_CREDENTIALS, Credentials
 from runner.engine import EngineError, RunningEngine, engines, measure_rtt
 from runner.loadgen import LoadOutcome, Target, check_client_cpus, run_load
 from runner.metrics import aggregate, window_of
 from runner.provenance import collect_hardware, package_versions, utc_now
+from runner.quality import load_quality, score_quality
 from runner.sampler import QueueSampler, summarize
 from runner.schema import (
     EngineConfig,
@@ -110,12 +111,18 @@ def run_plan(
     ValueError, before any engine starts, when the plan's client CPUs are not on this host or
     its dataset, trace or length log is not a regular file inside data_dir (the node's data
     directory, given for a plan from the dashboard; None: the operator's own plan, whose file
-    is a path), or its trace cannot serve its loads (runner.traces.check_source).
+    is a path), or its trace or conversations cannot serve its loads (runner.traces
+    check_source, runner.conversations check_conversations), or its
+    quality set cannot be read (runner.quality.load_quality: file:line).
     credentials: an attached server's API key and headers, sent with every call to it and
     never recorded (the plan is stored and downloadable; these are secrets).
     """
     check_client_cpus(plan.client)
     source = check_source(plan.workload, data_dir, plan.loads, plan.warmup_requests)
+    talks = conversations.check_conversations(
+        plan.workload, data_dir, plan.loads, plan.warmup_requests
+    )
+    quality = load_quality(plan.quality, data_dir)
     cancel = cancel or threading.Event()
     report = on_progress or (lambda progress: None)
     todo = [p for p in plan_points(plan) if p.key not in skip_keys]
@@ -147,6 +154,14 @@ def run_plan(
                     context = _PointContext(plan, planned, done, total, report)
                     point = _measure_point(context, running, prompts, cancel)
                     annotate_point(point, source)
+                    conversations.annotate_point(point, talks)
+                    if quality is not None:  # after the window: the eval never shares it
+                        report(Progress(done, total, 0, 0, f"quality set on {planned.key}"))
+                        point.quality = score_quality(
+                            quality, running[0].base_url, running[0].served_model,
+                            plan.workload, timeout_s=plan.client.request_timeout_s,
+                            credentials=running[0].credentials, cancel=cancel,
+                        )
                     point.provenance = Provenance(
                         hardware=hardware,
                         engine=running[0].info,

@@ -119,6 +119,10 @@ class Prompt:
     tokens: PromptTokens | None = None
     max_tokens: int | None = None  # this request's own; None: the workload's output_tokens
     arrival_s: float | None = None  # trace time after the first request's; None: no trace
+    # A conversation turn (runner.conversations): messages are the turn's own (its user
+    # message, after any system message before it); the history is prepended when it is sent.
+    conversation: int | None = None
+    turn: int | None = None  # 1: the conversation's first user turn
 
 
 class WorkloadError(ValueError):
@@ -150,6 +154,10 @@ def build_prompts(
         from runner import traces  # traces builds on this module's Prompt and file rules
 
         return traces.source_prompts(workload, n, count_tokens, data_dir)
+    if workload.kind == "conversation":
+        from runner import conversations  # builds on this module's Prompt and file rules
+
+        return conversations.conversation_prompts(workload, n, data_dir)
     if workload.kind == "case_study":
         texts, counts = _case_study_texts(workload, n, count_tokens)
     elif workload.kind == "random":

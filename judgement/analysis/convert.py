@@ -10,6 +10,7 @@ from typing import Any
 
 from judgement.analysis.checks import failed_checks
 from judgement.analysis.hardware import HardwareUse, hardware_use
+from judgement.analysis.sentences import QUALITY_ON_CPU_ENGINE
 from judgement.analysis.types import (
     EXTRA_FLAGS,
     LATENCY_FIELDS,
@@ -37,12 +38,13 @@ def other_settings(config: EngineConfig) -> tuple[tuple[str, Any], ...]:
 
 
 def workload_shape(spec: WorkloadSpec) -> WorkloadShape:
-    """A file-driven workload (trace, length log) is its file: the token fields are only bounds."""
+    """A file-driven workload (trace, length log, conversations) is its file: the token fields
+    are only bounds."""
     return WorkloadShape(
         input_tokens_min=spec.input_tokens_min,
         input_tokens_max=spec.input_tokens_max,
         output_tokens=spec.output_tokens,
-        source=spec.spec_label() if spec.kind in ("trace", "lengths") else None,
+        source=spec.spec_label() if spec.kind in ("trace", "lengths", "conversation") else None,
     )
 
 
@@ -109,6 +111,17 @@ def cpu_engine(p: PointResult) -> bool:
     if engine.launch_style == "cpu":
         return True
     return engine.launch_style in ("serve", "docker") and not hw.gpu_count and not hw.gpu_name
+
+
+def quality_caveat(p: PointResult) -> str | None:
+    """What a reader must know beside the point's quality score; None: nothing, or no score.
+
+    On a CPU engine the served model is Headroom's tiny random-weight one (runner.tinymodel):
+    its score measures nothing about the model a deployment will serve.
+    """
+    if p.quality is None or not cpu_engine(p):
+        return None
+    return QUALITY_ON_CPU_ENGINE
 
 
 def hardware_use_of(p: PointResult) -> HardwareUse:

@@ -162,6 +162,14 @@ def limits_text(limits: Mapping[str, float]) -> str:
     return join_names([f"{name} <= {with_unit(name, limit)}" for name, limit in limits.items()])
 
 
+# A quality set scored on the CPU engine: the tiny model's weights are random, so its answers are
+# noise, and a score of them would read as a verdict on a model it is not.
+QUALITY_ON_CPU_ENGINE = (
+    "The tiny random-weight CPU model scores near zero; this score says nothing about a real "
+    "model's quality."
+)
+
+
 # --- comparisons ------------------------------------------------------------------------------
 
 

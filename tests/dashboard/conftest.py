@@ -182,3 +182,19 @@ def logged_in_page(browser_page, live_server, owner):
     browser_page.fill("#id_password", "owner-password")
     browser_page.click("button[type=submit]")
     return browser_page
+
+
+@pytest.fixture
+def engineer(django_user_model) -> Client:
+    """A logged-in engineer (a module may define its own)."""
+    client = Client()
+    client.force_login(grant_role(django_user_model.objects.create_user("engineer")))
+    return client
+
+
+@pytest.fixture
+def launches(monkeypatch) -> list:
+    """The runs handed to the queue; none reaches a broker."""
+    sent: list = []
+    monkeypatch.setattr("benchmarks.tasks.enqueue_benchmark", sent.append)
+    return sent

@@ -19,7 +19,6 @@ from benchmarks.forms import WORKLOAD_PRESETS, LaunchForm
 from benchmarks.models import Benchmark, Workload
 from runner import schema
 from runner.cli import load_plan
-from tests.dashboard.conftest import grant_role
 from tests.dashboard.factories import (
     REVISION,
     make_benchmark,
@@ -29,21 +28,6 @@ from tests.dashboard.factories import (
 )
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def engineer(django_user_model) -> Client:
-    client = Client()
-    client.force_login(grant_role(django_user_model.objects.create_user("engineer")))
-    return client
-
-
-@pytest.fixture
-def launches(monkeypatch) -> list[Benchmark]:
-    """The runs handed to the queue; none reaches a broker."""
-    sent: list[Benchmark] = []
-    monkeypatch.setattr("benchmarks.tasks.enqueue_benchmark", sent.append)
-    return sent
 
 
 def download(client: Client, benchmark: Benchmark, tmp_path: Path) -> Path:
@@ -304,3 +288,43 @@ def test_uploading_a_plan_needs_the_launch_permission(django_user_model):
     reader = Client()
     reader.force_login(django_user_model.objects.create_user("reader"))
     assert upload(reader, yaml.safe_dump(plan_dict()).encode()).status_code == 403
+
+
+def test_output_parity_and_a_quality_set_come_back_onto_the_form(
+    engineer, launches, tmp_path, settings
+):
+    settings.HEADROOM_DATA_DIR = tmp_path / "data"
+    settings.HEADROOM_DATA_DIR.mkdir()
+    (settings.HEADROOM_DATA_DIR / "evals.jsonl").write_text(
+        '{"prompt": "2 + 2 =", "expected": "4"}\n')
+    node = make_node("gpu-a", gpu_count=8, gpu_memory_mib=143771)
+    form = {
+        "name": "parity", "node": node.pk, "checkpoint": make_checkpoint().pk,
+        "runtime": make_runtime().pk, "workload_preset": "case-study", "keep_outputs": "on",
+        "quality_path": "evals.jsonl", "max_num_seqs": "64, 256", "load_levels": "1000",
+        "repeats": "1", "replicas": "1", "confirm": "1",
+    }
+    assert engineer.post("/runs/new/", form).status_code == 302
+    first = Benchmark.objects.get()
+    assert first.plan["workload"]["keep_outputs"] is True
+    assert first.plan["quality"]["path"] == "evals.jsonl"
+
+    response = upload(engineer, download(engineer, first, tmp_path).read_bytes())
+    assert response.context["plan_left_out"] == []
+    again = {**form_post(response.context["form"]), "confirm": "1"}
+    assert engineer.post("/runs/new/", again).status_code == 302
+    assert Benchmark.objects.exclude(pk=first.pk).get().plan == first.plan
+
+
+def test_a_quality_set_the_form_cannot_carry_is_named(engineer, tmp_path, settings):
+    settings.HEADROOM_DATA_DIR = tmp_path
+    (tmp_path / "evals.jsonl").write_text('{"prompt": "2 + 2 =", "expected": "4"}\n')
+    plan = plan_dict(quality={"path": "gone.jsonl"})
+    left_out = upload(engineer, yaml.safe_dump(plan).encode()).context["plan_left_out"]
+    assert any(line.startswith("quality.path gone.jsonl: not a file in the data directory")
+               for line in left_out)
+    plan = plan_dict(quality={"path": "evals.jsonl", "max_tokens": 8})
+    response = upload(engineer, yaml.safe_dump(plan).encode())
+    assert response.context["form"].initial["quality_path"] == "evals.jsonl"
+    assert "quality.max_tokens 8: not on the form; a launch uses the default 64" in \
+        response.context["plan_left_out"]

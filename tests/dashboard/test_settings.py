@@ -29,6 +29,7 @@ from config.settings import (
     database_from_url,
     envbool,
     envint,
+    envpercent,
     header_meta_key,
     proxy_ssl_header,
     secret_key,
@@ -54,6 +55,19 @@ def test_it_rejects_a_non_integer(monkeypatch):
     monkeypatch.setenv("HEADROOM_N", "5s")
     with pytest.raises(ImproperlyConfigured, match="HEADROOM_N must be an integer"):
         envint("HEADROOM_N", "1")
+
+
+@pytest.mark.parametrize("value", ["-0.5", "100.1", "nan", "1%", ""])
+def test_it_rejects_a_share_outside_0_to_100(monkeypatch, value):
+    monkeypatch.setenv("HEADROOM_SHARE", value)
+    with pytest.raises(ImproperlyConfigured, match="HEADROOM_SHARE must be a percentage"):
+        envpercent("HEADROOM_SHARE", "1")
+
+
+@pytest.mark.parametrize(("value", "share"), [("0", 0.0), ("2.5", 2.5), ("100", 100.0)])
+def test_it_reads_a_share_at_its_bounds(monkeypatch, value, share):
+    monkeypatch.setenv("HEADROOM_SHARE", value)
+    assert envpercent("HEADROOM_SHARE", "1") == share
 
 
 def test_it_parses_a_postgres_url_with_escaped_password():

@@ -8,13 +8,11 @@ import json
 from pathlib import Path
 
 import pytest
-from django.test import Client
 
 from benchmarks import points, storage
 from benchmarks.models import Benchmark, Point
 from judgement import charts
 from runner import schema
-from tests.dashboard.conftest import grant_role
 from tests.dashboard.factories import (
     make_benchmark,
     make_checkpoint,
@@ -28,20 +26,6 @@ pytestmark = pytest.mark.django_db
 
 TRACE_ROWS = [{"timestamp": 250 * i, "input_length": 600, "output_length": 8 + i,
                "hash_ids": [1, 100 + i]} for i in range(6)]
-
-
-@pytest.fixture
-def engineer(django_user_model) -> Client:
-    client = Client()
-    client.force_login(grant_role(django_user_model.objects.create_user("engineer")))
-    return client
-
-
-@pytest.fixture
-def launches(monkeypatch) -> list[Benchmark]:
-    sent: list[Benchmark] = []
-    monkeypatch.setattr("benchmarks.tasks.enqueue_benchmark", sent.append)
-    return sent
 
 
 @pytest.fixture

@@ -65,3 +65,14 @@ def test_the_korean_report_translates_the_checklist(sweep, owner):
     assert "출력 동일성 또는 품질" in rows
     assert rows["출력 동일성 또는 품질"].startswith("측정하지 않음: ")
     assert "measured" not in " ".join(rows.values())
+
+
+def test_replayed_conversations_count_as_representative(sweep, owner):
+    report = make_report(sweep, owner, publish=False)
+    for p in (report.baseline_point, report.candidate_point):
+        Point.objects.filter(pk=p.pk).update(
+            workload={**p.workload, "kind": "conversation", "dataset_path": "chats.jsonl",
+                      "endpoint": "chat"})
+    rows = _checklist(report)
+    assert rows["Representative prompts or a trace"] == (
+        "measured: multi-turn conversations replayed from a file")

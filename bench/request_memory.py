@@ -1,0 +1,306 @@
+"""Peak resident memory of one large point in each process it passes through.
+
+A point of N requests x K streamed chunks is made, written, read back, stored and decoded by the
+real code, each process's stage in its own fresh subprocess, and the stage's peak RSS (VmHWM,
+which counts every page the process ever had resident, C allocations included) is reported:
+
+- client: the records as the collector makes them, then the message(s) a client worker sends
+  them to the parent in (runner.loadgen; before: one orjson text of model_dump()s);
+- runner: the records as the collector makes them, runner.metrics.aggregate, and
+  runner.results.append_point of the PointResult;
+- worker: runner.results.iter_points of that file and benchmarks.storage.encode_requests of the
+  point's records (the blob PointData.requests holds); with --db also store_point into
+  PostgreSQL (DATABASE_URL; the database must be migrated);
+- web: benchmarks.storage.decode_requests of that blob (the JSON download's records) and the
+  run page's judgement of the point, which reads the Point row's aggregates only
+  (judgement.judge.point_result -> figures), so it adds nothing per request;
+- download: the decoded point as the JSON download streams it (benchmarks.views._point_json:
+  the point without its requests, then one request at a time).
+
+Records are made through ResponseCollector.record(), the collector's chunk-time list filled
+directly (the SSE parsing per event is not what is measured, and at 100 million events it
+would take minutes): chunk times increase with jitter (gamma gaps around 20 ms after a TTFT
+around 100 ms), one token per chunk, usage and finish_reason as vLLM sends them.
+
+--before ROOT runs the same stages against another checkout (a `git worktree` of an older
+commit) for a before/after table; its code is imported, this script drives it.
+
+Run: .venv/bin/python bench/request_memory.py [--sizes 32768x256,100000x1000]
+     [--before /tmp/hr_before --before-sizes 32768x256] [--stages client,runner,worker,web]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve()
+ROOT = HERE.parent.parent
+STAGES = ("client", "runner", "worker", "web", "download")
+
+
+def peak_mib() -> float:
+    """VmHWM: the most this process ever had resident."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmHWM in /proc/self/status")
+
+
+def rss_mib() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmRSS in /proc/self/status")
+
+
+# -- stages (each in its own process, importing the code under test from sys.path[0]) --------
+
+
+def make_records(requests: int, chunks: int) -> list[Any]:
+    import numpy as np
+
+    from runner.httpstream import HttpResult
+    from runner.responses import ResponseCollector
+
+    rng = np.random.default_rng(14)
+    sends = np.sort(rng.uniform(0.0, 5.0, requests))
+    records = []
+    for index in range(requests):
+        send = float(sends[index])
+        gaps = rng.gamma(8.0, 0.0025, chunks)  # ~20 ms apart, jittered
+        gaps[0] = rng.gamma(4.0, 0.025)  # TTFT ~100 ms
+        times = (send + 0.0004 + np.cumsum(gaps)).tolist()
+        collector = ResponseCollector(index, 0, 0.0, False, prompt_tokens=64)
+        collector.intended = send
+        collector.actual = send + 0.0004
+        collector.chunk_times = times  # what on_event appends, one per content chunk
+        collector.usage = {"prompt_tokens": 64, "completion_tokens": chunks,
+                           "total_tokens": 64 + chunks}
+        collector.finish_reason = "length"
+        collector.done_seen = True
+        result = HttpResult(status=200, sent_at=send, ended_at=times[-1] + 0.0001,
+                            connect_s=0.0002)
+        records.append(collector.record(result, None))
+    return records
+
+
+def workload(chunks: int) -> Any:
+    from runner.schema import WorkloadSpec
+
+    return WorkloadSpec(kind="random", output_tokens=chunks, ignore_eos=True,
+                        endpoint="completions", input_tokens_min=64, input_tokens_max=64)
+
+
+def stage_client(requests: int, chunks: int, folder: Path) -> dict[str, Any]:
+    import pickle
+
+    import orjson
+
+    from runner import loadgen
+
+    records = make_records(requests, chunks)
+    after_records = rss_mib()
+    started = time.perf_counter()
+    largest = 0
+    if hasattr(loadgen, "record_batches"):
+        # The queue's feeder thread pickles each message whole before writing it.
+        for batch in loadgen.record_batches(records):
+            largest = max(largest, len(pickle.dumps(batch, pickle.HIGHEST_PROTOCOL)))
+    else:  # before: one message, the records as JSON
+        largest = len(orjson.dumps({"records": [r.model_dump() for r in records]}))
+    return {"records_mib": after_records, "largest_message_mib": largest / 2**20,
+            "seconds": time.perf_counter() - started}
+
+
+def stage_runner(requests: int, chunks: int, folder: Path) -> dict[str, Any]:
+    from runner.metrics import aggregate, window_of
+    from runner.results import append_point
+    from runner.schema import EngineConfig, LoadSpec, PointResult
+
+    started = time.perf_counter()
+    records = make_records(requests, chunks)
+    made = time.perf_counter()
+    after_records = rss_mib()
+    spec = workload(chunks)
+    metrics = aggregate(records, spec)
+    aggregated = time.perf_counter()
+    point = PointResult(key=f"memory|burst {requests}|r0", engine_config=EngineConfig(),
+                        load=LoadSpec(num_requests=requests), workload=spec,
+                        window=window_of(records), metrics=metrics, requests=records)
+    out = folder / "results.jsonl"
+    out.unlink(missing_ok=True)
+    append_point(out, point)
+    written = time.perf_counter()
+    (folder / "metrics.json").write_text(metrics.model_dump_json())
+    return {"records_mib": after_records, "make_s": made - started,
+            "aggregate_s": aggregated - made, "append_s": written - aggregated,
+            "file_mib": out.stat().st_size / 2**20}
+
+
+def stage_worker(requests: int, chunks: int, folder: Path, db: bool = False) -> dict[str, Any]:
+    from benchmarks import storage
+    from runner.results import iter_points
+
+    started = time.perf_counter()
+    warnings: list[str] = []
+    (point,) = iter_points(folder / "results.jsonl", warnings)
+    read = time.perf_counter()
+    after_read = rss_mib()
+    assert len(point.requests) == requests and not warnings, warnings
+    blob = storage.encode_requests(point.requests)
+    encoded = time.perf_counter()
+    (folder / "requests.blob").write_bytes(blob)
+    out: dict[str, Any] = {"records_mib": after_read, "read_s": read - started,
+                           "encode_s": encoded - read, "blob_mib": len(blob) / 2**20}
+    if db:
+        del blob
+        out.update(_store(point))
+    return out
+
+
+def _store(point: Any) -> dict[str, Any]:
+    """store_point into the database DATABASE_URL names, in a transaction rolled back after."""
+    import django
+    from django.db import transaction
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    django.setup()
+    from benchmarks.models import Benchmark
+    from benchmarks.points import store_point
+
+    started = time.perf_counter()
+    with transaction.atomic():
+        benchmark = Benchmark.objects.create(name="request-memory bench",
+                                             source=Benchmark.Source.IMPORTED)
+        store_point(benchmark, point)
+        stored = time.perf_counter()
+        transaction.set_rollback(True)
+    return {"store_s": stored - started}
+
+
+def stage_web(requests: int, chunks: int, folder: Path) -> dict[str, Any]:
+    from benchmarks import storage
+    from judgement.analysis.convert import from_point_result
+    from runner.schema import Metrics
+
+    blob = (folder / "requests.blob").read_bytes()
+    started = time.perf_counter()
+    records = storage.decode_requests(blob)
+    decoded = time.perf_counter()
+    assert len(records) == requests and len(records[-1].chunk_times) == chunks
+    # The run page's judgement: judge.point_result() is the Point row without its records.
+    figures = from_point_result(_point(requests, chunks, folder, []))
+    assert figures is not None and Metrics.model_validate_json(
+        (folder / "metrics.json").read_text()).completed == requests
+    return {"decode_s": decoded - started, "blob_mib": len(blob) / 2**20}
+
+
+def stage_download(requests: int, chunks: int, folder: Path) -> dict[str, Any]:
+    """The JSON download's pieces for the point (benchmarks.views._point_json), written out as
+    the streaming response writes them."""
+    import django
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    django.setup()
+    from benchmarks import storage
+    from benchmarks.views import _point_json
+
+    records = storage.decode_requests((folder / "requests.blob").read_bytes())
+    point = _point(requests, chunks, folder, records)
+    started = time.perf_counter()
+    written = 0
+    with open(os.devnull, "w") as sink:
+        for piece in _point_json(point):
+            written += sink.write(piece)
+    return {"json_mib": written / 2**20, "dump_s": time.perf_counter() - started}
+
+
+def _point(requests: int, chunks: int, folder: Path, records: list[Any]) -> Any:
+    from runner.schema import EngineConfig, LoadSpec, Metrics, PointResult
+
+    metrics = Metrics.model_validate_json((folder / "metrics.json").read_text())
+    return PointResult(key=f"memory|burst {requests}|r0", engine_config=EngineConfig(),
+                       load=LoadSpec(num_requests=requests), workload=workload(chunks),
+                       metrics=metrics, requests=records)
+
+
+def run_stage(args: argparse.Namespace) -> None:
+    baseline = rss_mib()
+    stage = globals()[f"stage_{args.stage}"]
+    extra = {"db": True} if args.stage == "worker" and args.db else {}
+    figures = stage(args.requests, args.chunks, Path(args.dir), **extra)
+    print(json.dumps({"stage": args.stage, "peak_mib": peak_mib(), "start_mib": baseline,
+                      **figures}))
+
+
+# -- driver --------------------------------------------------------------------------------
+
+
+def measure(root: Path, stage: str, requests: int, chunks: int, folder: Path,
+            db: bool) -> dict[str, Any]:
+    env = {**os.environ, "PYTHONPATH": str(root), "DJANGO_SETTINGS_MODULE": "config.settings"}
+    command = [sys.executable, str(HERE), "--stage", stage, "--root", str(root),
+               "--requests", str(requests), "--chunks", str(chunks), "--dir", str(folder)]
+    if db:
+        command.append("--db")
+    done = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True,
+                          check=False)
+    if done.returncode != 0:
+        return {"stage": stage, "error": (done.stderr or done.stdout).strip().splitlines()[-1]}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="32768x256,100000x1000",
+                        help="comma-separated REQUESTSxCHUNKS")
+    parser.add_argument("--before", type=Path, help="an older checkout to measure beside this")
+    parser.add_argument("--before-sizes", default="32768x256",
+                        help="sizes for --before (its 100,000 x 1,000 needs about 12 GB)")
+    parser.add_argument("--stages", default=",".join(STAGES))
+    parser.add_argument("--db", action="store_true", help="worker: also store_point (PostgreSQL)")
+    parser.add_argument("--stage", choices=STAGES, help=argparse.SUPPRESS)
+    parser.add_argument("--root", type=Path, default=ROOT, help=argparse.SUPPRESS)
+    parser.add_argument("--requests", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--chunks", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--dir", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.stage:
+        sys.path.insert(0, str(args.root))
+        run_stage(args)
+        return
+    stages = [s for s in args.stages.split(",") if s]
+    trees = [("before", args.before, args.before_sizes)] if args.before else []
+    trees.append(("after", ROOT, args.sizes))
+    rows = []
+    for name, root, sizes in trees:
+        for size in sizes.split(","):
+            requests, chunks = (int(part) for part in size.lower().split("x"))
+            with tempfile.TemporaryDirectory(prefix="request-memory-") as folder:
+                for stage in stages:
+                    figures = measure(root, stage, requests, chunks, Path(folder), args.db)
+                    rows.append((name, f"{requests:,} x {chunks:,}", figures))
+                    print(f"{name:6} {requests:>7,} x {chunks:<5,} {stage:8} "
+                          f"{json.dumps(figures)}", file=sys.stderr, flush=True)
+    print("| code | point | stage | peak RSS MiB | details |")
+    print("|---|---|---|---|---|")
+    for name, size, figures in rows:
+        peak = figures.get("peak_mib")
+        details = ", ".join(
+            f"{k} {v:.1f}" if isinstance(v, float) else f"{k} {v}"
+            for k, v in figures.items() if k not in ("stage", "peak_mib")
+        )
+        cell = f"{peak:,.0f}" if peak is not None else "failed"
+        print(f"| {name} | {size} | {figures['stage']} | {cell} | {details} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,150 @@
+"""Conversation workloads on the dashboard: the launch form makes their plans from a file in the
+data directory (refusing one it cannot replay), a point keeps its per-turn and per-conversation
+figures and each request's conversation and turn, and the run page shows them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks import points, storage
+from benchmarks.models import Benchmark, Point
+from judgement.analysis.convert import workload_shape
+from runner import schema
+from tests.dashboard.factories import (
+    make_benchmark,
+    make_checkpoint,
+    make_node,
+    make_point_result,
+    make_runtime,
+)
+
+pytestmark = pytest.mark.django_db
+
+TWO_TURNS = {"conversations": [{"from": "human", "value": "hello"}, {"from": "gpt", "value": "hi"},
+                               {"from": "human", "value": "and then?"}]}
+
+
+@pytest.fixture
+def data_dir(settings, tmp_path) -> Path:
+    root = tmp_path / "datasets"
+    (root / "chats").mkdir(parents=True)
+    (root / "chats" / "two.jsonl").write_text(json.dumps(TWO_TURNS) + "\n" * 2 + json.dumps(
+        {"messages": [{"role": "user", "content": "one turn"}]}) + "\n")
+    (root / "no_user.jsonl").write_text(
+        json.dumps(TWO_TURNS) + "\n" + json.dumps({"conversations": [{"from": "gpt",
+                                                                      "value": "x"}]}) + "\n")
+    settings.HEADROOM_DATA_DIR = root
+    return root
+
+
+def conversation_form(**fields: str) -> dict[str, str]:
+    node = make_node("gpu-a", gpu_count=1)
+    return {
+        "node": str(node.pk), "checkpoint": str(make_checkpoint().pk),
+        "runtime": str(make_runtime().pk), "workload_preset": "custom",
+        "prompt_source": "conversation", "dataset_path": "chats/two.jsonl",
+        "input_tokens_min": "63", "input_tokens_max": "66", "output_tokens": "32",
+        "request_count": "3", "temperature": "0", "ignore_eos": "on",
+        "endpoint": "chat", "stream": "on", "load_shape": "concurrency",
+        "load_levels": "1, 2", "max_num_seqs": "8", "repeats": "1", "replicas": "1",
+        "confirm": "1", **fields,
+    }
+
+
+def test_the_form_launches_a_conversation_replay_at_each_concurrency(
+    engineer, launches, data_dir
+):
+    response = engineer.post("/runs/new/", conversation_form())
+    assert response.status_code == 302, response.context["form"].errors
+    plan = schema.SweepPlan.model_validate(Benchmark.objects.get().plan)
+    assert [(load.shape, load.concurrency, load.num_requests) for load in plan.loads] == [
+        ("concurrency", 1, 3), ("concurrency", 2, 3)]
+    assert (plan.workload.kind, plan.workload.dataset_path, plan.workload.endpoint) == (
+        "conversation", "chats/two.jsonl", "chat")
+    assert len(launches) == 1
+
+
+@pytest.mark.parametrize(("fields", "field", "message"), [
+    ({"dataset_path": ""}, "dataset_path", "A conversation workload needs its JSONL file"),
+    ({"endpoint": "completions"}, "endpoint", "use /v1/chat/completions"),
+    ({"dataset_path": "no_user.jsonl"}, "dataset_path",
+     "no_user.jsonl:2: the conversation has no user turn"),
+    ({"request_count": "4"}, "dataset_path", "4 requests (turns), but chats/two.jsonl holds 3 "
+                                             "turns in 2 conversations"),
+    ({"load_shape": "trace"}, "load_shape", "choose a trace as the prompt source"),
+])
+def test_the_form_refuses_a_conversation_workload_that_cannot_run_on_its_field(
+    engineer, launches, data_dir, fields, field, message
+):
+    response = engineer.post("/runs/new/", conversation_form(**fields))
+    assert response.status_code == 400 and not launches
+    assert field in response.context["form"].errors
+    assert message in " ".join(response.context["form"].errors[field])
+
+
+def conversation_point() -> schema.PointResult:
+    base = make_point_result(requests=4)
+    requests = [r.model_copy(update={"conversation": i // 2, "turn": i % 2 + 1})
+                for i, r in enumerate(base.requests)]
+    summary = schema.ConversationSummary(
+        file="chats/two.jsonl", conversations=2, completed_conversations=2, turns=4,
+        mean_turns_completed=2.0, median_duration_ms=1234.0, p99_duration_ms=1500.0,
+        max_duration_ms=1510.0,
+        by_turn=[
+            schema.TurnSummary(turn=1, requests=2, completed=2, mean_prompt_tokens=20.0,
+                               mean_output_tokens=32.0, median_ttft_ms=11.0, p99_ttft_ms=12.0,
+                               median_e2el_ms=400.0, p99_e2el_ms=410.0),
+            schema.TurnSummary(turn=2, requests=2, completed=2, mean_prompt_tokens=61.0,
+                               mean_output_tokens=32.0, median_ttft_ms=17.0, p99_ttft_ms=19.0,
+                               median_e2el_ms=430.0, p99_e2el_ms=440.0),
+        ],
+    )
+    workload = schema.WorkloadSpec(kind="conversation", dataset_path="chats/two.jsonl",
+                                   endpoint="chat")
+    return base.model_copy(update={"requests": requests, "conversations": summary,
+                                   "workload": workload})
+
+
+def test_a_point_keeps_its_conversation_figures_and_each_requests_turn():
+    stored = points.store_point(make_benchmark(state="succeeded"), conversation_point())
+    back = points.point_to_result(Point.objects.get(pk=stored.pk))
+    assert back.conversations == conversation_point().conversations
+    assert [(r.conversation, r.turn) for r in back.requests] == [(0, 1), (0, 2), (1, 1), (1, 2)]
+
+
+def test_requests_stored_before_conversations_existed_read_back_without_them():
+    arrays = storage._unpack(storage.encode_requests(conversation_point().requests))
+    del arrays["conversation"], arrays["turn"]
+    old = storage.decode_requests(storage._pack(arrays))
+    assert all(r.conversation is None and r.turn is None for r in old)
+
+
+def test_the_run_page_shows_latency_by_turn_and_by_conversation(engineer):
+    benchmark = make_benchmark(state="succeeded")
+    stored = points.store_point(benchmark, conversation_point())
+    page = engineer.get(f"/runs/{benchmark.code}/").content.decode()
+    assert 'id="conversations"' in page
+    summary = page.split(f'id="point-{stored.pk}-conversations">')[1].split("</p>")[0]
+    assert "2 of 2 conversations" in summary and "median 1234 ms" in summary
+    turns = page.split(f'id="point-{stored.pk}-turns">')[1].split("</table>")[0]
+    rows = [row.split("</tr>")[0] for row in turns.split("<tr>")[2:]]
+    assert len(rows) == 2
+    assert "<td>2</td>" in rows[1] and ">61</td>" in rows[1] and ">17</td>" in rows[1]
+
+
+def test_a_run_of_another_workload_has_no_conversation_section(engineer):
+    benchmark = make_benchmark(state="succeeded")
+    points.store_point(benchmark, make_point_result(requests=2))
+    page = engineer.get(f"/runs/{benchmark.code}/").content.decode()
+    assert 'id="conversations"' not in page
+
+
+def test_a_conversation_workload_compares_by_its_file_never_by_its_unused_token_range():
+    spec = schema.WorkloadSpec(kind="conversation", dataset_path="chats/two.jsonl",
+                               endpoint="chat")
+    shape = workload_shape(spec)
+    assert shape.label() == "conversations chats/two.jsonl / 256 out"
+    assert shape != workload_shape(schema.WorkloadSpec())  # the same 63-66 / 256 bounds
