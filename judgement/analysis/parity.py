@@ -13,8 +13,8 @@ floating-point reductions in its kernels, and at temperature 0 a near-tie betwee
 can then fall the other way; after that token the continuation differs. Two runs with
 different max_num_seqs or load build different batches, so a small share of outputs
 diverging, usually late in a response, is expected of a correct change, and the sentence says
-so instead of hiding it. A share beyond the tolerance is flagged: that much change is not
-what batch variance alone does, and the change needs a quality check before it ships.
+so instead of hiding it. A share beyond the tolerance is flagged instead: that much change is
+not what batch variance alone does, and the change needs a quality check before it ships.
 """
 
 from __future__ import annotations
@@ -124,7 +124,8 @@ BATCH_VARIANCE = (
 )
 BEYOND = (
     "Outputs changed for %(share)s of compared requests, more than the %(tolerance)s this "
-    "installation tolerates: check quality before shipping the change."
+    "installation tolerates and more than batch variance alone explains: check quality before "
+    "shipping the change."
 )
 PARTLY_DIFFERENT_PROMPTS = (
     "%(count)s requests sent different prompts on the two sides and were not compared."
@@ -202,12 +203,13 @@ def _measured(
     else:
         sentence = Sentence(ALL_IDENTICAL, counts)
     notes: list[Sentence] = []
-    if diverged:
-        notes.append(Sentence(BATCH_VARIANCE, {}))
     share = len(diverged) / compared * 100
     if share > tolerance_pct:
+        # More than batch variance explains: no reassurance beside the flag.
         notes.append(Sentence(BEYOND, {"share": percent(share),
                                        "tolerance": percent(tolerance_pct)}))
+    elif diverged:
+        notes.append(Sentence(BATCH_VARIANCE, {}))
     if different_prompts:
         notes.append(Sentence(PARTLY_DIFFERENT_PROMPTS, {"count": f"{different_prompts:,}"}))
     if unpaired:
