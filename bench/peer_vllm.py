@@ -397,7 +397,10 @@ def run_headroom(ctx: Context, workload: Workload, label: str) -> dict[str, Any]
     log = ctx.workdir / f"{label}-headroom.log"
     _run_client(argv, log_path=log, timeout_s=ctx.timeout(CLIENT_TIMEOUT_S))
     try:
-        points = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
+        # A point's requests come first as column batches (runner/results.py); this script
+        # reads only the point's own line, whose metrics and client health it compares.
+        points = [row for row in map(json.loads, filter(str.strip, out.read_text().splitlines()))
+                  if "headroom_requests" not in row]
     except (OSError, ValueError) as exc:
         raise PeerError(f"{out}: no Headroom point ({exc}; log {log})") from None
     if len(points) != 1:
