@@ -3,6 +3,7 @@
     .venv/bin/python bench/peer_vllm.py              # 6 pairs; about 9 minutes on 2 cores
     .venv/bin/python bench/peer_vllm.py --quick      # smoke test: 1 pair of small loads
     .venv/bin/python bench/peer_vllm.py --pairs 8 --json var/peer-vllm.json
+    .venv/bin/python bench/peer_vllm.py --only burst --other-tree /tmp/hr-a70491d
 
 Headroom says its figures named like vLLM's (output_throughput, median_ttft_ms, ...) mean what
 vLLM 0.32 computes for the same stream; tests/runner/test_vllm_parity.py checks that on recorded
@@ -37,6 +38,12 @@ streams. This script checks it on live traffic: the same engine measured by both
 - For each metric, the ratio Headroom / vLLM per pair; the table shows both clients' medians
   over pairs, the median ratio and its range. Targets: output throughput within 2%, median
   TTFT, TPOT, ITL and E2EL within 5%; p99 E2EL is shown without a target.
+
+--other-tree DIR adds a third client, C: Headroom from another checkout (a `git worktree` of an
+earlier revision, say), run exactly as A is, on the same engine and prompts. Each pair then runs
+A, B and C in one of the six orders, in turn (6 pairs use each order once), and a second table
+compares C with vLLM and A with C: a regression between two revisions shows as A/C on one
+engine, one host and one hour, rather than as two separate runs' ratios that host noise moves.
 
 Everything is bounded: each client run has a timeout, the engine start has one, and the script
 stops by itself after --time-limit minutes at most. Only 127.0.0.1 is used. The raw files (each
@@ -182,6 +189,7 @@ class Context:
     deadline: float  # time.monotonic() by which the script must be done
     prompts: Prompts | None = None
     sample_interval_s: float = 0.5  # Headroom's /metrics scrapes; vLLM's client makes none
+    other_tree: Path | None = None  # --other-tree: client C, Headroom from that checkout
 
     def timeout(self, wanted_s: float) -> float:
         left = self.deadline - time.monotonic()
@@ -317,12 +325,12 @@ def _sharegpt_row(text: str) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------
 
 
-def _run_client(argv: list[str], *, log_path: Path, timeout_s: float) -> None:
+def _run_client(argv: list[str], *, log_path: Path, timeout_s: float, tree: Path = ROOT) -> None:
     """Run one client in its own process group; on timeout, error or Ctrl-C the group dies."""
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(tree)}
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
-            argv, cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log,
+            argv, cwd=tree, env=env, stdin=subprocess.DEVNULL, stdout=log,
             stderr=subprocess.STDOUT, process_group=0, preexec_fn=_die_with_parent,
         )  # fmt: skip
         try:
@@ -378,8 +386,11 @@ def _tail(path: Path) -> str:
         return "".join(deque(handle, maxlen=LOG_TAIL_LINES))
 
 
-def run_headroom(ctx: Context, workload: Workload, label: str) -> dict[str, Any]:
-    """The point Headroom wrote, as plain JSON (see headroom_figures for why not PointResult)."""
+def run_headroom(
+    ctx: Context, workload: Workload, label: str, tree: Path = ROOT
+) -> dict[str, Any]:
+    """The point Headroom wrote, as plain JSON (see headroom_figures for why not PointResult).
+    tree: the checkout whose runner runs (--other-tree: another revision's)."""
     assert ctx.prompts is not None
     out = ctx.workdir / f"{label}-headroom.jsonl"
     argv = [
@@ -395,7 +406,7 @@ def run_headroom(ctx: Context, workload: Workload, label: str) -> dict[str, Any]
         "--out", str(out), "--workdir", str(ctx.workdir / f"{label}-headroom-work"),
     ]  # fmt: skip
     log = ctx.workdir / f"{label}-headroom.log"
-    _run_client(argv, log_path=log, timeout_s=ctx.timeout(CLIENT_TIMEOUT_S))
+    _run_client(argv, log_path=log, timeout_s=ctx.timeout(CLIENT_TIMEOUT_S), tree=tree)
     try:
         # A point's requests come first as column batches (runner/results.py); this script
         # reads only the point's own line, whose metrics and client health it compares.
@@ -470,37 +481,59 @@ def ratios(headroom: dict[str, Any], vllm: dict[str, Any]) -> dict[str, float | 
     return out
 
 
-def pair_order(pair: int) -> str:
-    """'AB' for odd pairs (Headroom first), 'BA' for even pairs (vLLM first)."""
+# With a third client (--other-tree) the pairs take the six orders of A, B, C in turn.
+THREE_ORDERS = ("ABC", "CBA", "BCA", "ACB", "CAB", "BAC")
+
+
+def pair_order(pair: int, three: bool = False) -> str:
+    """'AB' for odd pairs (Headroom first), 'BA' for even pairs (vLLM first); with a third
+    client, the pair's turn among THREE_ORDERS."""
+    if three:
+        return THREE_ORDERS[(pair - 1) % len(THREE_ORDERS)]
     return "AB" if pair % 2 else "BA"
 
 
 def measure(ctx: Context, workloads: tuple[Workload, ...], pairs: int) -> dict[str, list[dict]]:
-    """Per pair per workload A and B, A = Headroom, B = vLLM, in the pair's order."""
+    """Per pair per workload A and B (and C), A = Headroom, B = vLLM, C = Headroom from
+    --other-tree, in the pair's order."""
     runs: dict[str, list[dict]] = {w.name: [] for w in workloads}
     for pair in range(1, pairs + 1):
-        order = pair_order(pair)
+        order = pair_order(pair, three=ctx.other_tree is not None)
         for workload in workloads:
             label = f"pair{pair}-{workload.name}"
             started = time.monotonic()
-            if order == "AB":
-                point = run_headroom(ctx, workload, label)
-                vllm = vllm_figures(run_vllm(ctx, workload, label))
-            else:
-                vllm = vllm_figures(run_vllm(ctx, workload, label))
-                point = run_headroom(ctx, workload, label)
-            headroom = headroom_figures(point)
-            runs[workload.name].append({
+            figures: dict[str, dict[str, Any]] = {}
+            for client in order:
+                if client == "A":
+                    figures["A"] = headroom_figures(run_headroom(ctx, workload, label))
+                elif client == "B":
+                    figures["B"] = vllm_figures(run_vllm(ctx, workload, label))
+                else:
+                    assert ctx.other_tree is not None
+                    point = run_headroom(ctx, workload, f"{label}-other", ctx.other_tree)
+                    figures["C"] = headroom_figures(point)
+            headroom, vllm = figures["A"], figures["B"]
+            run = {
                 "pair": pair, "order": order, "headroom": headroom, "vllm": vllm,
                 "ratio": ratios(headroom, vllm),
-            })  # fmt: skip
-            print(
+            }  # fmt: skip
+            line = (
                 f"  pair {pair}/{pairs} {workload.name} ({order}): output tok/s Headroom "
-                f"{_num(headroom['output_throughput'])}, vLLM {_num(vllm['output_throughput'])}; "
-                f"median TPOT ms Headroom {_num(headroom['median_tpot_ms'], '.2f')}, "
-                f"vLLM {_num(vllm['median_tpot_ms'], '.2f')} ({time.monotonic() - started:.0f} s)",
-                flush=True,
+                f"{_num(headroom['output_throughput'])}, vLLM {_num(vllm['output_throughput'])}"
             )
+            if "C" in figures:
+                run["other"] = figures["C"]
+                run["ratio_other"] = ratios(figures["C"], vllm)
+                line += f", other tree {_num(figures['C']['output_throughput'])}"
+            tpot = (
+                f"{_num(headroom['median_tpot_ms'], '.2f')}, "
+                f"vLLM {_num(vllm['median_tpot_ms'], '.2f')}"
+            )
+            if "C" in figures:
+                tpot += f", other tree {_num(figures['C']['median_tpot_ms'], '.2f')}"
+            print(f"{line}; median TPOT ms Headroom {tpot} ({time.monotonic() - started:.0f} s)",
+                  flush=True)
+            runs[workload.name].append(run)
     return runs
 
 
@@ -547,6 +580,29 @@ def print_workload(
     print()
     for line in _run_notes(workload, runs, expected_input):
         print(f"- {line}")
+    if runs and "other" in runs[0]:
+        print_other_tree(runs)
+
+
+def print_other_tree(runs: list[dict]) -> None:
+    """Client C (--other-tree) beside vLLM and beside A: per run ratios, then their medians."""
+    print("\nOther tree (C) on the same engine, in the same pairs:\n")
+    print("| metric | C median | C / vLLM median ratio | A / C median ratio | A / C min-max |")
+    print("|---|---|---|---|---|")
+    for name in TARGETS:
+        spec = ",.0f" if name == "output_throughput" else ",.1f"
+        theirs = _median([run["other"][name] for run in runs])
+        versus_vllm = _median([run["ratio_other"][name] for run in runs])
+        each = [
+            run["headroom"][name] / run["other"][name]
+            for run in runs
+            if run["headroom"][name] is not None and run["other"][name]
+        ]
+        spread = f"{min(each):.3f}-{max(each):.3f}" if each else "-"
+        print(
+            f"| {name} | {_num(theirs, spec)} | {_num(versus_vllm, '.3f')} "
+            f"| {_num(_median(list(each)), '.3f')} | {spread} |"
+        )
 
 
 def _run_notes(workload: Workload, runs: list[dict], expected_input: float) -> list[str]:
@@ -624,6 +680,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="run one workload only: burst or closed (default: both)",
     )  # fmt: skip
     parser.add_argument(
+        "--other-tree", type=Path, metavar="DIR",
+        help="a third client: Headroom from another checkout (e.g. a git worktree of an "
+        "earlier revision), to compare two revisions on one engine",
+    )  # fmt: skip
+    parser.add_argument(
         "--time-limit", type=float, default=DEFAULT_TIME_LIMIT_MIN, metavar="MIN",
         help=f"stop after this many minutes whatever happens (default {DEFAULT_TIME_LIMIT_MIN})",
     )  # fmt: skip
@@ -638,6 +699,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error(f"--model {args.model}: not a directory (build one: python -m runner "
                      "build-tiny-model var/tiny-model)")
     args.model = str(Path(args.model).resolve())
+    if args.other_tree is not None:
+        if not (args.other_tree / "runner" / "__main__.py").is_file():
+            parser.error(f"--other-tree {args.other_tree}: not a Headroom checkout "
+                         "(no runner/__main__.py)")
+        args.other_tree = args.other_tree.resolve()
     return args
 
 
@@ -654,6 +720,8 @@ def _header(args: argparse.Namespace, engine: RunningEngine, pinned: str) -> dic
         "clients": (
             f"CPU {CLIENT_CPU}, one at a time; A = Headroom, B = vLLM bench serve; "
             "odd pairs A B, even pairs B A"
+            if args.other_tree is None
+            else f"C = Headroom from {args.other_tree}; the six orders of A B C in turn"
         ),
         "pairs": args.pairs,
         "quick": args.quick,
@@ -688,7 +756,7 @@ def main(argv: list[str] | None = None) -> int:
             engine = start_engine(stack, args.model, args.port, workdir)
             header = _header(args, engine, check_engine_pinned())
             ctx = Context(engine.base_url, args.model, workdir, deadline,
-                          sample_interval_s=args.sample_interval)
+                          sample_interval_s=args.sample_interval, other_tree=args.other_tree)
             needed = max(w.num_requests for w in (*workloads, WARM_UP))
             ctx.prompts = write_prompts(engine, workdir, needed)
             header["prompts"] = {
