@@ -66,6 +66,12 @@ def print_summary(points: Sequence[PointResult]) -> None:
     out.print(Text(caption))
     out.print()
     out.print(_queue_table(points, notes))
+    for point in points:
+        if point.conversations is not None:
+            table, line = _turn_table(point)
+            out.print()
+            out.print(table)
+            out.print(Text(line))
     if notes.keys:
         out.print(notes.table())
 
@@ -151,6 +157,34 @@ def _queue_table(points: Sequence[PointResult], notes: _Notes) -> Table:
             _client_health(point, notes),
         )
     return table
+
+
+def _turn_table(point: PointResult) -> tuple[Table, str]:
+    """A conversation workload's point by turn number (runner.conversations), with its
+    conversations' time under it: later turns carry the conversation so far, so their prompts
+    grow and their TTFT shows what the prefix cache saved."""
+    talks = point.conversations
+    assert talks is not None
+    table = Table(
+        title=f"{point.key}: conversations by turn (ms from the actual send)",
+        box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True, pad_edge=False,
+        title_justify="left",
+    )
+    for column in ("turn", "requests", "done", "prompt\ntokens", "TTFT\np50", "TTFT\np99",
+                   "E2EL\np50", "E2EL\np99"):
+        table.add_column(column, justify="right", no_wrap=True)
+    for turn in talks.by_turn:
+        table.add_row(
+            str(turn.turn), str(turn.requests), str(turn.completed),
+            _fmt(turn.mean_prompt_tokens, ",.1f"), _fmt(turn.median_ttft_ms),
+            _fmt(turn.p99_ttft_ms), _fmt(turn.median_e2el_ms), _fmt(turn.p99_e2el_ms),
+        )  # fmt: skip
+    line = (
+        f"{talks.completed_conversations} of {talks.conversations} conversations completed every "
+        f"turn; conversation time p50 {_fmt(talks.median_duration_ms)} ms, p99 "
+        f"{_fmt(talks.p99_duration_ms)} ms (first send to last turn's end)"
+    )
+    return table, line
 
 
 def _validity(point: PointResult, notes: _Notes) -> str:

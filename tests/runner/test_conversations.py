@@ -26,6 +26,7 @@ from runner.schema import (
     SweepPlan,
     WorkloadSpec,
 )
+from runner.summary import print_summary
 from runner.workloads import DatasetError, Prompt, WorkloadError, build_prompts
 from tests.factories import metrics
 from tests.runner.fakeserver import FakeVllm
@@ -439,3 +440,25 @@ def test_the_command_line_refuses_a_file_too_short_before_any_engine(tmp_path, c
                  "--num-requests", "4"])
     assert code == EXIT_BAD_INPUT
     assert "4 requests (turns), but" in capsys.readouterr().err
+
+
+def test_the_cli_summary_prints_a_conversation_point_by_turn(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    records = [
+        record(0, 1, 0.0, 0.1, 0.5, 10), record(0, 2, 0.6, 0.2, 1.0, 30),
+        record(1, 1, 0.0, 0.3, 0.7, 20), record(1, 2, 0.8, 0.4, 1.2, 50, ok=False),
+    ]
+    spec = WorkloadSpec(kind="conversation", dataset_path="c.jsonl", endpoint="chat")
+    point = point_of(spec, records, LoadSpec(shape="concurrency", concurrency=2, num_requests=4))
+    point.conversations = conversations.conversation_summary(records, "c.jsonl")
+
+    print_summary([point])
+
+    lines = capsys.readouterr().out.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    rows = {line.split()[0]: line.split() for line in lines
+            if line.split() and line.split()[0] in ("1", "2") and "of" not in line}
+    # turn, requests, completed, mean prompt tokens, TTFT p50 and p99, E2EL p50 and p99 (ms).
+    assert rows["1"][:5] == ["1", "2", "2", "15.0", "200"]
+    assert rows["2"][:5] == ["2", "2", "1", "30.0", "200"]
+    assert "1 of 2 conversations completed every turn" in " ".join(lines)
