@@ -215,13 +215,15 @@ def _count_point(benchmark: Benchmark, result: PointResult) -> None:
 
 
 def point_to_result(
-    point: Point, data: PointData | None = None, *, records: bool = True
+    point: Point, data: PointData | None = None, *, records: bool = True, requests: bool = True
 ) -> PointResult:
     """Rebuild the PointResult exactly as the runner produced it (for downloads).
 
     With records=False the per-request records, engine samples and telemetry readings are left
     out and PointData is never read: the judgement layer needs only the aggregates on the Point
-    row (the telemetry summary among them).
+    row (the telemetry summary among them). With requests=False only the per-request records
+    are: the JSON download writes them from the blob a block at a time
+    (storage.iter_requests), never holding a point's records whole.
     """
     window = None
     if point.window_start is not None and point.window_end is not None:
@@ -247,7 +249,7 @@ def point_to_result(
             "samples": storage.decode_samples(data.samples) if data else [],
             "telemetry": point.telemetry,
             "telemetry_samples": storage.decode_telemetry(data.telemetry) if data else [],
-            "requests": storage.decode_requests(data.requests) if data else [],
+            "requests": storage.decode_requests(data.requests) if data and requests else [],
             "source": point.source,
             "notes": point.notes,
             "lengths": point.lengths,

@@ -2,47 +2,39 @@
 
 A point can hold 32,768 requests with 256 chunk times each: 8.4 million timestamps. One row per
 request would be 32,768 INSERTs and a join on every page; JSON would be hundreds of megabytes.
-Instead each field becomes one numpy array, and the arrays are packed into one blob.
-
-Format 2 (what encode_* write), all integers little-endian:
-
-    MAGIC (b"HRCOLS\\x00\\x02") | header length (uint32) | header (JSON) | parts, back to back
-
-The header lists the arrays in order: {"name", "dtype" (numpy dtype.str), "shuffled", "parts":
-[[codec, nbytes], ...]}, codec "raw" or "zlib". A numeric array is byte-shuffled first (byte 0
-of every value, then byte 1, ...), as Blosc and HDF5's shuffle filter do, and each byte plane
-is one part. Timestamps share their exponent and high mantissa bytes, so those planes compress
-to a few percent; their low mantissa bytes are measurement noise that no compressor shrinks.
-Each plane is therefore compressed only when a sample of it shrinks to under half: zlib spent
-on noise was most of the time a 32,768-request point took to encode, for under 1% of its size.
-A string array (numpy unicode) is one part, compressed by the same test. Lossless: values come
-back bit for bit.
-
-Format 1 (points stored before format 2) is a zlib-compressed .npz archive of the same shuffled
-arrays plus a "__dtypes__" array; it is still read. A blob is format 2 when it starts with
-MAGIC (a zlib stream starts with 0x78, so the two cannot be confused).
+Instead each field becomes one numpy array, and the arrays are packed into one blob of
+benchmarks.blobs' format (byte-shuffled planes, zlib where it helps; format 1 blobs still read),
+lossless: values come back bit for bit.
 
 Missing values: NaN for floats, -1 for counts and status codes, "" for strings. Chunk times and
-chunk token counts are ragged; they are stored flat with a per-request length array. They are
-encoded from the records' compact arrays a byte plane at a time, and decoded into compact arrays
-a block of requests at a time: a point's values are never held whole beside its records.
+chunk token counts are ragged; they are stored flat with a per-request length array.
+
+Memory: a point of 100,000 requests x 1,000 chunks is 1.4 GB of records and a 590 MB blob, so
+neither side holds both (docs/performance.md). RequestEncoder takes the records a block at a
+time, spilling their ragged values to files, and writes the blob out a piece at a time (or
+whole, for encode_requests). Reading, iter_request_blocks makes a block of records at a time
+and inflates each zlib part only as far as it has read, and request_columns gives a few fields
+without making records at all.
 """
 
 from __future__ import annotations
 
-import functools
-import io
-import json
 import math
 import operator
-import struct
-import zlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+import sys
+import tempfile
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from benchmarks import blobs
+from benchmarks.blobs import FORMAT_VERSION as FORMAT_VERSION
+from benchmarks.blobs import MAGIC as MAGIC
+from benchmarks.blobs import Layout as Layout
+from benchmarks.blobs import Reader, Spooled
+from benchmarks.blobs import format_version as format_version
 from runner.schema import (
     CompactArray,
     EngineSample,
@@ -51,22 +43,10 @@ from runner.schema import (
     ragged_fields,
 )
 
-MAGIC = b"HRCOLS\x00\x02"
-FORMAT_VERSION = 2
-_HEADER_LENGTH = struct.Struct("<I")
-
-# Level 1: on timestamps' high bytes it compresses nearly as well as level 6, several times
-# faster.
-ZLIB_LEVEL = 1
-# A byte plane is compressed when zlib shrinks a sample of it below this fraction. The sample
-# is SAMPLE_SLICES slices of SAMPLE_SLICE_BYTES spread over the plane, so a plane that is noise
-# only at its start (or only at its end) is judged on the whole. Measured on chunk times: zlib
-# took ~40 ns a byte to bring a noisy plane to 85%, while the INSERT costs ~13 ns a stored byte,
-# so that 15% saved ~2 ns a byte; the planes that shrink to a few percent cost ~2 ns a byte.
-COMPRESS_BELOW = 0.5
-SAMPLE_SLICES = 4
-SAMPLE_SLICE_BYTES = 16 * 1024
 MISSING_INT = -1
+# Named here so that a caller (a test, bench/dashboard_pages.py) can watch or replace them.
+_pack = blobs.pack
+_unpack = blobs.unpack
 
 _REQUEST_FLOATS = ("intended_send", "actual_send", "connect_s", "ttft", "e2el", "completed_at")
 _REQUEST_INTS = (
@@ -99,186 +79,21 @@ _TELEMETRY_FLOATS = tuple(
 # fills (output ids outside output parity) is not stored, and reads back empty.
 _RAGGED = ragged_fields(RequestRecord)
 _LENGTHS = {"chunk_times": "chunk_lengths", "chunk_tokens": "token_lengths"}
-# Requests read or made at a time for one ragged field, so that neither encoding nor decoding
-# ever joins a whole point's values (800 MB of chunk times at 100,000 x 1,000) in one array.
+# Requests read or made at a time: as many as hold this many ragged values together, so that
+# neither encoding nor decoding ever joins a whole point's values (800 MB of chunk times at
+# 100,000 x 1,000) in one array, nor makes more than a block of records at once; and no more
+# than BLOCK_RECORDS of them, for points whose requests have no chunks.
 RAGGED_BLOCK_VALUES = 1 << 20
+BLOCK_RECORDS = 8192
+# A ragged field's values are spilled to a file past this many bytes (RequestEncoder).
+SPOOL_MEMORY_BYTES = 32 << 20
+_SCALARS = _REQUEST_FLOATS + _REQUEST_INTS + _REQUEST_STRINGS
 # What encode_requests stores; a test checks it covers every RequestRecord field.
-REQUEST_FIELDS = _REQUEST_FLOATS + _REQUEST_INTS + _REQUEST_STRINGS + tuple(_RAGGED)
+REQUEST_FIELDS = _SCALARS + tuple(_RAGGED)
 
 
 def _lengths_name(field: str) -> str:
     return _LENGTHS.get(field, f"{field}:lengths")
-
-
-def _worth_compressing(plane: memoryview) -> bool:
-    size = len(plane)
-    if size <= SAMPLE_SLICES * SAMPLE_SLICE_BYTES:
-        sample = bytes(plane)
-    else:
-        step = size // SAMPLE_SLICES
-        sample = b"".join(
-            plane[i * step : i * step + SAMPLE_SLICE_BYTES] for i in range(SAMPLE_SLICES)
-        )
-    return len(zlib.compress(sample, ZLIB_LEVEL)) < COMPRESS_BELOW * len(sample)
-
-
-def _encode_part(data: memoryview) -> bytes | None:
-    """The part compressed, or None: stored raw."""
-    if _worth_compressing(data):
-        compressed = zlib.compress(data, ZLIB_LEVEL)
-        if len(compressed) < len(data):
-            return compressed
-    return None
-
-
-@dataclass
-class _Ragged:
-    """One ragged field of every request, read a block of requests at a time (never joined)."""
-
-    values: list[CompactArray]
-    dtype: np.dtype
-
-    def __len__(self) -> int:
-        return sum(map(len, self.values))
-
-    def blocks(self) -> Iterator[np.ndarray]:
-        start = 0
-        while start < len(self.values):
-            end, size = start, 0
-            while end < len(self.values) and (size == 0 or size < RAGGED_BLOCK_VALUES):
-                size += len(self.values[end])
-                end += 1
-            native = np.frombuffer(b"".join(self.values[start:end]), self.dtype.newbyteorder("="))
-            yield native.astype(self.dtype, copy=False)  # the stored byte order: little-endian
-            start = end
-
-    def byte_plane(self, k: int, out: np.ndarray | None = None) -> np.ndarray:
-        """Byte k of every value (into `out`, a slice of the blob, when given)."""
-        plane = np.empty(len(self), np.uint8) if out is None else out
-        at = 0
-        for block in self.blocks():
-            plane[at : at + len(block)] = block.view(np.uint8)[k :: self.dtype.itemsize]
-            at += len(block)
-        return plane
-
-
-def _planes(array: np.ndarray | _Ragged) -> tuple[np.dtype, bool, list[Callable[..., Any]]]:
-    """The array's dtype, whether it is byte-shuffled, and a maker for each of its parts
-    (called with no argument, a part returns its bytes; with `out`, it writes them there)."""
-    if isinstance(array, _Ragged):
-        return array.dtype, True, [
-            functools.partial(array.byte_plane, k) for k in range(array.dtype.itemsize)
-        ]
-    array = np.ascontiguousarray(array)
-    flat = array.view(np.uint8).reshape(-1, max(array.itemsize, 1))
-    if array.dtype.kind in "fiu" and array.itemsize > 1:
-        return array.dtype, True, [
-            functools.partial(_column, flat, k) for k in range(array.itemsize)
-        ]
-    return array.dtype, False, [functools.partial(_column, flat.reshape(-1, 1), 0)]
-
-
-def _column(flat: np.ndarray, k: int, out: np.ndarray | None = None) -> np.ndarray:
-    if out is None:
-        return np.ascontiguousarray(flat[:, k])
-    out[:] = flat[:, k]
-    return out
-
-
-def _pack(arrays: Mapping[str, np.ndarray | _Ragged]) -> bytearray:
-    """The blob, in two passes so that no raw part is held beside it: the first compresses
-    what shrinks and only measures the rest (a point's noisy low mantissa bytes, most of its
-    size); the second writes the raw parts straight into the blob, made again from the arrays."""
-    entries = []
-    parts: list[tuple[bytes | None, Callable[..., Any], int]] = []
-    for name, array in arrays.items():
-        dtype, shuffled, makers = _planes(array)
-        codecs: list[list[object]] = []
-        for make in makers:
-            plane = make()
-            compressed = _encode_part(plane.data)
-            size = len(compressed) if compressed is not None else len(plane)
-            del plane
-            codecs.append(["zlib" if compressed is not None else "raw", size])
-            parts.append((compressed, make, size))
-        entries.append({"name": name, "dtype": dtype.str, "shuffled": shuffled, "parts": codecs})
-    header = json.dumps({"version": FORMAT_VERSION, "arrays": entries}).encode()
-    head = MAGIC + _HEADER_LENGTH.pack(len(header)) + header
-    blob = bytearray(len(head) + sum(size for _, _, size in parts))
-    blob[: len(head)] = head
-    at = len(head)
-    for compressed, make, size in parts:
-        if compressed is not None:
-            blob[at : at + size] = compressed
-        else:
-            make(out=np.frombuffer(blob, np.uint8, size, at))
-        at += size
-    return blob
-
-
-def _unpack(
-    blob: bytes | bytearray | memoryview, *, lazy: frozenset[str] = frozenset()
-) -> dict[str, np.ndarray]:
-    """Every array of a blob; those named in `lazy` as _Planes (format 2 only), to be joined a
-    block at a time rather than whole."""
-    view = memoryview(blob)
-    if format_version(view) == 1:
-        return _unpack_format_1(view)
-    offset = len(MAGIC)
-    (header_length,) = _HEADER_LENGTH.unpack_from(view, offset)
-    offset += _HEADER_LENGTH.size
-    header = json.loads(bytes(view[offset : offset + header_length]))
-    offset += header_length
-    arrays: dict[str, Any] = {}
-    for entry in header["arrays"]:
-        parts = []
-        for codec, nbytes in entry["parts"]:
-            part = view[offset : offset + nbytes]
-            offset += nbytes
-            # A raw part stays a view of the blob: no copy until it is read.
-            parts.append(zlib.decompress(part) if codec == "zlib" else part)
-        planes = _Planes(parts, np.dtype(entry["dtype"]), entry["shuffled"])
-        arrays[entry["name"]] = planes if entry["name"] in lazy else planes.values(0, len(planes))
-    return arrays
-
-
-@dataclass
-class _Planes:
-    """One stored array as its parts: the byte planes of a shuffled array, or its one part."""
-
-    parts: list[bytes | memoryview]
-    dtype: np.dtype
-    shuffled: bool
-
-    def __len__(self) -> int:
-        return len(self.parts[0]) // (1 if self.shuffled else self.dtype.itemsize)
-
-    def values(self, start: int, end: int) -> np.ndarray:
-        """Values [start, end), in the host's byte order."""
-        native = self.dtype.newbyteorder("=")
-        if not self.shuffled:
-            size = self.dtype.itemsize
-            return np.frombuffer(self.parts[0][start * size : end * size], self.dtype).astype(
-                native
-            )
-        out = np.empty((end - start, len(self.parts)), np.uint8)
-        for k, part in enumerate(self.parts):
-            out[:, k] = np.frombuffer(part, np.uint8, end - start, start)
-        return out.view(self.dtype).reshape(-1).astype(native, copy=False)
-
-
-def _unpack_format_1(view: memoryview) -> dict[str, np.ndarray]:
-    with np.load(io.BytesIO(zlib.decompress(view)), allow_pickle=False) as archive:
-        arrays = {name: archive[name] for name in archive.files}
-    for entry in arrays.pop("__dtypes__").tolist():
-        name, dtype = entry.split("=", 1)
-        arrays[name] = arrays[name].T.copy().view(np.dtype(dtype)).reshape(-1)
-    return arrays
-
-
-def format_version(blob: bytes | bytearray | memoryview) -> int:
-    """2 for what encode_* write now, 1 for blobs stored before format 2."""
-    return FORMAT_VERSION if bytes(memoryview(blob)[: len(MAGIC)]) == MAGIC else 1
 
 
 def _floats(values: Sequence[float | None]) -> np.ndarray:
@@ -297,91 +112,243 @@ def _missing_to_none(values: np.ndarray) -> list[int | None]:
     return [None if v == MISSING_INT else v for v in values.tolist()]
 
 
+# -- request records ----------------------------------------------------------------------------
+
+
+def _block_spans(count: int, lengths: Sequence[np.ndarray]) -> Iterator[tuple[int, int]]:
+    """[start, end) of each block of requests: as many as keep their ragged values (the given
+    fields' together) under RAGGED_BLOCK_VALUES, one request however long, BLOCK_RECORDS at
+    most (a point of requests without chunks is not one block)."""
+    sizes = np.sum(lengths, axis=0, dtype=np.int64) if lengths else np.zeros(count, np.int64)
+    ends = np.cumsum(sizes)
+    start = 0
+    while start < count:
+        base = int(ends[start - 1]) if start else 0
+        end = int(np.searchsorted(ends, base + RAGGED_BLOCK_VALUES, side="left"))
+        end = min(max(end, start + 1), start + BLOCK_RECORDS, count)
+        yield start, end
+        start = end
+
+
+def _record_spans(records: Sequence[RequestRecord]) -> list[tuple[int, int]]:
+    lengths = [
+        np.fromiter((len(getattr(r, name)) for r in records), np.int64, len(records))
+        for name in _RAGGED
+    ]
+    return list(_block_spans(len(records), lengths))
+
+
+def _le_bytes(values: list[CompactArray], kind: type[CompactArray]) -> bytes:
+    """The values back to back as files and blobs store them: little-endian."""
+    data = b"".join(values)
+    if sys.byteorder == "big":
+        native = np.dtype(kind.DTYPE).newbyteorder("=")
+        data = np.frombuffer(data, native).astype(kind.DTYPE).tobytes()
+    return data
+
+
+class RequestEncoder:
+    """A point's records encoded as they come, a block at a time, for points too big to hold
+    whole beside their blob (100,000 requests x 1,000 chunks: 1.4 GB of records, 590 MB of blob).
+
+    Each block's scalar fields become arrays at once; its ragged values (chunk times, ...) are
+    appended to one file per field, kept in memory up to SPOOL_MEMORY_BYTES and on disk past
+    that. `blob()` lays the blob out from them, its raw parts made again from the files as it
+    is written (`Layout.pieces`, or `tobytes` whole). The blob is byte for byte the one
+    encode_requests makes of the same records: encode_requests is this encoder fed at once.
+    A context manager: leaving it removes the files.
+    """
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._columns: dict[str, list[np.ndarray]] = {name: [] for name in _SCALARS}
+        self._lengths: dict[str, list[np.ndarray]] = {name: [] for name in _RAGGED}
+        # Closed by close(), which leaving the encoder's with block calls.
+        self._spools = {
+            name: tempfile.SpooledTemporaryFile(  # noqa: SIM115
+                SPOOL_MEMORY_BYTES, prefix="headroom-requests-"
+            )
+            for name in _RAGGED
+        }
+        self._layout: Layout | None = None
+
+    def __enter__(self) -> RequestEncoder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for spool in self._spools.values():
+            spool.close()
+
+    def add(self, records: Sequence[RequestRecord]) -> None:
+        for start, end in _record_spans(records):
+            self._add_block(records[start:end])
+
+    def take(self, records: list[RequestRecord]) -> None:
+        """add() the records, removing each block from the list once it is spilled: a caller
+        that gives its records up (the worker's point, just measured) has them freed a block
+        at a time instead of holding them all until the blob is written."""
+        for start, end in _record_spans(records):
+            self._add_block(records[: end - start])
+            del records[: end - start]
+
+    def _add_block(self, records: Sequence[RequestRecord]) -> None:
+        if self._layout is not None:
+            raise RuntimeError("records added after the blob was laid out")
+        # Attributes are read straight off the models, all of a record's scalars in one C call:
+        # model_dump() would build a Python object of every value only to read it once.
+        rows = zip(*map(operator.attrgetter(*_SCALARS), records), strict=True)
+        for name, column in zip(_SCALARS, rows, strict=True):
+            self._columns[name].append(_scalar_array(name, column))
+        for name, kind in _RAGGED.items():
+            # The records' own arrays, read as bytes: no Python number is made for any value.
+            values = [kind.coerce(value) for value in map(operator.attrgetter(name), records)]
+            self._lengths[name].append(np.fromiter(map(len, values), np.int64, len(values)))
+            self._spools[name].write(_le_bytes(values, kind))
+        self.count += len(records)
+
+    def blob(self) -> Layout:
+        if self._layout is None:
+            self._layout = blobs.layout(self._arrays())
+        return self._layout
+
+    def _arrays(self) -> dict[str, np.ndarray | Spooled]:
+        arrays: dict[str, np.ndarray | Spooled] = {
+            # A string column's blocks differ in width: joined, they take the widest, as one
+            # array of every value would.
+            name: np.concatenate(blocks) if blocks else _scalar_array(name, ())
+            for name, blocks in self._columns.items()
+        }
+        for name, kind in _RAGGED.items():
+            blocks = self._lengths[name]
+            lengths = np.concatenate(blocks) if blocks else np.zeros(0, np.int64)
+            if name not in _LENGTHS and not lengths.any():
+                continue
+            arrays[name] = Spooled(self._spools[name], np.dtype(kind.DTYPE), int(lengths.sum()))
+            arrays[_lengths_name(name)] = lengths
+        return arrays
+
+
+def _scalar_array(name: str, values: Sequence[Any]) -> np.ndarray:
+    if name in _REQUEST_FLOATS:
+        return _floats(values)
+    if name in _REQUEST_INTS:
+        return _ints(values)
+    return np.array([value or "" for value in values], dtype=np.str_)
+
+
 def encode_requests(requests: Sequence[RequestRecord]) -> bytes:
-    # Attributes are read straight off the models, all of a record's scalars in one C call:
-    # model_dump() of 32,768 records with 256 chunk times each would build 8 million Python
-    # objects only to read them once.
-    scalars = _REQUEST_FLOATS + _REQUEST_INTS + _REQUEST_STRINGS
-    if requests:
-        rows = map(operator.attrgetter(*scalars), requests)
-        columns = dict(zip(scalars, zip(*rows, strict=True), strict=True))
-    else:
-        columns = {name: () for name in scalars}
-    arrays: dict[str, np.ndarray | _Ragged] = {}
-    for name in _REQUEST_FLOATS:
-        arrays[name] = _floats(columns[name])
-    for name in _REQUEST_INTS:
-        arrays[name] = _ints(columns[name])
-    for name in _REQUEST_STRINGS:
-        arrays[name] = np.array([value or "" for value in columns[name]], dtype=np.str_)
-    for name, kind in _RAGGED.items():
-        # The records' own arrays, read as bytes: no Python number is made for any value.
-        values = [kind.coerce(value) for value in map(operator.attrgetter(name), requests)]
-        lengths = np.fromiter(map(len, values), np.int64, len(values))
-        if name not in _LENGTHS and not lengths.any():
-            continue
-        arrays[name] = _Ragged(values, np.dtype(kind.DTYPE))
-        arrays[_lengths_name(name)] = lengths
-    return _pack(arrays)
+    with RequestEncoder() as encoder:
+        encoder.add(requests)
+        return encoder.blob().tobytes()
 
 
-def _split(flat: np.ndarray, lengths: np.ndarray) -> list[list]:
-    values = flat.tolist()
-    ends = np.cumsum(lengths).tolist()
-    return [values[end - length : end] for end, length in zip(ends, lengths.tolist(), strict=True)]
+def _scalar_values(name: str, values: np.ndarray) -> list[Any]:
+    """A stored column as the records hold it: None for a missing value."""
+    if name in _REQUEST_FLOATS:
+        return _nan_to_none(values)
+    if name in _REQUEST_INTS:
+        return _missing_to_none(values)
+    return [value or None for value in values.tolist()]
 
 
-def _split_ragged(
-    planes: np.ndarray | _Planes, lengths: np.ndarray, kind: type[CompactArray]
+def _ragged_values(
+    reader: Reader, lengths: np.ndarray, kind: type[CompactArray]
 ) -> list[CompactArray]:
-    """Each request's values as its own array, joined RAGGED_BLOCK_VALUES values at a time."""
-    out: list[CompactArray] = []
-    ends = np.cumsum(lengths).tolist()
-    starts = [end - length for end, length in zip(ends, lengths.tolist(), strict=True)]
-    first = 0
-    while first < len(ends):
-        last = first
-        while last < len(ends) and ends[last] - starts[first] < RAGGED_BLOCK_VALUES:
-            last += 1
-        last = max(last, first + 1)
-        base = starts[first]
-        block = (
-            planes.values(base, ends[last - 1]) if isinstance(planes, _Planes)
-            else planes[base : ends[last - 1]]
-        )
-        data = np.ascontiguousarray(block, kind.DTYPE.replace("<", "=")).data.cast("B")
-        size = block.itemsize
-        out.extend(
-            kind.from_native_bytes(data[(a - base) * size : (b - base) * size])
-            for a, b in zip(starts[first:last], ends[first:last], strict=True)
-        )
-        first = last
+    """Each request's values as its own array, from the block's values read at once."""
+    block = reader.read(int(lengths.sum()))
+    data = np.ascontiguousarray(block, kind.DTYPE.replace("<", "=")).data.cast("B")
+    size, at, out = block.itemsize, 0, []
+    for length in lengths.tolist():
+        out.append(kind.from_native_bytes(data[at * size : (at + length) * size]))
+        at += length
     return out
+
+
+def _column_blocks(
+    blob: bytes | bytearray | memoryview, fields: Sequence[str]
+) -> Iterator[dict[str, list[Any]]]:
+    """The named fields of a blob's requests, as the records hold them, a block of requests at a
+    time (_block_spans over the named ragged fields): neither a point's records nor any of its
+    whole planes are made. A field the blob predates is left out of every block."""
+    readers = blobs.readers(blob)
+    count = len(readers["index"].whole())
+    stored = [name for name in fields if name in readers]
+    lengths = {
+        name: readers[_lengths_name(name)].whole() for name in stored if name in _RAGGED
+    }
+    for start, end in _block_spans(count, list(lengths.values())):
+        yield {
+            name: (
+                _ragged_values(readers[name], lengths[name][start:end], _RAGGED[name])
+                if name in _RAGGED
+                else _scalar_values(name, readers[name].read(end - start))
+            )
+            for name in stored
+        }
+
+
+def iter_request_blocks(blob: bytes | bytearray | memoryview) -> Iterator[list[RequestRecord]]:
+    """The records of a blob, a block at a time: a reader that writes them out (the JSON
+    download) holds no more than a block of them. A field the blob predates gets its default
+    (None, unknown; an empty array)."""
+    for columns in _column_blocks(blob, REQUEST_FIELDS):
+        names = list(columns)
+        yield [
+            RequestRecord.model_validate(dict(zip(names, values, strict=True)))
+            for values in zip(*columns.values(), strict=True)
+        ]
+
+
+def iter_requests(blob: bytes | bytearray | memoryview) -> Iterator[RequestRecord]:
+    for block in iter_request_blocks(blob):
+        yield from block
 
 
 def decode_requests(blob: bytes | bytearray | memoryview) -> list[RequestRecord]:
     """The records; their ragged fields as compact arrays, made a block at a time."""
-    arrays: dict[str, Any] = _unpack(blob, lazy=frozenset(_RAGGED))
-    columns: dict[str, list] = {}
-    # A point stored before a field joined the schema has no array for it: left out, so the
-    # record gets the field's default (None, unknown; an empty array).
-    for name in _REQUEST_FLOATS:
-        if name in arrays:
-            columns[name] = _nan_to_none(arrays[name])
-    for name in _REQUEST_INTS:
-        if name in arrays:
-            columns[name] = _missing_to_none(arrays[name])
-    for name in _REQUEST_STRINGS:
-        if name in arrays:
-            columns[name] = [value or None for value in arrays[name].tolist()]
-    for name, kind in _RAGGED.items():
-        if name in arrays:
-            columns[name] = _split_ragged(arrays.pop(name), arrays[_lengths_name(name)], kind)
-    names = list(columns)
-    return [
-        RequestRecord.model_validate(dict(zip(names, values, strict=True)))
-        for values in zip(*columns.values(), strict=True)
-    ]
+    return list(iter_requests(blob))
+
+
+@dataclass(frozen=True)
+class RequestColumns:
+    """Some fields of every request of a blob, without a record built (request_columns)."""
+
+    # Field -> one value per request, as decode_requests' record would hold it.
+    values: dict[str, list[Any]]
+    # Every ragged field -> its values per request (zeros for a field the blob does not hold).
+    lengths: dict[str, np.ndarray]
+
+
+def request_columns(
+    blob: bytes | bytearray | memoryview, fields: Sequence[str]
+) -> RequestColumns:
+    """The named RequestRecord fields of every request, for a reader that needs a few (output
+    parity: token ids and prompt digests), with the lengths of every ragged field. A field the
+    blob predates comes back as the field's default for every request."""
+    unknown = set(fields) - set(REQUEST_FIELDS)
+    if unknown:
+        raise ValueError(f"not RequestRecord fields: {sorted(unknown)}")
+    values: dict[str, list[Any]] = {name: [] for name in fields}
+    for block in _column_blocks(blob, fields):
+        for name, column in block.items():
+            values[name].extend(column)
+    readers = blobs.readers(blob)
+    count = len(readers["index"].whole())
+    lengths = {
+        name: readers[_lengths_name(name)].whole() if _lengths_name(name) in readers
+        else np.zeros(count, np.int64)
+        for name in _RAGGED
+    }
+    for name in fields:
+        if name not in readers:
+            field = RequestRecord.model_fields[name]
+            if field.is_required():
+                raise ValueError(f"the blob has no {name!r}, which every record needs")
+            values[name] = [field.get_default(call_default_factory=True) for _ in range(count)]
+    return RequestColumns(values, lengths)
 
 
 def encode_samples(samples: Sequence[EngineSample]) -> bytes:
@@ -394,6 +361,12 @@ def encode_samples(samples: Sequence[EngineSample]) -> bytes:
         arrays[f"{name}:counts"] = _floats([count for h in histograms for count in h.values()])
         arrays[f"{name}:lengths"] = np.array([len(h) for h in histograms], dtype=np.int64)
     return _pack(arrays)
+
+
+def _split(flat: np.ndarray, lengths: np.ndarray) -> list[list]:
+    values = flat.tolist()
+    ends = np.cumsum(lengths).tolist()
+    return [values[end - length : end] for end, length in zip(ends, lengths.tolist(), strict=True)]
 
 
 def _histograms(arrays: dict[str, np.ndarray], name: str, n: int) -> list[dict[str, float]]:

@@ -7,7 +7,7 @@ import csv
 import json
 import logging
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 from urllib.parse import urlencode
 from uuid import UUID
@@ -527,9 +527,9 @@ def run_json(request: HttpRequest, code: UUID) -> StreamingHttpResponse:
     def body() -> Iterator[str]:
         head = json.dumps({"benchmark": _benchmark_summary(benchmark)}, cls=DjangoJSONEncoder)
         yield head[:-1] + ', "points": ['
-        for i, point in enumerate(benchmark.points.select_related("data")):
+        for i, point in enumerate(benchmark.points.all()):
             yield "," if i else ""
-            yield from _point_json(point_to_result(point, point.data))
+            yield from _stored_point_json(point)
         yield "]}"
 
     response = StreamingHttpResponse(body(), content_type="application/json")
@@ -542,15 +542,27 @@ def run_json(request: HttpRequest, code: UUID) -> StreamingHttpResponse:
 _NO_REQUESTS = '"requests":[]'
 
 
-def _point_json(result: schema.PointResult) -> Iterator[str]:
-    """The point's model_dump_json(), in pieces: everything else, then each request."""
-    head = result.model_copy(update={"requests": []}).model_dump_json()
-    if head.count(_NO_REQUESTS) != 1:  # cannot happen with today's schema; never guess
-        yield result.model_dump_json()
+def _stored_point_json(point: Point) -> Iterator[str]:
+    """One stored point as the download writes it. Its blobs are read on their own as its turn
+    comes (a run's blobs together would be several times a large point's 590 MB), its
+    requests made from the blob a block at a time."""
+    data = PointData.objects.get(point=point)
+    head = point_to_result(point, data, requests=False)
+    yield from _point_json(head, storage.iter_requests(data.requests))
+
+
+def _point_json(
+    head: schema.PointResult, requests: Iterable[schema.RequestRecord]
+) -> Iterator[str]:
+    """The model_dump_json() of the point `head` with these requests, in pieces: everything
+    else, then each request as it comes (from storage.iter_requests: a block at a time)."""
+    text = head.model_copy(update={"requests": []}).model_dump_json()
+    if text.count(_NO_REQUESTS) != 1:  # cannot happen with today's schema; never guess
+        yield head.model_copy(update={"requests": list(requests)}).model_dump_json()
         return
-    before, after = head.split(_NO_REQUESTS)
+    before, after = text.split(_NO_REQUESTS)
     yield before + '"requests":['
-    for i, record in enumerate(result.requests):
+    for i, record in enumerate(requests):
         yield ("," if i else "") + record.model_dump_json()
     yield "]" + after
 

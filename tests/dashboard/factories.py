@@ -158,3 +158,23 @@ def make_point_result(
         samples=make_samples(samples),
         requests=make_requests(requests),
     )
+
+
+def format_1_blob(arrays: dict) -> bytes:
+    """What encode_* wrote before format 2: zlib over an .npz of byte-shuffled arrays."""
+    import io
+    import zlib
+
+    import numpy as np
+
+    stored, dtypes = {}, []
+    for name, array in arrays.items():
+        if array.dtype.kind in "fiu":
+            stored[name] = array.view(np.uint8).reshape(-1, array.itemsize).T.copy()
+            dtypes.append(f"{name}={array.dtype.str}")
+        else:
+            stored[name] = array
+    stored["__dtypes__"] = np.array(dtypes, dtype=np.str_)
+    buffer = io.BytesIO()
+    np.savez(buffer, **stored)
+    return zlib.compress(buffer.getvalue(), 1)

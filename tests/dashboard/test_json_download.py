@@ -31,3 +31,32 @@ def test_the_download_is_every_point_in_full_in_pieces(owner_client):
     # A piece per request, not one per point: no piece holds two requests.
     per_piece = [piece.decode().count('"chunk_times"') for piece in pieces]
     assert max(per_piece) == 1 and sum(per_piece) == 2 * 25
+
+
+def test_the_download_writes_requests_as_blocks_are_decoded_never_a_whole_point(
+    owner_client, monkeypatch
+):
+    from benchmarks import storage
+
+    benchmark = make_benchmark(state="succeeded")
+    store_point(benchmark, make_point_result(requests=40))
+    stored = point_to_result(benchmark.points.get())
+    # 4 chunk times and 4 token counts a request: 2 requests a block
+    monkeypatch.setattr(storage, "RAGGED_BLOCK_VALUES", 20)
+    blocks = []
+    iter_blocks = storage.iter_request_blocks
+
+    def spy(blob):
+        for block in iter_blocks(blob):
+            blocks.append(len(block))
+            yield block
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the download decoded a point's records whole")
+
+    monkeypatch.setattr(storage, "iter_request_blocks", spy)
+    monkeypatch.setattr(storage, "decode_requests", refuse)
+    response = owner_client.get(f"/runs/{benchmark.code}.json")
+    (point,) = json.loads(b"".join(response.streaming_content))["points"]
+    assert point == json.loads(stored.model_dump_json())
+    assert sum(blocks) == 40 and max(blocks) == 2

@@ -7,7 +7,13 @@ from benchmarks.models import Caveat, PointData
 from benchmarks.points import point_to_result, store_point
 from runner import schema
 
-from .factories import make_benchmark, make_point_result, make_requests, make_samples
+from .factories import (
+    format_1_blob,
+    make_benchmark,
+    make_point_result,
+    make_requests,
+    make_samples,
+)
 
 
 def test_requests_survive_the_column_encoding_with_missing_values_and_ragged_chunks():
@@ -173,31 +179,11 @@ def test_every_metrics_aggregate_has_its_own_point_column():
     assert set(schema.Metrics.model_fields) <= columns
 
 
-def _format_1_blob(arrays: dict) -> bytes:
-    """What encode_* wrote before format 2: zlib over an .npz of byte-shuffled arrays."""
-    import io
-    import zlib
-
-    import numpy as np
-
-    stored, dtypes = {}, []
-    for name, array in arrays.items():
-        if array.dtype.kind in "fiu":
-            stored[name] = array.view(np.uint8).reshape(-1, array.itemsize).T.copy()
-            dtypes.append(f"{name}={array.dtype.str}")
-        else:
-            stored[name] = array
-    stored["__dtypes__"] = np.array(dtypes, dtype=np.str_)
-    buffer = io.BytesIO()
-    np.savez(buffer, **stored)
-    return zlib.compress(buffer.getvalue(), 1)
-
-
 def test_points_stored_in_format_1_still_read_back():
     records = make_requests(5, output_tokens=3, failed=1)
     samples = make_samples(7)
-    old_requests = _format_1_blob(storage._unpack(storage.encode_requests(records)))
-    old_samples = _format_1_blob(storage._unpack(storage.encode_samples(samples)))
+    old_requests = format_1_blob(storage._unpack(storage.encode_requests(records)))
+    old_samples = format_1_blob(storage._unpack(storage.encode_samples(samples)))
     assert storage.format_version(old_requests) == 1
     assert storage.decode_requests(old_requests) == records
     assert storage.decode_samples(old_samples) == samples

@@ -5,8 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchmarks import storage
+from benchmarks import blobs, storage
 from runner.schema import Float64Array, Int32Array, RequestRecord, ragged_fields
+
+from .factories import format_1_blob
 
 
 def records(count: int) -> list[RequestRecord]:
@@ -53,22 +55,71 @@ def test_every_ragged_field_is_stored_flat_with_its_lengths():
     assert storage.decode_requests(storage.encode_requests(plain)) == plain
 
 
-def test_decoding_joins_no_more_than_a_block_of_values(monkeypatch):
+def test_the_blocks_are_the_decoded_records_in_order_over_several_blocks(monkeypatch):
     monkeypatch.setattr(storage, "RAGGED_BLOCK_VALUES", 50)
-    joined = []
-    values = storage._Planes.values
-
     made = records(60)
+    blob = storage.encode_requests(made)
+    blocks = list(storage.iter_request_blocks(blob))
+    assert len(blocks) > 5 and [r for block in blocks for r in block] == made
+    assert storage.decode_requests(blob) == made
+    # A block holds requests while their ragged values together stay under the bound; a
+    # request longer than the bound is a block of its own.
+    for block in blocks:
+        values = sum(len(getattr(r, name)) for r in block for name in ragged_fields(RequestRecord))
+        assert len(block) == 1 or values < 50
 
-    def spy(self, start, end):
-        if len(self) != len(made):  # a ragged field's values, not a per-request column
-            joined.append(end - start)
-        return values(self, start, end)
 
-    monkeypatch.setattr(storage._Planes, "values", spy)
-    storage.decode_requests(storage.encode_requests(made))
-    longest = max(len(r.chunk_times) for r in made)
-    assert joined and max(joined) <= max(50, longest) and sum(joined) > 50
+def test_requests_without_chunks_still_come_a_bounded_block_at_a_time(monkeypatch):
+    monkeypatch.setattr(storage, "BLOCK_RECORDS", 4)
+    failed = [RequestRecord(index=i, intended_send=0.0, error="refused") for i in range(10)]
+    blocks = list(storage.iter_request_blocks(storage.encode_requests(failed)))
+    assert [len(block) for block in blocks] == [4, 4, 2]
+    assert [r for block in blocks for r in block] == failed
+
+
+def test_an_empty_blob_has_no_blocks():
+    blob = storage.encode_requests([])
+    assert list(storage.iter_request_blocks(blob)) == [] and storage.decode_requests(blob) == []
+
+
+def test_a_format_1_blob_reads_a_block_at_a_time_too(monkeypatch):
+    made = records(30)
+    old = format_1_blob(storage._unpack(storage.encode_requests(made)))
+    monkeypatch.setattr(storage, "RAGGED_BLOCK_VALUES", 40)
+    blocks = list(storage.iter_request_blocks(old))
+    assert len(blocks) > 3 and [r for block in blocks for r in block] == made
+
+
+def test_decoding_never_inflates_a_ragged_plane_whole(monkeypatch):
+    """Only the per-request columns (the index, the lengths) are read whole; every other part is
+    read, and inflated, a block's worth at a time."""
+    monkeypatch.setattr(storage, "RAGGED_BLOCK_VALUES", 50)
+    monkeypatch.setattr(blobs, "INFLATE_INPUT_BYTES", 16)
+    made = records(60)
+    blob = storage.encode_requests(made)
+    most = max(len(block) for block in storage.iter_request_blocks(blob))
+    widest = max(array.itemsize for array in storage._unpack(blob).values())
+    reads, wholes = [], []
+    read, whole = blobs._PartReader.read, blobs._PlaneReader.whole
+
+    def spy_read(self, size):
+        reads.append(size)
+        return read(self, size)
+
+    def spy_whole(self):
+        values = whole(self)
+        wholes.append(len(values))
+        return values
+
+    monkeypatch.setattr(blobs._PartReader, "read", spy_read)
+    monkeypatch.setattr(blobs._PlaneReader, "whole", spy_whole)
+    assert storage.decode_requests(blob) == made
+    assert wholes and set(wholes) == {len(made)}
+    # A ragged plane is read a block's values at a time (a request longer than the block
+    # alone), a per-request column a block's requests at a time; never a plane whole.
+    longest = max(len(r.chunk_times) + len(r.chunk_tokens) + len(r.output_ids) for r in made)
+    assert max(reads) <= max(50, longest, most * widest)
+    assert max(reads) < sum(len(r.chunk_times) for r in made)
 
 
 def test_the_chunk_arrays_are_stored_even_when_no_request_has_a_chunk():
