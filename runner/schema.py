@@ -1094,7 +1094,12 @@ class RequestRecord(Schema):
     @property
     def ok(self) -> bool:
         """Completed as `vllm bench serve` counts it: HTTP 200 and at least one chunk."""
-        return self.error is None and self.status == 200 and bool(self.chunk_times)
+        return self.completed(self.error, self.status, len(self.chunk_times))
+
+    @staticmethod
+    def completed(error: str | None, status: int | None, chunks: int) -> bool:
+        """`ok` from its three inputs, for a reader of stored columns that makes no records."""
+        return error is None and status == 200 and chunks > 0
 
     @property
     def strictly_ok(self) -> bool:

@@ -127,3 +127,65 @@ def test_the_chunk_arrays_are_stored_even_when_no_request_has_a_chunk():
     failed = [RequestRecord(index=i, intended_send=0.0, error="refused") for i in range(3)]
     arrays = storage._unpack(storage.encode_requests(failed))
     assert {"chunk_times", "chunk_lengths", "chunk_tokens", "token_lengths"} <= set(arrays)
+
+
+PARITY_READS = ("index", "error", "status", "prompt_digest", "output_ids", "output_text")
+
+
+def with_strings(made: list[RequestRecord]) -> list[RequestRecord]:
+    return [
+        r.model_copy(update={
+            "prompt_digest": f"{r.index * 2654435761 % 2**64:016x}",
+            "output_text": f"text {r.index}" if r.index < 4 else None,
+            "error": "refused" if r.index % 9 == 4 else None,
+        })
+        for r in made
+    ]
+
+
+@pytest.mark.parametrize("fields", [PARITY_READS, ("chunk_times", "ttft"), ("index",)])
+def test_the_columns_are_the_decoded_records_fields(monkeypatch, fields):
+    monkeypatch.setattr(storage, "RAGGED_BLOCK_VALUES", 30)
+    made = with_strings(records(50))
+    blob = storage.encode_requests(made)
+    columns = storage.request_columns(blob, fields)
+    decoded = storage.decode_requests(blob)
+    assert set(columns.values) == set(fields)
+    for name in fields:
+        assert columns.values[name] == [getattr(r, name) for r in decoded], name
+    for name in ragged_fields(RequestRecord):
+        assert columns.lengths[name].tolist() == [len(getattr(r, name)) for r in decoded]
+    if "output_ids" in fields:
+        assert all(type(ids) is Int32Array for ids in columns.values["output_ids"])
+
+
+def test_a_column_the_blob_predates_reads_as_the_fields_default():
+    made = with_strings(records(20))
+    arrays = storage._unpack(storage.encode_requests(made))
+    for name in ("prompt_digest", "output_ids", "output_ids:lengths", "max_tokens"):
+        del arrays[name]
+    old = storage._pack(arrays)
+    fields = ("index", "prompt_digest", "output_ids", "max_tokens", "status")
+    columns = storage.request_columns(old, fields)
+    decoded = storage.decode_requests(old)
+    for name in fields:
+        assert columns.values[name] == [getattr(r, name) for r in decoded], name
+    assert columns.values["prompt_digest"] == [None] * 20
+    assert columns.values["output_ids"] == [[]] * 20
+    assert columns.values["status"] == [r.status for r in made]
+    assert columns.lengths["output_ids"].tolist() == [0] * 20
+
+
+def test_columns_read_from_format_1_blobs_and_empty_ones():
+    made = with_strings(records(12))
+    old = format_1_blob(storage._unpack(storage.encode_requests(made)))
+    columns = storage.request_columns(old, PARITY_READS)
+    assert columns.values["output_ids"] == [r.output_ids for r in made]
+    assert columns.values["prompt_digest"] == [r.prompt_digest for r in made]
+    empty = storage.request_columns(storage.encode_requests([]), PARITY_READS)
+    assert empty.values == {name: [] for name in PARITY_READS}
+
+
+def test_a_name_that_is_no_field_is_refused():
+    with pytest.raises(ValueError, match="not RequestRecord fields"):
+        storage.request_columns(storage.encode_requests(records(2)), ("index", "chunk_count"))

@@ -138,3 +138,24 @@ def test_every_parity_sentence_has_a_korean_translation_with_its_placeholders():
         assert template in catalog, template
         assert sorted(re.findall(r"%\((\w+)\)s", catalog[template])) == \
             sorted(re.findall(r"%\((\w+)\)s", template)), template
+
+
+def test_parity_reads_a_few_stored_columns_never_the_records(monkeypatch):
+    from benchmarks import storage
+    from judgement.analysis.parity import KeptOutput
+
+    records = with_outputs()
+    records[1] = records[1].model_copy(update={"output_ids": []})  # completed without ids
+    records[3] = records[3].model_copy(  # failed: its ids are not compared
+        update={"status": 500, "error": "HTTP 500", "chunk_times": [], "chunk_tokens": []})
+    point = stored(sweep(), 8, records)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("parity decoded the point's records")
+
+    monkeypatch.setattr(storage, "decode_requests", refuse)
+    outputs, texts = judge._kept(point)
+    assert set(outputs.outputs) == set(range(REQUESTS)) - {1, 3}
+    assert outputs.completed_without_ids == 1
+    assert outputs.outputs[0] == KeptOutput(records[0].prompt_digest, records[0].output_ids)
+    assert texts == {i: records[i].output_text for i in range(schema.OUTPUT_TEXTS_KEPT)}
