@@ -7,6 +7,7 @@ and the point's notes and a caveat on the run say who stated what.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -29,7 +30,13 @@ from benchmarks.models import (
     Workload,
 )
 from benchmarks.points import store_point
-from runner.importer import UNKNOWN_HOST, UNKNOWN_MODEL, ImportFileError, iter_result_file
+from benchmarks.storage import RequestEncoder
+from runner.importer import (
+    UNKNOWN_HOST,
+    UNKNOWN_MODEL,
+    ImportFileError,
+    iter_result_file_into,
+)
 from runner.schema import REVISION_RE, EngineInfo, PointResult, Provenance
 
 __all__ = [
@@ -187,8 +194,11 @@ def import_file(
     if the file is bad anywhere, with nothing stored.
     """
     source_file = source_file or path.name
-    points = iter_result_file(
-        path, name=source_file, max_document_bytes=settings.HEADROOM_MAX_IMPORT_DOCUMENT_BYTES
+    # Each point's records are encoded batch by batch as they are read: at 100,000 requests x
+    # 1,000 chunks they are 1.4 GB, which the worker would otherwise hold beside their blob.
+    points = iter_result_file_into(
+        path, RequestEncoder, name=source_file,
+        max_document_bytes=settings.HEADROOM_MAX_IMPORT_DOCUMENT_BYTES,
     )
     return import_points(
         points, name=name or source_file, source_file=source_file, user=user, stated=stated,
@@ -214,6 +224,7 @@ def _workload_for(point: PointResult) -> Workload:
         stream=spec.stream,
         load_shape=point.load.shape,
         keep_outputs=spec.keep_outputs,
+        conversation_turns_max=spec.conversation_turns_max,
     )
     return workload
 
@@ -250,7 +261,7 @@ def _runtime_for(point: PointResult) -> Runtime | None:
 
 
 def import_points(
-    points: Iterable[PointResult],
+    points: Iterable[tuple[PointResult, RequestEncoder | None]],
     *,
     name: str,
     source_file: str,
@@ -260,27 +271,30 @@ def import_points(
 ) -> Benchmark:
     """Store the points as one imported run, each as it comes, all in one transaction.
 
-    Only the current point is held: a bad point anywhere (ImportFileError from the reader, a
-    repeated key, a stated fact that cannot apply) rolls back every one before it.
-    on_point(count) is called after each point is stored.
+    Each point comes with the encoder its records were given to as they were read, or None:
+    its records are in the point. Only the current point is held: a bad point anywhere
+    (ImportFileError from the reader, a repeated key, a stated fact that cannot apply) rolls
+    back every one before it. on_point(count) is called after each point is stored.
     """
     statement = Statement(by=stated_by(user))
     keys: set[str] = set()
     benchmark: Benchmark | None = None
     with transaction.atomic():
-        for point in points:
-            if point.key in keys:
-                raise ImportFileError(
-                    f"{source_file}: point key {point.key!r} appears more than once"
-                )
-            keys.add(point.key)
-            if stated is not None:
-                point = _apply_stated_to(point, stated, statement, source_file)
-            if benchmark is None:
-                benchmark = _imported_benchmark(
-                    point, name=name, source_file=source_file, user=user
-                )
-            store_point(benchmark, point)
+        for point, requests in points:
+            # An encoder's files go when its point is stored (or the import fails).
+            with requests or contextlib.nullcontext():
+                if point.key in keys:
+                    raise ImportFileError(
+                        f"{source_file}: point key {point.key!r} appears more than once"
+                    )
+                keys.add(point.key)
+                if stated is not None:
+                    point = _apply_stated_to(point, stated, statement, source_file)
+                if benchmark is None:
+                    benchmark = _imported_benchmark(
+                        point, name=name, source_file=source_file, user=user
+                    )
+                store_point(benchmark, point, requests=requests)
             if on_point is not None:
                 on_point(len(keys))
         if benchmark is None:

@@ -5,8 +5,13 @@ Used by the worker task (one point as it finishes) and by imports (every point o
 
 from __future__ import annotations
 
+import contextlib
+import struct
+from collections.abc import Iterator, Sequence
+from typing import Any
+
 from django.db import connection, transaction
-from django.db.models import F, Q
+from django.db.models import F, Field, Q
 from django.db.models.functions import Greatest
 
 from benchmarks import storage
@@ -111,8 +116,25 @@ def automatic_caveats(result: PointResult) -> list[tuple[str, str, str]]:
     return caveats
 
 
-def store_point(benchmark: Benchmark, result: PointResult) -> Point:
-    """Save one point, its compressed records, its automatic caveats; bump the run's counters."""
+def store_point(
+    benchmark: Benchmark, result: PointResult, *, requests: storage.RequestEncoder | None = None
+) -> Point:
+    """Save one point, its compressed records, its automatic caveats; bump the run's counters.
+
+    requests: an encoder the point's records were already given to (an import feeds it each
+    batch as it reads the file; the worker gives it the records it measured), result.requests
+    then left unread; None: they are encoded here from result.requests.
+    """
+    with contextlib.ExitStack() as stack:
+        if requests is None:
+            requests = stack.enter_context(storage.RequestEncoder())
+            requests.add(result.requests)
+        return _store_point(benchmark, result, requests)
+
+
+def _store_point(
+    benchmark: Benchmark, result: PointResult, requests: storage.RequestEncoder
+) -> Point:
     metrics = result.metrics.model_dump()
     window = result.window
     with transaction.atomic():
@@ -146,16 +168,14 @@ def store_point(benchmark: Benchmark, result: PointResult) -> Point:
             quality=result.quality.model_dump(mode="json") if result.quality else None,
             **metrics,
         )
-        _insert_point_data(
-            PointData(
-                point=point,
-                request_count=len(result.requests),
-                sample_count=len(result.samples),
-                requests=storage.encode_requests(result.requests),
-                samples=storage.encode_samples(result.samples),
-                telemetry=storage.encode_telemetry(result.telemetry_samples),
-            )
-        )
+        _insert_point_data({
+            "point": point,
+            "request_count": requests.count,
+            "sample_count": len(result.samples),
+            "requests": requests.blob(),
+            "samples": storage.encode_samples(result.samples),
+            "telemetry": storage.encode_telemetry(result.telemetry_samples),
+        })
         Caveat.objects.bulk_create(
             Caveat(point=point, code=code, kind=kind, text=text, automatic=True)
             for code, kind, text in automatic_caveats(result)
@@ -164,30 +184,61 @@ def store_point(benchmark: Benchmark, result: PointResult) -> Point:
     return point
 
 
-def _insert_point_data(data: PointData) -> None:
-    """INSERT the blobs as binary parameters on PostgreSQL.
+def _insert_point_data(values: dict[str, Any]) -> None:
+    """INSERT the point's PointData row; its requests blob is written out a piece at a time.
 
-    Django's psycopg 3 cursors bind parameters client-side: a 40-50 MB blob would travel as a
-    hex literal twice its size inside the SQL text, for the server to parse back (about 1.2 s
-    more per 32,768-request point; bench/dashboard_pages.py, docs/performance.md). A plain
-    psycopg cursor on the same connection, inside the same transaction, binds them server-side
-    and sends the bytes as they are. SQLite gets an ordinary save().
+    On PostgreSQL (psycopg 3) the row goes in by COPY ... FROM STDIN (FORMAT BINARY) on a plain
+    psycopg cursor of the same connection, inside the same transaction, its bytes written as
+    the blob's layout makes them (storage.Layout.pieces): the blob of a 100,000 x 1,000 point
+    (590 MB) is never held whole, nor copied into libpq's buffer as a bound parameter would
+    be. (Django's own cursors bind client-side, a blob travelling as a hex literal twice its
+    size: about 1.2 s more per 32,768-request point; bench/dashboard_pages.py.) Elsewhere
+    (SQLite) an ordinary save() of the blob made whole.
     """
     from django.db.backends.postgresql.psycopg_any import is_psycopg3
 
     if connection.vendor != "postgresql" or not is_psycopg3:
-        data.save(force_insert=True)
+        PointData(**{**values, "requests": values["requests"].tobytes()}).save(force_insert=True)
         return
     import psycopg
     from psycopg import sql
 
-    columns = ("point_id", "request_count", "sample_count", "requests", "samples", "telemetry")
-    query = sql.SQL("INSERT INTO {} ({}) VALUES (%s, %s, %s, %b, %b, %b)").format(
-        sql.Identifier(PointData._meta.db_table), sql.SQL(", ").join(map(sql.Identifier, columns))
+    fields = PointData._meta.concrete_fields
+    query = sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(
+        sql.Identifier(PointData._meta.db_table),
+        sql.SQL(", ").join(sql.Identifier(field.column) for field in fields),
     )
     connection.ensure_connection()
-    with psycopg.Cursor(connection.connection) as cursor:
-        cursor.execute(query, [getattr(data, column) for column in columns])
+    with psycopg.Cursor(connection.connection) as cursor, cursor.copy(query) as copy:
+        for piece in _copy_row(values, fields):
+            copy.write(piece)
+
+
+# PostgreSQL's binary COPY framing: the signature, flags and header extension length; the end.
+_COPY_HEAD = b"PGCOPY\n\xff\r\n\x00" + struct.pack(">ii", 0, 0)
+_COPY_END = struct.pack(">h", -1)
+_COPY_INTEGERS = {"bigint": ">q", "integer": ">i", "smallint": ">h"}
+
+
+def _copy_row(values: dict[str, Any], fields: Sequence[Field]) -> Iterator[bytes | memoryview]:
+    """The one row of a binary COPY: each field's length, then its bytes (big-endian integers,
+    bytea as is); the requests blob a piece at a time."""
+    yield _COPY_HEAD + struct.pack(">h", len(fields))
+    for field in fields:
+        value = values[field.name]
+        db_type = field.db_type(connection)
+        if isinstance(value, storage.Layout):
+            yield struct.pack(">i", value.size)
+            yield from value.pieces()
+        elif isinstance(value, (bytes, bytearray)):
+            yield struct.pack(">i", len(value)) + value
+        elif db_type in _COPY_INTEGERS:
+            number = value.pk if isinstance(value, Point) else value
+            integer = struct.Struct(_COPY_INTEGERS[db_type])
+            yield struct.pack(">i", integer.size) + integer.pack(number)
+        else:  # a column added to PointData without a way to write it here: say so
+            raise TypeError(f"PointData.{field.name}: cannot COPY a {db_type} value")
+    yield _COPY_END
 
 
 def _count_point(benchmark: Benchmark, result: PointResult) -> None:

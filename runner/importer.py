@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -30,7 +30,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from runner.metrics import summary_ms
 from runner.responses import chunk_token_counts
-from runner.results import BATCH_LINE_START, ResultFileError, iter_points
+from runner.results import (
+    BATCH_LINE_START,
+    RecordList,
+    ResultFileError,
+    SinkT,
+    iter_points_into,
+)
 from runner.schema import (
     Checkpoint,
     EngineConfig,
@@ -223,13 +229,33 @@ def iter_result_file(
     file of one's own on the command line). A bad line raises when it is reached: a caller that
     stores points stores them in one transaction (benchmarks.imports), so nothing is half-kept.
     """
+    points = iter_result_file_into(
+        path, RecordList, name=name, max_document_bytes=max_document_bytes
+    )
+    for point, batches in points:
+        if batches is not None:
+            point.requests = batches.records
+        yield point
+
+
+def iter_result_file_into(
+    path: Path,
+    new_sink: Callable[[], SinkT],
+    *,
+    name: str = "",
+    max_document_bytes: int | None = None,
+) -> Iterator[tuple[PointResult, SinkT | None]]:
+    """iter_result_file, a Headroom file's batched records going to sinks a batch at a time as
+    runner.results.iter_points_into gives them (each point with its sink, or None); a vllm
+    bench file's points come with None, their requests in the point (its document is read
+    whole anyway)."""
     name = name or path.name
     if not path.is_file():
         raise ImportFileError(f"{name}: no such file")
     if _starts_as_headroom(path):
         try:
             # A last line cut short (a run killed mid-write) is skipped, as --resume skips it.
-            yield from iter_points(path, [], label=name)
+            yield from iter_points_into(path, [], new_sink, label=name)
         except ResultFileError as exc:
             raise ImportFileError(str(exc)) from None
         return
@@ -239,7 +265,8 @@ def iter_result_file(
             f"{name}: a vllm bench file is read whole, and this one ({_megabytes(size)}) is "
             f"over the {_megabytes(max_document_bytes)} limit for that"
         )
-    yield from _document_points(_read_text(path, name), name)
+    for point in _document_points(_read_text(path, name), name):
+        yield point, None
 
 
 def _starts_as_headroom(path: Path) -> bool:

@@ -22,10 +22,10 @@ from __future__ import annotations
 import base64
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
 import orjson
@@ -118,15 +118,35 @@ def read_points(path: Path) -> ReadResult:
     return result
 
 
+class RequestSink(Protocol):
+    """Where a point's batched records go, a batch at a time, as iter_points_into reads them."""
+
+    def add(self, records: Sequence[RequestRecord]) -> None: ...
+
+
+SinkT = TypeVar("SinkT", bound=RequestSink)
+
+
 @dataclass
-class _Pending:
+class RecordList:
+    """The sink that keeps the records: what iter_points joins into point.requests."""
+
+    records: list[RequestRecord] = field(default_factory=list)
+
+    def add(self, records: Sequence[RequestRecord]) -> None:
+        self.records.extend(records)
+
+
+@dataclass
+class _Pending(Generic[SinkT]):
     """The batches read so far of a point whose line has not come yet; key None: a batch line
-    that could not be read (cut short by a crash), which only a new point's batch 0 may follow."""
+    that could not be read (cut short by a crash), which only a new point's batch 0 may follow.
+    sink None: the batches are not read."""
 
     key: str | None
     batches: int
     line: int
-    records: list[RequestRecord] = field(default_factory=list)
+    sink: SinkT | None = None
     read: int = 0
 
 
@@ -140,16 +160,39 @@ def iter_points(
     is named as its uploader called it. requests=False leaves every point's batched requests
     unread (the point comes back without them): what --resume needs, at a fraction of the cost.
     """
+    sinks = iter_points_into(path, warnings, RecordList if requests else None, label=label)
+    for point, batches in sinks:
+        if batches is not None:
+            point.requests = batches.records
+        yield point
+
+
+def iter_points_into(
+    path: Path,
+    warnings: list[str],
+    new_sink: Callable[[], SinkT] | None,
+    *,
+    label: str = "",
+) -> Iterator[tuple[PointResult, SinkT | None]]:
+    """iter_points, but each point's batched records, validated as they are read, go to a sink
+    of new_sink()'s a batch at a time instead of into point.requests, so that a reader that
+    encodes them as they come (benchmarks.storage.RequestEncoder) never holds a point's records
+    whole. Each point comes with the sink its batches went to (point.requests then empty), or
+    None when it had no batches (a file older than batches: its requests are in its line).
+    The sink of batches whose point line never came is dropped unseen. new_sink None: no batch
+    is read.
+    """
     label = label or str(path)
     size = path.stat().st_size
-    pending: _Pending | None = None
+    pending: _Pending[SinkT] | None = None
     with path.open("rb") as handle:
         for number, raw in enumerate(handle, start=1):
             if not raw.strip():
                 continue
             at_end = handle.tell() == size
             if raw.startswith(BATCH_LINE_START):
-                pending = _next_batch(raw, pending, requests, f"{label}:{number}", at_end, warnings)
+                pending = _next_batch(raw, pending, new_sink, f"{label}:{number}", at_end,
+                                      warnings)  # fmt: skip
                 continue
             try:
                 point = PointResult.model_validate_json(raw)
@@ -164,6 +207,7 @@ def iter_points(
                 raise ResultFileError(
                     f"{label}:{number}: not a Headroom point: {_first_error(exc)}"
                 ) from None
+            sink = None
             if pending is not None:
                 if pending.key is None:
                     raise ResultFileError(
@@ -178,21 +222,21 @@ def iter_points(
                         f"{pending.batches} request batches"
                     )
                 else:
-                    point.requests = pending.records
+                    sink = pending.sink
                 pending = None
-            yield point
+            yield point, sink
     if pending is not None:
         warnings.append(_unfinished(label, pending))
 
 
 def _next_batch(
     raw: bytes,
-    pending: _Pending | None,
-    requests: bool,
+    pending: _Pending[SinkT] | None,
+    new_sink: Callable[[], SinkT] | None,
     where: str,
     at_end: bool,
     warnings: list[str],
-) -> _Pending | None:
+) -> _Pending[SinkT] | None:
     """Add one batch line to the point it belongs to. A batch 0 starts a point over: batches
     before it belonged to a point that was never finished."""
     label, line = where.rsplit(":", 1)
@@ -225,10 +269,11 @@ def _next_batch(
             )
         if pending is not None:
             warnings.append(_unfinished(label, pending))
-        pending = _Pending(key=key, batches=total, line=int(line))
+        sink = new_sink() if new_sink is not None else None
+        pending = _Pending(key=key, batches=total, line=int(line), sink=sink)
     assert pending is not None
-    if requests:
-        pending.records.extend(_batch_records(batch, where))
+    if pending.sink is not None:
+        pending.sink.add(_batch_records(batch, where))
     pending.read += 1
     return pending
 

@@ -12,8 +12,10 @@ import numpy as np
 import pytest
 
 from benchmarks import blobs, storage
+from benchmarks.imports import import_file
 from benchmarks.models import PointData
 from benchmarks.points import store_point
+from runner import results
 from runner.schema import RequestRecord, ragged_fields
 
 from .factories import make_benchmark, make_point_result
@@ -150,3 +152,58 @@ def test_store_point_stores_the_blob_encode_requests_makes(small_blocks):
     assert bytes(data.requests) == whole_array_blob(result.requests)
     assert data.request_count == 120 and bytes(data.samples) == storage.encode_samples(
         result.samples)
+
+
+@pytest.mark.django_db
+def test_a_point_whose_records_were_given_up_is_stored_whole(small_blocks):
+    result = make_point_result()
+    result.requests = varied_records(120)
+    expected = whole_array_blob(result.requests)
+    with storage.RequestEncoder() as requests:
+        requests.take(result.requests)  # as the worker gives up a point it measured
+        point = store_point(make_benchmark(state="succeeded"), result, requests=requests)
+    assert result.requests == []
+    data = PointData.objects.get(point=point)
+    assert bytes(data.requests) == expected and data.request_count == 120
+
+
+@pytest.mark.django_db
+def test_an_import_encodes_each_batch_as_it_reads_it(tmp_path, monkeypatch, small_blocks):
+    monkeypatch.setattr(results, "BATCH_VALUES", 2000)  # several batch lines
+    result = make_point_result()
+    result.requests = varied_records(120)
+    path = tmp_path / "big.jsonl"
+    results.append_point(path, result)
+    assert sum(line.startswith(results.BATCH_LINE_START) for line in path.open("rb")) > 5
+    joined = []
+    monkeypatch.setattr(results.RecordList, "add", lambda self, records: joined.append(records))
+    added = []
+    add = storage.RequestEncoder.add
+
+    def spy(self, records):
+        added.append(len(records))
+        add(self, records)
+
+    monkeypatch.setattr(storage.RequestEncoder, "add", spy)
+    benchmark = import_file(path)
+    data = PointData.objects.get(point__benchmark=benchmark)
+    assert bytes(data.requests) == whole_array_blob(result.requests)
+    # A batch at a time into the encoder; never joined into the point.
+    assert joined == [] and len(added) > 5 and sum(added) == 120
+
+
+@pytest.mark.django_db
+def test_every_imported_record_is_still_validated(tmp_path, monkeypatch):
+    from benchmarks.imports import ImportFileError
+
+    monkeypatch.setattr(results, "BATCH_VALUES", 2000)
+    result = make_point_result()
+    result.requests = varied_records(60)
+    path = tmp_path / "bad.jsonl"
+    results.append_point(path, result)
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[2] = lines[2].replace(b'"prompt_tokens":', b'"prompt_tokens":"many","x":', 1)
+    path.write_bytes(b"".join(lines))
+    with pytest.raises(ImportFileError, match=r"bad.jsonl:3: not a Headroom point: records\."):
+        import_file(path)
+    assert not PointData.objects.exists()

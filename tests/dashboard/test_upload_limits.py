@@ -265,7 +265,7 @@ def test_only_a_last_line_cut_short_is_skipped_a_cut_line_before_it_refuses_the_
 
 def test_import_points_rolls_back_what_it_stored_when_the_reader_fails():
     def points():
-        yield make_point_result(max_num_seqs=8)
+        yield make_point_result(max_num_seqs=8), None
         raise ImportFileError("sweep.jsonl:2: not a Headroom point")
 
     with pytest.raises(ImportFileError):
@@ -276,7 +276,7 @@ def test_import_points_rolls_back_what_it_stored_when_the_reader_fails():
 def test_an_unexpected_error_fails_the_import_without_saying_more_than_its_type(
     owner_client, monkeypatch, run_imports_inline
 ):
-    def broken(benchmark, point):
+    def broken(benchmark, point, **kwargs):
         raise ValueError("/secret/path/on/the/worker")
 
     monkeypatch.setattr("benchmarks.imports.store_point", broken)

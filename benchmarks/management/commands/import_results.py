@@ -55,7 +55,8 @@ class Command(BaseCommand):
             try:
                 with transaction.atomic():
                     benchmark = import_points(
-                        points, name=name or path.name, source_file=path.name, stated=stated
+                        ((point, None) for point in points),  # read whole above: no encoders
+                        name=name or path.name, source_file=path.name, stated=stated,
                     )
                     # No account: the event's actor is the command line.
                     AuditEvent.objects.record(None, AuditEvent.Action.IMPORTED, benchmark,
