@@ -60,7 +60,7 @@ WORKLOAD_PRESETS: dict[str, dict[str, Any]] = {
 WORKLOAD_FIELDS = tuple(WORKLOAD_PRESETS["case-study"])
 # What a launch stores on its Workload row: the preset's fields and the switches that apply to
 # any preset.
-WORKLOAD_ROW_FIELDS = (*WORKLOAD_FIELDS, "keep_outputs")
+WORKLOAD_ROW_FIELDS = (*WORKLOAD_FIELDS, "keep_outputs", "conversation_turns_max")
 # Every engine setting is a grid axis on the form: one value is shared by every config, several
 # make one config per combination (runner.grid).
 ENGINE_SETTINGS = schema.EngineConfig.settings()
@@ -285,6 +285,11 @@ class LaunchForm(forms.Form):
     endpoint = forms.ChoiceField(choices=Workload.Endpoint.choices, required=False)
     stream = forms.BooleanField(required=False, initial=True)
     load_shape = forms.ChoiceField(choices=Workload.LoadShape.choices, required=False)
+    conversation_turns_max = forms.IntegerField(
+        label="Turns per conversation, at most", min_value=1, max_value=10_000, required=False,
+        help_text="conversations only: replay each conversation's first N user turns; blank: "
+        "all of them",
+    )  # fmt: skip
     # Applies to a preset as much as to a custom workload: a tuning is checked on the prompts it
     # was tuned for.
     keep_outputs = forms.BooleanField(
@@ -600,6 +605,7 @@ class LaunchForm(forms.Form):
             workload = Workload(name=preset, **WORKLOAD_PRESETS[preset], keep_outputs=keep_outputs)
             return self._check_parity(workload)
         values: dict[str, Any] = {name: data.get(name) for name in WORKLOAD_FIELDS}
+        values["conversation_turns_max"] = data.get("conversation_turns_max")
         for name in ("prompt_source", "input_tokens_min", "input_tokens_max", "output_tokens",
                      "request_count", "temperature", "endpoint", "load_shape"):
             if values[name] in (None, "") and name not in self.errors:
@@ -645,6 +651,10 @@ class LaunchForm(forms.Form):
                 self.add_error("endpoint", "Conversations are replayed as chat messages (the "
                                            "conversation so far, then the next user turn): use "
                                            "/v1/chat/completions.")
+        turns_max = values["conversation_turns_max"]
+        if turns_max is not None and source != Workload.PromptSource.CONVERSATION:
+            self.add_error("conversation_turns_max", "Turns are capped only in a conversation "
+                                                     "workload: leave this blank.")
         if values["load_shape"] == Workload.LoadShape.TRACE and source != "trace":
             self.add_error("load_shape", "Trace replay sends at a trace's own times: choose a "
                                          "trace as the prompt source.")

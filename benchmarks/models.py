@@ -357,6 +357,11 @@ class Workload(models.Model):
         default=False,
         help_text="output parity: keep every response's token ids (temperature 0 only)",
     )
+    conversation_turns_max = models.PositiveIntegerField(
+        null=True, blank=True,
+        help_text="conversation workload: replay at most this many user turns of each "
+        "conversation; blank: all of them",
+    )  # fmt: skip
 
     class Meta:
         constraints = [
@@ -380,12 +385,20 @@ class Workload(models.Model):
             models.CheckConstraint(
                 condition=Q(keep_outputs=False) | Q(temperature=0), name="workload_parity_greedy"
             ),
+            # A cap on turns means something only for conversations, and a cap of 0 replays none.
+            models.CheckConstraint(
+                condition=Q(conversation_turns_max__isnull=True)
+                | Q(prompt_source="conversation", conversation_turns_max__gt=0),
+                name="workload_turns_max_conversation",
+            ),
         ]
 
     def __str__(self) -> str:
         kept = "; outputs kept for parity" if self.keep_outputs else ""
+        turns = (f"; at most {self.conversation_turns_max} turns a conversation"
+                 if self.conversation_turns_max else "")
         return (f"{self.name}: {self.spec_label()}, {self.request_count} requests, "
-                f"{self.load_shape}{kept}")
+                f"{self.load_shape}{turns}{kept}")
 
     def spec_label(self) -> str:
         return f"{self.input_tokens_min}-{self.input_tokens_max} in / {self.output_tokens} out"

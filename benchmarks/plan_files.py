@@ -173,13 +173,15 @@ def _workload(plan: schema.SweepPlan) -> Workload:
         stream=spec.stream,
         load_shape=first.shape,
         keep_outputs=spec.keep_outputs,
+        conversation_turns_max=spec.conversation_turns_max,
     )
 
 
 def _workload_fields(plan: schema.SweepPlan, workload: Workload) -> PlanOnForm:
     values = {name: getattr(workload, name) for name in WORKLOAD_PRESETS["case-study"]}
     result = PlanOnForm(initial={"workload_preset": _preset_of(values), **values,
-                                 "keep_outputs": workload.keep_outputs})
+                                 "keep_outputs": workload.keep_outputs,
+                                 "conversation_turns_max": workload.conversation_turns_max})
     dataset = workload.dataset_path
     if dataset and dataset not in workloads.dataset_names(settings.HEADROOM_DATA_DIR):
         result.initial["dataset_path"] = ""

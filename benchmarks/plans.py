@@ -29,6 +29,7 @@ def workload_spec(workload: Workload) -> schema.WorkloadSpec:
         extra_body=extra_body,
         dataset_path=workload.dataset_path or None,
         keep_outputs=workload.keep_outputs,
+        conversation_turns_max=workload.conversation_turns_max,
     )
 
 

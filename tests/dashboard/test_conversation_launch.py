@@ -148,3 +148,63 @@ def test_a_conversation_workload_compares_by_its_file_never_by_its_unused_token_
     shape = workload_shape(spec)
     assert shape.label() == "conversations chats/two.jsonl / 256 out"
     assert shape != workload_shape(schema.WorkloadSpec())  # the same 63-66 / 256 bounds
+
+
+def test_the_form_caps_each_conversations_turns_and_checks_the_file_with_the_cap(
+    engineer, launches, data_dir
+):
+    # Capped at one turn, the file holds 2 turns (one per conversation): 2 requests fit.
+    form = conversation_form(conversation_turns_max="1", request_count="2")
+    response = engineer.post("/runs/new/", form)
+    assert response.status_code == 302, response.context["form"].errors
+    benchmark = Benchmark.objects.get()
+    plan = schema.SweepPlan.model_validate(benchmark.plan)
+    assert plan.workload.conversation_turns_max == 1
+    assert benchmark.workload.conversation_turns_max == 1
+    assert "at most 1 turns a conversation" in str(benchmark.workload)
+
+    # 3 requests would need a turn the cap leaves out: refused, as the runner would refuse it.
+    response = engineer.post("/runs/new/", {**form, "request_count": "3"})
+    assert response.status_code == 400 and len(launches) == 1
+    assert "holds 2 turns" in " ".join(response.context["form"].errors["dataset_path"])
+
+
+@pytest.mark.parametrize(("fields", "message"), [
+    ({"conversation_turns_max": "0"}, "greater than or equal to 1"),
+    ({"conversation_turns_max": "2", "prompt_source": "random", "endpoint": "completions"},
+     "Turns are capped only in a conversation workload"),
+])
+def test_the_form_refuses_a_turn_cap_that_means_nothing(
+    engineer, launches, data_dir, fields, message
+):
+    response = engineer.post("/runs/new/", conversation_form(**fields))
+    assert response.status_code == 400 and not launches
+    assert message in " ".join(response.context["form"].errors["conversation_turns_max"])
+
+
+def test_an_uploaded_plan_with_a_turn_cap_fills_the_form_with_nothing_left_out(data_dir):
+    from benchmarks.plan_files import plan_on_form
+
+    plan = schema.SweepPlan(
+        name="talks", checkpoint=schema.Checkpoint(model="m"),
+        engine_configs=[schema.EngineConfig(max_num_seqs=8)],
+        workload=schema.WorkloadSpec(kind="conversation", dataset_path="chats/two.jsonl",
+                                     endpoint="chat", output_tokens=32,
+                                     conversation_turns_max=1),
+        loads=[schema.LoadSpec(shape="concurrency", concurrency=1, num_requests=2)],
+    )
+    on_form = plan_on_form(plan)
+    assert on_form.initial["conversation_turns_max"] == 1
+    assert not [line for line in on_form.left_out if "conversation_turns_max" in line]
+
+
+def test_a_turn_cap_on_another_workload_is_refused_by_the_database():
+    from django.db import IntegrityError, transaction
+
+    from benchmarks.models import Workload
+
+    with transaction.atomic(), pytest.raises(IntegrityError):
+        Workload.objects.create(prompt_source="random", conversation_turns_max=2)
+    with transaction.atomic(), pytest.raises(IntegrityError):
+        Workload.objects.create(prompt_source="conversation", dataset_path="c.jsonl",
+                                endpoint="chat", conversation_turns_max=0)
