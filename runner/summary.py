@@ -76,7 +76,7 @@ def print_summary(points: Sequence[PointResult]) -> None:
         out.print(notes.table())
 
 
-def _summary_table(title: str, columns: Sequence[str]) -> Table:
+def _summary_table(title: str, columns: Sequence[str], *, point_column: bool = True) -> Table:
     table = Table(
         title=title,
         box=box.SIMPLE_HEAD,
@@ -85,7 +85,8 @@ def _summary_table(title: str, columns: Sequence[str]) -> Table:
         pad_edge=False,
         title_justify="left",
     )
-    table.add_column("point", max_width=POINT_COLUMN_WIDTH, overflow="fold")
+    if point_column:
+        table.add_column("point", max_width=POINT_COLUMN_WIDTH, overflow="fold")
     for column in columns:
         # Figures never wrap; the point column gives way instead.
         table.add_column(column, justify="right", no_wrap=True)
@@ -165,14 +166,10 @@ def _turn_table(point: PointResult) -> tuple[Table, str]:
     grow and their TTFT shows what the prefix cache saved."""
     talks = point.conversations
     assert talks is not None
-    table = Table(
-        title=f"{point.key}: conversations by turn (ms from the actual send)",
-        box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True, pad_edge=False,
-        title_justify="left",
-    )
-    for column in ("turn", "requests", "done", "prompt\ntokens", "TTFT\np50", "TTFT\np99",
-                   "E2EL\np50", "E2EL\np99"):
-        table.add_column(column, justify="right", no_wrap=True)
+    columns = ["turn", "requests", "done", "prompt\ntokens", "TTFT\np50", "TTFT\np99",
+               "E2EL\np50", "E2EL\np99"]
+    table = _summary_table(f"{point.key}: conversations by turn (ms from the actual send)",
+                           columns, point_column=False)
     for turn in talks.by_turn:
         table.add_row(
             str(turn.turn), str(turn.requests), str(turn.completed),
