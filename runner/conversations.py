@@ -161,7 +161,10 @@ def check_conversations(
     if workload.kind != "conversation":
         return None
     file = conversation_file(workload, data_dir)
-    held = f"{file.name} holds {file.turns} turns in {len(file.conversations)} conversations"
+    held = (f"{file.name} holds {_count(file.turns, 'turn')} in "
+            f"{_count(len(file.conversations), 'conversation')}")
+    if file.turns_max is not None:
+        held += f" at {_count(file.turns_max, 'turn')} each at most (conversation_turns_max)"
     for load in loads:
         if load.num_requests > file.turns:
             raise WorkloadError(
@@ -197,6 +200,10 @@ def conversation_prompts(
     if len(prompts) < n:
         raise WorkloadError(f"{n} requests (turns), but {file.name} holds {file.turns}")
     return prompts
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def turn_messages(history: Sequence[Message], prompt: Prompt) -> list[Message]:

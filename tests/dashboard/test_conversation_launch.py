@@ -166,7 +166,8 @@ def test_the_form_caps_each_conversations_turns_and_checks_the_file_with_the_cap
     # 3 requests would need a turn the cap leaves out: refused, as the runner would refuse it.
     response = engineer.post("/runs/new/", {**form, "request_count": "3"})
     assert response.status_code == 400 and len(launches) == 1
-    assert "holds 2 turns" in " ".join(response.context["form"].errors["dataset_path"])
+    assert ("holds 2 turns in 2 conversations at 1 turn each at most (conversation_turns_max)"
+            in " ".join(response.context["form"].errors["dataset_path"]))
 
 
 @pytest.mark.parametrize(("fields", "message"), [
