@@ -60,7 +60,9 @@ WORKLOAD_PRESETS: dict[str, dict[str, Any]] = {
 WORKLOAD_FIELDS = tuple(WORKLOAD_PRESETS["case-study"])
 # What a launch stores on its Workload row: the preset's fields and the switches that apply to
 # any preset.
-WORKLOAD_ROW_FIELDS = (*WORKLOAD_FIELDS, "keep_outputs", "conversation_turns_max")
+# The file workloads' own options, each blank (or its default) for every other source.
+FILE_WORKLOAD_FIELDS = ("trace_span_s", "trace_longer", "conversation_turns_max")
+WORKLOAD_ROW_FIELDS = (*WORKLOAD_FIELDS, "keep_outputs", *FILE_WORKLOAD_FIELDS)
 # Every engine setting is a grid axis on the form: one value is shared by every config, several
 # make one config per combination (runner.grid).
 ENGINE_SETTINGS = schema.EngineConfig.settings()
@@ -285,6 +287,17 @@ class LaunchForm(forms.Form):
     endpoint = forms.ChoiceField(choices=Workload.Endpoint.choices, required=False)
     stream = forms.BooleanField(required=False, initial=True)
     load_shape = forms.ChoiceField(choices=Workload.LoadShape.choices, required=False)
+    trace_span_s = forms.FloatField(
+        label="Trace span, seconds", min_value=0.001, required=False,
+        help_text="traces only: replay only the trace's first this many seconds of trace time "
+        "(before any speed factor); blank: all of it",
+    )  # fmt: skip
+    trace_longer = forms.ChoiceField(
+        label="A trace longer than a load", choices=Workload.TraceLonger.choices,
+        initial=Workload.TraceLonger.TRUNCATE, required=False,
+        help_text="traces only: a load level of fewer requests than the trace (or its span) "
+        "holds",
+    )  # fmt: skip
     conversation_turns_max = forms.IntegerField(
         label="Turns per conversation, at most", min_value=1, max_value=10_000, required=False,
         help_text="conversations only: replay each conversation's first N user turns; blank: "
@@ -606,6 +619,8 @@ class LaunchForm(forms.Form):
             return self._check_parity(workload)
         values: dict[str, Any] = {name: data.get(name) for name in WORKLOAD_FIELDS}
         values["conversation_turns_max"] = data.get("conversation_turns_max")
+        values["trace_span_s"] = data.get("trace_span_s")
+        values["trace_longer"] = data.get("trace_longer") or Workload.TraceLonger.TRUNCATE
         for name in ("prompt_source", "input_tokens_min", "input_tokens_max", "output_tokens",
                      "request_count", "temperature", "endpoint", "load_shape"):
             if values[name] in (None, "") and name not in self.errors:
@@ -651,6 +666,13 @@ class LaunchForm(forms.Form):
                 self.add_error("endpoint", "Conversations are replayed as chat messages (the "
                                            "conversation so far, then the next user turn): use "
                                            "/v1/chat/completions.")
+        if source != Workload.PromptSource.TRACE:
+            if values["trace_span_s"] is not None:
+                self.add_error("trace_span_s", "A span is of a trace's time: leave this blank, "
+                                               "or choose a trace as the prompt source.")
+            if values["trace_longer"] != Workload.TraceLonger.TRUNCATE:
+                self.add_error("trace_longer", "Only a trace workload can be longer than a "
+                                               "load: leave the default.")
         turns_max = values["conversation_turns_max"]
         if turns_max is not None and source != Workload.PromptSource.CONVERSATION:
             self.add_error("conversation_turns_max", "Turns are capped only in a conversation "

@@ -224,6 +224,8 @@ def _workload_for(point: PointResult) -> Workload:
         stream=spec.stream,
         load_shape=point.load.shape,
         keep_outputs=spec.keep_outputs,
+        trace_span_s=spec.trace_span_s,
+        trace_longer=spec.trace_longer,
         conversation_turns_max=spec.conversation_turns_max,
     )
     return workload

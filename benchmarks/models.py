@@ -357,6 +357,20 @@ class Workload(models.Model):
         default=False,
         help_text="output parity: keep every response's token ids (temperature 0 only)",
     )
+    class TraceLonger(models.TextChoices):
+        TRUNCATE = "truncate", "Replay its first requests (with a note on the point)"
+        REFUSE = "refuse", "Refuse the plan"
+
+    # A trace workload: how much of the trace a point replays (runner.traces).
+    trace_span_s = models.FloatField(
+        null=True, blank=True,
+        help_text="trace workload: replay only the trace's first this many seconds (trace "
+        "time); blank: all of it",
+    )  # fmt: skip
+    trace_longer = models.CharField(
+        max_length=10, choices=TraceLonger.choices, default=TraceLonger.TRUNCATE,
+        help_text="trace workload: what a load of fewer requests than the trace does",
+    )  # fmt: skip
     conversation_turns_max = models.PositiveIntegerField(
         null=True, blank=True,
         help_text="conversation workload: replay at most this many user turns of each "
@@ -385,6 +399,17 @@ class Workload(models.Model):
             models.CheckConstraint(
                 condition=Q(keep_outputs=False) | Q(temperature=0), name="workload_parity_greedy"
             ),
+            # A span is of trace time, finite and above 0 (NaN fails every comparison), and
+            # means something only for a trace; so does refusing a trace longer than a load.
+            models.CheckConstraint(
+                condition=Q(trace_span_s__isnull=True)
+                | Q(prompt_source="trace", trace_span_s__gt=0, trace_span_s__lt=float("inf")),
+                name="workload_trace_span",
+            ),
+            models.CheckConstraint(
+                condition=Q(trace_longer="truncate") | Q(prompt_source="trace"),
+                name="workload_trace_longer",
+            ),
             # A cap on turns means something only for conversations, and a cap of 0 replays none.
             models.CheckConstraint(
                 condition=Q(conversation_turns_max__isnull=True)
@@ -397,8 +422,9 @@ class Workload(models.Model):
         kept = "; outputs kept for parity" if self.keep_outputs else ""
         turns = (f"; at most {self.conversation_turns_max} turns a conversation"
                  if self.conversation_turns_max else "")
+        span = f"; the trace's first {self.trace_span_s:g} s" if self.trace_span_s else ""
         return (f"{self.name}: {self.spec_label()}, {self.request_count} requests, "
-                f"{self.load_shape}{turns}{kept}")
+                f"{self.load_shape}{span}{turns}{kept}")
 
     def spec_label(self) -> str:
         return f"{self.input_tokens_min}-{self.input_tokens_max} in / {self.output_tokens} out"

@@ -24,6 +24,7 @@ from benchmarks import plans
 from benchmarks.forms import (
     BOOL_AXIS,
     ENGINE_SETTINGS,
+    FILE_WORKLOAD_FIELDS,
     MAX_CONFIGS,
     MAX_LEVELS,
     NO_EXTRA_FLAGS,
@@ -173,6 +174,8 @@ def _workload(plan: schema.SweepPlan) -> Workload:
         stream=spec.stream,
         load_shape=first.shape,
         keep_outputs=spec.keep_outputs,
+        trace_span_s=spec.trace_span_s,
+        trace_longer=spec.trace_longer,
         conversation_turns_max=spec.conversation_turns_max,
     )
 
@@ -181,7 +184,8 @@ def _workload_fields(plan: schema.SweepPlan, workload: Workload) -> PlanOnForm:
     values = {name: getattr(workload, name) for name in WORKLOAD_PRESETS["case-study"]}
     result = PlanOnForm(initial={"workload_preset": _preset_of(values), **values,
                                  "keep_outputs": workload.keep_outputs,
-                                 "conversation_turns_max": workload.conversation_turns_max})
+                                 **{name: getattr(workload, name)
+                                    for name in FILE_WORKLOAD_FIELDS}})
     dataset = workload.dataset_path
     if dataset and dataset not in workloads.dataset_names(settings.HEADROOM_DATA_DIR):
         result.initial["dataset_path"] = ""

@@ -29,6 +29,8 @@ def workload_spec(workload: Workload) -> schema.WorkloadSpec:
         extra_body=extra_body,
         dataset_path=workload.dataset_path or None,
         keep_outputs=workload.keep_outputs,
+        trace_span_s=workload.trace_span_s,
+        trace_longer=cast(schema.TraceLonger, workload.trace_longer),
         conversation_turns_max=workload.conversation_turns_max,
     )
 

@@ -102,15 +102,59 @@ def test_a_trace_plan_comes_back_onto_the_form_and_launches_the_same_plan(
     assert Benchmark.objects.exclude(pk=first.pk).get().plan == first.plan
 
 
-def test_the_form_names_the_trace_settings_it_cannot_carry(engineer, data_dir):
+def test_the_form_carries_a_traces_span_and_names_the_settings_it_cannot(engineer, data_dir):
     plan = {
         "name": "replay", "checkpoint": {"model": "org/m"}, "engine_configs": [{}],
-        "loads": [{"shape": "trace", "speed": 2, "num_requests": 6}],
+        "loads": [{"shape": "trace", "speed": 2, "num_requests": 3}],
         "workload": {"kind": "trace", "dataset_path": "traces/mooncake.jsonl",
-                     "trace_span_s": 1.0},
+                     "trace_span_s": 1.0, "trace_longer": "refuse", "trace_block_tokens": 16},
     }
     response = upload(engineer, json.dumps(plan).encode(), name="plan.json")
-    assert "workload.trace_span_s 1.0: the form sends null" in response.context["plan_left_out"]
+    initial = response.context["form"].initial
+    assert (initial["trace_span_s"], initial["trace_longer"]) == (1.0, "refuse")
+    assert [line for line in response.context["plan_left_out"] if "workload" in line] == [
+        "workload.trace_block_tokens 16: the form sends 512"]
+
+
+def test_the_form_replays_a_traces_first_seconds_or_refuses_to_leave_requests_out(
+    engineer, launches, data_dir
+):
+    # The first 1.0 s of the trace holds the rows at 0, 250, 500 and 750 ms (the one at 1,000
+    # is past it): 4 requests.
+    form = trace_form(trace_span_s="1.0", request_count="4")
+    response = engineer.post("/runs/new/", form)
+    assert response.status_code == 302, response.context["form"].errors
+    benchmark = Benchmark.objects.get()
+    plan = schema.SweepPlan.model_validate(benchmark.plan)
+    assert (plan.workload.trace_span_s, plan.workload.trace_longer) == (1.0, "truncate")
+    assert benchmark.workload.trace_span_s == 1.0
+    assert "the trace's first 1 s" in str(benchmark.workload)
+
+    response = engineer.post("/runs/new/", {**form, "request_count": "5"})
+    assert response.status_code == 400
+    assert "holds 4" in " ".join(response.context["form"].errors["dataset_path"])
+
+    form = {**form, "request_count": "3", "trace_longer": "refuse"}
+    response = engineer.post("/runs/new/", form)
+    assert response.status_code == 400 and len(launches) == 1
+    assert "would leave out 1 of the 4 in the first 1 s of the trace" in " ".join(
+        response.context["form"].errors["dataset_path"])
+
+
+@pytest.mark.parametrize(("fields", "field", "message"), [
+    ({"trace_span_s": "0"}, "trace_span_s", "greater than or equal to 0.001"),
+    ({"trace_span_s": "inf"}, "trace_span_s", "Enter a number"),
+    ({"prompt_source": "random", "load_shape": "burst", "trace_span_s": "2"}, "trace_span_s",
+     "A span is of a trace's time"),
+    ({"prompt_source": "random", "load_shape": "burst", "trace_longer": "refuse"},
+     "trace_longer", "Only a trace workload can be longer than a load"),
+])
+def test_the_form_refuses_trace_options_that_mean_nothing(
+    engineer, launches, data_dir, fields, field, message
+):
+    response = engineer.post("/runs/new/", trace_form(**fields))
+    assert response.status_code == 400 and not launches
+    assert message in " ".join(response.context["form"].errors[field])
 
 
 def lengths_point() -> schema.PointResult:
@@ -159,3 +203,19 @@ def test_a_run_without_a_length_workload_has_no_length_chart(engineer):
     points.store_point(benchmark, make_point_result(requests=2))
     page = engineer.get(f"/runs/{benchmark.code}/").content.decode()
     assert "lengths-data" not in page
+
+
+@pytest.mark.parametrize("fields", [
+    {"prompt_source": "random", "trace_span_s": 2.0},
+    {"prompt_source": "random", "trace_longer": "refuse"},
+    {"prompt_source": "trace", "dataset_path": "t.jsonl", "trace_span_s": 0.0},
+    {"prompt_source": "trace", "dataset_path": "t.jsonl", "trace_span_s": float("nan")},
+    {"prompt_source": "trace", "dataset_path": "t.jsonl", "trace_span_s": float("inf")},
+])
+def test_the_database_refuses_trace_options_that_mean_nothing(fields):
+    from django.db import IntegrityError, transaction
+
+    from benchmarks.models import Workload
+
+    with transaction.atomic(), pytest.raises(IntegrityError):
+        Workload.objects.create(**fields)
