@@ -241,6 +241,48 @@ def _copy_row(values: dict[str, Any], fields: Sequence[Field]) -> Iterator[bytes
     yield _COPY_END
 
 
+# Bytes of a stored requests blob read at a time on PostgreSQL (stored_requests).
+READ_PIECE_BYTES = 8 << 20
+
+
+def stored_requests(point: Point) -> bytes | bytearray | None:
+    """The point's requests blob; None when it has no PointData row.
+
+    On PostgreSQL (psycopg 3) it is read into one buffer in pieces of READ_PIECE_BYTES, as
+    binary results, on a plain psycopg cursor of Django's connection: Django's own query has
+    bytea come back as hex text, so a 590 MB blob would pass through libpq as 1.2 GB of text
+    and be copied twice more on its way to bytes (2.3 GB at once). substring() of the column,
+    stored uncompressed (EXTERNAL), reads only the TOAST chunks a piece needs, and the pieces
+    come one row at a time (cursor.stream). Elsewhere (SQLite) the ORM's value.
+    """
+    from django.db.backends.postgresql.psycopg_any import is_psycopg3
+
+    if connection.vendor != "postgresql" or not is_psycopg3:
+        rows = PointData.objects.filter(point=point).values_list("requests", flat=True)
+        return rows.first()
+    import psycopg
+    from psycopg import sql
+
+    table = sql.Identifier(PointData._meta.db_table)
+    size_query = sql.SQL("SELECT octet_length(requests) FROM {} WHERE point_id = %s")
+    pieces_query = sql.SQL(
+        "SELECT s, substring(requests FROM s FOR %s::integer) FROM {}, "
+        "generate_series(1, %s::integer, %s::integer) AS s WHERE point_id = %s"
+    )
+    connection.ensure_connection()
+    with psycopg.Cursor(connection.connection) as cursor:
+        row = cursor.execute(size_query.format(table), [point.pk]).fetchone()
+        if row is None:
+            return None
+        blob = bytearray(row[0])
+        step = READ_PIECE_BYTES
+        params = [step, len(blob), step, point.pk]
+        # Each piece is placed by its own offset: the rows' order is not relied on.
+        for start, piece in cursor.stream(pieces_query.format(table), params, binary=True):
+            blob[start - 1 : start - 1 + len(piece)] = piece
+    return blob
+
+
 def _count_point(benchmark: Benchmark, result: PointResult) -> None:
     """One UPDATE, so a concurrent progress write cannot lose the count."""
     changes: dict[str, object] = {

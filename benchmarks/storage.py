@@ -86,7 +86,7 @@ _LENGTHS = {"chunk_times": "chunk_lengths", "chunk_tokens": "token_lengths"}
 RAGGED_BLOCK_VALUES = 1 << 20
 BLOCK_RECORDS = 8192
 # A ragged field's values are spilled to a file past this many bytes (RequestEncoder).
-SPOOL_MEMORY_BYTES = 32 << 20
+SPOOL_MEMORY_BYTES = 4 << 20
 _SCALARS = _REQUEST_FLOATS + _REQUEST_INTS + _REQUEST_STRINGS
 # What encode_requests stores; a test checks it covers every RequestRecord field.
 REQUEST_FIELDS = _SCALARS + tuple(_RAGGED)

@@ -61,6 +61,7 @@ from benchmarks.points import (
     METRIC_FIELDS,
     TELEMETRY_CSV_COLUMNS,
     point_to_result,
+    stored_requests,
     telemetry_cells,
 )
 from judgement import charts
@@ -544,11 +545,15 @@ _NO_REQUESTS = '"requests":[]'
 
 def _stored_point_json(point: Point) -> Iterator[str]:
     """One stored point as the download writes it. Its blobs are read on their own as its turn
-    comes (a run's blobs together would be several times a large point's 590 MB), its
-    requests made from the blob a block at a time."""
-    data = PointData.objects.get(point=point)
+    comes (a run's blobs together would be several times a large point's 590 MB), the
+    requests blob in binary pieces (points.stored_requests), and its requests are made from
+    the blob a block at a time."""
+    data = PointData.objects.defer("requests").get(point=point)
     head = point_to_result(point, data, requests=False)
-    yield from _point_json(head, storage.iter_requests(data.requests))
+    blob = stored_requests(point)
+    if blob is None:  # the run was deleted while it downloaded
+        raise PointData.DoesNotExist(f"point {point.pk} has no data any more")
+    yield from _point_json(head, storage.iter_requests(blob))
 
 
 def _point_json(

@@ -33,7 +33,7 @@ from benchmarks.models import (
     Point,
     PointData,
 )
-from benchmarks.points import point_to_result
+from benchmarks.points import point_to_result, stored_requests
 from judgement import charts
 from judgement.analysis import (
     AnalysisError,
@@ -578,12 +578,12 @@ def _kept(point: Point) -> tuple[parity_mod.PointOutputs, dict[int, str]]:
     its workload did not keep outputs."""
     if not (point.workload or {}).get("keep_outputs"):
         return parity_mod.PointOutputs(point.key, kept=False, outputs={}), {}
-    data = PointData.objects.filter(point=point).first()
-    if data is None:
+    blob = stored_requests(point)
+    if blob is None:
         return parity_mod.PointOutputs(point.key, kept=True, outputs={}), {}
     # The few fields parity reads, never the records: at 100,000 requests x 1,000 chunks the
     # records are 1.4 GB, these columns (chunk times only counted) a small part of it.
-    columns = storage.request_columns(data.requests, _PARITY_FIELDS)
+    columns = storage.request_columns(blob, _PARITY_FIELDS)
     index, error, status, digest, ids, text = (columns.values[f] for f in _PARITY_FIELDS)
     outputs: dict[int, parity_mod.KeptOutput] = {}
     texts: dict[int, str] = {}

@@ -207,3 +207,17 @@ def test_every_imported_record_is_still_validated(tmp_path, monkeypatch):
     with pytest.raises(ImportFileError, match=r"bad.jsonl:3: not a Headroom point: records\."):
         import_file(path)
     assert not PointData.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_stored_blob_is_read_back_whole_from_its_pieces(monkeypatch):
+    from benchmarks import points
+
+    monkeypatch.setattr(points, "READ_PIECE_BYTES", 4096)  # tens of pieces
+    result = make_point_result()
+    result.requests = varied_records(120)
+    point = store_point(make_benchmark(state="succeeded"), result)
+    blob = points.stored_requests(point)
+    assert len(blob) > 20 * 4096 and bytes(blob) == whole_array_blob(result.requests)
+    PointData.objects.filter(point=point).delete()
+    assert points.stored_requests(point) is None
