@@ -8,14 +8,23 @@ which counts every page the process ever had resident, C allocations included) i
   them to the parent in (runner.loadgen; before: one orjson text of model_dump()s);
 - runner: the records as the collector makes them, runner.metrics.aggregate, and
   runner.results.append_point of the PointResult;
-- worker: runner.results.iter_points of that file and benchmarks.storage.encode_requests of the
-  point's records (the blob PointData.requests holds); with --db also store_point into
-  PostgreSQL (DATABASE_URL; the database must be migrated);
-- web: benchmarks.storage.decode_requests of that blob (the JSON download's records) and the
-  run page's judgement of the point, which reads the Point row's aggregates only
-  (judgement.judge.point_result -> figures), so it adds nothing per request;
-- download: the decoded point as the JSON download streams it (benchmarks.views._point_json:
-  the point without its requests, then one request at a time).
+- worker: an upload's import (benchmarks.imports.import_file): runner.importer
+  iter_result_file_into of that file, each point's batches into a storage.RequestEncoder as
+  they are read, and the blob written out a piece at a time as store_point's COPY sends it
+  (here to a file). With --db, import_file itself into PostgreSQL (DATABASE_URL, migrated),
+  committed for the download stage and deleted at the end;
+- celery: the worker that measured the point (benchmarks.tasks.execute_benchmark): the records
+  as run_plan yields them (made and aggregated as the runner stage does), given up to a
+  RequestEncoder (take) and the blob written out; with --db, store_point into PostgreSQL in a
+  transaction rolled back after;
+- web: the run page's judgement of the point, which reads the Point row's aggregates only
+  (judgement.judge.point_result -> figures), and output parity's read of the blob
+  (storage.request_columns of judge._PARITY_FIELDS: what a comparison page reads per request);
+  with --db, the blob read from PostgreSQL as judge._kept reads it (points.stored_requests);
+- download: the point as the JSON download streams it (benchmarks.views._point_json, its
+  requests from storage.iter_requests: a block of records at a time); with --db, the stored
+  point read back from PostgreSQL as run_json reads it (views._stored_point_json: the blob in
+  binary pieces, points.stored_requests).
 
 Records are made through ResponseCollector.record(), the collector's chunk-time list filled
 directly (the SSE parsing per event is not what is measured, and at 100 million events it
@@ -23,10 +32,13 @@ would take minutes): chunk times increase with jitter (gamma gaps around 20 ms a
 around 100 ms), one token per chunk, usage and finish_reason as vLLM sends them.
 
 --before ROOT runs the same stages against another checkout (a `git worktree` of an older
-commit) for a before/after table; its code is imported, this script drives it.
+commit) for a before/after table; its code is imported, this script drives it, and a stage the
+older code lacks falls back to what that code did (the worker's iter_points + encode_requests,
+the web's decode_requests).
 
 Run: .venv/bin/python bench/request_memory.py [--sizes 32768x256,100000x1000]
-     [--before /tmp/hr_before --before-sizes 32768x256] [--stages client,runner,worker,web]
+     [--before /tmp/hr_before --before-sizes 32768x256] [--stages client,runner,worker,...]
+     [--db]
 """
 
 from __future__ import annotations
@@ -43,7 +55,8 @@ from typing import Any
 
 HERE = Path(__file__).resolve()
 ROOT = HERE.parent.parent
-STAGES = ("client", "runner", "worker", "web", "download")
+STAGES = ("client", "runner", "worker", "celery", "web", "download")
+DB_STAGES = ("worker", "celery", "web", "download")
 
 
 def peak_mib() -> float:
@@ -147,78 +160,156 @@ def stage_runner(requests: int, chunks: int, folder: Path) -> dict[str, Any]:
 
 def stage_worker(requests: int, chunks: int, folder: Path, db: bool = False) -> dict[str, Any]:
     from benchmarks import storage
-    from runner.results import iter_points
 
+    path = folder / "results.jsonl"
     started = time.perf_counter()
-    warnings: list[str] = []
-    (point,) = iter_points(folder / "results.jsonl", warnings)
-    read = time.perf_counter()
-    after_read = rss_mib()
-    assert len(point.requests) == requests and not warnings, warnings
-    blob = storage.encode_requests(point.requests)
-    encoded = time.perf_counter()
-    (folder / "requests.blob").write_bytes(blob)
-    out: dict[str, Any] = {"records_mib": after_read, "read_s": read - started,
-                           "encode_s": encoded - read, "blob_mib": len(blob) / 2**20}
     if db:
-        del blob
-        out.update(_store(point))
-    return out
+        return {**_import_into_db(path, folder), "import_s": time.perf_counter() - started}
+    if not hasattr(storage, "RequestEncoder"):  # before: the records whole, then the blob
+        from runner.results import iter_points
+
+        warnings: list[str] = []
+        (point,) = iter_points(path, warnings)
+        assert len(point.requests) == requests and not warnings, warnings
+        blob = storage.encode_requests(point.requests)
+        (folder / "requests.blob").write_bytes(blob)
+        return {"import_s": time.perf_counter() - started, "blob_mib": len(blob) / 2**20}
+    from runner.importer import iter_result_file_into
+
+    ((point, encoder),) = iter_result_file_into(path, storage.RequestEncoder)
+    with encoder:
+        assert encoder.count == requests and not point.requests
+        read = time.perf_counter()
+        size = _write_blob(encoder, folder / "requests.blob")
+    return {"read_encode_s": read - started, "layout_write_s": time.perf_counter() - read,
+            "blob_mib": size / 2**20}
 
 
-def _store(point: Any) -> dict[str, Any]:
-    """store_point into the database DATABASE_URL names, in a transaction rolled back after."""
+def _write_blob(encoder: Any, path: Path) -> int:
+    """The blob a piece at a time, as store_point's COPY writes it to PostgreSQL."""
+    with path.open("wb") as out:
+        for piece in encoder.blob().pieces():
+            out.write(piece)
+    return path.stat().st_size
+
+
+def _django() -> None:
     import django
-    from django.db import transaction
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     django.setup()
+
+
+def _import_into_db(path: Path, folder: Path) -> dict[str, Any]:
+    """benchmarks.imports.import_file into the database DATABASE_URL names, committed."""
+    _django()
+    from benchmarks.imports import import_file
+    from benchmarks.models import PointData
+
+    benchmark = import_file(path, name="request-memory bench")
+    (folder / "db.json").write_text(json.dumps({"benchmark": benchmark.pk}))
+    data = PointData.objects.filter(point__benchmark=benchmark).values_list("request_count")
+    return {"stored_requests": data.get()[0]}
+
+
+def stage_celery(requests: int, chunks: int, folder: Path, db: bool = False) -> dict[str, Any]:
+    from benchmarks import storage
+    from runner.metrics import aggregate, window_of
+    from runner.schema import EngineConfig, LoadSpec, PointResult
+
+    if db:
+        _django()
+    started = time.perf_counter()
+    records = make_records(requests, chunks)
+    spec = workload(chunks)
+    point = PointResult(key=f"memory|burst {requests}|r0", engine_config=EngineConfig(),
+                        load=LoadSpec(num_requests=requests), workload=spec,
+                        window=window_of(records), metrics=aggregate(records, spec),
+                        requests=records)
+    del records
+    measured = time.perf_counter()
+    peak_measured = peak_mib()  # the run's own peak, before the point is stored
+    with storage.RequestEncoder() as encoder:
+        encoder.take(point.requests)
+        if db:
+            return {"measured_peak_mib": peak_measured, "measure_s": measured - started,
+                    **_store(point, encoder, folder)}
+        size = _write_blob(encoder, folder / "celery.blob")
+    return {"measured_peak_mib": peak_measured, "measure_s": measured - started,
+            "store_s": time.perf_counter() - measured, "blob_mib": size / 2**20}
+
+
+def _store(point: Any, encoder: Any, folder: Path) -> dict[str, Any]:
+    """store_point into the run the worker stage imported (--db), as another point, in a
+    transaction rolled back after."""
+    from django.db import transaction
+
     from benchmarks.models import Benchmark
     from benchmarks.points import store_point
 
     started = time.perf_counter()
     with transaction.atomic():
-        benchmark = Benchmark.objects.create(name="request-memory bench",
-                                             source=Benchmark.Source.IMPORTED)
-        store_point(benchmark, point)
+        benchmark = Benchmark.objects.get(pk=json.loads((folder / "db.json").read_text())[
+            "benchmark"])
+        point.key = f"memory|celery {encoder.count}|r0"
+        store_point(benchmark, point, requests=encoder)
         stored = time.perf_counter()
         transaction.set_rollback(True)
     return {"store_s": stored - started}
 
 
-def stage_web(requests: int, chunks: int, folder: Path) -> dict[str, Any]:
+def stage_web(requests: int, chunks: int, folder: Path, db: bool = False) -> dict[str, Any]:
+    _django()
     from benchmarks import storage
+    from judgement import judge
     from judgement.analysis.convert import from_point_result
     from runner.schema import Metrics
 
-    blob = (folder / "requests.blob").read_bytes()
     started = time.perf_counter()
-    records = storage.decode_requests(blob)
+    if db:  # as judge._kept reads it
+        from benchmarks.models import Point
+        from benchmarks.points import stored_requests
+
+        benchmark = json.loads((folder / "db.json").read_text())["benchmark"]
+        blob = stored_requests(Point.objects.get(benchmark_id=benchmark))
+    else:
+        blob = (folder / "requests.blob").read_bytes()
+    read = time.perf_counter()
+    if hasattr(storage, "request_columns"):
+        columns = storage.request_columns(blob, judge._PARITY_FIELDS)
+        assert len(columns.values["index"]) == requests
+    else:  # before: output parity decoded the records
+        assert len(storage.decode_requests(blob)) == requests
     decoded = time.perf_counter()
-    assert len(records) == requests and len(records[-1].chunk_times) == chunks
     # The run page's judgement: judge.point_result() is the Point row without its records.
     figures = from_point_result(_point(requests, chunks, folder, []))
     assert figures is not None and Metrics.model_validate_json(
         (folder / "metrics.json").read_text()).completed == requests
-    return {"decode_s": decoded - started, "blob_mib": len(blob) / 2**20}
+    return {"blob_read_s": read - started, "parity_columns_s": decoded - read,
+            "blob_mib": len(blob) / 2**20}
 
 
-def stage_download(requests: int, chunks: int, folder: Path) -> dict[str, Any]:
-    """The JSON download's pieces for the point (benchmarks.views._point_json), written out as
-    the streaming response writes them."""
-    import django
+def stage_download(requests: int, chunks: int, folder: Path, db: bool = False) -> dict[str, Any]:
+    """The JSON download's pieces for the point, written out as the streaming response writes
+    them."""
+    _django()
+    from benchmarks import storage, views
 
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    django.setup()
-    from benchmarks import storage
-    from benchmarks.views import _point_json
-
-    records = storage.decode_requests((folder / "requests.blob").read_bytes())
-    point = _point(requests, chunks, folder, records)
     started = time.perf_counter()
+    if db:
+        from benchmarks.models import Point
+
+        benchmark = json.loads((folder / "db.json").read_text())["benchmark"]
+        pieces = views._stored_point_json(Point.objects.get(benchmark_id=benchmark))
+    elif hasattr(storage, "iter_requests"):
+        records = storage.iter_requests((folder / "requests.blob").read_bytes())
+        pieces = views._point_json(_point(requests, chunks, folder, []), records)
+    else:  # before: the point's records decoded whole
+        records = storage.decode_requests((folder / "requests.blob").read_bytes())
+        pieces = views._point_json(_point(requests, chunks, folder, records))
     written = 0
     with open(os.devnull, "w") as sink:
-        for piece in _point_json(point):
+        for piece in pieces:
             written += sink.write(piece)
     return {"json_mib": written / 2**20, "dump_s": time.perf_counter() - started}
 
@@ -232,10 +323,24 @@ def _point(requests: int, chunks: int, folder: Path, records: list[Any]) -> Any:
                        metrics=metrics, requests=records)
 
 
+def cleanup_db(folder: Path) -> None:
+    """Delete the run the worker stage imported (--db)."""
+    if not (folder / "db.json").exists():
+        return
+    _django()
+    from benchmarks.models import Benchmark
+
+    Benchmark.objects.filter(pk=json.loads((folder / "db.json").read_text())["benchmark"]).delete()
+
+
 def run_stage(args: argparse.Namespace) -> None:
+    if args.stage == "cleanup":
+        cleanup_db(Path(args.dir))
+        print(json.dumps({"stage": "cleanup"}))
+        return
     baseline = rss_mib()
     stage = globals()[f"stage_{args.stage}"]
-    extra = {"db": True} if args.stage == "worker" and args.db else {}
+    extra = {"db": True} if args.stage in DB_STAGES and args.db else {}
     figures = stage(args.requests, args.chunks, Path(args.dir), **extra)
     print(json.dumps({"stage": args.stage, "peak_mib": peak_mib(), "start_mib": baseline,
                       **figures}))
@@ -266,8 +371,9 @@ def main() -> None:
     parser.add_argument("--before-sizes", default="32768x256",
                         help="sizes for --before (its 100,000 x 1,000 needs about 12 GB)")
     parser.add_argument("--stages", default=",".join(STAGES))
-    parser.add_argument("--db", action="store_true", help="worker: also store_point (PostgreSQL)")
-    parser.add_argument("--stage", choices=STAGES, help=argparse.SUPPRESS)
+    parser.add_argument("--db", action="store_true",
+                        help="worker, celery, web, download: through PostgreSQL (DATABASE_URL)")
+    parser.add_argument("--stage", choices=(*STAGES, "cleanup"), help=argparse.SUPPRESS)
     parser.add_argument("--root", type=Path, default=ROOT, help=argparse.SUPPRESS)
     parser.add_argument("--requests", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--chunks", type=int, help=argparse.SUPPRESS)
@@ -285,11 +391,15 @@ def main() -> None:
         for size in sizes.split(","):
             requests, chunks = (int(part) for part in size.lower().split("x"))
             with tempfile.TemporaryDirectory(prefix="request-memory-") as folder:
-                for stage in stages:
-                    figures = measure(root, stage, requests, chunks, Path(folder), args.db)
-                    rows.append((name, f"{requests:,} x {chunks:,}", figures))
-                    print(f"{name:6} {requests:>7,} x {chunks:<5,} {stage:8} "
-                          f"{json.dumps(figures)}", file=sys.stderr, flush=True)
+                try:
+                    for stage in stages:
+                        figures = measure(root, stage, requests, chunks, Path(folder), args.db)
+                        rows.append((name, f"{requests:,} x {chunks:,}", figures))
+                        print(f"{name:6} {requests:>7,} x {chunks:<5,} {stage:8} "
+                              f"{json.dumps(figures)}", file=sys.stderr, flush=True)
+                finally:
+                    if args.db:
+                        measure(root, "cleanup", requests, chunks, Path(folder), args.db)
     print("| code | point | stage | peak RSS MiB | details |")
     print("|---|---|---|---|---|")
     for name, size, figures in rows:
