@@ -50,7 +50,11 @@ STATISTICS = ("mean", "median", "std", *(f"p{p}" for p in PERCENTILES))
 # array as numpy does; beyond it the values are made BLOCK_VALUES chunks at a time, again on
 # each pass (summary_ms_blocks), so memory stays bounded whatever the point's size.
 POOL_IN_MEMORY = 1 << 21
-BLOCK_VALUES = 1 << 19
+# 131,072 chunks (1 MiB of float64): each pass's temporaries (the joined times, their sort keys,
+# the masks per rank) are a few copies of one block, so the block sets the working set. At
+# 524,288 a 32,768 x 256 point's token ITL summary peaked at 74 MiB, at this size 24 MiB, and
+# aggregate ran no slower (bench/request_memory.py, docs/performance.md).
+BLOCK_VALUES = 1 << 17
 
 
 def window_of(records: Sequence[RequestRecord]) -> Window | None:
