@@ -187,18 +187,21 @@ def import_file(
     user: Any = None,
     stated: StatedFacts | None = None,
     on_point: Callable[[int], None] | None = None,
+    document_limit: bool = True,
 ) -> Benchmark:
     """Store a result file as one imported run, reading it a point at a time.
 
     source_file is the file's name as its owner gave it (default: the path's); ImportFileError
-    if the file is bad anywhere, with nothing stored.
+    if the file is bad anywhere, with nothing stored. document_limit: refuse a vllm bench JSON
+    document over HEADROOM_MAX_IMPORT_DOCUMENT_BYTES (an upload's limit; False: an operator's
+    own file on the command line).
     """
     source_file = source_file or path.name
     # Each point's records are encoded batch by batch as they are read: at 100,000 requests x
     # 1,000 chunks they are 1.4 GB, which the worker would otherwise hold beside their blob.
     points = iter_result_file_into(
         path, RequestEncoder, name=source_file,
-        max_document_bytes=settings.HEADROOM_MAX_IMPORT_DOCUMENT_BYTES,
+        max_document_bytes=settings.HEADROOM_MAX_IMPORT_DOCUMENT_BYTES if document_limit else None,
     )
     return import_points(
         points, name=name or source_file, source_file=source_file, user=user, stated=stated,

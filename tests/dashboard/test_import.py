@@ -85,6 +85,28 @@ def test_the_command_stores_nothing_when_one_file_is_bad(tmp_path):
     assert not Benchmark.objects.exists()
 
 
+def test_the_command_reads_each_file_a_point_at_a_time_as_the_upload_does(
+    tmp_path, capsys, monkeypatch, settings
+):
+    import runner.importer
+
+    # The command no longer loads files whole (a 100,000 x 1,000 point's records are 1.4 GB):
+    # each file goes through import_file, its points' records encoded batch by batch.
+    def whole(*args, **kwargs):
+        raise AssertionError("a file's records were read whole")
+
+    monkeypatch.setattr(runner.importer, "iter_result_file", whole)
+    # The upload's document limit is the web's; an operator's own file is not refused by it.
+    settings.HEADROOM_MAX_IMPORT_DOCUMENT_BYTES = 100
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.json"
+    first.write_bytes(results_jsonl(make_point_result(), make_point_result(max_num_seqs=128)))
+    second.write_text(json.dumps(VLLM_BENCH))
+    call_command("import_results", str(first), str(second))
+    out = capsys.readouterr().out
+    assert "a.jsonl: 2 point(s) -> /runs/" in out and "b.json: 1 point(s) -> /runs/" in out
+    assert sorted(b.points.count() for b in Benchmark.objects.all()) == [1, 2]
+
+
 def test_the_command_names_a_missing_file(tmp_path):
     with pytest.raises(CommandError, match="no such file"):
         call_command("import_results", str(tmp_path / "missing.jsonl"))

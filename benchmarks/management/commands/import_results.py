@@ -8,9 +8,8 @@ import pydantic
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
-from benchmarks.imports import ImportFileError, StatedFacts, import_points
-from benchmarks.models import AuditEvent
-from runner.importer import load_result_file
+from benchmarks.imports import ImportFileError, StatedFacts, import_file
+from benchmarks.models import AuditEvent, Benchmark
 
 # StatedFacts field -> the flag that states it; each fills only what a file does not record.
 STATED_FLAGS = {
@@ -39,31 +38,27 @@ class Command(BaseCommand):
 
     def handle(self, *args: object, files: list[Path], name: str, **options: object) -> None:
         stated = _stated_facts(options)
-        # Read every file before storing any, so one bad file leaves the database untouched.
-        loaded = []
         for path in files:
             if not path.is_file():
                 raise CommandError(f"{path}: no such file")
-            try:
-                points = load_result_file(path)
-            except ImportFileError as exc:
-                raise CommandError(f"{path}: {exc}") from None
-            if not points:
-                raise CommandError(f"{path}: no points in this file")
-            loaded.append((path, points))
-        for path, points in loaded:
-            try:
-                with transaction.atomic():
-                    benchmark = import_points(
-                        ((point, None) for point in points),  # read whole above: no encoders
-                        name=name or path.name, source_file=path.name, stated=stated,
-                    )
-                    # No account: the event's actor is the command line.
-                    AuditEvent.objects.record(None, AuditEvent.Action.IMPORTED, benchmark,
-                                              detail=f"manage.py import_results {path.name}")
-            except ImportFileError as exc:
-                raise CommandError(f"{path}: {exc}") from None
-            self.stdout.write(f"{path}: {len(points)} point(s) -> /runs/{benchmark.code}/")
+        # One transaction for every file, so one bad file leaves the database untouched; each
+        # file is read a point at a time as it is stored (import_file), never held whole.
+        imported: list[tuple[Path, Benchmark]] = []
+        with transaction.atomic():
+            for path in files:
+                try:
+                    benchmark = import_file(path, name=name or path.name, stated=stated,
+                                            document_limit=False)
+                except ImportFileError as exc:
+                    raise CommandError(f"{path}: {exc}") from None
+                # No account: the event's actor is the command line.
+                AuditEvent.objects.record(None, AuditEvent.Action.IMPORTED, benchmark,
+                                          detail=f"manage.py import_results {path.name}")
+                imported.append((path, benchmark))
+        # Said once all are stored: a run named before a later file failed would not exist.
+        for path, benchmark in imported:
+            count = benchmark.points.count()
+            self.stdout.write(f"{path}: {count} point(s) -> /runs/{benchmark.code}/")
 
 
 def _stated_facts(options: dict[str, object]) -> StatedFacts:
