@@ -82,7 +82,7 @@ class BearerProxy:
         self.seen.append((request.path, ok))
         if not ok:
             return web.json_response({"error": "missing or wrong bearer key"}, status=401)
-        if request.path == "/metrics" and self.hide_metrics:
+        if request.path in ("/metrics", "/metrics/") and self.hide_metrics:
             return web.Response(status=404, text="not routed")
         if request.path == "/v1/models" and self.models is not None:
             data = [{"id": name, "object": "model", "max_model_len": 4096} for name in self.models]

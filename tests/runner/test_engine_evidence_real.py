@@ -12,10 +12,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import httpx
 import orjson
 import pytest
 
 from runner.engine import MFU_METRICS_FLAG
+from runner.sampler import FILTERED_METRICS_PATH, QueueSampler, parse_metrics
 from runner.schema import (
     Checkpoint,
     ClientSpec,
@@ -138,3 +140,22 @@ def test_a_queue_behind_max_num_seqs_shows_in_queue_times_and_waiting_by_reason(
     assert q.mean_waiting_capacity is not None and q.mean_waiting_capacity > 0
     assert q.mean_waiting_capacity == pytest.approx(q.mean_waiting, abs=0.01)
     assert q.mean_waiting_deferred == 0
+
+
+def test_the_sampler_asks_vllm_for_its_samples_only_and_reads_what_the_whole_page_says(
+    engine, points
+):
+    # After the sweeps the engine is idle, so the gauges and counters stand still between the
+    # two pages. If vLLM stopped honouring the filter at /metrics/, the sampler would fall back
+    # to the whole page (whole_page) and every scrape would cost the API server ~6x more.
+    sampler = QueueSampler([(0, engine.base_url)], interval_s=60, t0=0.0)
+    sampler.start()
+    sample = sampler.stop()[-1]  # one round, or two if stop() came after the first
+    whole = parse_metrics(httpx.get(engine.base_url + "/metrics", timeout=10).text)
+    filtered = httpx.get(engine.base_url + FILTERED_METRICS_PATH, timeout=10).text
+
+    assert sampler.whole_page == set() and sampler.failures == 0
+    assert len(filtered) < 10_000 and "python_gc" not in filtered
+    assert sample.model_copy(update={"t": 0.0}) == whole
+    assert sample.prefix_cache_hits_total and sample.estimated_flops_per_gpu_total
+    assert sample.queue_time_buckets and sample.iteration_tokens_count

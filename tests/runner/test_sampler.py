@@ -8,8 +8,17 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from runner.sampler import QueueSampler, cache_config, parse_metrics, summarize
+from runner import sampler as names
+from runner.sampler import (
+    FILTERED_METRICS_PATH,
+    SCRAPED_SAMPLES,
+    QueueSampler,
+    cache_config,
+    parse_metrics,
+    summarize,
+)
 from runner.schema import EngineSample
 
 DATA = Path(__file__).parent / "data"
@@ -240,3 +249,122 @@ def test_the_sampler_scrapes_every_target_on_the_point_clock_and_skips_failures(
     assert [s.t for s in samples] == sorted(s.t for s in samples)
     assert samples[0].running == 14 and samples[0].kv_usage == pytest.approx(0.375)
 
+
+
+# -- asking for only the samples it reads ------------------------------------------------------
+
+
+def _vllm_like_registry() -> CollectorRegistry:
+    """A registry holding every metric parse_metrics reads, with vLLM's names and labels, plus
+    the kind of samples the filter exists to leave out."""
+    registry = CollectorRegistry()
+    labels = ["model_name", "engine"]
+
+    def gauge(name: str, value: float, **extra: str) -> None:
+        metric = Gauge(name, "h", labels + sorted(extra), registry=registry)
+        metric.labels(model_name="m", engine="0", **extra).set(value)
+
+    def counter(name: str, value: float) -> None:
+        Counter(name, "h", labels, registry=registry).labels("m", "0").inc(value)
+
+    def histogram(name: str, values: list[float]) -> None:
+        metric = Histogram(name, "h", labels, buckets=(0.3, 1.0, 5.0), registry=registry)
+        for value in values:
+            metric.labels("m", "0").observe(value)
+
+    gauge(names.RUNNING, 3)
+    gauge(names.WAITING, 7)
+    gauge(names.KV_USAGE, 0.25)
+    waiting = Gauge(names.WAITING_BY_REASON, "h", labels + ["reason"], registry=registry)
+    waiting.labels("m", "0", "capacity").set(5)
+    waiting.labels("m", "0", "deferred").set(2)
+    for i, name in enumerate((names.PREEMPTIONS, names.PROMPT_TOKENS,
+                              names.GENERATION_TOKENS, names.PREFIX_CACHE_QUERIES,
+                              names.PREFIX_CACHE_HITS, names.FLOPS_PER_GPU,
+                              names.READ_BYTES_PER_GPU, names.WRITE_BYTES_PER_GPU)):
+        counter(name, 10 + i)
+    histogram(names.ITERATION_TOKENS, [4, 8, 16])
+    histogram(names.QUEUE_TIME, [0.1, 2.0])
+    Histogram("http_request_duration_seconds", "h", ["handler"], registry=registry).labels(
+        "/v1/completions").observe(0.5)
+    return registry
+
+
+def test_the_filtered_page_reads_exactly_what_the_whole_page_reads():
+    # prometheus_client's own `name[]` filter, as vLLM's /metrics/ applies it: a sample name
+    # missing from SCRAPED_SAMPLES would leave its figure None on every filtered scrape.
+    registry = _vllm_like_registry()
+    whole = generate_latest(registry).decode()
+    filtered = generate_latest(registry.restricted_registry(SCRAPED_SAMPLES)).decode()
+
+    assert "http_request_duration" in whole and "http_request_duration" not in filtered
+    assert parse_metrics(filtered) == parse_metrics(whole)
+    read = parse_metrics(filtered).model_dump(exclude={"t", "replica"})
+    assert all(value not in (None, {}) for value in read.values()), read
+
+
+def test_the_filtered_page_keeps_the_old_kv_gauge_name():
+    registry = CollectorRegistry()
+    Gauge(names.KV_USAGE_OLD, "h", registry=registry).set(0.5)
+    Gauge(names.RUNNING, "h", registry=registry).set(1)
+    filtered = generate_latest(registry.restricted_registry(SCRAPED_SAMPLES)).decode()
+    assert parse_metrics(filtered).kv_usage == 0.5
+
+
+def _serve(filtered: str | None) -> tuple[ThreadingHTTPServer, list[str]]:
+    """A /metrics server whose /metrics/ answers `filtered` (None: 404); paths it was asked."""
+    asked: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):  # http.server calls it by this name
+            asked.append(self.path)
+            body = TWO_ENGINES_OLD_NAMES if self.path == "/metrics" else filtered
+            if body is None:
+                self.send_response(404)
+                self.end_headers()
+                return
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(body.encode())
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, asked
+
+
+@pytest.mark.parametrize(
+    "filtered",
+    [None, "", "# HELP process_cpu_seconds_total h\nprocess_cpu_seconds_total 1.0\n", "<html>"],
+    ids=["not routed", "empty page", "no queue gauge", "not prometheus"],
+)
+def test_a_server_that_does_not_filter_is_scraped_whole_from_its_first_scrape_on(filtered):
+    server, asked = _serve(filtered)
+    try:
+        sampler = QueueSampler([(0, f"http://127.0.0.1:{server.server_address[1]}")], 0.02, 0.0)
+        sampler.start()
+        time.sleep(0.15)
+        samples = sampler.stop()
+    finally:
+        server.shutdown()
+
+    assert sampler.whole_page == {0} and sampler.failures == 0
+    assert asked[0] == FILTERED_METRICS_PATH and asked[1:] == ["/metrics"] * (len(asked) - 1)
+    assert len(samples) == len(asked) - 1 >= 3
+    assert samples[0].running == 14
+
+
+def test_a_server_that_filters_is_asked_for_the_filtered_page_only():
+    server, asked = _serve(TWO_ENGINES_OLD_NAMES)
+    try:
+        sampler = QueueSampler([(0, f"http://127.0.0.1:{server.server_address[1]}")], 0.02, 0.0)
+        sampler.start()
+        time.sleep(0.1)
+        samples = sampler.stop()
+    finally:
+        server.shutdown()
+
+    assert sampler.whole_page == set()
+    assert set(asked) == {FILTERED_METRICS_PATH} and len(samples) == len(asked) >= 3
