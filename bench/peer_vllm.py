@@ -63,12 +63,14 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -190,6 +192,7 @@ class Context:
     prompts: Prompts | None = None
     sample_interval_s: float = 0.5  # Headroom's /metrics scrapes; vLLM's client makes none
     other_tree: Path | None = None  # --other-tree: client C, Headroom from that checkout
+    engine_pids: tuple[int, ...] = ()  # the guard, API server and engine processes
 
     def timeout(self, wanted_s: float) -> float:
         left = self.deadline - time.monotonic()
@@ -272,6 +275,69 @@ def _descendant_cpus() -> dict[int, tuple[str, str]]:
             continue
         found[pid] = (status.get("Name", "?"), status.get("Cpus_allowed_list", "?"))
     return found
+
+
+def server_cpu_s(pids: tuple[int, ...]) -> dict[str, float]:
+    """CPU seconds (user + system) so far of the API server (and the idle guard) and of the
+    engine (vLLM's `VLLM::` processes: the engine core and its worker), from /proc.
+
+    Both share CPU 0, so whatever a client makes the API server spend per request is taken
+    from the engine; this is the one figure here that host noise barely moves.
+    """
+    ticks = os.sysconf("SC_CLK_TCK")
+    used = {"api_server": 0.0, "engine": 0.0}
+    for pid in pids:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:  # gone: its time is lost from both sides equally
+            continue
+        name, rest = stat.split("(", 1)[1].rsplit(")", 1)
+        fields = rest.split()
+        seconds = (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
+        used["engine" if name.startswith("VLLM::") else "api_server"] += seconds
+    return used
+
+
+CPU_TRACE_INTERVAL_S = 0.05
+BUSY_ENGINE_SHARE = 0.5  # of a core: the engine is working on requests, not idling
+
+
+class CpuTrace:
+    """server_cpu_s of the engine's processes every CPU_TRACE_INTERVAL_S while a client runs,
+    so its cost can be read over the load alone: a Headroom run also sizes its prompts on
+    /tokenize and probes /health before the load, which cost the API server but not the load."""
+
+    def __init__(self, pids: tuple[int, ...]) -> None:
+        self.pids = pids
+        self.samples: list[tuple[float, dict[str, float]]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="cpu-trace", daemon=True)
+
+    def __enter__(self) -> CpuTrace:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while True:
+            self.samples.append((time.monotonic(), server_cpu_s(self.pids)))
+            if self._stop.wait(CPU_TRACE_INTERVAL_S):
+                self.samples.append((time.monotonic(), server_cpu_s(self.pids)))
+                return
+
+    def while_busy(self) -> dict[str, float]:
+        """CPU seconds of each part over the intervals in which the engine used at least
+        BUSY_ENGINE_SHARE of a core: the load, without the client's set-up around it."""
+        used = {"api_server": 0.0, "engine": 0.0, "busy_s": 0.0}
+        for (t0, a), (t1, b) in pairwise(self.samples):
+            if b["engine"] - a["engine"] >= BUSY_ENGINE_SHARE * (t1 - t0):
+                used["api_server"] += b["api_server"] - a["api_server"]
+                used["engine"] += b["engine"] - a["engine"]
+                used["busy_s"] += t1 - t0
+        return used
 
 
 def check_engine_pinned() -> str:
@@ -504,14 +570,16 @@ def measure(ctx: Context, workloads: tuple[Workload, ...], pairs: int) -> dict[s
             started = time.monotonic()
             figures: dict[str, dict[str, Any]] = {}
             for client in order:
-                if client == "A":
-                    figures["A"] = headroom_figures(run_headroom(ctx, workload, label))
-                elif client == "B":
-                    figures["B"] = vllm_figures(run_vllm(ctx, workload, label))
-                else:
-                    assert ctx.other_tree is not None
-                    point = run_headroom(ctx, workload, f"{label}-other", ctx.other_tree)
-                    figures["C"] = headroom_figures(point)
+                with CpuTrace(ctx.engine_pids) as trace:
+                    if client == "A":
+                        figures["A"] = headroom_figures(run_headroom(ctx, workload, label))
+                    elif client == "B":
+                        figures["B"] = vllm_figures(run_vllm(ctx, workload, label))
+                    else:
+                        assert ctx.other_tree is not None
+                        point = run_headroom(ctx, workload, f"{label}-other", ctx.other_tree)
+                        figures["C"] = headroom_figures(point)
+                figures[client]["server_cpu_s"] = trace.while_busy()
             headroom, vllm = figures["A"], figures["B"]
             run = {
                 "pair": pair, "order": order, "headroom": headroom, "vllm": vllm,
@@ -541,7 +609,7 @@ def _num(value: float | None, spec: str = ",.0f") -> str:
     return "-" if value is None else format(value, spec)
 
 
-def _median(values: list[float | None]) -> float | None:
+def _median(values: Sequence[float | None]) -> float | None:
     present = [v for v in values if v is not None]
     return statistics.median(present) if present else None
 
@@ -622,8 +690,55 @@ def _run_notes(workload: Workload, runs: list[dict], expected_input: float) -> l
     connect = _median([run["headroom"]["mean_connect_ms"] for run in runs])
     if connect is not None:
         notes.append(f"Headroom mean connect time: {connect:.2f} ms (median over runs)")
+    notes.append(_server_cpu_note(runs))
     notes.append(_counts_note(workload, runs, expected_input))
     return notes
+
+
+def _server_cpu_note(runs: list[dict]) -> str:
+    """The API server's and the engine's CPU per request while the engine was busy with each
+    client's load (CpuTrace.while_busy)."""
+    def per_request(run: dict, client: str, part: str) -> float | None:
+        figures = run[client]
+        used, completed = figures.get("server_cpu_s"), figures.get("completed")
+        return 1000 * used[part] / completed if used and completed else None
+
+    parts = []
+    for part, title in (("api_server", "API server"), ("engine", "engine")):
+        ours = [per_request(run, "headroom", part) for run in runs]
+        theirs = [per_request(run, "vllm", part) for run in runs]
+        each = [a / b for a, b in zip(ours, theirs, strict=True) if a is not None and b]
+        part_note = (
+            f"{title} {_num(_median(theirs), '.2f')} with vLLM's client, "
+            f"{_num(_median(ours), '.2f')} with Headroom's (median ratio "
+            f"{_num(_median(each), '.3f')}"
+        )
+        if runs and "other" in runs[0]:
+            other = [per_request(run, "other", part) for run in runs]
+            part_note += f"; other tree {_num(_median(other), '.2f')}"
+        parts.append(part_note + ")")
+    return "CPU 0 per request while the engine was busy, ms: " + "; ".join(parts) + (
+        "; " + _api_share_note(runs))
+
+
+def _api_share_note(runs: list[dict]) -> str:
+    """The API server's CPU per second of engine CPU, per client: the host's speed, which moves
+    both CPU times per request by tens of percent on a shared host, divides out. On one core
+    the load's rate goes as 1 / (engine + API server) per request, so (1 + vLLM's share) /
+    (1 + Headroom's) is the throughput ratio the API server's extra work alone predicts."""
+    def share(run: dict, client: str) -> float | None:
+        used = run[client].get("server_cpu_s")
+        return used["api_server"] / used["engine"] if used and used["engine"] else None
+
+    clients = [("vllm", "vLLM's client"), ("headroom", "Headroom's")]
+    if runs and "other" in runs[0]:
+        clients.append(("other", "other tree"))
+    shares = {client: _median([share(run, client) for run in runs]) for client, _ in clients}
+    listed = ", ".join(f"{_num(shares[c], '.3f')} with {title}" for c, title in clients)
+    theirs, ours = shares["vllm"], shares["headroom"]
+    predicted = (1 + theirs) / (1 + ours) if theirs is not None and ours is not None else None
+    return (f"API server CPU per engine CPU {listed}: on one core that alone predicts a "
+            f"Headroom / vLLM throughput of {_num(predicted, '.3f')}")
 
 
 def _counts_note(workload: Workload, runs: list[dict], expected_input: float) -> str:
@@ -744,7 +859,7 @@ def main(argv: list[str] | None = None) -> int:
     if not {ENGINE_CPU, CLIENT_CPU} <= os.sched_getaffinity(0):
         print(f"error: needs CPUs {ENGINE_CPU} and {CLIENT_CPU}", file=sys.stderr)
         return 2
-    workloads = QUICK if args.quick else FULL
+    workloads: tuple[Workload, ...] = QUICK if args.quick else FULL
     if args.only:
         workloads = tuple(w for w in workloads if w.name == args.only)
     workdir = Path(tempfile.mkdtemp(prefix="peer-vllm-"))
@@ -756,7 +871,10 @@ def main(argv: list[str] | None = None) -> int:
             engine = start_engine(stack, args.model, args.port, workdir)
             header = _header(args, engine, check_engine_pinned())
             ctx = Context(engine.base_url, args.model, workdir, deadline,
-                          sample_interval_s=args.sample_interval, other_tree=args.other_tree)
+                          sample_interval_s=args.sample_interval, other_tree=args.other_tree,
+                          engine_pids=tuple(_descendant_cpus()))
+            # From here this script's own threads (CpuTrace) keep off the engine's core.
+            os.sched_setaffinity(0, {CLIENT_CPU})
             needed = max(w.num_requests for w in (*workloads, WARM_UP))
             ctx.prompts = write_prompts(engine, workdir, needed)
             header["prompts"] = {
