@@ -34,7 +34,7 @@ from pathlib import Path
 from tempfile import TemporaryDirectory
 
 import httpx
-import psutil
+import psutil  # type: ignore[import-untyped]
 from peer_vllm import ROOT, _pinned, start_engine
 
 from runner.sampler import FILTERED_METRICS_PATH, parse_metrics
