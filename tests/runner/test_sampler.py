@@ -311,8 +311,9 @@ def test_the_filtered_page_keeps_the_old_kv_gauge_name():
     assert parse_metrics(filtered).kv_usage == 0.5
 
 
-def _serve(filtered: str | None) -> tuple[ThreadingHTTPServer, list[str]]:
-    """A /metrics server whose /metrics/ answers `filtered` (None: 404); paths it was asked."""
+def _sample(filtered: str | None) -> tuple[QueueSampler, list[EngineSample], list[str]]:
+    """Sample for 0.15 s a /metrics server whose /metrics/ answers `filtered` (None: 404): the
+    sampler, its samples, and the paths the server was asked for in order."""
     asked: list[str] = []
 
     class Handler(BaseHTTPRequestHandler):
@@ -332,7 +333,13 @@ def _serve(filtered: str | None) -> tuple[ThreadingHTTPServer, list[str]]:
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, asked
+    try:
+        sampler = QueueSampler([(0, f"http://127.0.0.1:{server.server_address[1]}")], 0.02, 0.0)
+        sampler.start()
+        time.sleep(0.15)
+        return sampler, sampler.stop(), asked
+    finally:
+        server.shutdown()
 
 
 @pytest.mark.parametrize(
@@ -341,15 +348,7 @@ def _serve(filtered: str | None) -> tuple[ThreadingHTTPServer, list[str]]:
     ids=["not routed", "empty page", "no queue gauge", "not prometheus"],
 )
 def test_a_server_that_does_not_filter_is_scraped_whole_from_its_first_scrape_on(filtered):
-    server, asked = _serve(filtered)
-    try:
-        sampler = QueueSampler([(0, f"http://127.0.0.1:{server.server_address[1]}")], 0.02, 0.0)
-        sampler.start()
-        time.sleep(0.15)
-        samples = sampler.stop()
-    finally:
-        server.shutdown()
-
+    sampler, samples, asked = _sample(filtered)
     assert sampler.whole_page == {0} and sampler.failures == 0
     assert asked[0] == FILTERED_METRICS_PATH and asked[1:] == ["/metrics"] * (len(asked) - 1)
     assert len(samples) == len(asked) - 1 >= 3
@@ -357,14 +356,6 @@ def test_a_server_that_does_not_filter_is_scraped_whole_from_its_first_scrape_on
 
 
 def test_a_server_that_filters_is_asked_for_the_filtered_page_only():
-    server, asked = _serve(TWO_ENGINES_OLD_NAMES)
-    try:
-        sampler = QueueSampler([(0, f"http://127.0.0.1:{server.server_address[1]}")], 0.02, 0.0)
-        sampler.start()
-        time.sleep(0.1)
-        samples = sampler.stop()
-    finally:
-        server.shutdown()
-
+    sampler, samples, asked = _sample(TWO_ENGINES_OLD_NAMES)
     assert sampler.whole_page == set()
     assert set(asked) == {FILTERED_METRICS_PATH} and len(samples) == len(asked) >= 3
