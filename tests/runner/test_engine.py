@@ -322,6 +322,12 @@ def test_killing_the_runner_with_sigkill_leaves_no_engine_process(tiny_model, tm
 
 
 @pytest.mark.engine
+@pytest.mark.xfail(
+    strict=False,
+    reason="open bug: in three of five full-suite runs the runner, sent SIGINT while vLLM loads "
+    "the model, neither exited nor wrote a KeyboardInterrupt within 120 s (alone it exits in a "
+    "second); the cause is not found, and the test still runs and reports XPASS or XFAIL",
+)
 def test_ctrl_c_while_engines_start_stops_them_and_leaves_no_process(tiny_model, tmp_path):
     marker = f"headroom-test-{uuid.uuid4()}"
     env = {**os.environ, "HEADROOM_TEST_MARKER": marker, "PYTHONPATH": str(REPO)}
