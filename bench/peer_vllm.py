@@ -282,7 +282,7 @@ def server_cpu_s(pids: tuple[int, ...]) -> dict[str, float]:
     engine (vLLM's `VLLM::` processes: the engine core and its worker), from /proc.
 
     Both share CPU 0, so whatever a client makes the API server spend per request is taken
-    from the engine; this is the one figure here that host noise barely moves.
+    from the engine. Each moves with the host's speed; their ratio barely does.
     """
     ticks = os.sysconf("SC_CLK_TCK")
     used = {"api_server": 0.0, "engine": 0.0}

@@ -16,8 +16,8 @@ vLLM's own client does not scrape at all (bench/peer_vllm.py).
   `/metrics`, as many of runner.sampler.FILTERED_METRICS_PATH, and a pause as long as the whole
   block took, with no scrape (the engine's idle CPU, subtracted from both).
 - Server CPU is the user + system time of every process the engine started (API server, engine
-  core, the runner's guard), from psutil; client CPU is this thread's CPU time for the GET and
-  runner.sampler.parse_metrics together.
+  core, the runner's guard), from /proc (peer_vllm.server_cpu_s); client CPU is this thread's
+  CPU time for the GET and runner.sampler.parse_metrics together.
 - Both pages must read the same sample, or the script fails: a cheaper scrape that reads less
   is no saving.
 """
@@ -34,25 +34,13 @@ from pathlib import Path
 from tempfile import TemporaryDirectory
 
 import httpx
-import psutil  # type: ignore[import-untyped]
-from peer_vllm import ROOT, _pinned, start_engine
+from peer_vllm import ROOT, _descendant_cpus, _pinned, server_cpu_s, start_engine
 
 from runner.sampler import FILTERED_METRICS_PATH, parse_metrics
 
 CLIENT_CPU = 1
 SCRAPES_PER_SECOND = 2  # the sweep's default sample interval, 0.5 s
 WARM_UP_REQUESTS = 64
-
-
-def engine_cpu_s(processes: list[psutil.Process]) -> float:
-    total = 0.0
-    for process in processes:
-        try:
-            times = process.cpu_times()
-        except psutil.Error:  # a short-lived helper that has gone
-            continue
-        total += times.user + times.system
-    return total
 
 
 def warm_up(client: httpx.Client, model: str) -> None:
@@ -75,7 +63,7 @@ def scrape_block(client: httpx.Client, path: str, scrapes: int) -> tuple[float, 
     return time.thread_time() - started, size
 
 
-def measure(client: httpx.Client, processes: list[psutil.Process], rounds: int,
+def measure(client: httpx.Client, pids: tuple[int, ...], rounds: int,
             scrapes: int) -> dict[str, dict[str, list[float]]]:
     """Per form ("whole", "filtered", "idle"): server and client ms per scrape, each round."""
     figures: dict[str, dict[str, list[float]]] = {
@@ -88,7 +76,7 @@ def measure(client: httpx.Client, processes: list[psutil.Process], rounds: int,
         order = ["whole", "filtered", "idle"]
         order = order[round_ % 3:] + order[:round_ % 3]
         for form in order:
-            before = engine_cpu_s(processes)
+            before = sum(server_cpu_s(pids).values())
             wall = time.monotonic()
             if form == "idle":
                 time.sleep(whole_wall_s)
@@ -98,7 +86,7 @@ def measure(client: httpx.Client, processes: list[psutil.Process], rounds: int,
             wall = time.monotonic() - wall
             if form == "whole":
                 whole_wall_s = wall
-            server_s = engine_cpu_s(processes) - before
+            server_s = sum(server_cpu_s(pids).values()) - before
             figures[form]["server_ms"].append(1000 * server_s / scrapes)
             figures[form]["client_ms"].append(1000 * client_s / scrapes)
             figures[form]["bytes"].append(size)
@@ -146,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     model = str(Path(args.model).resolve())
     with TemporaryDirectory(prefix="scrape-cost-") as workdir, ExitStack() as stack:
         engine = start_engine(stack, model, None, Path(workdir))
-        processes = psutil.Process().children(recursive=True)
+        pids = tuple(_descendant_cpus())  # the guard, API server and engine
         with _pinned({CLIENT_CPU}), httpx.Client(base_url=engine.base_url, timeout=30) as client:
             warm_up(client, model)
             whole = parse_metrics(client.get("/metrics").text)
@@ -155,9 +143,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"the filtered page reads differently:\n  whole    {whole}\n"
                       f"  filtered {filtered}", file=sys.stderr)
                 return 1
-            print(f"engine {engine.base_url} on CPU 0 ({len(processes)} processes), this "
+            print(f"engine {engine.base_url} on CPU 0 ({len(pids)} processes), this "
                   f"script on CPU {CLIENT_CPU}; both pages read the same sample")
-            figures = measure(client, processes, args.rounds, args.scrapes)
+            figures = measure(client, pids, args.rounds, args.scrapes)
     print_table(figures, args.scrapes)
     return 0
 
