@@ -282,10 +282,15 @@ def test_an_engine_that_cannot_start_fails_promptly_quoting_its_log(
 
 CHILD_RUNNER = textwrap.dedent(
     """
-    import sys, time
+    import signal, sys, time
     from pathlib import Path
     from runner.engine import engines
     from runner.schema import Checkpoint, EngineConfig, EngineLaunch
+
+    # A shell starts a background job (`.ci/run &`, `nohup make test &`) with SIGINT ignored,
+    # and Python then installs no KeyboardInterrupt handler, so a Ctrl-C test run that way
+    # would test nothing but the ignore. A runner in a terminal's foreground has the handler.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
     model, log_dir = sys.argv[1], Path(sys.argv[2])
     launch = EngineLaunch(style="cpu", startup_timeout_s=400)
@@ -320,14 +325,7 @@ def test_killing_the_runner_with_sigkill_leaves_no_engine_process(tiny_model, tm
         runner.wait()
 
 
-
 @pytest.mark.engine
-@pytest.mark.xfail(
-    strict=False,
-    reason="open bug: in three of five full-suite runs the runner, sent SIGINT while vLLM loads "
-    "the model, neither exited nor wrote a KeyboardInterrupt within 120 s (alone it exits in a "
-    "second); the cause is not found, and the test still runs and reports XPASS or XFAIL",
-)
 def test_ctrl_c_while_engines_start_stops_them_and_leaves_no_process(tiny_model, tmp_path):
     marker = f"headroom-test-{uuid.uuid4()}"
     env = {**os.environ, "HEADROOM_TEST_MARKER": marker, "PYTHONPATH": str(REPO)}
@@ -343,12 +341,10 @@ def test_ctrl_c_while_engines_start_stops_them_and_leaves_no_process(tiny_model,
         assert len(processes_marked(marker)) >= 3
 
         runner.send_signal(signal.SIGINT)
-        # Bounded, not tight: alone, Ctrl-C lands before vLLM has started and the runner is gone
-        # in a second; in the full suite it has landed while the model loads, and twice the
-        # runner was not gone after 40 and 55 s (the stop's designed worst case is a /health
-        # poll in flight, the guard's grace and the wait for it, the group's SIGKILL and its
-        # wait: runner/engine.py). Why it takes that long there is not yet known.
-        _, stderr = runner.communicate(timeout=3 * (HTTP_TIMEOUT_S + STOP_GRACE_S + 10 + 10))
+        # The stop's designed worst case (runner/engine.py): a /health poll in flight, the
+        # guard's grace and the wait for it, the group's SIGKILL and its wait; plus slack for
+        # a busy host.
+        _, stderr = runner.communicate(timeout=HTTP_TIMEOUT_S + STOP_GRACE_S + 10 + 10 + 20)
 
         assert "KeyboardInterrupt" in stderr
         assert wait_until_gone(marker, timeout_s=5) == []
@@ -356,6 +352,7 @@ def test_ctrl_c_while_engines_start_stops_them_and_leaves_no_process(tiny_model,
         if runner.poll() is None:
             runner.kill()
         runner.wait()
+
 
 # ---------------------------------------------------------------------------------------------
 # The guard, on a fake engine (fast): stubborn and escaping children are still taken down
