@@ -8,8 +8,10 @@ runs in its own fresh process, one after another, against the same server:
 - httpx (AsyncClient.stream + aiter_lines), aiohttp (iterating response.content by line, as
   `vllm bench serve` does), runner.httpstream (the load generator's hot path, feeding the real
   per-request collector) on the stdlib loop and on uvloop, all four on pooled keep-alive
-  connections; and runner.httpstream on uvloop with a new connection per request
-  (`Connection: close`, what the load generator did before it pooled connections).
+  connections; runner.httpstream on uvloop with its idle nap turned off (IDLE_NAP_S = 0: the
+  loop blocks in epoll_wait between reads, as before the nap); and runner.httpstream on uvloop
+  with a new connection per request (`Connection: close`, what the load generator did before
+  it pooled connections).
 - Every client parses every event with orjson, so the rows compare transports, not JSON parsers.
 
 Two placements, each client measured in both (`--placements` picks):
@@ -22,8 +24,10 @@ Two placements, each client measured in both (`--placements` picks):
 Two phases per client:
 1. paced, at each rate of RATES events/s: rate x INTERVAL_S slots, each sending requests of
    EVENTS_PER_REQUEST events (one every INTERVAL_S) back to back for PACED_S seconds, as a closed
-   loop does: events/s received, client CPU (1.0 = one core), delay median and p99, connections
-   the server accepted, and (runner.httpstream only) the time to get a connection.
+   loop does: events/s received, client CPU (1.0 = one core), delay median and p99, the
+   client's blocking waits per second (voluntary context switches: epoll_wait or a nap), the
+   server's CPU per event (its writes, and its wake-ups of a client blocked in epoll_wait),
+   connections the server accepted, and (runner.httpstream only) the time to get a connection.
 2. flood: FLOOD_STREAMS streams written as fast as the server can; the client reads for FLOOD_S
    seconds: the most events/s it can sustain (delays there are queueing, so not reported).
 
@@ -46,12 +50,13 @@ from typing import Any
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 INTERVAL_S = 0.005  # between one stream's events, as a vLLM stream at 200 tokens/s
-RATES = (20_000, 40_000, 60_000)  # events/s offered per client process
+RATES = (2_000, 20_000, 40_000, 60_000)  # events/s offered per client process; 2,000 shows
+# the idle nap at its costliest (most passes find nothing)
 EVENTS_PER_REQUEST = 40  # a 200 ms response; a closed-loop slot then sends its next request
 PACED_S = 4.0
 FLOOD_STREAMS = 32
 FLOOD_S = 2.0
-CLIENTS = ("httpx", "aiohttp", "raw", "raw-uvloop", "raw-uvloop-close")
+CLIENTS = ("httpx", "aiohttp", "raw", "raw-uvloop", "raw-uvloop-nonap", "raw-uvloop-close")
 PLACEMENTS = ("own cores", "shared")
 SERVER_CPU, CLIENT_CPU = 0, 1  # own cores
 
@@ -244,7 +249,8 @@ async def _run_slots(kind: str, port: int, mode: str, slots: int, seconds: float
             if sent is not None:
                 tally.add(stamp, sent)
 
-    pool = httpstream.Pool("127.0.0.1", port) if kind in ("raw", "raw-uvloop") else None
+    pooled = kind in ("raw", "raw-uvloop", "raw-uvloop-nonap")
+    pool = httpstream.Pool("127.0.0.1", port) if pooled else None
 
     async def raw_slot(first: str, later: str) -> None:
         url = first
@@ -319,7 +325,9 @@ async def _run_slots(kind: str, port: int, mode: str, slots: int, seconds: float
     return tally
 
 
-def _measure(kind: str, port: int, mode: str, rate: int, accepted: Any) -> dict[str, float]:
+def _measure(
+    kind: str, port: int, mode: str, rate: int, accepted: Any, server: Any
+) -> dict[str, float]:
     slots = round(rate * INTERVAL_S) if mode == "paced" else FLOOD_STREAMS
     seconds = PACED_S if mode == "paced" else FLOOD_S
     if kind.startswith("raw-uvloop"):
@@ -329,11 +337,15 @@ def _measure(kind: str, port: int, mode: str, rate: int, accepted: Any) -> dict[
     else:
         loop = asyncio.new_event_loop()
     accepted0 = accepted.value
-    switches0 = resource.getrusage(resource.RUSAGE_SELF).ru_nivcsw
+    usage0 = resource.getrusage(resource.RUSAGE_SELF)
+    server_cpu0 = sum(server.cpu_times()[:2])
     cpu0, wall0 = time.process_time(), time.monotonic()
     tally = loop.run_until_complete(_run_slots(kind, port, mode, slots, seconds))
     cpu, wall = time.process_time() - cpu0, time.monotonic() - wall0
-    preempted = resource.getrusage(resource.RUSAGE_SELF).ru_nivcsw - switches0
+    server_cpu = sum(server.cpu_times()[:2]) - server_cpu0
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    preempted = usage.ru_nivcsw - usage0.ru_nivcsw
+    sleeps = usage.ru_nvcsw - usage0.ru_nvcsw
     loop.close()
     import numpy as np
 
@@ -351,6 +363,11 @@ def _measure(kind: str, port: int, mode: str, rate: int, accepted: Any) -> dict[
         # it is the steadiest figure on a shared host: 1e6 / it = events/s one free core can take.
         "cpu_us_per_event": cpu / count * 1e6 if count else float("nan"),
         "preempted_per_s": preempted / wall,
+        # Blocking waits (epoll_wait, or the idle nap's sleep): each one the server's write
+        # had to wake, unless it was a nap on the client's own timer.
+        "sleeps_per_s": sleeps / wall,
+        # The server's CPU per event, its wake-ups of the client included (user + system).
+        "server_us_per_event": server_cpu / count * 1e6 if count else float("nan"),
         "delay_median_ms": float(np.median(ms)),
         "delay_p99_ms": float(np.percentile(ms, 99)),
         "connections": accepted.value - accepted0,
@@ -361,12 +378,20 @@ def _measure(kind: str, port: int, mode: str, rate: int, accepted: Any) -> dict[
 
 
 def _client_main(
-    kind: str, port: int, pinned: bool, rates: list[int], accepted: Any, results: Any
+    kind: str, port: int, pinned: bool, rates: list[int], accepted: Any, results: Any,
+    server_pid: int,
 ) -> None:
+    import psutil
+
+    from runner import httpstream
+
     if pinned:
         os.sched_setaffinity(0, {CLIENT_CPU})
-    paced = {rate: _measure(kind, port, "paced", rate, accepted) for rate in rates}
-    results.put((kind, paced, _measure(kind, port, "flood", 0, accepted)))
+    if kind == "raw-uvloop-nonap":  # blocks in epoll_wait between reads, as before the nap
+        httpstream.IDLE_NAP_S = 0
+    server = psutil.Process(server_pid)
+    paced = {rate: _measure(kind, port, "paced", rate, accepted, server) for rate in rates}
+    results.put((kind, paced, _measure(kind, port, "flood", 0, accepted, server)))
 
 
 def _measure_placement(
@@ -383,7 +408,8 @@ def _measure_placement(
         for kind in clients:
             results: Any = ctx.Queue()
             proc = ctx.Process(
-                target=_client_main, args=(kind, port, pinned, rates, accepted, results)
+                target=_client_main,
+                args=(kind, port, pinned, rates, accepted, results, server.pid),
             )
             proc.start()
             rows.append(results.get(timeout=60 + 15 * len(rates)))
@@ -400,7 +426,8 @@ def _row(placement: str, kind: str, rate: str, m: dict[str, float], flood: dict[
     return (
         f"| {placement} | {kind} | {rate} | {m['events_per_s']:,.0f} | {m['cpu']:.2f} | "
         f"{m['cpu_us_per_event']:.1f} | {m['delay_median_ms']:.3f} | {m['delay_p99_ms']:.3f} | "
-        f"{m['preempted_per_s']:,.0f} | {m['connections']:,} | {connect} | "
+        f"{m['preempted_per_s']:,.0f} | {m['sleeps_per_s']:,.0f} | "
+        f"{m['server_us_per_event']:.1f} | {m['connections']:,} | {connect} | "
         f"{flood['events_per_s']:,.0f} |"
     )
 
@@ -436,10 +463,10 @@ def main() -> None:
     print()
     print(
         "| placement | client | offered events/s | paced events/s | CPU (cores) | CPU us/event "
-        "| delay median ms | delay p99 ms | preempted/s | connections | connect p50 / p99 ms "
-        "| flood events/s |"
+        "| delay median ms | delay p99 ms | preempted/s | sleeps/s | server CPU us/event "
+        "| connections | connect p50 / p99 ms | flood events/s |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for placement, kind, paced, flood in table:
         for rate, m in paced.items():
             print(_row(placement, kind, f"{rate:,}", m, flood))

@@ -8,7 +8,9 @@ coroutine switch per read) and the httptools C parser, which handles Content-Len
 Transfer-Encoding: chunked. Every SSE event in one socket read gets that read's arrival stamp
 (time.monotonic()), taken in `data_received` before any parsing; the parsing itself waits until
 the loop has delivered every read that was ready (`_Reads`), so one stream's parsing never
-delays another stream's stamp either.
+delays another stream's stamp either. While responses stream, an idle loop pass naps on the
+client's own timer instead of blocking in epoll_wait, so the server's writes need not wake it
+(`_Reads`; docs/performance.md has what that saves the API server and costs the client).
 
 Connections: with a `Pool` (what runner/loadgen.py uses) requests reuse keep-alive connections,
 as `vllm bench serve` does with aiohttp's TCPConnector, so a busy API server does not have to
@@ -42,6 +44,9 @@ ERROR_BODY_LIMIT = 2000
 BODY_LIMIT = 64 * 1024 * 1024
 # Pool.close() waits this long for the closed sockets' connection_lost before giving up.
 POOL_CLOSE_WAIT_S = 2.0
+# While responses are streaming, an idle loop pass sleeps this long instead of blocking in
+# epoll_wait (see _Reads); 0 turns it off. Linux's default timer slack adds about 50 us.
+IDLE_NAP_S = 100e-6
 
 OnEvent = Callable[[bytes, float], None]
 
@@ -112,15 +117,48 @@ class _Reads:
     loop has delivered them (call_soon runs after the pass's I/O callbacks, on uvloop and the
     stdlib loop alike). A read then waits only for the other reads' stamps, not for their
     parsing: with many streams, several sockets are ready at once after each server burst.
-    (No reference to the loop here: _READS maps the loop to this object weakly.)"""
+    (No reference to the loop here: _READS maps the loop to this object weakly.)
+
+    While a response is being read, the loop never blocks in epoll_wait: a pass that found no
+    read sleeps IDLE_NAP_S on the client's own timer, and the next pass polls without waiting.
+    A client blocked in epoll_wait has to be woken by the server's write, and on loopback that
+    wake-up (a cross-CPU interrupt) is charged to the API server, on the core it shares with
+    the engine; an efficient client sleeps between chunks more often than vLLM's, so it cost
+    the server more (docs/performance.md, "waking the client"). Busy passes do not nap, so
+    capacity is untouched; a stamp can be late by at most one nap."""
 
     def __init__(self) -> None:
         self.queued: list[tuple[_Connection, bytes, float]] = []
+        self.streaming = 0  # exchanges begun and not yet finished on this loop
+        self.napping = False  # the _nap callback is scheduled
+        self.read_since_nap = False
+        self.naps = 0  # over the loop's life: what bench/client_events.py and the tests read
 
     def add(self, conn: _Connection, data: bytes, stamp: float) -> None:
+        self.read_since_nap = True
         if not self.queued:
             asyncio.get_running_loop().call_soon(self.parse)
         self.queued.append((conn, data, stamp))
+
+    def exchange_began(self) -> None:
+        self.streaming += 1
+        if not self.napping and IDLE_NAP_S > 0:
+            self.napping = True
+            asyncio.get_running_loop().call_soon(self._nap)
+
+    def exchange_ended(self) -> None:
+        self.streaming -= 1
+
+    def _nap(self) -> None:
+        """Once per loop pass while streaming; being pending makes the next poll zero-timeout."""
+        if self.streaming <= 0:
+            self.napping = False  # nothing to read: the loop may block again
+            return
+        if not self.read_since_nap:
+            self.naps += 1
+            time.sleep(IDLE_NAP_S)
+        self.read_since_nap = False
+        asyncio.get_running_loop().call_soon(self._nap)
 
     def parse(self) -> None:
         queued, self.queued = self.queued, []
@@ -177,6 +215,7 @@ class _Connection(asyncio.Protocol):
         self.body: list[bytes] = []
         self.body_size = 0
         self.stall_handle = loop.call_later(stall_timeout_s, self._check_stall)
+        self.reads.exchange_began()
 
     def usable(self) -> bool:
         """Idle and open: can carry the next request."""
@@ -319,6 +358,7 @@ class _Connection(asyncio.Protocol):
         self.result.ended_at = time.monotonic()
         if self.stall_handle is not None:
             self.stall_handle.cancel()
+        self.reads.exchange_ended()
         if error is not None:
             self._drop()
         elif not (self.keep_alive and self.pool is not None) and self.transport is not None:

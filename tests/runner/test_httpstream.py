@@ -306,3 +306,85 @@ def test_it_closes_every_connection_of_a_cancelled_job(fake_vllm):
     assert [r.error for r in records] == [None, None, "cancelled", "cancelled"]
     assert still_open == 0
 
+
+
+# ---------------------------------------------------------------------------------------------
+# The idle nap: no blocking epoll_wait while streaming, and no spinning once nothing is
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("loop_name", LOOPS)
+def test_the_loop_naps_while_a_response_streams_and_blocks_again_once_none_does(
+    fake_vllm, loop_name
+):
+    async def main():
+        reads = httpstream._reads_for(asyncio.get_running_loop())
+        pool = new_pool(fake_vllm)
+        task = asyncio.ensure_future(send(fake_vllm, pool, "mode=stall please", stall_s=60))
+        await asyncio.sleep(0.2)  # no byte arrives while the server stalls: every pass naps
+        during = (reads.streaming, reads.napping, reads.naps)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await asyncio.sleep(0.01)
+        after = reads.naps
+        await asyncio.sleep(0.1)
+        await pool.close()
+        return during, (reads.streaming, reads.napping, after, reads.naps)
+
+    (streaming, napping, naps), (streaming_after, napping_after, before, later) = run_on(
+        loop_name, main()
+    )
+    assert streaming == 1 and napping
+    assert naps > 100  # 0.2 s of naps of about 0.15 ms, on a slow host too
+    assert streaming_after == 0 and not napping_after
+    assert later == before  # nothing streaming: the loop blocks instead of napping
+
+
+def test_nothing_naps_when_the_nap_is_turned_off(fake_vllm, monkeypatch):
+    monkeypatch.setattr(httpstream, "IDLE_NAP_S", 0)
+
+    async def main():
+        reads = httpstream._reads_for(asyncio.get_running_loop())
+        pool = new_pool(fake_vllm)
+        result, _ = await send(fake_vllm, pool)
+        await pool.close()
+        return result, reads.naps, reads.napping
+
+    result, naps, napping = run_on("uvloop", main())
+    assert result.error is None and naps == 0 and not napping
+
+
+@pytest.mark.parametrize(
+    "mode", ["normal", "http_500", "garbage_sse", "stall", "die_mid_stream", "truncated_sse"]
+)
+def test_every_way_an_exchange_ends_takes_it_off_the_streaming_count(fake_vllm, mode):
+    async def main():
+        reads = httpstream._reads_for(asyncio.get_running_loop())
+        pool = new_pool(fake_vllm)
+        for _ in range(2):  # the second on a reused connection where the first one allows it
+            await send(fake_vllm, pool, f"mode={mode} please", stall_s=0.2)
+        await pool.close()
+        await asyncio.sleep(0.01)
+        return reads.streaming, reads.napping
+
+    assert run_on("uvloop", main()) == (0, False)
+
+
+def test_a_refused_connection_and_a_closed_pool_leave_nothing_streaming(fake_vllm):
+    async def main():
+        reads = httpstream._reads_for(asyncio.get_running_loop())
+        refused = httpstream.parse_url("http://127.0.0.1:9", "/v1/completions")
+        result = await httpstream.post(refused, b"{}", lambda d, s: None, sse=True,
+                                       stall_timeout_s=1, request_timeout_s=1)
+        pool = new_pool(fake_vllm)
+        task = asyncio.ensure_future(send(fake_vllm, pool, "mode=stall please", stall_s=60))
+        await asyncio.sleep(0.1)
+        await pool.close()  # ends the stalled exchange from outside
+        closed, _ = await task
+        await asyncio.sleep(0.01)
+        return result, closed, reads.streaming, reads.napping
+
+    result, closed, streaming, napping = run_on("uvloop", main())
+    assert result.error is not None and closed.error == "connection pool closed"
+    assert (streaming, napping) == (0, False)
