@@ -8,10 +8,10 @@ runs in its own fresh process, one after another, against the same server:
 - httpx (AsyncClient.stream + aiter_lines), aiohttp (iterating response.content by line, as
   `vllm bench serve` does), runner.httpstream (the load generator's hot path, feeding the real
   per-request collector) on the stdlib loop and on uvloop, all four on pooled keep-alive
-  connections; runner.httpstream on uvloop with its idle nap turned off (IDLE_NAP_S = 0: the
-  loop blocks in epoll_wait between reads, as before the nap); and runner.httpstream on uvloop
-  with a new connection per request (`Connection: close`, what the load generator did before
-  it pooled connections).
+  connections; the same on uvloop with the idle nap (NAP_S, as a client's idle_nap_us: while
+  streaming, an idle loop pass sleeps instead of blocking in epoll_wait); and runner.httpstream
+  on uvloop with a new connection per request (`Connection: close`, what the load generator did
+  before it pooled connections).
 - Every client parses every event with orjson, so the rows compare transports, not JSON parsers.
 
 Two placements, each client measured in both (`--placements` picks):
@@ -56,9 +56,10 @@ EVENTS_PER_REQUEST = 40  # a 200 ms response; a closed-loop slot then sends its 
 PACED_S = 4.0
 FLOOD_STREAMS = 32
 FLOOD_S = 2.0
-CLIENTS = ("httpx", "aiohttp", "raw", "raw-uvloop", "raw-uvloop-nonap", "raw-uvloop-close")
+CLIENTS = ("httpx", "aiohttp", "raw", "raw-uvloop", "raw-uvloop-nap", "raw-uvloop-close")
 PLACEMENTS = ("own cores", "shared")
 SERVER_CPU, CLIENT_CPU = 0, 1  # own cores
+NAP_S = 100e-6  # raw-uvloop-nap: `--client-idle-nap-us 100`
 
 EVENT = (
     b'data: {"id":"cmpl-bench","object":"text_completion","created":1700000000,"model":"bench",'
@@ -241,6 +242,8 @@ async def _run_slots(kind: str, port: int, mode: str, slots: int, seconds: float
     from runner.responses import ResponseCollector
 
     tally = _Tally()
+    if kind == "raw-uvloop-nap":
+        httpstream.nap_while_streaming(NAP_S)
     stop_at = time.monotonic() + seconds
 
     def on_line(line: bytes, stamp: float) -> None:  # httpx / aiohttp: one SSE line at a time
@@ -249,7 +252,7 @@ async def _run_slots(kind: str, port: int, mode: str, slots: int, seconds: float
             if sent is not None:
                 tally.add(stamp, sent)
 
-    pooled = kind in ("raw", "raw-uvloop", "raw-uvloop-nonap")
+    pooled = kind in ("raw", "raw-uvloop", "raw-uvloop-nap")
     pool = httpstream.Pool("127.0.0.1", port) if pooled else None
 
     async def raw_slot(first: str, later: str) -> None:
@@ -383,12 +386,8 @@ def _client_main(
 ) -> None:
     import psutil
 
-    from runner import httpstream
-
     if pinned:
         os.sched_setaffinity(0, {CLIENT_CPU})
-    if kind == "raw-uvloop-nonap":  # blocks in epoll_wait between reads, as before the nap
-        httpstream.IDLE_NAP_S = 0
     server = psutil.Process(server_pid)
     paced = {rate: _measure(kind, port, "paced", rate, accepted, server) for rate in rates}
     results.put((kind, paced, _measure(kind, port, "flood", 0, accepted, server)))

@@ -67,6 +67,18 @@ def automatic_caveats(result: PointResult) -> list[tuple[str, str, str]]:
                 f"Client saturated ({reasons}): per-token timings may be distorted.",
             )
         )
+    nap = result.client.idle_nap_us
+    if nap > 0:
+        caveats.append(
+            (
+                "client-nap",
+                Caveat.Kind.METHOD,
+                f"The client napped {nap:g} µs on idle event-loop passes instead of waiting for "
+                "the server's next bytes (it spares a co-located API server the wake-ups): every "
+                f"arrival stamp, and so TTFT, ITL and TPOT, can be late by up to {nap:g} µs plus "
+                "about 50 µs of timer slack.",
+            )
+        )
     gap = queue_gap_fraction(result)  # None for imports: they carry no engine samples
     if sparse_queue_samples(gap):
         consequence = (

@@ -19,6 +19,7 @@ REQUIRED_CAVEAT_CODES = (
     "cpu-engine",
     "invalid-point",
     "client-saturated",
+    "client-nap",
     "sparse-queue-samples",
     "vllm-bench-import",
 )
@@ -49,8 +50,8 @@ class ReportForm(forms.ModelForm):
     )
     caveats = forms.MultipleChoiceField(
         required=False, widget=forms.CheckboxSelectMultiple,
-        help_text="CPU-engine, invalid-point, client-saturated and sparse-queue-samples caveats "
-                  "of the chosen points are always included.",
+        help_text=f"The chosen points' {', '.join(REQUIRED_CAVEAT_CODES)} caveats are always "
+                  "included.",
     )
     extra_caveats = forms.CharField(
         required=False, widget=forms.Textarea(attrs={"rows": 3}),

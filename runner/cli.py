@@ -36,6 +36,7 @@ from runner.endpoint import NO_CREDENTIALS, Credentials
 from runner.importer import ImportFileError, load_result_file
 from runner.results import ResultFileError, append_point, finished_keys
 from runner.schema import (
+    ClientSpec,
     EngineConfig,
     EngineSetting,
     PointResult,
@@ -306,6 +307,15 @@ def _add_load_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="LIST",
         help="pin client processes to these CPUs, e.g. 6,7 (keep them off the server's cores)",
     )
+    group.add_argument(
+        "--client-idle-nap-us",
+        type=_nap_microseconds,
+        default=0,
+        metavar="US",
+        help="while responses stream, an idle client loop pass sleeps US microseconds instead "
+        "of blocking, sparing a co-located API server the wake-ups; stamps can be late by that "
+        "much (at most 1000; default 0: off)",
+    )
     group.add_argument("--request-timeout", type=float, default=600)
     group.add_argument("--warmup-requests", type=int, default=0)
     group.add_argument(
@@ -335,6 +345,19 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
+    return value
+
+
+def _nap_microseconds(text: str) -> float:
+    """--client-idle-nap-us: 0 (off) to ClientSpec's limit, finite."""
+    limit = ClientSpec.model_fields["idle_nap_us"].metadata
+    most = next(m.le for m in limit if getattr(m, "le", None) is not None)
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 <= value <= most:
+        raise argparse.ArgumentTypeError(f"expected microseconds from 0 to {most:g}, got {text!r}")
     return value
 
 
@@ -534,6 +557,7 @@ def plan_from_bench_args(args: argparse.Namespace) -> dict[str, Any]:
             "processes": args.client_processes,
             "request_timeout_s": args.request_timeout,
             "cpus": client_cpus,
+            "idle_nap_us": args.client_idle_nap_us,
         },
         "replicas": args.replicas,
         "warmup_requests": args.warmup_requests,

@@ -8,9 +8,10 @@ coroutine switch per read) and the httptools C parser, which handles Content-Len
 Transfer-Encoding: chunked. Every SSE event in one socket read gets that read's arrival stamp
 (time.monotonic()), taken in `data_received` before any parsing; the parsing itself waits until
 the loop has delivered every read that was ready (`_Reads`), so one stream's parsing never
-delays another stream's stamp either. While responses stream, an idle loop pass naps on the
-client's own timer instead of blocking in epoll_wait, so the server's writes need not wake it
-(`_Reads`; docs/performance.md has what that saves the API server and costs the client).
+delays another stream's stamp either. Optionally (`nap_while_streaming`, a client's
+idle_nap_us), while responses stream an idle loop pass naps on the client's own timer instead
+of blocking in epoll_wait, so the server's writes need not wake it (`_Reads`;
+docs/performance.md has what that saves the API server and costs the stamps).
 
 Connections: with a `Pool` (what runner/loadgen.py uses) requests reuse keep-alive connections,
 as `vllm bench serve` does with aiohttp's TCPConnector, so a busy API server does not have to
@@ -44,9 +45,6 @@ ERROR_BODY_LIMIT = 2000
 BODY_LIMIT = 64 * 1024 * 1024
 # Pool.close() waits this long for the closed sockets' connection_lost before giving up.
 POOL_CLOSE_WAIT_S = 2.0
-# While responses are streaming, an idle loop pass sleeps this long instead of blocking in
-# epoll_wait (see _Reads); 0 turns it off. Linux's default timer slack adds about 50 us.
-IDLE_NAP_S = 100e-6
 
 OnEvent = Callable[[bytes, float], None]
 
@@ -119,8 +117,9 @@ class _Reads:
     parsing: with many streams, several sockets are ready at once after each server burst.
     (No reference to the loop here: _READS maps the loop to this object weakly.)
 
-    While a response is being read, the loop never blocks in epoll_wait: a pass that found no
-    read sleeps IDLE_NAP_S on the client's own timer, and the next pass polls without waiting.
+    With a nap set (nap_while_streaming) and a response being read, the loop never blocks in
+    epoll_wait: a pass that found no read sleeps nap_s on the client's own timer, and the next
+    pass polls without waiting.
     A client blocked in epoll_wait has to be woken by the server's write, and on loopback that
     wake-up (a cross-CPU interrupt) is charged to the API server, on the core it shares with
     the engine; an efficient client sleeps between chunks more often than vLLM's, so it cost
@@ -129,6 +128,7 @@ class _Reads:
 
     def __init__(self) -> None:
         self.queued: list[tuple[_Connection, bytes, float]] = []
+        self.nap_s = 0.0  # 0: no nap, the loop blocks between reads
         self.streaming = 0  # exchanges begun and not yet finished on this loop
         self.napping = False  # the _nap callback is scheduled
         self.read_since_nap = False
@@ -142,7 +142,7 @@ class _Reads:
 
     def exchange_began(self) -> None:
         self.streaming += 1
-        if not self.napping and IDLE_NAP_S > 0:
+        if not self.napping and self.nap_s > 0:
             self.napping = True
             asyncio.get_running_loop().call_soon(self._nap)
 
@@ -151,12 +151,12 @@ class _Reads:
 
     def _nap(self) -> None:
         """Once per loop pass while streaming; being pending makes the next poll zero-timeout."""
-        if self.streaming <= 0:
-            self.napping = False  # nothing to read: the loop may block again
+        if self.streaming <= 0 or self.nap_s <= 0:
+            self.napping = False  # nothing to read, or the nap turned off: the loop may block
             return
         if not self.read_since_nap:
             self.naps += 1
-            time.sleep(IDLE_NAP_S)
+            time.sleep(self.nap_s)
         self.read_since_nap = False
         asyncio.get_running_loop().call_soon(self._nap)
 
@@ -177,6 +177,14 @@ def _reads_for(loop: asyncio.AbstractEventLoop) -> _Reads:
     if reads is None:
         reads = _READS[loop] = _Reads()
     return reads
+
+
+def nap_while_streaming(seconds: float) -> None:
+    """From now on, on the running loop: while a response streams, a loop pass that found no
+    read sleeps this long instead of blocking in epoll_wait (0: block, the default)."""
+    if not seconds >= 0:
+        raise ValueError(f"a nap is a number of seconds >= 0, got {seconds!r}")
+    _reads_for(asyncio.get_running_loop()).nap_s = seconds
 
 
 class _Connection(asyncio.Protocol):

@@ -498,6 +498,7 @@ async def run_job(
     on_done: Callable[[], None],
 ) -> tuple[list[RequestRecord], _JobStats]:
     """Run one job from t0 on the running loop; returns a record for every item, always."""
+    httpstream.nap_while_streaming(client.idle_nap_us * 1e-6)
     await _sleep_until(t0)
     run = _Run(_Context(job, workload, client, t0), on_done)
     stats = _JobStats()
@@ -606,8 +607,11 @@ def job_health(stats: _JobStats) -> dict[str, float | None]:
     }
 
 
-def merge_health(per_worker: list[dict[str, float | None]]) -> ClientHealth:
-    """The busiest worker speaks for the client: one saturated process distorts its requests."""
+def merge_health(
+    per_worker: list[dict[str, float | None]], idle_nap_us: float = 0.0
+) -> ClientHealth:
+    """The busiest worker speaks for the client: one saturated process distorts its requests.
+    idle_nap_us: the client's nap (ClientSpec), recorded because it can delay every stamp."""
 
     def worst(key: str) -> float | None:
         values = [h[key] for h in per_worker if h[key] is not None]
@@ -641,6 +645,7 @@ def merge_health(per_worker: list[dict[str, float | None]]) -> ClientHealth:
         loop_lag_max_ms=lag_max,
         saturated=bool(reasons),
         reasons=reasons,
+        idle_nap_us=idle_nap_us,
     )
 
 
@@ -741,7 +746,8 @@ def _run_in_process(
 
     t0 = time.monotonic() + 0.01  # leave the loop a moment to start before the first send
     records, stats = _run_job_blocking(job, workload, client, t0, cancel.is_set, on_done)
-    return LoadOutcome(records=records, health=merge_health([job_health(stats)]), t0=t0)
+    health = merge_health([job_health(stats)], client.idle_nap_us)
+    return LoadOutcome(records=records, health=health, t0=t0)
 
 
 def _run_processes(
@@ -790,7 +796,7 @@ def _run_processes(
     healths = [
         h or {"cpu_fraction": None, "lag_p99_ms": None, "lag_max_ms": None} for _, h in results
     ]
-    return LoadOutcome(records=records, health=merge_health(healths), t0=t0)
+    return LoadOutcome(records=records, health=merge_health(healths, client.idle_nap_us), t0=t0)
 
 
 def _wait_ready(procs: list[Any], events: Any, cancel: threading.Event) -> bool:

@@ -830,6 +830,12 @@ class ClientSpec(Schema):
     # server's core waits for it, and its arrival stamps are late (docs/performance.md, client).
     # Empty: wherever the scheduler puts them. Set, the load never runs in the caller's process.
     cpus: list[int] = Field(default_factory=list)
+    # While responses stream, a client loop pass that found nothing sleeps this long instead of
+    # blocking in epoll_wait, so the server's writes need not wake the client: on one host the
+    # API server then spent 9-11% less CPU per unit of engine CPU, and every arrival stamp can
+    # be late by up to one nap, plus about 50 us of timer slack (docs/performance.md, "waking
+    # the client"). 0: off, the loop blocks (stamps as early as the loop can take them).
+    idle_nap_us: float = Field(default=0, ge=0, le=1000)
 
     @field_validator("cpus")
     @classmethod
@@ -1438,6 +1444,8 @@ class ClientHealth(Schema):
     loop_lag_max_ms: float | None = None
     saturated: bool = False
     reasons: list[str] = Field(default_factory=list)
+    # ClientSpec.idle_nap_us of the run: > 0, every arrival stamp can be late by up to it.
+    idle_nap_us: float = 0.0
     # Files written before it existed, imports and failed probes: None (not measured).
     network_rtt: NetworkRtt | None = None
     # None: a closed loop, an import, or a file written before it existed.

@@ -205,7 +205,7 @@ def test_what_the_form_cannot_express_is_named_and_the_rest_is_filled(engineer, 
         "count, Poisson arrivals, no in-flight cap, at most 20)",
         "engine configs without a KV-cache dtype run with the checkpoint's fp8",
         'client: not on the form; a launch uses the default {"processes": 1, '
-        '"request_timeout_s": 600.0, "stall_timeout_s": 60.0, "cpus": []}',
+        '"request_timeout_s": 600.0, "stall_timeout_s": 60.0, "cpus": [], "idle_nap_us": 0.0}',
         "warmup_requests: not on the form; a launch uses the default 0",
         "launch.env: not on the form; a launch uses the default {}",
     ]

@@ -126,6 +126,18 @@ def test_a_point_no_sample_fell_inside_is_said_to_have_no_queue_figures():
 
 
 @pytest.mark.django_db
+def test_a_point_whose_client_napped_says_its_stamps_can_be_late_by_the_nap():
+    benchmark = make_benchmark(state="running")
+    result = make_point_result(num_requests=100, launch_style="serve")
+    result.client.idle_nap_us = 150
+    caveat = store_point(benchmark, result).caveats.get()
+    assert caveat.code == "client-nap" and caveat.kind == Caveat.Kind.METHOD
+    assert "napped 150 µs" in caveat.text and "late by up to 150 µs" in caveat.text
+    plain = make_point_result(num_requests=100, launch_style="serve", max_num_seqs=8)
+    assert not store_point(benchmark, plain).caveats.exists()
+
+
+@pytest.mark.django_db
 def test_a_saturated_client_and_an_invalid_point_get_their_caveats():
     benchmark = make_benchmark(state="running")
     point = store_point(

@@ -309,7 +309,7 @@ def test_it_closes_every_connection_of_a_cancelled_job(fake_vllm):
 
 
 # ---------------------------------------------------------------------------------------------
-# The idle nap: no blocking epoll_wait while streaming, and no spinning once nothing is
+# The idle nap (when set): no blocking epoll_wait while streaming, no spinning once nothing is
 # ---------------------------------------------------------------------------------------------
 
 
@@ -319,6 +319,7 @@ def test_the_loop_naps_while_a_response_streams_and_blocks_again_once_none_does(
 ):
     async def main():
         reads = httpstream._reads_for(asyncio.get_running_loop())
+        httpstream.nap_while_streaming(100e-6)
         pool = new_pool(fake_vllm)
         task = asyncio.ensure_future(send(fake_vllm, pool, "mode=stall please", stall_s=60))
         await asyncio.sleep(0.2)  # no byte arrives while the server stalls: every pass naps
@@ -341,18 +342,63 @@ def test_the_loop_naps_while_a_response_streams_and_blocks_again_once_none_does(
     assert later == before  # nothing streaming: the loop blocks instead of napping
 
 
-def test_nothing_naps_when_the_nap_is_turned_off(fake_vllm, monkeypatch):
-    monkeypatch.setattr(httpstream, "IDLE_NAP_S", 0)
+def test_a_nap_turned_off_mid_stream_stops_at_once_rather_than_spinning(fake_vllm):
+    async def main():
+        reads = httpstream._reads_for(asyncio.get_running_loop())
+        httpstream.nap_while_streaming(100e-6)
+        pool = new_pool(fake_vllm)
+        task = asyncio.ensure_future(send(fake_vllm, pool, "mode=stall please", stall_s=0.3))
+        await asyncio.sleep(0.05)
+        httpstream.nap_while_streaming(0)
+        await asyncio.sleep(0.01)
+        off_at = (reads.napping, reads.naps)
+        await asyncio.sleep(0.1)
+        result, _ = await task
+        await pool.close()
+        return off_at, reads.naps, result
 
+    (napping, naps_then), naps_later, result = run_on("uvloop", main())
+    assert naps_then > 0 and not napping and naps_later == naps_then
+    assert result.error.startswith("stalled")
+
+
+def test_nothing_naps_unless_a_nap_is_set(fake_vllm):
     async def main():
         reads = httpstream._reads_for(asyncio.get_running_loop())
         pool = new_pool(fake_vllm)
-        result, _ = await send(fake_vllm, pool)
+        result, _ = await send(fake_vllm, pool, "mode=stall please", stall_s=0.1)
         await pool.close()
         return result, reads.naps, reads.napping
 
     result, naps, napping = run_on("uvloop", main())
-    assert result.error is None and naps == 0 and not napping
+    assert result.error.startswith("stalled") and naps == 0 and not napping
+
+
+@pytest.mark.parametrize("seconds", [-1e-6, float("nan")])
+def test_a_nap_that_is_no_number_of_seconds_is_refused(seconds):
+    async def main():
+        httpstream.nap_while_streaming(seconds)
+
+    with pytest.raises(ValueError, match="number of seconds >= 0"):
+        run_on("uvloop", main())
+
+
+@pytest.mark.parametrize(("nap_us", "napped"), [(0, False), (200, True)])
+def test_a_job_naps_as_its_client_spec_says(fake_vllm, nap_us, napped):
+    """run_job sets the nap from ClientSpec.idle_nap_us (a plan's client, --client-idle-nap-us)."""
+    fake_vllm.interval_s = 0.02  # slow chunks: the loop has idle passes between them
+
+    async def main():
+        reads = httpstream._reads_for(asyncio.get_running_loop())
+        prompts = [Prompt(index=0, text="hello there")]
+        client = ClientSpec(request_timeout_s=10, stall_timeout_s=5, idle_nap_us=nap_us)
+        records, _ = await run_one_job(fake_vllm, prompts, client)
+        return records, reads.nap_s, reads.naps
+
+    records, nap_s, naps = run_on("uvloop", main())
+    assert records[0].ok
+    assert nap_s == pytest.approx(nap_us * 1e-6)
+    assert (naps > 10) is napped
 
 
 @pytest.mark.parametrize(
@@ -361,6 +407,7 @@ def test_nothing_naps_when_the_nap_is_turned_off(fake_vllm, monkeypatch):
 def test_every_way_an_exchange_ends_takes_it_off_the_streaming_count(fake_vllm, mode):
     async def main():
         reads = httpstream._reads_for(asyncio.get_running_loop())
+        httpstream.nap_while_streaming(100e-6)
         pool = new_pool(fake_vllm)
         for _ in range(2):  # the second on a reused connection where the first one allows it
             await send(fake_vllm, pool, f"mode={mode} please", stall_s=0.2)
@@ -374,6 +421,7 @@ def test_every_way_an_exchange_ends_takes_it_off_the_streaming_count(fake_vllm, 
 def test_a_refused_connection_and_a_closed_pool_leave_nothing_streaming(fake_vllm):
     async def main():
         reads = httpstream._reads_for(asyncio.get_running_loop())
+        httpstream.nap_while_streaming(100e-6)
         refused = httpstream.parse_url("http://127.0.0.1:9", "/v1/completions")
         result = await httpstream.post(refused, b"{}", lambda d, s: None, sse=True,
                                        stall_timeout_s=1, request_timeout_s=1)

@@ -127,6 +127,19 @@ def test_it_records_every_request_of_a_burst_with_usage_tokens(fake_vllm):
     assert fake_vllm.requests[0]["stream_options"] == {"include_usage": True}
 
 
+@pytest.mark.parametrize("processes", [1, 2])
+def test_the_points_client_health_records_the_clients_idle_nap(fake_vllm, processes):
+    """In the caller's process and in spawned workers alike: the nap can delay every stamp, so
+    the point says it ran with one (benchmarks.points then gives it the client-nap caveat)."""
+    load = LoadSpec(num_requests=4)
+    napping = ClientSpec(request_timeout_s=10, stall_timeout_s=5, processes=processes,
+                         idle_nap_us=250)
+    outcome = run(fake_vllm, WorkloadSpec(output_tokens=4), load, client=napping)
+    assert all(r.ok for r in outcome.records) and outcome.health.idle_nap_us == 250
+    plain = ClientSpec(request_timeout_s=10, stall_timeout_s=5, processes=processes)
+    assert run(fake_vllm, WorkloadSpec(output_tokens=4), load, client=plain).health.idle_nap_us == 0
+
+
 def test_it_counts_tokens_per_chunk_with_a_stream_interval(fake_vllm):
     fake_vllm.stream_interval = 4
     outcome = run(fake_vllm, WorkloadSpec(output_tokens=13), LoadSpec(num_requests=2))

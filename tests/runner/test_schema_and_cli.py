@@ -143,6 +143,23 @@ def test_bench_refuses_client_cpus_this_host_does_not_have_before_starting_an_en
     assert not out.exists()
 
 
+def test_the_client_idle_nap_goes_into_the_plan_off_unless_asked_for():
+    assert bench_plan().client.idle_nap_us == 0
+    assert bench_plan("--client-idle-nap-us", "150").client.idle_nap_us == 150
+    assert bench_plan("--client-idle-nap-us", "1000").client.idle_nap_us == 1000
+
+
+@pytest.mark.parametrize("value", ["-1", "1000.5", "nan", "inf", "fast"])
+def test_it_refuses_a_client_idle_nap_outside_0_to_1000_us(capsys, value):
+    assert (
+        f"argument --client-idle-nap-us: expected microseconds from 0 to 1000, got '{value}'"
+        in refused(capsys, "--client-idle-nap-us", value)
+    )
+    if value != "fast":  # a plan file refuses the same numbers
+        with pytest.raises(ValidationError, match="idle_nap_us"):
+            ClientSpec(idle_nap_us=float(value))
+
+
 def test_client_cpus_must_be_distinct_and_not_negative():
     with pytest.raises(ValidationError, match="distinct CPU numbers"):
         ClientSpec(cpus=[1, 1])
