@@ -205,10 +205,16 @@ def _validity(point: PointResult, notes: _Notes) -> str:
 def _client_health(point: PointResult, notes: _Notes) -> str:
     if point.source == "vllm-bench-import":
         return "-"  # the file does not say how the client fared
-    if not point.client.saturated:
-        return "yes"
-    reasons = "; ".join(point.client.reasons) or "no reason recorded"
-    return "no " + notes.mark(point, f"client saturated: {reasons}")
+    nap = point.client.idle_nap_us
+    problems = []
+    if point.client.saturated:
+        problems.append("client saturated: " + ("; ".join(point.client.reasons) or "no reason "
+                                                 "recorded"))
+    if nap > 0:
+        problems.append(f"the client napped {nap:g} µs on idle loop passes: stamps can be late "
+                        "by up to that")
+    verdict = "no" if point.client.saturated else "yes"
+    return f"{verdict} {notes.mark(point, '; '.join(problems))}" if problems else verdict
 
 
 def _fmt(value: float | None, spec: str = ",.0f") -> str:

@@ -84,6 +84,31 @@ def test_a_long_client_saturation_reason_goes_below_the_table_and_fits_80_column
     assert as_prose(lines).count(LAG_REASON) == 1
 
 
+def test_a_napping_client_is_named_below_the_table_whether_or_not_it_saturated(capsys):
+    napped = wide_point().model_copy(update={"client": ClientHealth(idle_nap_us=150)})
+    both = wide_point().model_copy(
+        update={"client": ClientHealth(idle_nap_us=150, saturated=True, reasons=[CPU_REASON])}
+    )
+
+    print_summary([napped, both])
+
+    lines = printed(capsys)
+    assert max(len(line) for line in lines) <= 80
+    nap = "the client napped 150 µs on idle loop passes: stamps can be late by up to that"
+    cells = [re.search(r"(yes|no) \((\d+)\)\s*$", line) for line in lines if "%" in line]
+    verdicts = [(m.group(1), m.group(2)) for m in cells if m]
+    assert [v for v, _ in verdicts] == ["yes", "no"]
+    assert as_prose(note(lines, verdicts[0][1])) == f"({verdicts[0][1]}) {napped.key}: {nap}"
+    assert as_prose(note(lines, verdicts[1][1])) == (
+        f"({verdicts[1][1]}) {both.key}: client saturated: {CPU_REASON}; {nap}"
+    )
+
+
+def test_a_client_that_did_not_nap_gets_no_note(capsys):
+    print_summary([wide_point()])
+    assert "napped" not in as_prose(printed(capsys))
+
+
 def test_the_summary_says_its_latency_is_vllms_from_the_actual_send(capsys):
     print_summary([make_point(4)])
 
