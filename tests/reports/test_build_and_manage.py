@@ -62,6 +62,19 @@ def test_the_cpu_engine_caveat_is_always_included(sweep, owner_client):
     assert list(report.caveats.values_list("code", flat=True)) == ["cpu-engine"]
 
 
+def test_a_napping_clients_caveat_cannot_be_left_out_and_reaches_the_customer(sweep, owner_client):
+    candidate = point(sweep, 64, 32)
+    text = "The client napped 100 µs on idle event-loop passes instead of waiting."
+    Caveat.objects.create(point=candidate, kind="method", code="client-nap", text=text)
+    form = owner_client.get(f"/runs/{sweep.code}/report/").context["form"]
+    assert all("client-nap" not in label for _, label in form.fields["caveats"].choices)
+    assert "client-nap," in form.fields["caveats"].help_text
+    response = owner_client.post(f"/runs/{sweep.code}/report/", _form(sweep))
+    report = Report.objects.get()
+    assert list(report.caveats.values_list("code", flat=True)) == ["cpu-engine", "client-nap"]
+    assert html.escape(text) in Client().get(f"/r/{_shown_link(response)}/").content.decode()
+
+
 def test_chosen_and_written_caveats_are_copied_onto_the_report(sweep, owner_client):
     caveat = Caveat.objects.create(benchmark=sweep, kind="scope", code="short-prompts",
                                    text="Short prompts only.")
