@@ -833,8 +833,8 @@ class ClientSpec(Schema):
     # While responses stream, a client loop pass that found nothing sleeps this long instead of
     # blocking in epoll_wait, so the server's writes need not wake the client: on one host the
     # API server then spent 9-11% less CPU per unit of engine CPU, and every arrival stamp can
-    # be late by up to one nap, plus about 50 us of timer slack (docs/performance.md, "waking
-    # the client"). 0: off, the loop blocks (stamps as early as the loop can take them).
+    # be late by up to one nap, plus about 50 us of timer slack (docs/performance.md, "The idle
+    # nap"). 0: off, the loop blocks (stamps as early as the loop can take them).
     idle_nap_us: float = Field(default=0, ge=0, le=1000)
 
     @field_validator("cpus")
