@@ -132,7 +132,7 @@ class _Reads:
         self.streaming = 0  # exchanges begun and not yet finished on this loop
         self.napping = False  # the _nap callback is scheduled
         self.read_since_nap = False
-        self.naps = 0  # over the loop's life: what bench/client_events.py and the tests read
+        self.naps = 0  # over the loop's life: the tests read it to see the loop napped or not
 
     def add(self, conn: _Connection, data: bytes, stamp: float) -> None:
         self.read_since_nap = True

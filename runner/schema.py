@@ -820,6 +820,10 @@ class LoadSpec(Schema):
         return float(self.num_requests)
 
 
+# The longest idle nap a client may take (ClientSpec.idle_nap_us): each stamp can be late by it.
+IDLE_NAP_MAX_US: Final = 1000
+
+
 class ClientSpec(Schema):
     processes: int = Field(default=1, gt=0)
     request_timeout_s: float = Field(default=600, gt=0)
@@ -835,7 +839,7 @@ class ClientSpec(Schema):
     # API server then spent 9-11% less CPU per unit of engine CPU, and every arrival stamp can
     # be late by up to one nap, plus about 50 us of timer slack (docs/performance.md, "The idle
     # nap"). 0: off, the loop blocks (stamps as early as the loop can take them).
-    idle_nap_us: float = Field(default=0, ge=0, le=1000)
+    idle_nap_us: float = Field(default=0, ge=0, le=IDLE_NAP_MAX_US)
 
     @field_validator("cpus")
     @classmethod
