@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import gc
 import multiprocessing
 import os
 import queue as queue_module
@@ -36,7 +37,7 @@ import signal
 import threading
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -68,6 +69,8 @@ LOOP_TICK_S = 0.005
 START_DELAY_S = 0.25
 # Spawned workers import numpy, pydantic and orjson before they are ready.
 READY_TIMEOUT_S = 120.0
+# The oldest generation's threshold while a load runs: full collections wait until it ends.
+NO_FULL_COLLECTION = 1 << 30
 CANCEL_POLL_S = 0.05
 PROGRESS_INTERVAL_S = 0.1
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
@@ -577,6 +580,36 @@ async def _sleep_until(deadline: float) -> None:
         await asyncio.sleep(delay)
 
 
+@contextlib.contextmanager
+def _quiet_collector() -> Iterator[None]:
+    """While the load runs, no full garbage collection, and the young ones skip every object
+    from before it. A collection stops the event loop, and every arrival in that time is stamped
+    late. `vllm bench serve` freezes its heap before its benchmark "to reduce pause times"
+    (freeze_gc_heap); this does that, and also holds full collections back, since they walk
+    every live request too. bench/client_gc.py, a burst of 3,000 on a 2-CPU host: two full
+    collections inside the load, the longest 171-199 ms, without this; none with it, at the same
+    peak memory (docs/performance.md, "Garbage collection during a point"). Young collections
+    still run, so short-lived cycles are still freed.
+
+    Enter before t0 is set: the collection here takes time (about 30 ms over the runner's own
+    ~50,000 startup objects on that host). On the way out the heap thaws and the thresholds
+    come back, so a long-lived caller (a Celery worker running point after point) frees what
+    the load left. Entered while the heap is frozen already (by the caller, or by a load in
+    another thread), it changes nothing, so it never undoes what someone else set."""
+    if gc.get_freeze_count() > 0:
+        yield
+        return
+    thresholds = gc.get_threshold()
+    gc.collect()  # garbage now is freed, not frozen
+    gc.freeze()
+    gc.set_threshold(thresholds[0], thresholds[1], NO_FULL_COLLECTION)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
+        gc.unfreeze()
+
+
 def _run_job_blocking(
     job: _Job,
     workload: WorkloadSpec,
@@ -744,8 +777,9 @@ def _run_in_process(
         done += 1
         progress(done, total)
 
-    t0 = time.monotonic() + 0.01  # leave the loop a moment to start before the first send
-    records, stats = _run_job_blocking(job, workload, client, t0, cancel.is_set, on_done)
+    with _quiet_collector():
+        t0 = time.monotonic() + 0.01  # leave the loop a moment to start before the first send
+        records, stats = _run_job_blocking(job, workload, client, t0, cancel.is_set, on_done)
     health = merge_health([job_health(stats)], client.idle_nap_us)
     return LoadOutcome(records=records, health=health, t0=t0)
 
@@ -929,11 +963,6 @@ def _worker_main(
             os.sched_setaffinity(0, {client.cpus[w % len(client.cpus)]})
             (pinned_cpu,) = os.sched_getaffinity(0)  # what the kernel applied, not what was asked
         _raise_open_files_limit()
-        events.put(("ready", w))
-        while not start_conn.poll(0.1):
-            if stop.is_set():
-                return
-        t0 = start_conn.recv()
         done = 0
         last_sent = 0.0
 
@@ -945,7 +974,13 @@ def _worker_main(
                 last_sent = now
                 events.put(("progress", w, done))
 
-        records, stats = _run_job_blocking(job, workload, client, t0, stop.is_set, on_done)
+        with _quiet_collector():  # before saying ready: the parent then sets t0
+            events.put(("ready", w))
+            while not start_conn.poll(0.1):
+                if stop.is_set():
+                    return
+            t0 = start_conn.recv()
+            records, stats = _run_job_blocking(job, workload, client, t0, stop.is_set, on_done)
         health = {**job_health(stats), "pinned_cpu": pinned_cpu}
         for batch in record_batches(records):
             events.put(("records", w, batch))  # pickled: compact arrays travel as raw bytes

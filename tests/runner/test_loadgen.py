@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import socket
 import threading
@@ -10,7 +11,14 @@ import time
 import numpy as np
 import pytest
 
-from runner.loadgen import Target, merge_health, plan_jobs, run_load, send_offsets
+from runner.loadgen import (
+    NO_FULL_COLLECTION,
+    Target,
+    merge_health,
+    plan_jobs,
+    run_load,
+    send_offsets,
+)
 from runner.responses import chunk_token_counts, request_body
 from runner.schema import ClientSpec, LoadSpec, WorkloadSpec
 from runner.workloads import Prompt, build_prompts
@@ -125,6 +133,34 @@ def test_it_records_every_request_of_a_burst_with_usage_tokens(fake_vllm):
         assert r.ttft == pytest.approx(r.chunk_times[0] - r.actual_send)
         assert r.e2el == pytest.approx(r.chunk_times[-1] - r.actual_send)
     assert fake_vllm.requests[0]["stream_options"] == {"include_usage": True}
+
+
+def test_the_collector_runs_no_full_collection_and_skips_the_old_heap_while_loading(fake_vllm):
+    """As `vllm bench serve` freezes its heap, and more: a full collection mid-load stops the
+    loop and stamps every arrival in the pause late. Both come back once the load is over."""
+    thresholds = gc.get_threshold()
+    assert gc.get_freeze_count() == 0
+    seen = []
+    run(fake_vllm, WorkloadSpec(output_tokens=4), LoadSpec(num_requests=3),
+        on_request_done=lambda d, t: seen.append((gc.get_freeze_count(), gc.get_threshold())))
+    assert len(seen) == 3
+    for frozen, (young, middle, oldest) in seen:
+        assert frozen > 1000 and (young, middle) == thresholds[:2] and oldest == NO_FULL_COLLECTION
+    assert gc.get_freeze_count() == 0 and gc.get_threshold() == thresholds
+
+
+def test_it_leaves_a_collector_someone_else_set_up_as_it_was(fake_vllm):
+    """A heap frozen already (the caller's, or a load in another thread): nothing to undo later."""
+    thresholds = gc.get_threshold()
+    gc.freeze()
+    try:
+        seen = []
+        run(fake_vllm, WorkloadSpec(output_tokens=4), LoadSpec(num_requests=2),
+            on_request_done=lambda d, t: seen.append(gc.get_threshold()))
+        assert seen == [thresholds] * 2
+        assert gc.get_freeze_count() > 1000  # not thawed (refcounting still frees a frozen object)
+    finally:
+        gc.unfreeze()
 
 
 @pytest.mark.parametrize("processes", [1, 2])
