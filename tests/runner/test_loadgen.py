@@ -7,6 +7,7 @@ import os
 import socket
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -147,6 +148,41 @@ def test_the_collector_runs_no_full_collection_and_skips_the_old_heap_while_load
     for frozen, (young, middle, oldest) in seen:
         assert frozen > 1000 and (young, middle) == thresholds[:2] and oldest == NO_FULL_COLLECTION
     assert gc.get_freeze_count() == 0 and gc.get_threshold() == thresholds
+
+
+def _worker_noting_the_collector(*args):
+    """runner.loadgen._worker_main, noting the collector's state in the file named by
+    HEADROOM_TEST_GC_NOTES each time it says ready (before t0) or sends records (after)."""
+    import runner.loadgen
+
+    events, notes = args[5], Path(os.environ["HEADROOM_TEST_GC_NOTES"])
+
+    class NotingEvents:
+        def put(self, message):
+            if message[0] in ("ready", "records"):
+                with notes.open("a") as f:
+                    f.write(f"{message[0]} {gc.get_freeze_count()} {gc.get_threshold()[2]}\n")
+            events.put(message)
+
+    runner.loadgen._worker_main(*args[:5], NotingEvents(), *args[6:])
+
+
+def test_each_client_worker_quiets_its_collector_before_it_is_ready(fake_vllm, monkeypatch, tmp_path):
+    """The parent sets t0 once every worker is ready, so the worker's own collection must be
+    over by then; the records go back after the load, with the collector as it was."""
+    import runner.loadgen
+
+    notes = tmp_path / "gc-notes"
+    monkeypatch.setenv("HEADROOM_TEST_GC_NOTES", str(notes))
+    monkeypatch.setattr(runner.loadgen, "_worker_main", _worker_noting_the_collector)
+    client = FAST_CLIENT.model_copy(update={"processes": 2})
+    outcome = run(fake_vllm, WorkloadSpec(output_tokens=3), LoadSpec(num_requests=4), client=client)
+    assert all(r.ok for r in outcome.records) and outcome.health.processes == 2
+    lines = [line.split() for line in notes.read_text().splitlines()]
+    ready = [(int(n), int(t)) for kind, n, t in lines if kind == "ready"]
+    after = [(int(n), int(t)) for kind, n, t in lines if kind == "records"]
+    assert len(ready) == 2 and all(n > 1000 and t == NO_FULL_COLLECTION for n, t in ready)
+    assert len(after) >= 2 and all(n == 0 and t == gc.get_threshold()[2] for n, t in after)
 
 
 def test_it_leaves_a_collector_someone_else_set_up_as_it_was(fake_vllm):
