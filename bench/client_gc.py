@@ -6,12 +6,11 @@ A collection runs on the client's event loop, so every arrival during it is stam
 runs runner.loadgen.run_load in the caller's process (one target, one process: the in-process
 path) against tests/runner/fakeserver.py (a real aiohttp server speaking vLLM's streaming API) in
 its own process. Server pinned to CPU 0, client to CPU 1. Each run is a fresh process, so the
-collector's state starts the same; "as Python has it" replaces _quiet_collector with a
-no-op. The arms
-alternate, PAIRS pairs per workload. Per run: collections of each generation while the load ran,
-the longest full (generation 2) pause, all pauses together, and the point's own loop-lag figures
-(ClientHealth), which see a pause as lag, and the process's peak memory (what holding full
-collections back could cost).
+collector's state starts the same; "as Python has it" replaces _quiet_collector with a no-op.
+The arms alternate, --pairs pairs per workload. Per run: collections of each generation while
+the load ran, the longest full (generation 2) pause, all pauses together, the point's own
+loop-lag figures (ClientHealth, which see a pause as lag), and the process's peak memory (what
+holding full collections back could cost).
 
 Run: .venv/bin/python bench/client_gc.py [--pairs 3] (about two minutes; prints a Markdown table).
 """

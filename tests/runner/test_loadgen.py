@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from runner import loadgen
 from runner.loadgen import (
     NO_FULL_COLLECTION,
     Target,
@@ -153,8 +154,6 @@ def test_the_collector_runs_no_full_collection_and_skips_the_old_heap_while_load
 def _worker_noting_the_collector(*args):
     """runner.loadgen._worker_main, noting the collector's state in the file named by
     HEADROOM_TEST_GC_NOTES each time it says ready (before t0) or sends records (after)."""
-    import runner.loadgen
-
     events, notes = args[5], Path(os.environ["HEADROOM_TEST_GC_NOTES"])
 
     class NotingEvents:
@@ -164,17 +163,15 @@ def _worker_noting_the_collector(*args):
                     f.write(f"{message[0]} {gc.get_freeze_count()} {gc.get_threshold()[2]}\n")
             events.put(message)
 
-    runner.loadgen._worker_main(*args[:5], NotingEvents(), *args[6:])
+    loadgen._worker_main(*args[:5], NotingEvents(), *args[6:])
 
 
 def test_each_client_worker_quiets_its_collector_before_it_is_ready(fake_vllm, monkeypatch, tmp_path):
     """The parent sets t0 once every worker is ready, so the worker's own collection must be
     over by then; the records go back after the load, with the collector as it was."""
-    import runner.loadgen
-
     notes = tmp_path / "gc-notes"
     monkeypatch.setenv("HEADROOM_TEST_GC_NOTES", str(notes))
-    monkeypatch.setattr(runner.loadgen, "_worker_main", _worker_noting_the_collector)
+    monkeypatch.setattr(loadgen, "_worker_main", _worker_noting_the_collector)
     client = FAST_CLIENT.model_copy(update={"processes": 2})
     outcome = run(fake_vllm, WorkloadSpec(output_tokens=3), LoadSpec(num_requests=4), client=client)
     assert all(r.ok for r in outcome.records) and outcome.health.processes == 2
