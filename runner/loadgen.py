@@ -20,7 +20,10 @@ share a clock.
 Request indices: each target runs requests 0..N-1 (the full load spec against its replica).
 
 Honesty: every worker measures its own CPU use and event-loop lag (ClientHealth) and the result
-says the client was saturated when either could distort the per-token timings.
+says the client was saturated when either could distort the per-token timings. On a virtual
+machine it also measures the steal on the CPUs it may run on (time the hypervisor gave to other
+guests while this one had work), so a lagging client's reason names the host when the host
+was short of CPU rather than the client.
 """
 
 from __future__ import annotations
@@ -64,6 +67,12 @@ SATURATED_CPU_FRACTION = 0.9
 # gaps are ~5-50 ms, so a 99th-percentile lag of 5 ms is already a 10-100% error on some of them.
 SATURATED_LOOP_LAG_P99_MS = 5.0
 LOOP_TICK_S = 0.005
+# A lagging client whose CPUs lost this share of the load's time to the hypervisor (steal) is
+# said to have been starved by its host: a stolen millisecond stamps every arrival in it late.
+# Measured on a 2-vCPU cloud host: 0.5% steal at idle, 4-19% with both CPUs busy, and the
+# p99 stamp delay of even a stamp-only client followed it (docs/performance.md).
+STEAL_BLAME_SHARE = 0.02
+PROC_STAT = "/proc/stat"
 # Workers are released this long after the last one says it is ready, so t0 is in the future for
 # all of them when it arrives.
 START_DELAY_S = 0.25
@@ -380,6 +389,7 @@ class _JobStats:
     cpu_seconds: float = 0.0
     wall_seconds: float = 0.0
     lags_ms: list[float] = field(default_factory=list)
+    steal_share: float | None = None  # None: the kernel does not report steal
 
 
 async def _tick_loop_lag(lags_ms: list[float]) -> None:
@@ -506,6 +516,7 @@ async def run_job(
     run = _Run(_Context(job, workload, client, t0), on_done)
     stats = _JobStats()
     cpu_start = time.thread_time()  # this thread's CPU: the loop's, not the caller's other threads
+    steal_start = cpu_steal_s()
     ticker = asyncio.create_task(_tick_loop_lag(stats.lags_ms))
     tasks: list[asyncio.Task[None]] = []
     if job.conversations is not None and job.concurrency is not None:
@@ -539,6 +550,9 @@ async def run_job(
     records = run.records + _unsent_records(job, run.records, t0, cancelled)
     stats.cpu_seconds = time.thread_time() - cpu_start
     stats.wall_seconds = time.monotonic() - t0
+    stats.steal_share = steal_share(
+        steal_start, cpu_steal_s(), os.sched_getaffinity(0), stats.wall_seconds
+    )
     records.sort(key=lambda r: r.index)
     return records, stats
 
@@ -630,6 +644,36 @@ def _run_job_blocking(
 # ---------------------------------------------------------------------------------------------
 
 
+def cpu_steal_s(proc_stat: str = PROC_STAT) -> dict[int, float]:
+    """CPU -> seconds so far that the hypervisor ran another guest while this virtual CPU had
+    work (the steal column of /proc/stat); empty where there is no such file or column."""
+    try:
+        with open(proc_stat) as stat:
+            text = stat.read()
+    except OSError:
+        return {}
+    ticks = os.sysconf("SC_CLK_TCK")
+    steal = {}
+    for line in text.splitlines():
+        name, *fields = line.split()
+        # cpuN user nice system idle iowait irq softirq steal ...: steal is the 8th figure.
+        if name.startswith("cpu") and name[3:].isdigit() and len(fields) >= 8:
+            steal[int(name[3:])] = int(fields[7]) / ticks
+    return steal
+
+
+def steal_share(
+    before: dict[int, float], after: dict[int, float], cpus: set[int], wall_s: float
+) -> float | None:
+    """The share of `cpus`' time over wall_s that the hypervisor took: steal summed over the
+    CPUs, divided by wall_s times their count (a process allowed on two CPUs can use either).
+    None when the kernel did not report steal for one of them, or nothing was timed."""
+    if wall_s <= 0 or not cpus or not all(cpu in before and cpu in after for cpu in cpus):
+        return None
+    stolen = sum(after[cpu] - before[cpu] for cpu in cpus)
+    return max(0.0, stolen) / (wall_s * len(cpus))
+
+
 def job_health(stats: _JobStats) -> dict[str, float | None]:
     cpu = stats.cpu_seconds / stats.wall_seconds if stats.wall_seconds > 0 else None
     lags = np.asarray(stats.lags_ms)
@@ -637,6 +681,7 @@ def job_health(stats: _JobStats) -> dict[str, float | None]:
         "cpu_fraction": cpu,
         "lag_p99_ms": float(np.percentile(lags, 99)) if lags.size else None,
         "lag_max_ms": float(lags.max()) if lags.size else None,
+        "steal_share": stats.steal_share,
     }
 
 
@@ -647,10 +692,11 @@ def merge_health(
     idle_nap_us: the client's nap (ClientSpec), recorded because it can delay every stamp."""
 
     def worst(key: str) -> float | None:
-        values = [h[key] for h in per_worker if h[key] is not None]
-        return max(values) if values else None  # type: ignore[type-var]
+        values = [v for h in per_worker if (v := h.get(key)) is not None]
+        return max(values) if values else None
 
     cpu, lag_p99, lag_max = worst("cpu_fraction"), worst("lag_p99_ms"), worst("lag_max_ms")
+    steal = worst("steal_share")
     reasons = []
     if cpu is not None and cpu > SATURATED_CPU_FRACTION:
         reasons.append(
@@ -658,13 +704,20 @@ def merge_health(
             "arrival stamps may be late; use more client processes"
         )
     if lag_p99 is not None and lag_p99 > SATURATED_LOOP_LAG_P99_MS:
-        # High lag with low own CPU means other processes (often the engine on the same host)
-        # took the client's core: say so, since more client processes would not help then.
-        cause = (
-            "; the client itself was mostly idle, so other processes on this host starved it"
-            if cpu is not None and cpu < SATURATED_CPU_FRACTION / 2
-            else ""
-        )
+        # High lag with low own CPU means something else took the client's core: the
+        # hypervisor (steal) or other processes (often the engine on the same host). Say which,
+        # since more client processes would not help then.
+        cause = ""
+        busy = cpu is not None and cpu > SATURATED_CPU_FRACTION  # said above: its own CPU
+        if steal is not None and steal >= STEAL_BLAME_SHARE and not busy:
+            cause = (
+                f"; the hypervisor took {steal:.1%} of the client's CPU time (steal): this "
+                "virtual machine, not the client, was short of CPU"
+            )
+        elif cpu is not None and cpu < SATURATED_CPU_FRACTION / 2:
+            cause = (
+                "; the client itself was mostly idle, so other processes on this host starved it"
+            )
         reasons.append(
             f"event-loop lag p99 {lag_p99:.1f} ms (limit {SATURATED_LOOP_LAG_P99_MS:g} ms): "
             f"per-token times are distorted{cause}"
@@ -676,6 +729,7 @@ def merge_health(
         cpu_fraction=cpu,
         loop_lag_p99_ms=lag_p99,
         loop_lag_max_ms=lag_max,
+        cpu_steal=steal,
         saturated=bool(reasons),
         reasons=reasons,
         idle_nap_us=idle_nap_us,

@@ -1446,6 +1446,11 @@ class ClientHealth(Schema):
     cpu_fraction: float | None = Field(default=None, description="busiest process, 1.0 = a core")
     loop_lag_p99_ms: float | None = None
     loop_lag_max_ms: float | None = None
+    # Files written before it existed, imports, and kernels that do not report steal: None.
+    cpu_steal: float | None = Field(
+        default=None,
+        description="worst process: share of its CPUs' time the hypervisor took (steal)",
+    )
     saturated: bool = False
     reasons: list[str] = Field(default_factory=list)
     # ClientSpec.idle_nap_us of the run: > 0, every arrival stamp can be late by up to it.

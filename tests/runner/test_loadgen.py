@@ -15,11 +15,14 @@ import pytest
 from runner import loadgen
 from runner.loadgen import (
     NO_FULL_COLLECTION,
+    STEAL_BLAME_SHARE,
     Target,
+    cpu_steal_s,
     merge_health,
     plan_jobs,
     run_load,
     send_offsets,
+    steal_share,
 )
 from runner.responses import chunk_token_counts, request_body
 from runner.schema import ClientSpec, LoadSpec, WorkloadSpec
@@ -112,6 +115,54 @@ def test_it_flags_a_saturated_client_with_reasons():
 def test_it_blames_other_processes_when_a_lagging_client_was_idle():
     health = merge_health([{"cpu_fraction": 0.05, "lag_p99_ms": 40.0, "lag_max_ms": 90.0}])
     assert health.saturated and "other processes on this host starved it" in health.reasons[0]
+    assert health.cpu_steal is None  # not reported: nothing is said of the hypervisor
+    assert "hypervisor" not in health.reasons[0]
+
+
+def lagging(steal: float | None, cpu: float = 0.05) -> dict[str, float | None]:
+    return {"cpu_fraction": cpu, "lag_p99_ms": 40.0, "lag_max_ms": 90.0, "steal_share": steal}
+
+
+def test_it_blames_the_hypervisor_when_a_lagging_clients_cpus_were_stolen():
+    health = merge_health([lagging(0.001), lagging(0.05)])
+    assert health.saturated and health.cpu_steal == 0.05  # the worst process speaks
+    assert len(health.reasons) == 1
+    assert "the hypervisor took 5.0% of the client's CPU time (steal)" in health.reasons[0]
+    assert "other processes" not in health.reasons[0]
+    at_limit = merge_health([lagging(STEAL_BLAME_SHARE)])
+    assert "hypervisor" in at_limit.reasons[0]
+    below = merge_health([lagging(STEAL_BLAME_SHARE - 0.001)])
+    assert "other processes on this host starved it" in below.reasons[0]
+    assert below.cpu_steal == pytest.approx(STEAL_BLAME_SHARE - 0.001)
+
+
+def test_steal_does_not_excuse_a_client_that_was_busy_itself():
+    health = merge_health([lagging(0.05, cpu=0.97)])
+    assert len(health.reasons) == 2 and "more client processes" in health.reasons[0]
+    assert "hypervisor" not in health.reasons[1] and health.cpu_steal == 0.05
+
+
+def test_it_reads_each_cpus_steal_from_proc_stat(tmp_path):
+    ticks = os.sysconf("SC_CLK_TCK")
+    stat = tmp_path / "stat"
+    stat.write_text(
+        f"cpu  100 0 50 9000 3 0 2 {7 * ticks} 0 0\n"  # every CPU together: not one CPU
+        f"cpu0 50 0 25 4500 1 0 1 {3 * ticks} 0 0\n"
+        f"cpu1 50 0 25 4500 2 0 1 {4 * ticks} 0 0\n"
+        "cpu2 50 0 25 4500\n"  # an old kernel's short line: no steal column
+        "intr 12345 0 0\nctxt 999\n"
+    )
+    assert cpu_steal_s(str(stat)) == {0: 3.0, 1: 4.0}
+    assert cpu_steal_s(str(tmp_path / "absent")) == {}
+
+
+def test_steal_share_spreads_the_steal_over_every_cpu_the_client_may_use():
+    before, after = {0: 1.0, 1: 2.0}, {0: 1.1, 1: 2.5}
+    assert steal_share(before, after, {1}, 10.0) == pytest.approx(0.05)
+    assert steal_share(before, after, {0, 1}, 10.0) == pytest.approx(0.6 / 20)
+    assert steal_share(before, after, {0, 2}, 10.0) is None  # CPU 2 not reported
+    assert steal_share(before, after, {1}, 0.0) is None
+    assert steal_share({}, {}, {0}, 10.0) is None  # a kernel without steal figures
 
 
 # ---------------------------------------------------------------------------------------------
@@ -135,6 +186,7 @@ def test_it_records_every_request_of_a_burst_with_usage_tokens(fake_vllm):
         assert r.ttft == pytest.approx(r.chunk_times[0] - r.actual_send)
         assert r.e2el == pytest.approx(r.chunk_times[-1] - r.actual_send)
     assert fake_vllm.requests[0]["stream_options"] == {"include_usage": True}
+    assert outcome.health.cpu_steal is not None and 0.0 <= outcome.health.cpu_steal < 1.0
 
 
 def test_the_collector_runs_no_full_collection_and_skips_the_old_heap_while_loading(fake_vllm):
@@ -205,6 +257,7 @@ def test_the_points_client_health_records_the_clients_idle_nap(fake_vllm, proces
                          idle_nap_us=250)
     outcome = run(fake_vllm, WorkloadSpec(output_tokens=4), load, client=napping)
     assert all(r.ok for r in outcome.records) and outcome.health.idle_nap_us == 250
+    assert outcome.health.cpu_steal is not None  # measured in the worker processes too
     plain = ClientSpec(request_timeout_s=10, stall_timeout_s=5, processes=processes)
     assert run(fake_vllm, WorkloadSpec(output_tokens=4), load, client=plain).health.idle_nap_us == 0
 
