@@ -7,11 +7,12 @@ asyncio Protocol (the event loop calls `data_received` directly, no StreamReader
 coroutine switch per read) and the httptools C parser, which handles Content-Length and
 Transfer-Encoding: chunked. Every SSE event in one socket read gets that read's arrival stamp
 (time.monotonic()), taken in `data_received` before any parsing; the parsing itself waits until
-the loop has delivered every read that was ready (`_Reads`), so one stream's parsing never
-delays another stream's stamp either. Optionally (`nap_while_streaming`, a client's
-idle_nap_us), while responses stream an idle loop pass naps on the client's own timer instead
-of blocking in epoll_wait, so the server's writes need not wake it (`_Reads`;
-docs/performance.md has what that saves the API server and costs the stamps).
+the loop has delivered every read that was ready, and then goes a slice of reads per loop pass
+(`_Reads`), so one stream's parsing delays another stream's stamp by one slice at most.
+Optionally (`nap_while_streaming`, a client's idle_nap_us), while responses stream an idle
+loop pass naps on the client's own timer instead of blocking in epoll_wait, so the server's
+writes need not wake it (`_Reads`; docs/performance.md has what that saves the API server and
+costs the stamps).
 
 Connections: with a `Pool` (what runner/loadgen.py uses) requests reuse keep-alive connections,
 as `vllm bench serve` does with aiohttp's TCPConnector, so a busy API server does not have to
@@ -31,6 +32,7 @@ import socket
 import ssl
 import time
 import weakref
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -45,6 +47,9 @@ ERROR_BODY_LIMIT = 2000
 BODY_LIMIT = 64 * 1024 * 1024
 # Pool.close() waits this long for the closed sockets' connection_lost before giving up.
 POOL_CLOSE_WAIT_S = 2.0
+# Reads parsed in one loop pass before the loop polls its sockets again: a read that arrives
+# while a backlog is parsed is stamped after one slice (about 16 x 5-10 us), not the backlog.
+PARSE_SLICE = 4
 
 OnEvent = Callable[[bytes, float], None]
 
@@ -111,10 +116,13 @@ def request_bytes(
 
 
 class _Reads:
-    """The socket reads of one event-loop pass, each stamped on arrival and all parsed once the
-    loop has delivered them (call_soon runs after the pass's I/O callbacks, on uvloop and the
-    stdlib loop alike). A read then waits only for the other reads' stamps, not for their
-    parsing: with many streams, several sockets are ready at once after each server burst.
+    """Socket reads, each stamped on arrival and parsed once the loop has delivered every read
+    that was ready (call_soon runs after the pass's I/O callbacks, on uvloop and the stdlib loop
+    alike). A read then waits only for the other reads' stamps, not for their parsing: with many
+    streams, several sockets are ready at once after each server burst. The queue is parsed
+    PARSE_SLICE reads at a time, one slice per loop pass, so after a large burst the loop polls
+    its sockets between slices and a read arriving meanwhile is stamped without waiting for the
+    whole backlog's parsing. Reads are parsed in the order they arrived.
     (No reference to the loop here: _READS maps the loop to this object weakly.)
 
     With a nap set (nap_while_streaming) and a response being read, the loop never blocks in
@@ -127,7 +135,8 @@ class _Reads:
     capacity is untouched; a stamp can be late by at most one nap."""
 
     def __init__(self) -> None:
-        self.queued: list[tuple[_Connection, bytes, float]] = []
+        self.queued: deque[tuple[_Connection, bytes, float]] = deque()
+        self.parse_scheduled = False
         self.nap_s = 0.0  # 0: no nap, the loop blocks between reads
         self.streaming = 0  # exchanges begun and not yet finished on this loop
         self.napping = False  # the _nap callback is scheduled
@@ -136,7 +145,8 @@ class _Reads:
 
     def add(self, conn: _Connection, data: bytes, stamp: float) -> None:
         self.read_since_nap = True
-        if not self.queued:
+        if not self.parse_scheduled:
+            self.parse_scheduled = True
             asyncio.get_running_loop().call_soon(self.parse)
         self.queued.append((conn, data, stamp))
 
@@ -161,12 +171,27 @@ class _Reads:
         asyncio.get_running_loop().call_soon(self._nap)
 
     def parse(self) -> None:
-        queued, self.queued = self.queued, []
-        for conn, data, stamp in queued:
-            try:
-                conn._parse(data, stamp)
-            except Exception as exc:  # noqa: BLE001 - a client bug ends that response, not the others
-                conn.finish(f"client error while reading the response: {exc!r}")
+        """One slice of the queue; the rest on the next loop pass, after its reads are stamped."""
+        self.parse_scheduled = False
+        queued = self.queued
+        for _ in range(min(PARSE_SLICE, len(queued))):
+            self._parse_one(*queued.popleft())
+        if queued:
+            self.parse_scheduled = True
+            asyncio.get_running_loop().call_soon(self.parse)
+
+    def drain(self) -> None:
+        """Every queued read, now (a closing connection's last bytes must not wait)."""
+        queued = self.queued
+        while queued:
+            self._parse_one(*queued.popleft())
+
+    @staticmethod
+    def _parse_one(conn: _Connection, data: bytes, stamp: float) -> None:
+        try:
+            conn._parse(data, stamp)
+        except Exception as exc:  # noqa: BLE001 - a client bug ends that response, not the others
+            conn.finish(f"client error while reading the response: {exc!r}")
 
 
 _READS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Reads] = weakref.WeakKeyDictionary()
@@ -269,7 +294,7 @@ class _Connection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self.reads.queued:  # the response's last bytes may still be waiting to be parsed
-            self.reads.parse()
+            self.reads.drain()
         if not self.closed.done():
             self.closed.set_result(None)
         if self.pool is not None:

@@ -146,10 +146,13 @@ class _RecordingTransport:
 
 
 def test_it_parses_bytes_that_arrived_with_the_close_before_handling_the_close():
-    # Reads are stamped on arrival and parsed later in the loop pass; a close delivered right
-    # behind the last read must not cut off the response that read completed.
-    response = (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: 19\r\n\r\n"
-                b"data: {}\n\ndata: x\n\n")
+    # Reads are stamped on arrival and parsed later, a slice per loop pass; a close delivered
+    # right behind the last read must not cut off the response those reads completed, however
+    # many reads were still queued.
+    events_sent = [b"%d" % i for i in range(3 * httpstream.PARSE_SLICE)]
+    body = b"".join(b"data: %s\n\n" % e for e in events_sent)
+    head = (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\n\r\n"
+            % len(body))
 
     async def main():
         events: list[bytes] = []
@@ -157,12 +160,66 @@ def test_it_parses_bytes_that_arrived_with_the_close_before_handling_the_close()
         conn.connection_made(_RecordingTransport())  # type: ignore[arg-type]
         result = httpstream.HttpResult()
         conn.begin(result, lambda data, stamp: events.append(data), True, 5.0)
-        conn.data_received(response)
+        conn.data_received(head)
+        for event in events_sent:  # one read per event, as a server's bursts arrive
+            conn.data_received(b"data: %s\n\n" % event)
         conn.connection_lost(None)  # before the loop ran the queued parse
         return result, events
 
     result, events = run_on("uvloop", main())
-    assert result.error is None and result.status == 200 and events == [b"{}", b"x"]
+    assert result.error is None and result.status == 200 and events == events_sent
+
+
+class _ParseRecorder:
+    """Stands in for a connection: records what _Reads hands it to parse."""
+
+    def __init__(self, name: str, parsed: list[tuple[str, bytes, float]]) -> None:
+        self.name, self.parsed = name, parsed
+
+    def _parse(self, data: bytes, stamp: float) -> None:
+        self.parsed.append((self.name, data, stamp))
+
+
+@pytest.mark.parametrize("loop_name", LOOPS)
+def test_a_backlog_is_parsed_a_slice_per_loop_pass_in_arrival_order(loop_name):
+    """Between slices the loop polls its sockets again, so a read that arrives while a backlog
+    is parsed is stamped after one slice, not after the whole backlog."""
+    reads_in = 3 * httpstream.PARSE_SLICE + 1
+
+    async def main():
+        reads = httpstream._Reads()
+        parsed: list[tuple[str, bytes, float]] = []
+        conns = [_ParseRecorder("a", parsed), _ParseRecorder("b", parsed)]
+        for i in range(reads_in):
+            reads.add(conns[i % 2], b"read %d" % i, float(i))  # type: ignore[arg-type]
+        after_each_pass = []
+        while len(parsed) < reads_in and len(after_each_pass) < 10 * reads_in:
+            await asyncio.sleep(0)  # one loop pass
+            after_each_pass.append(len(parsed))
+        return parsed, after_each_pass
+
+    parsed, after_each_pass = run_on(loop_name, main())
+    assert parsed == [("ab"[i % 2], b"read %d" % i, float(i)) for i in range(reads_in)]
+    assert after_each_pass[0] == httpstream.PARSE_SLICE  # not the whole backlog at once
+    steps = [b - a for a, b in zip([0, *after_each_pass], after_each_pass, strict=False)]
+    assert max(steps) == httpstream.PARSE_SLICE and sum(steps) == reads_in
+
+
+def test_a_closing_connection_has_every_queued_read_parsed_at_once():
+    async def main():
+        reads = httpstream._Reads()
+        parsed: list[tuple[str, bytes, float]] = []
+        conn = _ParseRecorder("a", parsed)
+        for i in range(2 * httpstream.PARSE_SLICE + 3):
+            reads.add(conn, b"%d" % i, float(i))  # type: ignore[arg-type]
+        reads.drain()
+        drained = list(parsed)
+        await asyncio.sleep(0)  # the parse still scheduled finds nothing left
+        return drained, parsed
+
+    drained, parsed = run_on("uvloop", main())
+    assert [data for _, data, _ in drained] == [b"%d" % i for i in range(2 * httpstream.PARSE_SLICE + 3)]
+    assert parsed == drained
 
 
 # ---------------------------------------------------------------------------------------------
