@@ -27,7 +27,9 @@ Two phases per client:
    loop does: events/s received, client CPU (1.0 = one core), delay median and p99, the
    client's blocking waits per second (voluntary context switches: epoll_wait or a nap), the
    server's CPU per event (its writes, and its wake-ups of a client blocked in epoll_wait),
-   connections the server accepted, and (runner.httpstream only) the time to get a connection.
+   connections the server accepted, (runner.httpstream only) the time to get a connection, and
+   the time the hypervisor took from each of the two CPUs during the phase (steal, in
+   /proc/stat), a share of the phase: a stolen millisecond stamps every event in it late.
 2. flood: FLOOD_STREAMS streams written as fast as the server can; the client reads for FLOOD_S
    seconds: the most events/s it can sustain (delays there are queueing, so not reported).
 
@@ -330,7 +332,9 @@ async def _run_slots(kind: str, port: int, mode: str, slots: int, seconds: float
 
 def _measure(
     kind: str, port: int, mode: str, rate: int, accepted: Any, server: Any
-) -> dict[str, float]:
+) -> dict[str, Any]:
+    from runner.loadgen import cpu_steal_s
+
     slots = round(rate * INTERVAL_S) if mode == "paced" else FLOOD_STREAMS
     seconds = PACED_S if mode == "paced" else FLOOD_S
     if kind.startswith("raw-uvloop"):
@@ -342,10 +346,12 @@ def _measure(
     accepted0 = accepted.value
     usage0 = resource.getrusage(resource.RUSAGE_SELF)
     server_cpu0 = sum(server.cpu_times()[:2])
+    steal0 = cpu_steal_s()
     cpu0, wall0 = time.process_time(), time.monotonic()
     tally = loop.run_until_complete(_run_slots(kind, port, mode, slots, seconds))
     cpu, wall = time.process_time() - cpu0, time.monotonic() - wall0
     server_cpu = sum(server.cpu_times()[:2]) - server_cpu0
+    steal = cpu_steal_s()
     usage = resource.getrusage(resource.RUSAGE_SELF)
     preempted = usage.ru_nivcsw - usage0.ru_nivcsw
     sleeps = usage.ru_nvcsw - usage0.ru_nvcsw
@@ -377,6 +383,8 @@ def _measure(
         "requests": len(tally.connects),
         "connect_median_ms": float(np.median(connect_ms)),
         "connect_p99_ms": float(np.percentile(connect_ms, 99)),
+        # Per CPU (server's, client's when pinned): share of the phase the hypervisor took.
+        "steal": {cpu: (steal[cpu] - steal0.get(cpu, 0.0)) / wall for cpu in steal},
     }
 
 
@@ -419,15 +427,18 @@ def _measure_placement(
     return rows
 
 
-def _row(placement: str, kind: str, rate: str, m: dict[str, float], flood: dict[str, float]) -> str:
+def _row(placement: str, kind: str, rate: str, m: dict[str, Any], flood: dict[str, Any]) -> str:
     raw = kind.startswith("raw")
     connect = f"{m['connect_median_ms']:.3f} / {m['connect_p99_ms']:.3f}" if raw else "-"
+    steal = " / ".join(
+        f"{m['steal'][cpu]:.1%}" for cpu in (SERVER_CPU, CLIENT_CPU) if cpu in m["steal"]
+    ) or "-"
     return (
         f"| {placement} | {kind} | {rate} | {m['events_per_s']:,.0f} | {m['cpu']:.2f} | "
         f"{m['cpu_us_per_event']:.1f} | {m['delay_median_ms']:.3f} | {m['delay_p99_ms']:.3f} | "
         f"{m['preempted_per_s']:,.0f} | {m['sleeps_per_s']:,.0f} | "
         f"{m['server_us_per_event']:.1f} | {m['connections']:,} | {connect} | "
-        f"{flood['events_per_s']:,.0f} |"
+        f"{flood['events_per_s']:,.0f} | {steal} |"
     )
 
 
@@ -463,9 +474,9 @@ def main() -> None:
     print(
         "| placement | client | offered events/s | paced events/s | CPU (cores) | CPU us/event "
         "| delay median ms | delay p99 ms | preempted/s | sleeps/s | server CPU us/event "
-        "| connections | connect p50 / p99 ms | flood events/s |"
+        "| connections | connect p50 / p99 ms | flood events/s | steal CPU 0 / 1 |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for placement, kind, paced, flood in table:
         for rate, m in paced.items():
             print(_row(placement, kind, f"{rate:,}", m, flood))

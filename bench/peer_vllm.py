@@ -80,6 +80,7 @@ sys.path.insert(0, str(ROOT))
 
 from runner import engine as engine_module  # noqa: E402
 from runner.engine import RunningEngine, engines  # noqa: E402
+from runner.loadgen import cpu_steal_s  # noqa: E402
 from runner.schema import (  # noqa: E402
     Checkpoint,
     EngineConfig,
@@ -279,13 +280,14 @@ def _descendant_cpus() -> dict[int, tuple[str, str]]:
 
 def server_cpu_s(pids: tuple[int, ...]) -> dict[str, float]:
     """CPU seconds (user + system) so far of the API server (and the idle guard) and of the
-    engine (vLLM's `VLLM::` processes: the engine core and its worker), from /proc.
+    engine (vLLM's `VLLM::` processes: the engine core and its worker), from /proc, and the
+    seconds the hypervisor has stolen from CPU 0 (`steal`: 0 where the kernel does not say).
 
     Both share CPU 0, so whatever a client makes the API server spend per request is taken
     from the engine. Each moves with the host's speed; their ratio barely does.
     """
     ticks = os.sysconf("SC_CLK_TCK")
-    used = {"api_server": 0.0, "engine": 0.0}
+    used = {"api_server": 0.0, "engine": 0.0, "steal": cpu_steal_s().get(ENGINE_CPU, 0.0)}
     for pid in pids:
         try:
             stat = Path(f"/proc/{pid}/stat").read_text()
@@ -329,13 +331,13 @@ class CpuTrace:
                 return
 
     def while_busy(self) -> dict[str, float]:
-        """CPU seconds of each part over the intervals in which the engine used at least
-        BUSY_ENGINE_SHARE of a core: the load, without the client's set-up around it."""
-        used = {"api_server": 0.0, "engine": 0.0, "busy_s": 0.0}
+        """CPU seconds of each part, and of CPU 0 stolen, over the intervals in which the engine
+        used at least BUSY_ENGINE_SHARE of a core: the load, without the client's set-up."""
+        used = {"api_server": 0.0, "engine": 0.0, "steal": 0.0, "busy_s": 0.0}
         for (t0, a), (t1, b) in pairwise(self.samples):
             if b["engine"] - a["engine"] >= BUSY_ENGINE_SHARE * (t1 - t0):
-                used["api_server"] += b["api_server"] - a["api_server"]
-                used["engine"] += b["engine"] - a["engine"]
+                for part in ("api_server", "engine", "steal"):
+                    used[part] += b[part] - a[part]
                 used["busy_s"] += t1 - t0
         return used
 
@@ -646,7 +648,7 @@ def print_workload(
             f"| {spread} | {target} | {meets} |"
         )
     print()
-    for line in _run_notes(workload, runs, expected_input):
+    for line in _run_notes(workload, runs, expected_input, judge):
         print(f"- {line}")
     if runs and "other" in runs[0]:
         print_other_tree(runs)
@@ -673,7 +675,9 @@ def print_other_tree(runs: list[dict]) -> None:
         )
 
 
-def _run_notes(workload: Workload, runs: list[dict], expected_input: float) -> list[str]:
+def _run_notes(
+    workload: Workload, runs: list[dict], expected_input: float, judge: bool
+) -> list[str]:
     clients = [run["headroom"]["client"] for run in runs]
     saturated = sum(1 for c in clients if c["saturated"])
     lags = [c["loop_lag_p99_ms"] for c in clients if c["loop_lag_p99_ms"] is not None]
@@ -691,6 +695,8 @@ def _run_notes(workload: Workload, runs: list[dict], expected_input: float) -> l
     if connect is not None:
         notes.append(f"Headroom mean connect time: {connect:.2f} ms (median over runs)")
     notes.append(_server_cpu_note(runs))
+    notes.append(_engine_share_note(runs, judge))
+    notes.append(_steal_note(runs))
     notes.append(_counts_note(workload, runs, expected_input))
     return notes
 
@@ -739,6 +745,56 @@ def _api_share_note(runs: list[dict]) -> str:
     predicted = (1 + theirs) / (1 + ours) if theirs is not None and ours is not None else None
     return (f"API server CPU per engine CPU {listed}: on one core that alone predicts a "
             f"Headroom / vLLM throughput of {_num(predicted, '.3f')}")
+
+
+def engine_share(figures: dict[str, Any]) -> float | None:
+    """The engine's CPU seconds while it was busy with the load per second of the load
+    (the client's duration): its share of CPU 0, the one core it shares with the API server.
+
+    Both clients make the engine do the same work (the same prompts, 128 tokens each), so the
+    engine's CPU time per request moves only with the host's speed, which on a shared host
+    changes by 10-20% between runs. Throughput is tokens over duration, so the throughput ratio
+    times the ratio of the engine's CPU per request is the ratio of these shares: the
+    throughput ratio with the host's speed divided out. What a client can cost the engine stays
+    in it: API server work it causes, and any time CPU 0 sat idle waiting for its requests."""
+    used, duration = figures.get("server_cpu_s"), figures.get("duration")
+    return used["engine"] / duration if used and duration else None
+
+
+def _engine_share_note(runs: list[dict], judge: bool) -> str:
+    each = []
+    for run in runs:
+        ours, theirs = engine_share(run["headroom"]), engine_share(run["vllm"])
+        if ours is not None and theirs:
+            each.append(ours / theirs)
+    ratio = _median(each)
+    spread = f" ({min(each):.3f}-{max(each):.3f})" if each else ""
+    meets = _verdict("output_throughput", ratio, judge)[1]
+    shares = {c: _median([engine_share(run[c]) for run in runs]) for c in ("vllm", "headroom")}
+    return (
+        f"engine's share of CPU 0 over the load: {_num(shares['vllm'], '.3f')} under vLLM's "
+        f"client, {_num(shares['headroom'], '.3f')} under Headroom's; median ratio "
+        f"{_num(ratio, '.3f')}{spread}, the throughput ratio with the host's speed divided out "
+        f"(within 2%: {meets})"
+    )
+
+
+def _steal_note(runs: list[dict]) -> str:
+    """How much of CPU 0 the hypervisor took while the engine was busy with each client's load:
+    the part of the host's noise that /proc/stat shows."""
+    def stolen(run: dict, client: str) -> float | None:
+        used = run[client].get("server_cpu_s")
+        return used["steal"] / used["busy_s"] if used and used["busy_s"] else None
+
+    shares = {c: [v for run in runs if (v := stolen(run, c)) is not None]
+              for c in ("vllm", "headroom")}
+    if not shares["vllm"] or not shares["headroom"]:
+        return "CPU 0 stolen by the hypervisor: not reported by this kernel"
+    return (
+        f"CPU 0 stolen by the hypervisor while the engine was busy: "
+        f"{min(shares['vllm']):.1%}-{max(shares['vllm']):.1%} under vLLM's client, "
+        f"{min(shares['headroom']):.1%}-{max(shares['headroom']):.1%} under Headroom's"
+    )
 
 
 def _counts_note(workload: Workload, runs: list[dict], expected_input: float) -> str:
