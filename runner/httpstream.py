@@ -48,7 +48,8 @@ BODY_LIMIT = 64 * 1024 * 1024
 # Pool.close() waits this long for the closed sockets' connection_lost before giving up.
 POOL_CLOSE_WAIT_S = 2.0
 # Reads parsed in one loop pass before the loop polls its sockets again: a read that arrives
-# while a backlog is parsed is stamped after one slice (about 16 x 5-10 us), not the backlog.
+# while a backlog is parsed is stamped after one slice (about 4 x 10-15 us), not the backlog;
+# 16 kept more of the tail, 1 cost a quarter more CPU per event (docs/performance.md).
 PARSE_SLICE = 4
 
 OnEvent = Callable[[bytes, float], None]

@@ -69,8 +69,9 @@ SATURATED_LOOP_LAG_P99_MS = 5.0
 LOOP_TICK_S = 0.005
 # A lagging client whose CPUs lost this share of the load's time to the hypervisor (steal) is
 # said to have been starved by its host: a stolen millisecond stamps every arrival in it late.
-# Measured on a 2-vCPU cloud host: 0.5% steal at idle, 4-19% with both CPUs busy, and the
-# p99 stamp delay of even a stamp-only client followed it (docs/performance.md).
+# Measured on a 2-vCPU cloud host: 0.5% steal at idle, 2-32% for minutes at a time with both
+# CPUs busy, and a round with 3-5% took the client's p99 stamp delay from 0.3-0.5 ms to
+# 1.8-3.7 ms (docs/performance.md).
 STEAL_BLAME_SHARE = 0.02
 PROC_STAT = "/proc/stat"
 # Workers are released this long after the last one says it is ready, so t0 is in the future for
