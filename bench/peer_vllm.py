@@ -280,14 +280,13 @@ def _descendant_cpus() -> dict[int, tuple[str, str]]:
 
 def server_cpu_s(pids: tuple[int, ...]) -> dict[str, float]:
     """CPU seconds (user + system) so far of the API server (and the idle guard) and of the
-    engine (vLLM's `VLLM::` processes: the engine core and its worker), from /proc, and the
-    seconds the hypervisor has stolen from CPU 0 (`steal`: 0 where the kernel does not say).
+    engine (vLLM's `VLLM::` processes: the engine core and its worker), from /proc.
 
     Both share CPU 0, so whatever a client makes the API server spend per request is taken
     from the engine. Each moves with the host's speed; their ratio barely does.
     """
     ticks = os.sysconf("SC_CLK_TCK")
-    used = {"api_server": 0.0, "engine": 0.0, "steal": cpu_steal_s().get(ENGINE_CPU, 0.0)}
+    used = {"api_server": 0.0, "engine": 0.0}
     for pid in pids:
         try:
             stat = Path(f"/proc/{pid}/stat").read_text()
@@ -323,11 +322,18 @@ class CpuTrace:
         self._stop.set()
         self._thread.join()
 
+    def _sample(self) -> None:
+        """server_cpu_s, and the seconds the hypervisor has stolen from CPU 0 (0 where the
+        kernel does not say)."""
+        used = server_cpu_s(self.pids)
+        used["steal"] = cpu_steal_s().get(ENGINE_CPU, 0.0)
+        self.samples.append((time.monotonic(), used))
+
     def _run(self) -> None:
         while True:
-            self.samples.append((time.monotonic(), server_cpu_s(self.pids)))
+            self._sample()
             if self._stop.wait(CPU_TRACE_INTERVAL_S):
-                self.samples.append((time.monotonic(), server_cpu_s(self.pids)))
+                self._sample()
                 return
 
     def while_busy(self) -> dict[str, float]:

@@ -43,12 +43,6 @@ SCRAPES_PER_SECOND = 2  # the sweep's default sample interval, 0.5 s
 WARM_UP_REQUESTS = 64
 
 
-def _engine_cpu_s(pids: tuple[int, ...]) -> float:
-    """CPU seconds so far of every engine process, the API server's and the engine core's."""
-    used = server_cpu_s(pids)
-    return used["api_server"] + used["engine"]
-
-
 def warm_up(client: httpx.Client, model: str) -> None:
     for i in range(WARM_UP_REQUESTS):
         response = client.post("/v1/completions", json={
@@ -82,7 +76,7 @@ def measure(client: httpx.Client, pids: tuple[int, ...], rounds: int,
         order = ["whole", "filtered", "idle"]
         order = order[round_ % 3:] + order[:round_ % 3]
         for form in order:
-            before = _engine_cpu_s(pids)
+            before = sum(server_cpu_s(pids).values())
             wall = time.monotonic()
             if form == "idle":
                 time.sleep(whole_wall_s)
@@ -92,7 +86,7 @@ def measure(client: httpx.Client, pids: tuple[int, ...], rounds: int,
             wall = time.monotonic() - wall
             if form == "whole":
                 whole_wall_s = wall
-            server_s = _engine_cpu_s(pids) - before
+            server_s = sum(server_cpu_s(pids).values()) - before
             figures[form]["server_ms"].append(1000 * server_s / scrapes)
             figures[form]["client_ms"].append(1000 * client_s / scrapes)
             figures[form]["bytes"].append(size)
