@@ -8,6 +8,7 @@ charting runs never reads them.
 from __future__ import annotations
 
 import re
+import sys
 import uuid
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -28,6 +29,7 @@ from runner.schema import check_command_value, check_model_source
 REVISION_REGEX = r"^[0-9a-f]{40}$"
 # Links shown as <a href>: http(s) only, so a javascript: or data: URL can never be stored.
 HTTP_URL_REGEX = r"^https?://"
+LARGEST_FINITE_FLOAT = sys.float_info.max
 
 
 def heartbeat_cutoff(now: datetime | None = None) -> datetime:
@@ -399,11 +401,14 @@ class Workload(models.Model):
             models.CheckConstraint(
                 condition=Q(keep_outputs=False) | Q(temperature=0), name="workload_parity_greedy"
             ),
-            # A span is of trace time, finite and above 0 (NaN fails every comparison), and
-            # means something only for a trace; so does refusing a trace longer than a load.
+            # A span is of trace time, finite and above 0, and means something only for a trace;
+            # so does refusing a trace longer than a load. The upper bound is the largest finite
+            # double, a literal SQLite reads too (it takes `inf` for a column name); NaN fails it
+            # on PostgreSQL, where NaN sorts above every number.
             models.CheckConstraint(
                 condition=Q(trace_span_s__isnull=True)
-                | Q(prompt_source="trace", trace_span_s__gt=0, trace_span_s__lt=float("inf")),
+                | Q(prompt_source="trace", trace_span_s__gt=0,
+                    trace_span_s__lte=LARGEST_FINITE_FLOAT),
                 name="workload_trace_span",
             ),
             models.CheckConstraint(

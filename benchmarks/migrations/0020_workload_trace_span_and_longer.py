@@ -22,7 +22,7 @@ class Migration(migrations.Migration):
         ),
         migrations.AddConstraint(
             model_name='workload',
-            constraint=models.CheckConstraint(condition=models.Q(('trace_span_s__isnull', True), models.Q(('prompt_source', 'trace'), ('trace_span_s__gt', 0), ('trace_span_s__lt', float("inf"))), _connector='OR'), name='workload_trace_span'),
+            constraint=models.CheckConstraint(condition=models.Q(('trace_span_s__isnull', True), models.Q(('prompt_source', 'trace'), ('trace_span_s__gt', 0), ('trace_span_s__lte', 1.7976931348623157e+308)), _connector='OR'), name='workload_trace_span'),
         ),
         migrations.AddConstraint(
             model_name='workload',
