@@ -27,3 +27,7 @@ AXES_ENABLED = False
 
 # Printed PDFs are kept on disk; a test run keeps its own out of var/.
 HEADROOM_PDF_DIR = Path(tempfile.mkdtemp(prefix="headroom-test-pdf-"))
+
+# Tests create a few hundred users; production's PBKDF2 spends a quarter of a second on each
+# password by design. A test's password guards nothing, so the cheapest hasher Django has.
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
