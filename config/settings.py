@@ -416,7 +416,9 @@ CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {
 # `make demo` without Redis: kombu's filesystem transport, a broker that needs no server (one
 # machine only). Web and worker share the folder; each message is a file.
 if CELERY_BROKER_URL.startswith("filesystem://"):
-    _broker_dir = BASE_DIR / "var" / "broker"
+    _broker_dir = Path(os.getenv("HEADROOM_BROKER_DIR", str(BASE_DIR / "var" / "broker")))
+    if not _broker_dir.is_absolute():
+        raise ImproperlyConfigured(f"HEADROOM_BROKER_DIR must be absolute, got {_broker_dir}")
     for _sub in ("messages", "control"):
         (_broker_dir / _sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS.update(

@@ -18,7 +18,15 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
-from benchmarks.demo import Children, choose_broker, describe_exit, watch
+from benchmarks.demo import (
+    Children,
+    Stages,
+    _same_operating_point,
+    check_pages,
+    choose_broker,
+    describe_exit,
+    watch,
+)
 from benchmarks.forms import LaunchForm
 from benchmarks.management.commands.launch_demo_sweep import DEMO_FORM
 from runner.schema import SweepPlan
@@ -211,3 +219,78 @@ def test_the_demo_watch_says_which_child_stopped_and_ends_when_both_services_hav
     assert "worker stopped (exit code 3); pages served at 127.0.0.1:8000" in out
     assert "web stopped (exit code 0)" in out
     assert out.index("worker stopped") < out.index("web stopped")
+
+
+def escapes_its_group(pid_file: Path) -> list[str]:
+    """A child whose grandchild leaves the group in a session of its own, which stopping the
+    group cannot reach: what a process left behind by the demo looks like."""
+    code = (
+        "import subprocess, sys, time\n"
+        "grandchild = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'],"
+        " start_new_session=True)\n"
+        f"open({str(pid_file)!r}, 'w').write(str(grandchild.pid))\n"
+        "time.sleep(600)\n"
+    )
+    return [sys.executable, "-c", code]
+
+
+def test_a_process_left_running_after_the_demo_stops_is_named(children, pid_file):
+    children.start("worker", escapes_its_group(pid_file))
+    grandchild = read_pid(pid_file)
+    children.note_descendants()
+    children.stop_all(grace_s=5)
+    assert [line.split()[0] for line in children.left_running(settle_s=1)] == [str(grandchild)]
+    os.kill(grandchild, signal.SIGKILL)
+    wait_for(lambda: not is_running(grandchild))
+    assert children.left_running() == []
+
+
+def test_nothing_is_named_left_running_when_the_demo_stopped_everything(children, pid_file):
+    children.start("worker", leaves_a_grandchild(pid_file))
+    read_pid(pid_file)
+    children.note_descendants()
+    assert len(children.seen) == 2
+    children.stop_all(grace_s=1)
+    assert children.left_running() == []
+
+
+RUN_PAGE = ('<p id="operating-point-chosen" data-point-key="k" data-config="max_num_seqs=64" '
+            'data-load="burst 128" data-output-throughput="2258.1"><strong>x</strong></p>')
+
+
+def report_page(config: str, throughput: str) -> str:
+    return (f'<p><span id="curve-selected" data-config="{config}" '
+            f'data-output-throughput="{throughput}">max_num_seqs=64</span></p>')
+
+
+def test_the_report_names_the_run_pages_operating_point():
+    assert _same_operating_point(RUN_PAGE, report_page("max_num_seqs=64", "2258.1")) == []
+
+
+@pytest.mark.parametrize("config, throughput", [("max_num_seqs=16", "2258.1"),
+                                                ("max_num_seqs=64", "2258.0")])
+def test_a_report_naming_another_operating_point_fails_the_demo_check(config, throughput):
+    (problem,) = _same_operating_point(RUN_PAGE, report_page(config, throughput))
+    assert problem.startswith(f"the report's operating point ['{config}', '{throughput}']")
+
+
+def test_a_page_without_an_operating_point_fails_the_demo_check():
+    assert _same_operating_point(RUN_PAGE, "<p>No operating point</p>") == [
+        "the run page or the report names no operating point"]
+
+
+def test_the_demo_check_wants_both_printed_links():
+    only_comparison = "Saved comparison x (controlled): /comparisons/abc/\n"
+    (problem,) = check_pages("http://127.0.0.1:1", "code", "pw", only_comparison)
+    assert problem.startswith("finish_demo printed no comparison and report links")
+
+
+def test_each_stage_is_timed_even_when_it_fails():
+    stages = Stages()
+    with stages.timed("migrate"):
+        time.sleep(0.01)
+    with pytest.raises(RuntimeError), stages.timed("launch"):
+        raise RuntimeError
+    assert list(stages.seconds) == ["migrate", "launch"]
+    assert stages.seconds["migrate"] >= 0.01
+    assert stages.table().splitlines()[0].startswith("  migrate ")
