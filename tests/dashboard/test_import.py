@@ -50,6 +50,13 @@ def test_uploading_a_vllm_bench_file_creates_a_run_with_its_caveat(owner_client)
     assert "vllm-bench-import" in set(point.caveats.values_list("code", flat=True))
 
 
+def test_the_import_page_names_the_three_kinds_of_file_it_takes(owner_client):
+    page = owner_client.get("/runs/import/").content.decode()
+    assert "Headroom result lines: the JSONL that <code>python -m runner</code> writes" in page
+    assert "a run's JSON download (<em>Download JSON</em> on a run's page" in page
+    assert "a <code>vllm bench serve</code> result" in page
+
+
 def status_page(client, response) -> tuple[ResultImport, str]:
     """The import an upload redirected to, and its status page as the uploader sees it."""
     assert response.status_code == 302
