@@ -820,7 +820,8 @@ class ImportForm(forms.Form):
     """
 
     file = forms.FileField(
-        help_text="A Headroom results file (JSONL) or vllm bench serve --save-result JSON"
+        help_text="Headroom result lines (JSONL), a run's JSON download, or a vllm bench serve "
+        "result"
     )
     name = forms.CharField(max_length=200, required=False)
 

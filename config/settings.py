@@ -335,7 +335,8 @@ WHITENOISE_USE_FINDERS = True
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 HEADROOM_MAX_UPLOAD_BYTES = envint("HEADROOM_MAX_UPLOAD_BYTES", str(512 * 1024 * 1024))
 # A vllm bench file is one JSON document, parsed whole (several times its size in memory); a
-# Headroom JSONL file is read a line at a time and has only the upload limit.
+# Headroom JSONL file (read a line at a time) and a run's JSON download (read as a stream, a
+# request at a time) have only the upload limit.
 HEADROOM_MAX_IMPORT_DOCUMENT_BYTES = envint(
     "HEADROOM_MAX_IMPORT_DOCUMENT_BYTES", str(64 * 1024 * 1024)
 )

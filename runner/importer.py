@@ -1,4 +1,4 @@
-"""Read result files: Headroom's own JSONL and `vllm bench serve` result files.
+"""Read result files: Headroom's own JSONL, a run's JSON download, `vllm bench serve` results.
 
 `vllm bench serve --save-result` writes one JSON object; `--append-result` adds one object per
 line to the same file, so one file may hold several runs, and each becomes its own point.
@@ -10,9 +10,9 @@ those that name an engine setting or provenance fill those fields, the others ar
 What a file cannot tell (whether responses were cut short, the goodput SLOs) is written into the
 point's notes instead of being guessed, and so is every figure computed from the file rather
 than read from it. A bad line or value refuses the file with a message naming the line and the
-field. Points are returned one at a time (iter_result_file): Headroom's JSONL is never read
-whole, a vllm bench document is parsed once, and JSON nested deeper than a result file ever is
-(MAX_JSON_DEPTH) is refused before it is parsed.
+field. Points are returned one at a time (iter_result_file): Headroom's JSONL and a run's
+download (runner.downloads) are never read whole, a vllm bench document is parsed once, and JSON
+nested deeper than a result file ever is (MAX_JSON_DEPTH) is refused before it is parsed.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from runner.downloads import is_download, iter_download_into
 from runner.metrics import summary_ms
 from runner.responses import chunk_token_counts
 from runner.results import (
@@ -213,7 +214,8 @@ class _Metadata:
 def load_result_file(
     path: Path, *, name: str = "", max_document_bytes: int | None = None
 ) -> list[PointResult]:
-    """Every point in a Headroom results file (JSONL) or a vllm bench file; ImportFileError else."""
+    """Every point in a Headroom results file (JSONL), a run's download or a vllm bench file;
+    ImportFileError else."""
     return list(iter_result_file(path, name=name, max_document_bytes=max_document_bytes))
 
 
@@ -223,8 +225,9 @@ def iter_result_file(
     """The points of a result file, one at a time; messages call the file `name` (its own name
     by default: an uploaded file is stored under a generated one).
 
-    Headroom's JSONL is read a line at a time, never whole: each line is one point. Anything else
-    is JSON documents read whole (a vllm bench file is one, --append-result writes one a line),
+    Headroom's JSONL is read a line at a time, never whole: each line is one point. A run's JSON
+    download is read as a stream, a point and a request at a time. Anything else is JSON
+    documents read whole (a vllm bench file is one, --append-result writes one a line),
     so such a file over max_document_bytes is refused before it is read; None sets no limit (a
     file of one's own on the command line). A bad line raises when it is reached: a caller that
     stores points stores them in one transaction (benchmarks.imports), so nothing is half-kept.
@@ -246,19 +249,24 @@ def iter_result_file_into(
     max_document_bytes: int | None = None,
 ) -> Iterator[tuple[PointResult, SinkT | None]]:
     """iter_result_file, a Headroom file's batched records going to sinks a batch at a time as
-    runner.results.iter_points_into gives them (each point with its sink, or None); a vllm
-    bench file's points come with None, their requests in the point (its document is read
-    whole anyway)."""
+    runner.results.iter_points_into gives them (each point with its sink, or None); a run
+    download's records go to sinks too (runner.downloads); a vllm bench file's points come with
+    None, their requests in the point (its document is read whole anyway)."""
     name = name or path.name
     if not path.is_file():
         raise ImportFileError(f"{name}: no such file")
-    if _starts_as_headroom(path):
-        try:
+    head = _head(path)
+    try:
+        if head.lstrip().startswith((HEADROOM_LINE_START, BATCH_LINE_START)):
             # A last line cut short (a run killed mid-write) is skipped, as --resume skips it.
             yield from iter_points_into(path, [], new_sink, label=name)
-        except ResultFileError as exc:
-            raise ImportFileError(str(exc)) from None
-        return
+            return
+        if is_download(head):
+            # Streamed, so like the JSONL only the upload limit applies, not the document one.
+            yield from iter_download_into(path, new_sink, label=name, max_depth=MAX_JSON_DEPTH)
+            return
+    except ResultFileError as exc:
+        raise ImportFileError(str(exc)) from None
     size = path.stat().st_size
     if max_document_bytes is not None and size > max_document_bytes:
         raise ImportFileError(
@@ -269,11 +277,10 @@ def iter_result_file_into(
         yield point, None
 
 
-def _starts_as_headroom(path: Path) -> bool:
-    """Whether the file begins as Headroom's JSONL does, told from its first bytes."""
+def _head(path: Path) -> bytes:
+    """The file's first bytes: enough to tell Headroom's JSONL and a run's download."""
     with path.open("rb") as handle:
-        head = handle.read(HEADROOM_HEAD_BYTES)
-    return head.lstrip().startswith((HEADROOM_LINE_START, BATCH_LINE_START))
+        return handle.read(HEADROOM_HEAD_BYTES)
 
 
 def _megabytes(size: int) -> str:

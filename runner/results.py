@@ -205,7 +205,7 @@ def iter_points_into(
                     pending = None
                     continue
                 raise ResultFileError(
-                    f"{label}:{number}: not a Headroom point: {_first_error(exc)}"
+                    f"{label}:{number}: not a Headroom point: {first_error(exc)}"
                 ) from None
             sink = None
             if pending is not None:
@@ -301,7 +301,7 @@ def _batch_records(batch: dict[str, Any], where: str) -> list[RequestRecord]:
             out.append(RequestRecord.model_validate(fields))
         except ValidationError as exc:
             raise ResultFileError(
-                f"{where}: not a Headroom point: records.{position}.{_first_error(exc)}"
+                f"{where}: not a Headroom point: records.{position}.{first_error(exc)}"
             ) from None
     return out
 
@@ -343,7 +343,8 @@ def _looks_truncated(exc: ValidationError) -> bool:
     return any(error["type"] in ("json_invalid", "json_type") for error in exc.errors())
 
 
-def _first_error(exc: ValidationError) -> str:
+def first_error(exc: ValidationError) -> str:
+    """Where the first problem is and what, and how many more: for every reader of our files."""
     error = exc.errors()[0]
     where = ".".join(str(part) for part in error["loc"]) or "(top level)"
     more = exc.error_count() - 1

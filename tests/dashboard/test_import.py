@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
+from django.utils.html import escape
 
 from benchmarks.models import Benchmark, ResultImport
 
@@ -46,6 +48,13 @@ def test_uploading_a_vllm_bench_file_creates_a_run_with_its_caveat(owner_client)
     point = Benchmark.objects.get().points.get()
     assert point.output_throughput == 2048.0
     assert "vllm-bench-import" in set(point.caveats.values_list("code", flat=True))
+
+
+def test_the_import_page_names_the_three_kinds_of_file_it_takes(owner_client):
+    page = owner_client.get("/runs/import/").content.decode()
+    assert "Headroom result lines: the JSONL that <code>python -m runner</code> writes" in page
+    assert "a run's JSON download (<em>Download JSON</em> on a run's page" in page
+    assert "a <code>vllm bench serve</code> result" in page
 
 
 def status_page(client, response) -> tuple[ResultImport, str]:
@@ -337,3 +346,119 @@ def test_a_file_whose_model_id_vllm_would_read_as_a_flag_is_refused(owner_client
     assert result_import.state == "failed"
     assert "starts with '-'" in result_import.error_message
     assert not Benchmark.objects.exists()
+
+
+# ---------------------------------------------------------------------------------------------
+# A run's JSON download imports back as the same run
+# ---------------------------------------------------------------------------------------------
+
+
+def download(client, benchmark) -> bytes:
+    response = client.get(f"/runs/{benchmark.code}.json")
+    assert response.status_code == 200
+    return b"".join(response.streaming_content)
+
+
+def a_judged_run():
+    """A launched run of one ladder (three load levels, so each has a verdict), one point
+    whose client fell behind and one whose throughput disagrees with its tokens (caveats)."""
+    from benchmarks.points import store_point
+
+    from .factories import make_benchmark
+
+    benchmark = make_benchmark(state="succeeded")
+    store_point(benchmark, make_point_result(num_requests=100, requests=25))
+    store_point(benchmark, make_point_result(num_requests=200, requests=25, saturated=True))
+    store_point(benchmark, make_point_result(num_requests=400, requests=25,
+                                             output_throughput=70000.0,
+                                             total_output_tokens=650000))
+    return benchmark
+
+
+def what_the_run_page_shows(benchmark):
+    """Each point in full, its figures, its verdict (or why it has none) and its caveats."""
+    from benchmarks.points import METRIC_FIELDS, point_to_result
+    from judgement import judge
+
+    points = list(benchmark.points.all())
+    found = judge.verdict_rows(list(judge.figures_by_key(points)[0].values()))
+    return {
+        p.key: {
+            "point": point_to_result(p),
+            "figures": {name: getattr(p, name) for name in METRIC_FIELDS},
+            "verdict": found.by_key.get(p.key) or found.missing[p.key],
+            "caveats": sorted(p.caveats.values_list("kind", "code", "text")),
+        }
+        for p in points
+    }
+
+
+def test_a_runs_json_download_imports_back_with_the_same_points_verdicts_and_caveats(
+    owner_client, tmp_path
+):
+    original = a_judged_run()
+    shown = what_the_run_page_shows(original)
+    assert [type(row["verdict"]).__name__ for row in shown.values()] == ["Verdict"] * 3
+    assert {code for row in shown.values() for _, code, _ in row["caveats"]} >= {
+        "cpu-engine", "client-saturated", "inconsistent-aggregates"}
+    data = download(owner_client, original)
+
+    file = SimpleUploadedFile(f"headroom-{original.code}.json", data)
+    assert owner_client.post("/runs/import/", {"file": file}).status_code == 302
+    uploaded = Benchmark.objects.get(source="imported")
+    path = tmp_path / "run.json"
+    path.write_bytes(data)
+    call_command("import_results", str(path))
+    commanded = Benchmark.objects.exclude(pk__in=[original.pk, uploaded.pk]).get()
+
+    for imported in (uploaded, commanded):
+        assert (imported.source, imported.state, imported.points_total) == ("imported",
+                                                                            "succeeded", 3)
+        assert what_the_run_page_shows(imported) == shown
+        # And its own download is the one it came from, point for point.
+        assert json.loads(download(owner_client, imported))["points"] == (
+            json.loads(data)["points"])
+
+
+@pytest.mark.parametrize(
+    "spoil, named",
+    [
+        (lambda doc: doc["points"][1]["metrics"].pop("duration"),
+         "points.1: not a Headroom point: metrics.duration: Field required"),
+        (lambda doc: doc["points"][0]["requests"][3].update(chunk_times=["soon"]),
+         "points.0.requests.3: not a Headroom request: chunk_times"),
+        (lambda doc: doc["points"].append("a point"),
+         "points.3: not a Headroom point: expected an object, got a string"),
+        (lambda doc: doc.update(points={}), 'expected a "points" list, got an object'),
+    ],
+)
+def test_a_download_with_a_bad_point_is_refused_naming_it_and_imports_nothing(
+    owner_client, tmp_path, spoil, named
+):
+    document = json.loads(download(owner_client, a_judged_run()))
+    spoil(document)
+    data = json.dumps(document).encode()
+    file = SimpleUploadedFile("run.json", data)
+    result_import, page = status_page(owner_client,
+                                      owner_client.post("/runs/import/", {"file": file}))
+    assert result_import.state == "failed"
+    assert result_import.error_message.startswith(f"Cannot import run.json: {named}")
+    assert escape(result_import.error_message) in page
+    path = tmp_path / "run.json"
+    path.write_bytes(data)
+    with pytest.raises(CommandError, match=re.escape(named)):
+        call_command("import_results", str(path))
+    assert Benchmark.objects.filter(source="imported").count() == 0
+
+
+def test_a_download_cut_short_is_refused_as_cut_short_and_imports_nothing(owner_client):
+    data = download(owner_client, a_judged_run())
+    file = SimpleUploadedFile("run.json", data[: len(data) // 2])
+    result_import, page = status_page(owner_client,
+                                      owner_client.post("/runs/import/", {"file": file}))
+    assert result_import.state == "failed"
+    assert result_import.error_message.startswith("Cannot import run.json: points.")
+    assert "not valid JSON: parse error: premature EOF (the file is cut short" in (
+        result_import.error_message)
+    assert result_import.error_message in page
+    assert not Benchmark.objects.filter(source="imported").exists()

@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from runner.importer import ImportFileError, from_vllm_bench, load_result_file
+from runner.importer import (
+    ImportFileError,
+    from_vllm_bench,
+    iter_result_file_into,
+    load_result_file,
+)
 from runner.results import ResultFileError, append_point, finished_keys, read_points
-from runner.schema import EngineConfig, LoadSpec, PointResult
+from runner.schema import EngineConfig, LoadSpec, PointResult, RequestRecord
 from tests import factories
 
 DATA = Path(__file__).parent / "data"
@@ -117,6 +123,60 @@ def test_it_reads_headroom_jsonl_through_the_same_entry_point(tmp_path):
     append_point(out, make_point(4))
     append_point(out, make_point(32))
     assert len(load_result_file(out)) == 2
+
+
+# ---------------------------------------------------------------------------------------------
+# A run's JSON download from the dashboard, read as a stream
+# ---------------------------------------------------------------------------------------------
+
+
+def with_requests(point: PointResult, count: int) -> PointResult:
+    requests = [RequestRecord(index=i, intended_send=0.01 * i, actual_send=0.01 * i,
+                              chunk_times=[0.01 * i + 0.1, 0.01 * i + 0.2], chunk_tokens=[1, 1],
+                              output_tokens=2, status=200) for i in range(count)]  # fmt: skip
+    return point.model_copy(update={"requests": requests})
+
+
+def download_of(*points: PointResult) -> str:
+    """As the dashboard's run_json writes it: the run's summary, then every point in full."""
+    head = json.dumps({"benchmark": {"name": "sweep", "plan": {"loads": [[8, 16]]}}})
+    return head[:-1] + ', "points": [' + ",".join(p.model_dump_json() for p in points) + "]}"
+
+
+@dataclass
+class BatchSizes:
+    """A sink that keeps each batch it is given."""
+
+    batches: list[list[RequestRecord]] = field(default_factory=list)
+
+    def add(self, records):
+        self.batches.append(list(records))
+
+
+def test_it_reads_a_runs_download_a_point_and_a_request_batch_at_a_time(tmp_path, monkeypatch):
+    import runner.downloads
+
+    monkeypatch.setattr(runner.downloads, "BATCH_RECORDS", 4)
+    points = [with_requests(make_point(4), 10), with_requests(make_point(32), 3)]
+    path = tmp_path / "run.json"
+    path.write_text(download_of(*points))
+    # Streamed: the limit on a document read whole does not apply to it.
+    read = list(iter_result_file_into(path, BatchSizes, max_document_bytes=100))
+    for (point, sink), original in zip(read, points, strict=True):
+        assert point.requests == []
+        assert point == original.model_copy(update={"requests": []})
+        assert [r for batch in sink.batches for r in batch] == original.requests
+    assert [len(batch) for batch in read[0][1].batches] == [4, 4, 2]
+    assert load_result_file(path) == points
+    path.write_text(json.dumps(json.loads(download_of(*points)), indent=2))
+    assert load_result_file(path) == points  # saved again pretty-printed
+
+
+def test_it_refuses_a_deeply_nested_download_without_reading_on(tmp_path):
+    path = tmp_path / "run.json"
+    path.write_text('{"benchmark": ' + "[" * 100_000)
+    with pytest.raises(ImportFileError, match=r"^run\.json: JSON nested too deeply"):
+        load_result_file(path)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -25,7 +25,10 @@ STATED_FLAGS = {
 
 
 class Command(BaseCommand):
-    help = "Import Headroom result files (JSONL) or vllm bench serve --save-result JSON."
+    help = (
+        "Import Headroom result files (JSONL), runs' JSON downloads or vllm bench serve "
+        "--save-result JSON."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("files", nargs="+", type=Path)

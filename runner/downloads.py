@@ -1,0 +1,219 @@
+"""A run's JSON download read back: its points one at a time, each point's requests in batches.
+
+The dashboard's download (benchmarks.views.run_json) is one document,
+
+    {"benchmark": {...the run's summary...}, "points": [POINT, ...]}
+
+each POINT a PointResult's model_dump_json with its requests inline. A point of 100,000 requests
+x 1,000 chunks is about 2 GB of that text, so neither the document nor one point is parsed
+whole: ijson reads the file as a stream of events, each point is built without its requests,
+and each request is validated as it ends and given to the point's sink a batch at a time, as
+runner.results gives a JSONL file's request batches. The summary is skipped: an import makes its
+run from the points. Nesting deeper than max_depth is refused as the events arrive.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import ijson
+from pydantic import ValidationError
+
+from runner.results import BATCH_RECORDS, BATCH_VALUES, ResultFileError, SinkT, first_error
+from runner.schema import PointResult, RequestRecord, ragged_fields
+
+# How a download begins (the view writes the summary first); spaces are allowed, so a download
+# saved again pretty-printed still reads as one.
+DOWNLOAD_START = re.compile(rb'\s*\{\s*"benchmark"\s*:')
+
+Event = tuple[str, Any]
+_OPENS = frozenset({"start_map", "start_array"})
+_CLOSES = frozenset({"end_map", "end_array"})
+_KINDS = {"start_map": "an object", "start_array": "a list", "string": "a string",
+          "number": "a number", "boolean": "true or false", "null": "null"}  # fmt: skip
+_RAGGED = tuple(ragged_fields(RequestRecord))
+
+
+def is_download(head: bytes) -> bool:
+    """Whether a file whose first bytes are `head` is a run's JSON download."""
+    return DOWNLOAD_START.match(head) is not None
+
+
+@dataclass
+class _Where:
+    """The place being read, for messages: 'run.json: points.2.requests.17'."""
+
+    label: str
+    point: int | None = None
+    request: int | None = None
+
+    def __str__(self) -> str:
+        if self.point is None:
+            return self.label
+        at = f"{self.label}: points.{self.point}"
+        return at if self.request is None else f"{at}.requests.{self.request}"
+
+
+def iter_download_into(
+    path: Path, new_sink: Callable[[], SinkT], *, label: str, max_depth: int
+) -> Iterator[tuple[PointResult, SinkT]]:
+    """The download's points, each with the sink of new_sink()'s that its requests went to (the
+    point's own requests left empty); ResultFileError naming the point and request if bad."""
+    where = _Where(label)
+    with path.open("rb") as handle:
+        events = _depth_checked(ijson.basic_parse(handle, use_float=True), max_depth, where)
+        try:
+            yield from _document(events, new_sink, where)
+        except ijson.JSONError as exc:
+            raise ResultFileError(f"{where}: {_json_message(exc)}") from None
+
+
+def _json_message(exc: Exception) -> str:
+    # yajl's message is its first line; the lines after it draw the place with a caret.
+    text = exc.args[0] if exc.args else ""
+    text = text.decode("utf-8", "replace") if isinstance(text, bytes) else str(text)
+    reason = text.split("\n", 1)[0].strip()
+    if "premature EOF" in reason:
+        return f"not valid JSON: {reason} (the file is cut short: was the download interrupted?)"
+    return f"not valid JSON: {reason}"
+
+
+def _depth_checked(events: Iterator[Event], max_depth: int, where: _Where) -> Iterator[Event]:
+    depth = 0
+    for event, value in events:
+        if event in _OPENS:
+            depth += 1
+            if depth > max_depth:
+                raise ResultFileError(
+                    f"{where}: JSON nested too deeply to be a run download (over {max_depth} "
+                    "levels)"
+                )
+        elif event in _CLOSES:
+            depth -= 1
+        yield event, value
+
+
+def _document(
+    events: Iterator[Event], new_sink: Callable[[], SinkT], where: _Where
+) -> Iterator[tuple[PointResult, SinkT]]:
+    _expect(events, "start_map", where, "a JSON object")
+    has_points = False
+    for event, key in events:  # the document's keys
+        if event == "end_map":
+            break
+        if key == "points":
+            has_points = True
+            yield from _points(events, new_sink, where)
+        else:
+            _value(events, _next(events, where), where)
+    if not has_points:
+        raise ResultFileError(f'{where}: a run download has a "points" list; this one has none')
+    # Reading on lets the parser refuse anything after the document but spaces.
+    if next(events, None) is not None:
+        raise ResultFileError(f"{where}: more follows the end of the run download")
+
+
+def _points(
+    events: Iterator[Event], new_sink: Callable[[], SinkT], where: _Where
+) -> Iterator[tuple[PointResult, SinkT]]:
+    _expect(events, "start_array", where, 'a "points" list')
+    index = 0
+    while (first := _next(events, where))[0] != "end_array":
+        where.point = index
+        if first[0] != "start_map":
+            raise ResultFileError(
+                f"{where}: not a Headroom point: expected an object, got {_kind(first)}"
+            )
+        yield _point(events, new_sink(), where)
+        index += 1
+    where.point = None
+
+
+def _point(events: Iterator[Event], sink: SinkT, where: _Where) -> tuple[PointResult, SinkT]:
+    """One point (its start_map read): everything but its requests built, those sent to sink."""
+    head = ijson.ObjectBuilder()
+    head.event("start_map", None)
+    while (first := _next(events, where))[0] != "end_map":
+        key = first[1]
+        if key == "requests":
+            _requests(events, sink, where)
+            continue
+        head.event("map_key", key)
+        _value(events, _next(events, where), where, head)
+    head.event("end_map", None)
+    try:
+        return PointResult.model_validate(head.value), sink
+    except ValidationError as exc:
+        raise ResultFileError(f"{where}: not a Headroom point: {first_error(exc)}") from None
+
+
+def _requests(events: Iterator[Event], sink: SinkT, where: _Where) -> None:
+    """A point's requests, each validated as it ends, to the sink in batches no larger than a
+    JSONL file's (runner.results.BATCH_RECORDS and BATCH_VALUES)."""
+    _expect(events, "start_array", where, 'a "requests" list')
+    batch: list[RequestRecord] = []
+    values = 0
+    index = 0
+    while (first := _next(events, where))[0] != "end_array":
+        where.request = index
+        record = ijson.ObjectBuilder()
+        _value(events, first, where, record)
+        try:
+            batch.append(RequestRecord.model_validate(record.value))
+        except ValidationError as exc:
+            raise ResultFileError(f"{where}: not a Headroom request: {first_error(exc)}") from None
+        values += sum(len(getattr(batch[-1], name)) for name in _RAGGED)
+        if len(batch) >= BATCH_RECORDS or values >= BATCH_VALUES:
+            sink.add(batch)
+            batch, values = [], 0
+        index += 1
+    if batch:
+        sink.add(batch)
+    where.request = None
+
+
+def _value(
+    events: Iterator[Event], first: Event, where: _Where, builder: Any = None
+) -> None:
+    """One JSON value whose first event is `first`, given to builder (None: skipped)."""
+    if builder is not None:
+        builder.event(*first)
+    if first[0] not in _OPENS:
+        return
+    depth = 1
+    for event, value in events:
+        if builder is not None:
+            builder.event(event, value)
+        if event in _OPENS:
+            depth += 1
+        elif event in _CLOSES:
+            depth -= 1
+            if depth == 0:
+                return
+    raise _cut_short(where)
+
+
+def _next(events: Iterator[Event], where: _Where) -> Event:
+    item = next(events, None)
+    if item is None:
+        raise _cut_short(where)
+    return item
+
+
+def _cut_short(where: _Where) -> ResultFileError:
+    # The parser itself says so first; this is for events that end without its word.
+    return ResultFileError(f"{where}: the file ends inside the document (is it cut short?)")
+
+
+def _expect(events: Iterator[Event], event: str, where: _Where, what: str) -> None:
+    first = _next(events, where)
+    if first[0] != event:
+        raise ResultFileError(f"{where}: expected {what}, got {_kind(first)}")
+
+
+def _kind(event: Event) -> str:
+    return _KINDS.get(event[0], event[0])
