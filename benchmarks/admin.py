@@ -13,6 +13,7 @@ from benchmarks.models import (
     Caveat,
     Checkpoint,
     Comparison,
+    EngineStart,
     ExternalReference,
     Node,
     OperatingPoint,
@@ -175,6 +176,21 @@ class AuditEventAdmin(admin.ModelAdmin):
         return False
 
     def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(EngineStart)
+class EngineStartAdmin(admin.ModelAdmin):
+    """Read-only: a start is what the worker measured (EngineStart.objects.record). Deleting
+    one is allowed: a start no longer true of the node (its disk or driver changed) can go."""
+
+    list_display = ("started_at", "node", "checkpoint", "seconds")
+    list_filter = ("node",)
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
         return False
 
 

@@ -1,33 +1,41 @@
 """What a launch will cost before it starts: the plan's size, and its wall time and GPU-hours.
 
-The estimate comes from this node's earlier runs of the same checkpoint (started the same way:
-engines of its own, or the same endpoint), because nothing else knows how long an engine takes
-to start there or how fast that model decodes on that hardware:
+The estimate comes from what this node measured with the same checkpoint, because nothing
+else knows how long an engine takes to start there or how fast that model decodes on that
+hardware:
 
-- per engine start: each earlier run's wall time less the measured durations of its points,
-  over its engine starts (start-up, warm-up and the gaps between points all land there);
+- per engine start: the median of the last starts measured on this node for this checkpoint
+  (EngineStart: launch to /health answering), kept by every run that started an engine, failed
+  and cancelled ones too. With none, each earlier run's wall time less the measured durations
+  of its points, over its engine starts (start-up, warm-up and the gaps between points all land
+  there; runs from before starts were measured). The measured start comes first because it is
+  the start itself and current, though it leaves out the warm-up and gaps the runs' figure
+  holds. Another checkpoint's starts are not used: a start is mostly loading and compiling that
+  model, seconds for a small one and many minutes for a large one;
 - per point: the planned output tokens over the output tokens/s, per replica, that the earlier
-  runs measured at the nearest load level (the same engine config when they ran it, the same
-  load shape when they had it), never faster than an open loop's arrival schedule allows.
+  runs of the checkpoint (started the same way: engines of their own, or the same endpoint)
+  measured at the nearest load level (the same engine config when they ran it, the same load
+  shape when they had it), never faster than an open loop's arrival schedule allows.
 
-With no such run, a stated conservative default stands in, and the basis sentence says so.
+With none of these, a stated conservative default stands in, and the basis sentence says so.
 GPU-hours are wall hours times the GPUs the run holds: its replicas times the widest config's
 tensor-parallel size. A CPU node holds none, nor does a run attached to an endpoint (the
 server's GPUs are not this run's): the estimate says so instead of a number.
 
-The core takes plain numbers (PastRun, PastPoint) so it is tested on hand-computed cases; the
-query layer at the bottom reads them from the rows.
+The core takes plain numbers (PastRun, PastPoint, measured starts in seconds) so it is tested
+on hand-computed cases; the query layer at the bottom reads them from the rows.
 """
 
 from __future__ import annotations
 
 import math
+import statistics
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from benchmarks.models import Benchmark, Checkpoint, Endpoint, Node, Point
+from benchmarks.models import Benchmark, Checkpoint, Endpoint, EngineStart, Node, Point
 from runner.schema import LoadSpec, SweepPlan
 from runner.sweep import plan_points
 
@@ -160,6 +168,29 @@ def engine_start_s(runs: Sequence[PastRun]) -> float | None:
     return outside / starts
 
 
+@dataclass(frozen=True)
+class PerStart:
+    """The seconds the estimate counts per engine start, and the basis sentence's words for it."""
+
+    seconds: float
+    basis: str
+
+
+def per_start(measured: Sequence[float], runs: Sequence[PastRun]) -> PerStart:
+    """The measured starts' median; else the earlier runs' time outside points per start; else
+    the default."""
+    if measured:
+        median = statistics.median(measured)
+        return PerStart(median, f"measured engine starts on this node: {len(measured)}, "
+                                f"median {duration_label(median)}")
+    derived = engine_start_s(runs)
+    if derived is not None:
+        return PerStart(derived, f"{duration_label(derived)} per engine start (wall time less "
+                                 "the points)")
+    return PerStart(DEFAULT_ENGINE_START_S, "no engine start measured on this node: default "
+                                            f"{duration_label(DEFAULT_ENGINE_START_S)}")
+
+
 def _load_distance(a: float, b: float) -> float:
     """Load levels grow by factors (8, 32, 128): nearness is a ratio, not a difference."""
     return abs(math.log(max(a, 1e-9) / max(b, 1e-9)))
@@ -210,12 +241,18 @@ def default_tokens_per_s_per_replica(plan: SweepPlan) -> float:
     return DEFAULT_OUTPUT_TOKENS_PER_S_PER_GPU * gpus
 
 
-def estimate(plan: SweepPlan, runs: Sequence[PastRun], *, where: str) -> Estimate:
-    """The plan's wall time and GPU-hours from the earlier runs (or the defaults); `where` names
-    the checkpoint and node in the basis sentence."""
+def estimate(
+    plan: SweepPlan,
+    runs: Sequence[PastRun],
+    *,
+    where: str,
+    measured_starts: Sequence[float] = (),
+) -> Estimate:
+    """The plan's wall time and GPU-hours from the measured engine starts (seconds) and the
+    earlier runs (or the defaults); `where` names the checkpoint and node in the basis."""
     size = plan_size(plan)
     past = [p for run in runs for p in run.points]
-    start_s = engine_start_s(runs)
+    start = per_start(measured_starts, runs)
     fallback_rate = default_tokens_per_s_per_replica(plan)
     points_s = 0.0
     defaulted_points = 0
@@ -224,12 +261,11 @@ def estimate(plan: SweepPlan, runs: Sequence[PastRun], *, where: str) -> Estimat
         if rate is None:
             defaulted_points += 1
         points_s += point_duration_s(point, rate if rate is not None else fallback_rate)
-    per_start = DEFAULT_ENGINE_START_S if start_s is None else start_s
-    wall_s = size.engine_starts * per_start + points_s
+    wall_s = size.engine_starts * start.seconds + points_s
     note = no_gpus_note(plan)
     gpu_hours = None if note else wall_s / SECONDS_PER_HOUR * size.gpus_held
-    basis = _basis(runs, where=where, start_s=start_s, defaulted_points=defaulted_points,
-                   fallback_rate=fallback_rate, engine_starts=size.engine_starts)
+    basis = _basis(runs, where=where, start=start.basis if size.engine_starts else None,
+                   defaulted_points=defaulted_points, fallback_rate=fallback_rate)
     return Estimate(wall_s=wall_s, gpu_hours=gpu_hours, no_gpus_note=note, basis=basis)
 
 
@@ -237,30 +273,24 @@ def _basis(
     runs: Sequence[PastRun],
     *,
     where: str,
-    start_s: float | None,
+    start: str | None,
     defaulted_points: int,
     fallback_rate: float,
-    engine_starts: int,
 ) -> str:
-    """One sentence: which runs the numbers came from, or which defaults stood in."""
-    default_start = f"{duration_label(DEFAULT_ENGINE_START_S)} per engine start"
+    """One sentence: where the time per engine start came from (None: the plan starts none),
+    and which runs the rates came from, or which defaults stood in."""
     default_rate = f"{fallback_rate:g} output tokens/s per replica"
+    parts = [start] if start else []
     if not runs:
-        parts = [default_start] if engine_starts else []
-        sentence = (f"No earlier run of {where}: a conservative default of "
-                    f"{' and '.join([*parts, default_rate])}.")
+        head = f"No earlier run of {where}"
+        parts.append(f"a conservative default of {default_rate}")
     else:
-        count = f"{len(runs)} earlier run{'s' if len(runs) != 1 else ''} of {where}"
-        measured = []
-        if engine_starts:
-            measured.append(f"{duration_label(start_s)} per engine start (wall time less the "
-                            "points)" if start_s is not None else f"{default_start} (default)")
-        measured.append("the output tokens/s they measured at the nearest load level")
+        head = f"From {len(runs)} earlier run{'s' if len(runs) != 1 else ''} of {where}"
+        parts.append("the output tokens/s they measured at the nearest load level")
         if defaulted_points:
-            measured.append(f"{default_rate} (default) for {defaulted_points} point(s) they "
-                            "give no rate for")
-        sentence = f"From {count}: {', '.join(measured)}."
-    return sentence[:BASIS_MAX_CHARS]
+            parts.append(f"{default_rate} (default) for {defaulted_points} point(s) they give "
+                         "no rate for")
+    return f"{head}: {'; '.join(parts)}."[:BASIS_MAX_CHARS]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -363,8 +393,17 @@ def past_runs(
     ]
 
 
+def measured_starts(node: Node, checkpoint: Checkpoint) -> list[float]:
+    """Seconds of the last EngineStart.KEPT starts of this checkpoint on this node."""
+    starts = EngineStart.objects.of(node, checkpoint).values_list("seconds", flat=True)
+    return list(starts[: EngineStart.KEPT])
+
+
 def estimate_launch(
     plan: SweepPlan, *, node: Node, checkpoint: Checkpoint, endpoint: Endpoint | None = None
 ) -> Estimate:
     where = f"{checkpoint} on {endpoint.name if endpoint else node.queue}"
-    return estimate(plan, past_runs(node, checkpoint, endpoint), where=where)
+    # An endpoint's server is already running: how engines start on this node is beside it.
+    starts = [] if endpoint else measured_starts(node, checkpoint)
+    return estimate(plan, past_runs(node, checkpoint, endpoint), where=where,
+                    measured_starts=starts)

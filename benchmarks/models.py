@@ -260,6 +260,51 @@ class Checkpoint(models.Model):
             raise ValidationError({"repo": str(exc)}) from None
 
 
+class EngineStartQuerySet(models.QuerySet["EngineStart"]):
+    def of(self, node: Node, checkpoint: Checkpoint) -> EngineStartQuerySet:
+        """The starts of this checkpoint on this node, newest first."""
+        return self.filter(node=node, checkpoint=checkpoint).order_by("-started_at", "-pk")
+
+    def record(self, node: Node, checkpoint: Checkpoint, seconds: float) -> EngineStart:
+        """Keep one measured start and drop the ones older than the last EngineStart.KEPT."""
+        now = timezone.now()
+        with transaction.atomic():
+            start = self.create(node=node, checkpoint=checkpoint, seconds=seconds,
+                                started_at=now - timedelta(seconds=seconds))
+            older = list(self.of(node, checkpoint).values_list("pk", flat=True)[EngineStart.KEPT:])
+            self.filter(pk__in=older).delete()
+        return start
+
+
+class EngineStart(models.Model):
+    """How long an engine of this checkpoint took to start on this node: from launching its
+    process until /health answered (runner.engine.start_engine; the slowest replica of a node
+    run). The launch estimate reads the last KEPT (benchmarks/estimates.py); older ones are
+    dropped as new ones come (EngineStart.objects.record)."""
+
+    # Their median is not set by one or two cold starts (weights not yet in the page cache).
+    KEPT = 5
+
+    node = models.ForeignKey(Node, models.CASCADE, related_name="+")
+    checkpoint = models.ForeignKey(Checkpoint, models.CASCADE, related_name="+")
+    seconds = models.FloatField()
+    started_at = models.DateTimeField()
+
+    objects = EngineStartQuerySet.as_manager()
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=Q(seconds__gte=0), name="engine_start_seconds_nonneg"),
+        ]
+        indexes = [
+            # EngineStart.objects.of(node, checkpoint): the estimate's read and record's trim.
+            models.Index(fields=["node", "checkpoint", "-started_at"], name="engine_start_latest"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.checkpoint} on {self.node.queue}: {self.seconds:.0f} s"
+
+
 class Endpoint(models.Model):
     """An OpenAI-compatible server that is already running, measured without starting an engine.
 

@@ -19,12 +19,12 @@ from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 from celery.signals import worker_ready
 from django.conf import settings
-from django.db import connection
+from django.db import DatabaseError, connection
 from django.utils import timezone
 
 from benchmarks import imports, lifecycle, plans, storage, vault
 from benchmarks.beats import RowBeat
-from benchmarks.models import Benchmark, Endpoint, ResultImport
+from benchmarks.models import Benchmark, Endpoint, EngineStart, ResultImport
 from benchmarks.points import store_point
 from runner.endpoint import NO_CREDENTIALS, Credentials, redact
 from runner.sweep import Cancelled, Progress, run_plan
@@ -121,6 +121,7 @@ def execute_benchmark(benchmark_id: int) -> str:
         try:
             for result in run_plan(
                 plan, workdir, skip_keys=skip_keys, cancel=cancel, on_progress=monitor.report,
+                on_engine_started=lambda seconds: record_engine_start(benchmark, seconds),
                 data_dir=settings.HEADROOM_DATA_DIR,  # a plan's dataset is named inside it
                 credentials=credentials,
             ):
@@ -159,6 +160,17 @@ def execute_benchmark(benchmark_id: int) -> str:
             return State.FAILED
     lifecycle.finish(benchmark_id, State.SUCCEEDED, note="all points measured")
     return State.SUCCEEDED
+
+
+def record_engine_start(benchmark: Benchmark, seconds: float) -> None:
+    """Keep a start the runner measured, for the next launch's estimate on this node. A
+    database error is logged, not raised: the run goes on without the record."""
+    if benchmark.node is None or benchmark.checkpoint is None:  # a launched run has both
+        return
+    try:
+        EngineStart.objects.record(benchmark.node, benchmark.checkpoint, seconds)
+    except DatabaseError:
+        log.exception("benchmark %s: engine start of %.0f s not recorded", benchmark.pk, seconds)
 
 
 def endpoint_credentials(endpoint: Endpoint | None) -> Credentials:

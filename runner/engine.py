@@ -89,6 +89,10 @@ class RunningEngine:
     credentials: Credentials = field(default=NO_CREDENTIALS, repr=False)
     _process: subprocess.Popen | None = field(default=None, repr=False)
     _container: str | None = field(default=None, repr=False)
+    # Seconds from launching its process until /health answered and its info was read (a
+    # start again without MFU_METRICS_FLAG included: the node pays it on every start); None
+    # when attached.
+    start_s: float | None = None
 
     def alive(self) -> bool:
         if self._process is None:  # attached: alive means answering
@@ -295,16 +299,19 @@ def start_engine(
     """Start one replica under its guard and return once /health answers and its info is read.
 
     An engine whose vLLM refuses MFU_METRICS_FLAG (a release before it) is started once more
-    without it; any other failure is raised as it is.
+    without it; any other failure is raised as it is. The engine's start_s is the time it took.
     """
+    launched = time.monotonic()
     try:
-        return _start_engine(launch, checkpoint, config, replica=replica, log_dir=log_dir,
-                             cancel=cancel, mfu_metrics=True)
+        engine = _start_engine(launch, checkpoint, config, replica=replica, log_dir=log_dir,
+                               cancel=cancel, mfu_metrics=True)
     except EngineError as exc:
         if not refused_mfu_metrics_flag(str(exc)):
             raise
-    return _start_engine(launch, checkpoint, config, replica=replica, log_dir=log_dir,
-                         cancel=cancel, mfu_metrics=False)
+        engine = _start_engine(launch, checkpoint, config, replica=replica, log_dir=log_dir,
+                               cancel=cancel, mfu_metrics=False)
+    engine.start_s = time.monotonic() - launched
+    return engine
 
 
 def refused_mfu_metrics_flag(failure: str) -> bool:

@@ -100,6 +100,7 @@ def run_plan(
     skip_keys: frozenset[str] = frozenset(),
     cancel: threading.Event | None = None,
     on_progress: Callable[[Progress], None] | None = None,
+    on_engine_started: Callable[[float], None] | None = None,
     data_dir: Path | None = None,
     credentials: Credentials = NO_CREDENTIALS,
 ) -> Iterator[PointResult]:
@@ -116,6 +117,8 @@ def run_plan(
     quality set cannot be read (runner.quality.load_quality: file:line).
     credentials: an attached server's API key and headers, sent with every call to it and
     never recorded (the plan is stored and downloadable; these are secrets).
+    on_engine_started: called in the caller's thread, once per engine config started, with the
+    seconds its replicas took to start (started_s); never for an attached server.
     """
     check_client_cpus(plan.client)
     source = check_source(plan.workload, data_dir, plan.loads, plan.warmup_requests)
@@ -125,6 +128,7 @@ def run_plan(
     quality = load_quality(plan.quality, data_dir)
     cancel = cancel or threading.Event()
     report = on_progress or (lambda progress: None)
+    on_started = on_engine_started or (lambda seconds: None)
     todo = [p for p in plan_points(plan) if p.key not in skip_keys]
     total = len(todo)
     done = 0
@@ -145,6 +149,9 @@ def run_plan(
                 plan.launch, plan.checkpoint, config, replicas=plan.replicas, log_dir=log_dir,
                 credentials=credentials,
             ) as running:
+                start_s = started_s(running)
+                if start_s is not None:
+                    on_started(start_s)
                 if prompts is None:
                     prompts = _build_prompts(plan, running[0], data_dir)
                 _warm_up(plan, running, prompts, cancel)
@@ -184,6 +191,13 @@ def run_plan(
             done += len(group) - measured  # the config's remaining points cannot be measured
     if failures:
         raise SweepIncomplete(failures)
+
+
+def started_s(running: list[RunningEngine]) -> float | None:
+    """How long a config's engines took to start: replicas start together, so the slowest
+    one's time. None when they were not started here (an attached server)."""
+    times = [engine.start_s for engine in running if engine.start_s is not None]
+    return max(times) if running and len(times) == len(running) else None
 
 
 @dataclass

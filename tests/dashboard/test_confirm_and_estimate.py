@@ -14,7 +14,15 @@ from django.test import Client
 from django.utils import timezone
 
 from benchmarks import estimates
-from benchmarks.models import AuditEvent, Benchmark, Checkpoint, Endpoint, Node, Workload
+from benchmarks.models import (
+    AuditEvent,
+    Benchmark,
+    Checkpoint,
+    Endpoint,
+    EngineStart,
+    Node,
+    Workload,
+)
 from benchmarks.points import store_point
 from runner import schema
 
@@ -126,8 +134,53 @@ def test_with_no_earlier_run_a_stated_conservative_default_stands_in():
     got = estimates.estimate_launch(plan, node=node, checkpoint=checkpoint)
     # Two starts of 600 s, then 100 x 256 tokens at 50 tok/s (512 s) for each config.
     assert got.wall_s == pytest.approx(2 * 600 + 2 * 512)
-    assert got.basis == (f"No earlier run of {checkpoint} on gpu-a: a conservative default of "
-                         "10 min per engine start and 50 output tokens/s per replica.")
+    assert got.basis == (f"No earlier run of {checkpoint} on gpu-a: no engine start measured "
+                         "on this node: default 10 min; a conservative default of 50 output "
+                         "tokens/s per replica.")
+
+
+def test_before_any_run_has_finished_the_starts_measured_on_the_node_set_the_start_time():
+    plan = sweep_plan([schema.EngineConfig(max_num_seqs=8),
+                       schema.EngineConfig(max_num_seqs=16)], [100])
+    got = estimates.estimate(plan, [], where="m on cpu-a", measured_starts=[50.0, 200.0, 70.0])
+    # The median of 50, 70 and 200 s for each of the two starts, then 512 s a config as above.
+    assert got.wall_s == pytest.approx(2 * 70 + 2 * 512)
+    assert got.basis == ("No earlier run of m on cpu-a: measured engine starts on this node: "
+                         "3, median 70 s; a conservative default of 50 output tokens/s per "
+                         "replica.")
+
+
+def test_measured_starts_come_before_the_earlier_runs_time_outside_their_points():
+    plan = sweep_plan([schema.EngineConfig(max_num_seqs=8)], [100])
+    label = schema.EngineConfig(max_num_seqs=8).label()
+    # 500 s, 300 of them in its one point: 200 s for its start, were nothing measured.
+    run = estimates.PastRun(500.0, 1, (estimates.PastPoint(label, "burst", 100, 300.0, 1000.0, 1),))
+    measured = estimates.estimate(plan, [run], where="m on gpu-a", measured_starts=[40.0, 60.0])
+    # The median of 40 and 60 s, then 100 x 256 tokens at the run's 1,000 tok/s: 25.6 s.
+    assert measured.wall_s == pytest.approx(50 + 25.6)
+    assert measured.basis.startswith("From 1 earlier run of m on gpu-a: measured engine starts "
+                                     "on this node: 2, median 50 s; the output tokens/s")
+    derived = estimates.estimate(plan, [run], where="m on gpu-a")
+    assert derived.wall_s == pytest.approx(200 + 25.6)
+    assert derived.basis.startswith("From 1 earlier run of m on gpu-a: 3 min per engine start "
+                                    "(wall time less the points)")
+
+
+def test_only_the_starts_of_this_checkpoint_on_this_node_are_read():
+    node, checkpoint = make_node("gpu-a"), make_checkpoint()
+    other_checkpoint = make_checkpoint(repo="Qwen/Qwen3-8B")
+    for seconds in (45.0, 65.0, 55.0):
+        EngineStart.objects.record(node, checkpoint, seconds)
+    EngineStart.objects.record(make_node("gpu-b"), checkpoint, 1.0)
+    EngineStart.objects.record(node, other_checkpoint, 1.0)
+    plan = sweep_plan([schema.EngineConfig(max_num_seqs=8)], [100])
+
+    got = estimates.estimate_launch(plan, node=node, checkpoint=checkpoint)
+    assert got.wall_s == pytest.approx(55 + 512)  # the median of 45, 55 and 65 s
+    assert "measured engine starts on this node: 3, median 55 s" in got.basis
+    fresh = estimates.estimate_launch(plan, node=make_node("gpu-c"), checkpoint=checkpoint)
+    assert fresh.wall_s == pytest.approx(600 + 512)
+    assert "no engine start measured on this node: default 10 min" in fresh.basis
 
 
 def test_runs_of_another_checkpoint_or_node_and_unfinished_runs_are_not_used():
@@ -216,12 +269,24 @@ def test_a_valid_form_shows_its_size_and_estimate_and_creates_nothing(owner_clie
     # The default: 3 x 600 s starts, 4,608,000 tokens at 50 tok/s = 92,160 s: 93,960 s.
     assert 'id="estimate-wall">about 26 h 06 min<' in page
     assert 'id="estimate-gpu-hours">26.1 (1 GPU held)<' in page
-    assert "a conservative default of 10 min per engine start" in page
+    assert "no engine start measured on this node: default 10 min" in page
     for label in ("seqs=256,tokens=8192,kv=fp8", "seqs=1024,tokens=8192,kv=fp8"):
         assert f"<code>{label}</code>" in page
     assert "gpu-c is offline" in page  # its worker never beat
     assert not Benchmark.objects.exists() and not Workload.objects.exists()
     assert not AuditEvent.objects.exists() and launches == []
+
+
+def test_the_page_says_the_start_time_came_from_the_starts_measured_on_the_node(owner_client,
+                                                                               launches):
+    node = make_node("gpu-c", gpu_count=2)
+    for seconds in (40.0, 50.0):
+        EngineStart.objects.record(node, make_checkpoint(), seconds)
+    response = owner_client.post("/runs/new/", launch_data(node))
+    page = response.content.decode()
+    assert "measured engine starts on this node: 2, median 45 s" in page
+    # As above with 3 starts of 45 s: 135 s + 92,160 s = 92,295 s.
+    assert 'id="estimate-wall">about 25 h 38 min<' in page
 
 
 def test_the_page_counts_four_gpus_for_two_replicas_of_two(owner_client, launches):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from benchmarks.models import Benchmark, Checkpoint, Node, PointData, Runtime
+from benchmarks.models import Benchmark, Checkpoint, EngineStart, Node, PointData, Runtime
 
 from .conftest import wait_until_final
 
@@ -81,6 +81,9 @@ def test_a_launched_sweep_runs_on_a_real_worker_and_its_page_shows_the_points(
     # No earlier run of the tiny model here: the default estimate, beside what the run took.
     assert benchmark.estimated_wall_s > 0 and benchmark.estimated_gpu_hours is None
     assert benchmark.estimate_basis.startswith("No earlier run of ")
+    # Its one engine start is kept for the next launch's estimate on this node.
+    (start,) = EngineStart.objects.of(node, checkpoint)
+    assert 0 < start.seconds < (benchmark.finished_at - benchmark.started_at).total_seconds()
     assert "GPU-hours none: a CPU node holds no GPUs" in html and " - took " in html
     assert client.get(f"/runs/{benchmark.code}/progress.json").json()["final"] is True
     samples = client.get(f"/runs/{benchmark.code}/points/{points[1].pk}/samples.json").json()

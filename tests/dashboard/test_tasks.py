@@ -7,10 +7,11 @@ from datetime import timedelta
 
 import pytest
 from celery.exceptions import SoftTimeLimitExceeded
+from django.db import DatabaseError
 from django.utils import timezone
 
 from benchmarks import lifecycle, tasks
-from benchmarks.models import Benchmark, Node
+from benchmarks.models import Benchmark, EngineStart, Node
 from runner.sweep import Cancelled, Progress
 
 from .factories import make_benchmark, make_checkpoint, make_node, make_point_result
@@ -19,16 +20,20 @@ pytestmark = pytest.mark.django_db
 
 
 class FakeRunPlan:
-    """Records its calls and yields the points it is given, then does what `then` says."""
+    """Records its calls, reports the engine starts it is given, yields the points it is given,
+    then does what `then` says."""
 
-    def __init__(self, points, then=None):
+    def __init__(self, points, then=None, starts=()):
         self.points = points
         self.then = then
+        self.starts = starts
         self.calls = []
 
-    def __call__(self, plan, workdir, *, skip_keys, cancel, on_progress, data_dir,
-                 credentials=None):
+    def __call__(self, plan, workdir, *, skip_keys, cancel, on_progress, on_engine_started,
+                 data_dir, credentials=None):
         self.calls.append({"plan": plan, "skip_keys": skip_keys, "data_dir": data_dir})
+        for seconds in self.starts:
+            on_engine_started(seconds)
         for i, point in enumerate(self.points):
             on_progress(Progress(i, len(self.points), 5, 10, f"measuring {point.key}"))
             yield point
@@ -65,6 +70,40 @@ def test_a_claimed_run_stores_each_point_and_succeeds(monkeypatch, settings):
     assert benchmark.started_at and benchmark.finished_at
     assert fake.calls[0]["plan"].name == "test sweep"
     assert fake.calls[0]["data_dir"] == settings.HEADROOM_DATA_DIR  # datasets only from there
+
+
+def test_each_engine_start_the_runner_reports_is_kept_for_the_runs_node_and_checkpoint(
+    monkeypatch,
+):
+    benchmark = make_benchmark()
+    install(monkeypatch, FakeRunPlan([make_point_result()], starts=[52.5, 61.0]))
+    tasks.run_benchmark.apply(args=[benchmark.pk])
+    starts = EngineStart.objects.of(benchmark.node, benchmark.checkpoint)
+    assert sorted(starts.values_list("seconds", flat=True)) == [52.5, 61.0]
+    # Dated when its engine was launched, its seconds before the runner reported it.
+    assert all(s.started_at <= timezone.now() - timedelta(seconds=s.seconds) for s in starts)
+
+
+def test_a_start_that_cannot_be_stored_does_not_fail_the_run(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise DatabaseError("connection lost")
+
+    monkeypatch.setattr(EngineStart.objects, "record", refuse)
+    benchmark = make_benchmark()
+    install(monkeypatch, FakeRunPlan([make_point_result()], starts=[52.5]))
+    tasks.run_benchmark.apply(args=[benchmark.pk])
+    benchmark.refresh_from_db()
+    assert benchmark.state == "succeeded" and benchmark.points.count() == 1
+
+
+def test_a_node_keeps_only_the_last_five_starts_of_a_checkpoint():
+    node, checkpoint, other = make_node(), make_checkpoint(), make_checkpoint(repo="/models/x")
+    EngineStart.objects.record(node, other, 90.0)
+    for seconds in (60.0, 59.0, 58.0, 57.0, 56.0, 55.0, 54.0):  # each started a second later
+        EngineStart.objects.record(node, checkpoint, seconds)
+    kept = EngineStart.objects.of(node, checkpoint).values_list("seconds", flat=True)
+    assert list(kept) == [54.0, 55.0, 56.0, 57.0, 58.0]  # newest first
+    assert list(EngineStart.objects.of(node, other).values_list("seconds", flat=True)) == [90.0]
 
 
 def test_a_task_delivered_twice_runs_the_sweep_once(monkeypatch):

@@ -20,7 +20,14 @@ import httpx
 import pytest
 from pydantic import ValidationError
 
-from runner.engine import HTTP_TIMEOUT_S, STOP_GRACE_S, EngineError, build_command, engines
+from runner.engine import (
+    HTTP_TIMEOUT_S,
+    STOP_GRACE_S,
+    EngineError,
+    build_command,
+    engines,
+    start_engine,
+)
 from runner.schema import Checkpoint, EngineConfig, EngineLaunch
 
 REPO = Path(__file__).resolve().parents[2]
@@ -416,3 +423,51 @@ def test_the_guard_returns_the_engine_status_and_clears_what_it_left_behind():
     finally:
         for pid in processes_marked(marker):
             os.kill(pid, signal.SIGKILL)
+
+
+# ---------------------------------------------------------------------------------------------
+# A start, timed on a fake `vllm serve` (fast)
+# ---------------------------------------------------------------------------------------------
+
+FAKE_START_S = 1.0
+# Listens on its --port only after FAKE_START_S, then answers what start_engine reads.
+FAKE_VLLM_SERVE = textwrap.dedent(
+    f"""
+    import http.server, json, sys, time
+    port = int(sys.argv[sys.argv.index("--port") + 1])
+    time.sleep({FAKE_START_S})
+    ANSWERS = {{"/health": {{}}, "/version": {{"version": "0.0-fake"}}, "/v1/models": {{"data": []}}}}
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = ANSWERS.get(self.path)
+            self.send_response(404 if body is None else 200)
+            self.end_headers()
+            self.wfile.write(json.dumps(body or {{}}).encode())
+
+        def log_message(self, *args):
+            pass
+
+    http.server.HTTPServer(("127.0.0.1", port), Handler).serve_forever()
+    """
+)
+
+
+def test_a_start_is_timed_from_launching_the_engine_until_it_answers_health(
+    tmp_path, monkeypatch
+):
+    script = tmp_path / "bin" / "vllm"
+    script.parent.mkdir()
+    script.write_text(f"#!{sys.executable}\n{FAKE_VLLM_SERVE}")
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{script.parent}{os.pathsep}{os.environ['PATH']}")
+    launch = EngineLaunch(style="serve", startup_timeout_s=30)
+
+    engine = start_engine(launch, Checkpoint(model="fake-model"), EngineConfig(), replica=0,
+                          log_dir=tmp_path / "logs")
+    try:
+        assert engine.info.version == "0.0-fake"
+        assert engine.start_s is not None and FAKE_START_S <= engine.start_s < 30
+    finally:
+        engine.stop()
+    assert not engine.alive()

@@ -5,14 +5,18 @@ Real engines cannot misbehave on demand; tests/runner/test_sweep_engine.py cover
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
 
+from runner import sweep
 from runner.cli import main
+from runner.engine import RunningEngine
 from runner.results import read_points
 from runner.schema import (
     Checkpoint,
     ClientSpec,
     EngineConfig,
+    EngineInfo,
     EngineLaunch,
     LoadSpec,
     SweepPlan,
@@ -86,3 +90,28 @@ def test_an_unreachable_endpoint_is_a_clear_error_not_a_hang(tmp_path, capsys):
     status = main(["sweep", str(plan), "--out", str(tmp_path / "r.jsonl")])
     assert status != 0
     assert "127.0.0.1:9" in capsys.readouterr().err
+
+
+def test_each_config_reports_the_start_of_its_slowest_replica(fake_vllm, tmp_path, monkeypatch):
+    # Two configs of two replicas "started" here (they are the fake server), in these times.
+    start_times = [[12.0, 30.0], [20.0, 8.0]]
+
+    @contextmanager
+    def started(launch, checkpoint, config, *, replicas, log_dir, credentials):
+        yield [RunningEngine(replica=i, base_url=fake_vllm.base_url, served_model="fake-model",
+                             info=EngineInfo(launch_style="serve"), start_s=seconds)
+               for i, seconds in enumerate(start_times.pop(0))]
+
+    monkeypatch.setattr(sweep, "engines", started)
+    plan = attach_plan(fake_vllm.base_url, [4]).model_copy(update={
+        "launch": EngineLaunch(style="serve"), "replicas": 2,
+        "engine_configs": [EngineConfig(max_num_seqs=8), EngineConfig(max_num_seqs=16)]})
+    reported: list[float] = []
+    assert len(list(run_plan(plan, tmp_path, on_engine_started=reported.append))) == 2
+    assert reported == [30.0, 20.0]
+
+
+def test_an_attached_server_reports_no_engine_start(fake_vllm, tmp_path):
+    reported: list[float] = []
+    list(run_plan(attach_plan(fake_vllm.base_url, [4]), tmp_path, on_engine_started=reported.append))
+    assert reported == []
