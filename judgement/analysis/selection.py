@@ -100,11 +100,11 @@ def knee(
     """Walk up the load levels; stop at the first step that adds < X% output throughput while
     median end-to-end latency grows > Y%. The point before that step is the operating point.
 
-    Points of one engine config (or one point per config) are walked in order of offered
-    concurrency. When several configs each have several load levels, interleaving them would
-    compare one config's load step with another config's: each config is walked on its own and
-    the config whose operating point delivers the most output tokens/s is chosen
-    (evidence["per_config"] keeps every config's choice).
+    The points of one engine config are walked in order of offered concurrency. A step never
+    goes from one config to another: with several configs, each is walked on its own and the
+    config whose operating point delivers the most output tokens/s is chosen
+    (evidence["per_config"] keeps every config's choice); when no config has enough valid load
+    levels, there is no knee in the sweep and the error says how many each config has.
 
     Without such a step the highest-throughput point is chosen, with reason "no knee within
     the sweep". evidence: knee_found, steps (from/to keys, throughput_gain_pct,
@@ -115,7 +115,7 @@ def knee(
     configs: dict[str, list[PointFigures]] = {}
     for point in valid:
         configs.setdefault(point.config_label, []).append(point)
-    if len(configs) > 1 and any(len(group) > 1 for group in configs.values()):
+    if len(configs) > 1:
         return _knee_per_config(configs, excluded, throughput_gain_pct, latency_growth_pct)
     return _knee_walk(valid, excluded, throughput_gain_pct, latency_growth_pct)
 
@@ -137,8 +137,10 @@ def _knee_per_config(
         choices.append((chosen.output_throughput, selection))
     if not choices:
         raise AnalysisError(
-            f"a knee needs at least {MIN_KNEE_LEVELS} valid load levels of one engine config; "
-            f"valid levels per config: {', '.join(too_short)}"
+            f"no knee in this sweep: a knee needs at least {MIN_KNEE_LEVELS} valid load levels "
+            f"of one engine config, and a step never goes from one config to another; valid "
+            f"levels per config: {', '.join(too_short)}"
+            + (f" ({len(excluded)} invalid point(s) left out)" if excluded else "")
         )
     # max() keeps the first of equals: the config listed first (the smaller one) wins a tie.
     _, best = max(choices, key=lambda choice: choice[0])

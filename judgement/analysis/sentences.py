@@ -89,6 +89,11 @@ KNEE = (
     "The operating point is the last load level before the knee: going on to %(next_load)s "
     "added %(gain)s output tokens/s while median latency rose %(growth)s."
 )
+# A step past the knee that lost throughput reads as a loss, never as "added -9.1%".
+KNEE_LOSS = (
+    "The operating point is the last load level before the knee: going on to %(next_load)s "
+    "lost %(loss)s of its output tokens/s while median latency rose %(growth)s."
+)
 NO_KNEE = (
     "No knee within the sweep: no step added less than %(gain)s output tokens/s while median "
     "latency grew more than %(growth)s, so the highest-throughput point is the operating point."
@@ -107,7 +112,7 @@ PARETO = (
 )
 OVERRIDE = "The operating point was chosen by an engineer: %(reason)s."
 # Every template a report may look up (locale/ko translates each).
-OPERATING_POINT_TEMPLATES = (KNEE, NO_KNEE, SLO_NEXT, SLO_LAST, PARETO, OVERRIDE)
+OPERATING_POINT_TEMPLATES = (KNEE, KNEE_LOSS, NO_KNEE, SLO_NEXT, SLO_LAST, PARETO, OVERRIDE)
 
 
 def operating_point_sentence(
@@ -122,9 +127,11 @@ def operating_point_sentence(
     stored evidence lacks what the sentence needs.
     """
     if method == "knee" and evidence.get("knee_found"):
-        return Sentence(KNEE, {"next_load": evidence["to_load"],
-                               "gain": pct(evidence["throughput_gain_pct"]),
-                               "growth": pct(evidence["latency_growth_pct"])})
+        gain = evidence["throughput_gain_pct"]
+        step = {"next_load": evidence["to_load"], "growth": pct(evidence["latency_growth_pct"])}
+        if gain < 0:
+            return Sentence(KNEE_LOSS, {**step, "loss": percent(-gain)})
+        return Sentence(KNEE, {**step, "gain": pct(gain)})
     if method == "knee":
         return Sentence(NO_KNEE, {"gain": f"{params['throughput_gain_pct']:g}%",
                                   "growth": f"{params['latency_growth_pct']:g}%"})

@@ -129,29 +129,40 @@ def test_knee_without_a_knee_uses_the_highest_throughput_point():
     assert sel.reason == "no knee within the sweep"
 
 
-def test_knee_walks_across_configs_by_max_num_seqs_at_one_load():
+def test_knee_never_steps_from_one_config_to_another_at_one_load():
+    # Raising max_num_seqs at one load is the sweep's story across configs, not a load step:
+    # one point per config is no ladder, so there is no knee in this sweep.
     levels = [
-        point(
-            "s1024",
-            2000,
-            46_000,
-            max_num_seqs=1024,
-            config_label="seqs=1024",
-            median_e2el_ms=20_000,
-        ),
-        point(
-            "s256", 2000, 18_000, max_num_seqs=256, config_label="seqs=256", median_e2el_ms=16_000
-        ),
-        point(
-            "s2048",
-            2000,
-            46_100,
-            max_num_seqs=2048,
-            config_label="seqs=2048",
-            median_e2el_ms=31_000,
-        ),
+        point("s1024", 2000, 46_000, max_num_seqs=1024, config_label="seqs=1024",
+              median_e2el_ms=20_000),
+        point("s256", 2000, 18_000, max_num_seqs=256, config_label="seqs=256",
+              median_e2el_ms=16_000),
+        point("s2048", 2000, 46_100, max_num_seqs=2048, config_label="seqs=2048",
+              median_e2el_ms=31_000),
     ]
-    assert knee(levels).chosen_key == "s1024"
+    with pytest.raises(AnalysisError, match=(
+            r"^no knee in this sweep: .* a step never goes from one config to another; valid "
+            r"levels per config: seqs=1024 \(1\), seqs=256 \(1\), seqs=2048 \(1\)$")):
+        knee(levels)
+
+
+def test_points_left_out_leaving_one_level_per_config_give_no_knee_across_configs():
+    # An import whose stored-point checks left each config one valid level, at different
+    # loads: ordered by load, a walk would quote a "step" from seqs=256 into seqs=2048.
+    levels = [
+        point("s256-b256", 256, 9_000, max_num_seqs=256, config_label="seqs=256",
+              median_e2el_ms=8_000),
+        point("s256-b2048", 2048, 1, max_num_seqs=256, config_label="seqs=256", valid=False),
+        point("s2048-b256", 256, 1, max_num_seqs=2048, config_label="seqs=2048", valid=False),
+        point("s2048-b2048", 2048, 4_430, max_num_seqs=2048, config_label="seqs=2048",
+              median_e2el_ms=18_450),
+        point("s1024-b512", 512, 20_000, max_num_seqs=1024, config_label="seqs=1024",
+              median_e2el_ms=12_000),
+    ]
+    with pytest.raises(AnalysisError, match=(
+            r"valid levels per config: seqs=256 \(1\), seqs=2048 \(1\), seqs=1024 \(1\) "
+            r"\(2 invalid point\(s\) left out\)$")):
+        knee(levels)
 
 
 def test_knee_refuses_fewer_than_three_levels():
@@ -414,3 +425,13 @@ def test_a_pareto_point_exactly_at_the_per_user_target_meets_it():
     # (the rule is >=) and delivers more per GPU than A; just above 50 only A (100) is left.
     assert pareto_choice(pareto_points(), min_tokens_per_user=50).chosen_key == "B"
     assert pareto_choice(pareto_points(), min_tokens_per_user=50.5).chosen_key == "A"
+
+
+def test_a_step_past_the_knee_that_lost_throughput_reads_as_a_loss():
+    # 46,000 -> 41,800 tok/s is -9.13%; 20,000 -> 29,800 ms is +49.0%.
+    levels = case_study_levels()[:3] + [point("c4000", 4000, 41_800, median_e2el_ms=29_800)]
+    sel = knee(levels)
+    assert sel.chosen_key == "c2000"
+    assert sel.sentence == (
+        "The operating point is the last load level before the knee: going on to c4000 lost "
+        "9.1% of its output tokens/s while median latency rose +49.0%.")

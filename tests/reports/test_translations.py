@@ -68,3 +68,15 @@ def test_every_operating_point_template_the_run_page_writes_has_a_korean_transla
         # The same placeholders, so the values fill the Korean as they fill the English.
         assert sorted(re.findall(r"%\((\w+)\)s", catalog[template])) == \
             sorted(re.findall(r"%\((\w+)\)s", template)), template
+
+
+def test_a_knee_step_that_lost_throughput_reads_as_a_loss_in_korean():
+    from judgement.analysis import sentences
+
+    evidence = {"knee_found": True, "to_load": "burst 128", "throughput_gain_pct": -9.13,
+                "latency_growth_pct": 49.0}
+    sentence = sentences.operating_point_sentence("knee", {}, evidence, "")
+    with translation.override("ko"):
+        korean = sentence.translated(translation.gettext)
+    assert korean == ("운영 지점은 무릎(knee) 직전의 마지막 부하 수준입니다. burst 128(으)로 더 "
+                      "올리면 출력 토큰/초는 9.1% 줄었고 지연 시간 중앙값은 +49.0% 늘었습니다.")
