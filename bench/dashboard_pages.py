@@ -242,15 +242,34 @@ def sweep_points(big):
         if key == big.key:
             continue
         scale = min(seqs, level) / MAX_NUM_SEQS * (1 + 0.01 * repeat)
-        metrics = big.metrics.model_copy(update={
-            "output_throughput": big.metrics.output_throughput * scale ** 0.5,
-            "median_e2el_ms": big.metrics.median_e2el_ms * level / REQUESTS,
-        })
+        throughput = big.metrics.output_throughput * scale ** 0.5
         points.append(big.model_copy(update={
             "key": key, "engine_config": config, "load": load, "repeat": repeat,
-            "metrics": metrics, "requests": big.requests[:64], "samples": big.samples[:100],
+            "metrics": _scaled_metrics(big.metrics, level, throughput),
+            "requests": big.requests[:64], "samples": big.samples[:100],
         }))
     return points
+
+
+def _scaled_metrics(metrics, completed: int, throughput: float):
+    """metrics for `completed` requests of the same size at `throughput` output tokens/s: the
+    window those tokens take at that rate, each rate its count over it, and every latency
+    stretched with the window, so the point is as self-consistent as a measured one
+    (judgement.analysis.checks: an inconsistent point is left out of the page's choices)."""
+    output_tokens = round(metrics.total_output_tokens / metrics.completed * completed)
+    input_tokens = round(metrics.total_input_tokens / metrics.completed * completed)
+    duration = output_tokens / throughput
+    stretch = duration / metrics.duration
+    update = {
+        name: value * stretch for name, value in metrics.model_dump().items()
+        if name.endswith(("_ttft_ms", "_e2el_ms")) and value is not None
+    }
+    return metrics.model_copy(update={
+        **update, "duration": duration, "completed": completed,
+        "total_input_tokens": input_tokens, "total_output_tokens": output_tokens,
+        "request_throughput": completed / duration, "output_throughput": throughput,
+        "total_token_throughput": (input_tokens + output_tokens) / duration,
+    })
 
 
 def insert_variants(fixed, result) -> list[tuple[str, Timing]]:
