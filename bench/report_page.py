@@ -1,6 +1,7 @@
 """Server time of the public report page /r/<token>/ with its charts; figure in docs/performance.md.
 
     .venv/bin/python bench/report_page.py          # about a minute
+    .venv/bin/python bench/report_page.py --quick  # smoke test: seconds, the target not judged
 
 Target (issue 5): a report page with three charts (throughput vs latency with the operating
 point, the queue evidence of baseline and candidate, node scaling) answers in under 200 ms of
@@ -14,6 +15,11 @@ page through Django's test client, logged out, DEBUG off: full middleware, view,
 content builder and template rendering, no network. The first request in the process (templates
 compiled, translations loaded, connection opened) is reported apart from the warm repeats. The
 database is dropped at the end (--keep leaves it).
+
+--quick stores QUICK's sweep (2 configs x 3 loads, 100 samples and 16 records each, a 2-replica
+node run) instead, and exits 0 whatever the timings (they say nothing at that size);
+tests/bench runs it, each run on a database of its own (--database-url), so the script keeps
+working.
 """
 
 from __future__ import annotations
@@ -55,6 +61,9 @@ class Sweep:
 
 FULL = Sweep(configs=(8, 64, 256, 1024), loads=(16, 32, 64, 128, 256, 512, 1024, 2048),
              repeats=2, samples=2_000, requests=256, node_replicas=8)
+# Three load levels per config: the fewest a knee (the operating point) is looked for in.
+QUICK = Sweep(configs=(8, 1024), loads=(16, 256, 1024), repeats=1, samples=100, requests=16,
+              node_replicas=2)
 
 
 def _admin_url(url: str) -> str:
@@ -184,8 +193,12 @@ def main() -> int:
     parser.add_argument("--database-url", default=DEFAULT_DATABASE_URL)
     parser.add_argument("--repeats", type=int, default=30)
     parser.add_argument("--keep", action="store_true")
+    parser.add_argument("--quick", action="store_true",
+                        help="smoke test: a few small points, 3 repeats, the target not judged")
     args = parser.parse_args()
-    sweep = FULL
+    sweep = QUICK if args.quick else FULL
+    if args.quick:
+        args.repeats = 3
 
     _recreate(args.database_url)
     os.environ["DATABASE_URL"] = args.database_url
@@ -232,14 +245,14 @@ def main() -> int:
               f"{median * 1000:.0f} ms | {p95 * 1000:.0f} ms | {worst * 1000:.0f} ms | "
               f"{queries} | {size / 1024:.0f} KiB |")
         ok = median < TARGET_S and p95 < TARGET_S
-        verdict = "PASS" if ok else "FAIL"
+        verdict = "not judged (--quick)" if args.quick else "PASS" if ok else "FAIL"
         print(f"target < {TARGET_S * 1000:.0f} ms (warm median and p95): {verdict}")
         if missing:
             # A page without one of its charts is not the page the target is about.
             print(f"the page has no {', '.join(missing)}: the stored sweep no longer makes "
                   "every chart", file=sys.stderr)
             return 1
-        return 0 if ok else 1
+        return 0 if ok or args.quick else 1
     finally:
         connection.close()
         if not args.keep:
