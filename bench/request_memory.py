@@ -39,6 +39,8 @@ the web's decode_requests).
 Run: .venv/bin/python bench/request_memory.py [--sizes 32768x256,100000x1000]
      [--before /tmp/hr_before --before-sizes 32768x256] [--stages client,runner,worker,...]
      [--db]
+Quick: .venv/bin/python bench/request_memory.py --quick [--db] (every stage on a point of
+QUICK_SIZE, seconds; tests/bench runs it so the script keeps working).
 
 A stage that fails is shown as "failed" in the table and the script exits 1.
 """
@@ -59,6 +61,7 @@ HERE = Path(__file__).resolve()
 ROOT = HERE.parent.parent
 STAGES = ("client", "runner", "worker", "celery", "web", "download")
 DB_STAGES = ("worker", "celery", "web", "download")
+QUICK_SIZE = "256x16"
 
 
 def peak_mib() -> float:
@@ -382,11 +385,15 @@ def main() -> int:
     parser.add_argument("--requests", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--chunks", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--dir", help=argparse.SUPPRESS)
+    parser.add_argument("--quick", action="store_true",
+                        help=f"smoke test: every size {QUICK_SIZE} (requests x chunks)")
     args = parser.parse_args()
     if args.stage:
         sys.path.insert(0, str(args.root))
         run_stage(args)
         return 0
+    if args.quick:
+        args.sizes = args.before_sizes = QUICK_SIZE
     stages = [s for s in args.stages.split(",") if s]
     trees = [("before", args.before, args.before_sizes)] if args.before else []
     trees.append(("after", ROOT, args.sizes))
