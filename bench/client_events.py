@@ -35,6 +35,9 @@ Two phases per client:
 
 Run: .venv/bin/python bench/client_events.py [--placements "own cores"] [--clients raw-uvloop]
 (all placements and clients: about four minutes; prints a Markdown table).
+Quick: .venv/bin/python bench/client_events.py --quick (every client in both placements at
+QUICK_RATES, QUICK_PHASES long: seconds, figures too short to read; tests/bench runs it so the
+script keeps working).
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ import resource
 import socket
 import sys
 import time
+from dataclasses import dataclass
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -62,6 +66,19 @@ CLIENTS = ("httpx", "aiohttp", "raw", "raw-uvloop", "raw-uvloop-nap", "raw-uvloo
 PLACEMENTS = ("own cores", "shared")
 SERVER_CPU, CLIENT_CPU = 0, 1  # own cores
 NAP_S = 100e-6  # raw-uvloop-nap: `--client-idle-nap-us 100`
+
+
+@dataclass(frozen=True)
+class Phases:
+    """Seconds each phase reads for."""
+
+    paced_s: float
+    flood_s: float
+
+
+PHASES = Phases(paced_s=PACED_S, flood_s=FLOOD_S)
+QUICK_PHASES = Phases(paced_s=0.2, flood_s=0.2)
+QUICK_RATES = (2_000,)
 
 EVENT = (
     b'data: {"id":"cmpl-bench","object":"text_completion","created":1700000000,"model":"bench",'
@@ -224,11 +241,12 @@ class _Tally:
         self.last = stamp
 
 
-def _slot_urls(mode: str, slot: int, slots: int) -> tuple[str, str]:
+def _slot_urls(mode: str, slot: int, slots: int, seconds: float) -> tuple[str, str]:
     """(first url, later urls) of one slot: the slots' first requests are spread over one
-    interval; a later request's first event comes one interval after it arrived."""
+    interval; a later request's first event comes one interval after it arrived; a flood
+    stream outlasts the phase's `seconds`."""
     if mode == "flood":
-        url = f"/flood?seconds={FLOOD_S + 5}"
+        url = f"/flood?seconds={seconds + 5}"
         return url, url
     spread = slot * INTERVAL_S / slots
     return (f"/paced?events={EVENTS_PER_REQUEST}&first={spread:.6f}",
@@ -292,7 +310,7 @@ async def _run_slots(kind: str, port: int, mode: str, slots: int, seconds: float
                     on_line(line, time.monotonic())
             url = later
 
-    urls = [_slot_urls(mode, i, slots) for i in range(slots)]
+    urls = [_slot_urls(mode, i, slots, seconds) for i in range(slots)]
     closer: Any = None  # aiohttp's session
     clients: list[Any] = []  # httpx's clients
     if kind.startswith("raw"):
@@ -331,12 +349,12 @@ async def _run_slots(kind: str, port: int, mode: str, slots: int, seconds: float
 
 
 def _measure(
-    kind: str, port: int, mode: str, rate: int, accepted: Any, server: Any
+    kind: str, port: int, mode: str, rate: int, accepted: Any, server: Any, phases: Phases
 ) -> dict[str, Any]:
     from runner.loadgen import cpu_steal_s
 
     slots = round(rate * INTERVAL_S) if mode == "paced" else FLOOD_STREAMS
-    seconds = PACED_S if mode == "paced" else FLOOD_S
+    seconds = phases.paced_s if mode == "paced" else phases.flood_s
     if kind.startswith("raw-uvloop"):
         import uvloop
 
@@ -390,19 +408,21 @@ def _measure(
 
 def _client_main(
     kind: str, port: int, pinned: bool, rates: list[int], accepted: Any, results: Any,
-    server_pid: int,
+    server_pid: int, phases: Phases,
 ) -> None:
     import psutil
 
     if pinned:
         os.sched_setaffinity(0, {CLIENT_CPU})
     server = psutil.Process(server_pid)
-    paced = {rate: _measure(kind, port, "paced", rate, accepted, server) for rate in rates}
-    results.put((kind, paced, _measure(kind, port, "flood", 0, accepted, server)))
+    paced = {
+        rate: _measure(kind, port, "paced", rate, accepted, server, phases) for rate in rates
+    }
+    results.put((kind, paced, _measure(kind, port, "flood", 0, accepted, server, phases)))
 
 
 def _measure_placement(
-    ctx: Any, pinned: bool, clients: list[str], rates: list[int]
+    ctx: Any, pinned: bool, clients: list[str], rates: list[int], phases: Phases
 ) -> list[tuple[str, dict, dict]]:
     """Every client, one after another, against one fresh server."""
     port_queue: Any = ctx.Queue()
@@ -416,7 +436,7 @@ def _measure_placement(
             results: Any = ctx.Queue()
             proc = ctx.Process(
                 target=_client_main,
-                args=(kind, port, pinned, rates, accepted, results, server.pid),
+                args=(kind, port, pinned, rates, accepted, results, server.pid, phases),
             )
             proc.start()
             rows.append(results.get(timeout=60 + 15 * len(rates)))
@@ -447,10 +467,14 @@ def main() -> None:
     parser.add_argument("--placements", default=",".join(PLACEMENTS))
     parser.add_argument("--clients", default=",".join(CLIENTS))
     parser.add_argument("--rates", default=",".join(str(r) for r in RATES))
+    parser.add_argument("--quick", action="store_true",
+                        help=f"smoke test: {QUICK_RATES} events/s, phases of "
+                        f"{QUICK_PHASES.paced_s:g} s")
     args = parser.parse_args()
     placements = [p.strip() for p in args.placements.split(",")]
     clients = [c.strip() for c in args.clients.split(",")]
-    rates = [int(r) for r in args.rates.split(",")]
+    rates = list(QUICK_RATES) if args.quick else [int(r) for r in args.rates.split(",")]
+    phases = QUICK_PHASES if args.quick else PHASES
     unknown = sorted(set(placements) - set(PLACEMENTS)) + sorted(set(clients) - set(CLIENTS))
     if unknown:
         parser.error(f"unknown placement or client: {unknown}")
@@ -463,13 +487,14 @@ def main() -> None:
         pinned = placement == "own cores"
         if pinned and not own_cores:
             continue
-        table += [(placement, *row) for row in _measure_placement(ctx, pinned, clients, rates)]
+        rows = _measure_placement(ctx, pinned, clients, rates, phases)
+        table += [(placement, *row) for row in rows]
     load = os.getloadavg()
     print(f"host: {os.cpu_count()} CPUs, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     print(f"paced: rate x {INTERVAL_S * 1000:g} ms slots, each sending {EVENTS_PER_REQUEST}-event "
-          f"requests (1 event / {INTERVAL_S * 1000:g} ms) back to back for {PACED_S:g} s; flood: "
-          f"{FLOOD_STREAMS} streams as fast as possible, {FLOOD_S:g} s; own cores: server on CPU "
-          f"{SERVER_CPU}, client on CPU {CLIENT_CPU}")
+          f"requests (1 event / {INTERVAL_S * 1000:g} ms) back to back for {phases.paced_s:g} s; "
+          f"flood: {FLOOD_STREAMS} streams as fast as possible, {phases.flood_s:g} s; own cores: "
+          f"server on CPU {SERVER_CPU}, client on CPU {CLIENT_CPU}")
     print()
     print(
         "| placement | client | offered events/s | paced events/s | CPU (cores) | CPU us/event "

@@ -13,6 +13,8 @@ loop-lag figures (ClientHealth, which see a pause as lag), and the process's pea
 holding full collections back could cost).
 
 Run: .venv/bin/python bench/client_gc.py [--pairs 3] (about two minutes; prints a Markdown table).
+Quick: .venv/bin/python bench/client_gc.py --quick (one pair of QUICK's small loads, seconds: the
+same runs, too short to show a pause; tests/bench runs it so the script keeps working).
 """
 
 from __future__ import annotations
@@ -39,6 +41,11 @@ WORKLOADS = {  # name: LoadSpec fields
     "closed loop of 64, 6,000 requests": {
         "shape": "concurrency", "num_requests": 6000, "concurrency": 64},
 }
+QUICK = {
+    "burst of 100": {"shape": "burst", "num_requests": 100},
+    "closed loop of 8, 200 requests": {
+        "shape": "concurrency", "num_requests": 200, "concurrency": 8},
+}
 OUTPUT_TOKENS = 32
 CHUNK_INTERVAL_S = 0.001
 
@@ -55,7 +62,7 @@ def _serve(port_file: str) -> None:
         time.sleep(3600)
 
 
-def _one_run(base_url: str, workload_name: str, quiet: bool) -> dict[str, Any]:
+def _one_run(base_url: str, load_fields: dict[str, Any], quiet: bool) -> dict[str, Any]:
     """In a fresh process: one point, the collector's pauses recorded by gc.callbacks."""
     os.sched_setaffinity(0, {CLIENT_CPU})
     from runner import loadgen
@@ -65,7 +72,7 @@ def _one_run(base_url: str, workload_name: str, quiet: bool) -> dict[str, Any]:
     if not quiet:
         loadgen._quiet_collector = contextlib.nullcontext  # type: ignore[assignment]
     workload = WorkloadSpec(output_tokens=OUTPUT_TOKENS)
-    load = LoadSpec(**WORKLOADS[workload_name])
+    load = LoadSpec(**load_fields)
     prompts = build_prompts(workload, load.num_requests)
     collections: list[tuple[float, int, float]] = []  # (start, generation, ms)
     started = [0.0]
@@ -105,10 +112,10 @@ def _one_run(base_url: str, workload_name: str, quiet: bool) -> dict[str, Any]:
     }
 
 
-def _run_child(base_url: str, workload_name: str, quiet: bool) -> dict[str, Any]:
+def _run_child(base_url: str, load_fields: dict[str, Any], quiet: bool) -> dict[str, Any]:
     code = (
         f"import json, sys; sys.path.insert(0, {ROOT!r}); from bench.client_gc import _one_run; "
-        f"print(json.dumps(_one_run({base_url!r}, {workload_name!r}, {quiet!r})))"
+        f"print(json.dumps(_one_run({base_url!r}, {load_fields!r}, {quiet!r})))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=600, check=True, cwd=ROOT)
@@ -118,7 +125,11 @@ def _run_child(base_url: str, workload_name: str, quiet: bool) -> dict[str, Any]
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--pairs", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="smoke test: 1 pair of small loads")
     args = parser.parse_args()
+    workloads = QUICK if args.quick else WORKLOADS
+    if args.quick:
+        args.pairs = 1
     if not {SERVER_CPU, CLIENT_CPU} <= os.sched_getaffinity(0):
         sys.exit(f"needs CPUs {SERVER_CPU} and {CLIENT_CPU}")
     with tempfile.TemporaryDirectory() as tmp:
@@ -134,11 +145,11 @@ def main() -> None:
                 time.sleep(0.1)
             base_url = url_file.read_text()
             rows = []
-            for name in WORKLOADS:
+            for name, load_fields in workloads.items():
                 for pair in range(args.pairs):
                     order = (True, False) if pair % 2 == 0 else (False, True)
                     for quiet in order:
-                        rows.append((name, quiet, _run_child(base_url, name, quiet)))
+                        rows.append((name, quiet, _run_child(base_url, load_fields, quiet)))
         finally:
             server.kill()
             server.wait()

@@ -39,6 +39,10 @@ the web's decode_requests).
 Run: .venv/bin/python bench/request_memory.py [--sizes 32768x256,100000x1000]
      [--before /tmp/hr_before --before-sizes 32768x256] [--stages client,runner,worker,...]
      [--db]
+Quick: .venv/bin/python bench/request_memory.py --quick [--db] (every stage on a point of
+QUICK_SIZE, seconds; tests/bench runs it so the script keeps working).
+
+A stage that fails is shown as "failed" in the table and the script exits 1.
 """
 
 from __future__ import annotations
@@ -57,6 +61,7 @@ HERE = Path(__file__).resolve()
 ROOT = HERE.parent.parent
 STAGES = ("client", "runner", "worker", "celery", "web", "download")
 DB_STAGES = ("worker", "celery", "web", "download")
+QUICK_SIZE = "256x16"
 
 
 def peak_mib() -> float:
@@ -197,6 +202,8 @@ def _django() -> None:
     import django
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    # config.settings refuses to start without a key while DEBUG is off; nothing here is signed.
+    os.environ.setdefault("SECRET_KEY", "bench-only-" + "x" * 40)
     django.setup()
 
 
@@ -363,7 +370,7 @@ def measure(root: Path, stage: str, requests: int, chunks: int, folder: Path,
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="32768x256,100000x1000",
                         help="comma-separated REQUESTSxCHUNKS")
@@ -378,11 +385,15 @@ def main() -> None:
     parser.add_argument("--requests", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--chunks", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--dir", help=argparse.SUPPRESS)
+    parser.add_argument("--quick", action="store_true",
+                        help=f"smoke test: every size {QUICK_SIZE} (requests x chunks)")
     args = parser.parse_args()
     if args.stage:
         sys.path.insert(0, str(args.root))
         run_stage(args)
-        return
+        return 0
+    if args.quick:
+        args.sizes = args.before_sizes = QUICK_SIZE
     stages = [s for s in args.stages.split(",") if s]
     trees = [("before", args.before, args.before_sizes)] if args.before else []
     trees.append(("after", ROOT, args.sizes))
@@ -410,7 +421,8 @@ def main() -> None:
         )
         cell = f"{peak:,.0f}" if peak is not None else "failed"
         print(f"| {name} | {size} | {figures['stage']} | {cell} | {details} |")
+    return 1 if any("error" in figures for _, _, figures in rows) else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

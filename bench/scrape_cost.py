@@ -3,6 +3,7 @@ the samples the sampler reads.
 
     .venv/bin/python bench/scrape_cost.py               # 6 rounds of 50 scrapes; about 2 minutes
     .venv/bin/python bench/scrape_cost.py --rounds 12 --scrapes 100
+    .venv/bin/python bench/scrape_cost.py --quick        # smoke test: 1 round of 5 scrapes
 
 The runner's queue sampler scrapes every replica twice a second for as long as a point runs. On
 a CPU rig the API server shares its core with the engine, and on a GPU node it shares the
@@ -20,6 +21,10 @@ vLLM's own client does not scrape at all (bench/peer_vllm.py).
   CPU time for the GET and runner.sampler.parse_metrics together.
 - Both pages must read the same sample, or the script fails: a cheaper scrape that reads less
   is no saving.
+
+--quick warms the engine with QUICK_WARM_UP_REQUESTS and times one round of 5 scrapes a block:
+the same steps in seconds once the engine is up, figures too few to read; tests/bench runs it
+so the script keeps working.
 """
 
 from __future__ import annotations
@@ -41,10 +46,11 @@ from runner.sampler import FILTERED_METRICS_PATH, parse_metrics
 CLIENT_CPU = 1
 SCRAPES_PER_SECOND = 2  # the sweep's default sample interval, 0.5 s
 WARM_UP_REQUESTS = 64
+QUICK_WARM_UP_REQUESTS = 8  # still a value in every histogram the sampler reads
 
 
-def warm_up(client: httpx.Client, model: str) -> None:
-    for i in range(WARM_UP_REQUESTS):
+def warm_up(client: httpx.Client, model: str, requests: int) -> None:
+    for i in range(requests):
         response = client.post("/v1/completions", json={
             "model": model, "prompt": f"warm-up request {i}", "max_tokens": 16,
         })  # fmt: skip
@@ -120,7 +126,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=6, help="rounds of three blocks (default 6)")
     parser.add_argument("--scrapes", type=int, default=50, help="scrapes a block (default 50)")
     parser.add_argument("--model", default=str(ROOT / "var" / "tiny-model"), help="model dir")
+    parser.add_argument("--quick", action="store_true",
+                        help="smoke test: a short warm-up, 1 round of 5 scrapes")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.rounds, args.scrapes = 1, 5
     if args.rounds < 1 or args.scrapes < 1:
         parser.error("--rounds and --scrapes must be at least 1")
     if not Path(args.model).is_dir():
@@ -136,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         engine = start_engine(stack, model, None, Path(workdir))
         pids = tuple(_descendant_cpus())  # the guard, API server and engine
         with _pinned({CLIENT_CPU}), httpx.Client(base_url=engine.base_url, timeout=30) as client:
-            warm_up(client, model)
+            warm_up(client, model, QUICK_WARM_UP_REQUESTS if args.quick else WARM_UP_REQUESTS)
             whole = parse_metrics(client.get("/metrics").text)
             filtered = parse_metrics(client.get(FILTERED_METRICS_PATH).text)
             if whole != filtered:
