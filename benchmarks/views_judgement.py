@@ -109,6 +109,9 @@ def run_detail_context(request: HttpRequest, benchmark: Benchmark) -> dict[str, 
     costs = judge.point_costs(benchmark, points, figs)
     price = judge.node_price(benchmark.node)
     work = {key: judge.engine_work(fig) for key, fig in figs.items()}
+    # A CPU engine has no GPU: its throughput is per engine.
+    cpu_only = all(f.hardware is not None and f.hardware.cpu_engine for f in fig_list)
+    pareto_unit = "CPU engine" if fig_list and cpu_only else "GPU"
     rows = [
         {
             "point": p,
@@ -132,8 +135,10 @@ def run_detail_context(request: HttpRequest, benchmark: Benchmark) -> dict[str, 
             "summary_error": summary_error,
             "verdict_error": found.error,
             "frontier_error": frontier.error,
+            "pareto_unit": pareto_unit,
             "pareto": None if frontier.error else charts.pareto_figure(
-                frontier.points, frontier.keys, {p.key: _point_label(p) for p in points}
+                frontier.points, frontier.keys, {p.key: _point_label(p) for p in points},
+                pareto_unit,
             ),
             "queue": judge.queue_charts(points, figs),
             "capacity": judge.capacity_rows(fig_list),
@@ -141,6 +146,9 @@ def run_detail_context(request: HttpRequest, benchmark: Benchmark) -> dict[str, 
             "stale_price": judge.stale_price(price),
             # Why points have no cost, each reason once (a CPU sweep's every point shares one).
             "cost_reasons": sorted({c.reason for c in costs.values() if c.reason}),
+            # The two % of peak columns only when some point has a GPU figure to show (a CPU
+            # engine has none): columns empty in every row would push the verdict aside.
+            "peaks_shown": any(w is not None and w.has_gpu_figure for w in work.values()),
             # Why points have no % of peak, each reason once.
             "peak_notes": sorted({share.detail for w in work.values() if w is not None
                                   for share in (w.bandwidth, w.compute) if share.pct is None}),

@@ -95,14 +95,16 @@ def samples_figure(blob: bytes | memoryview) -> dict[str, Any]:
 
 # The Pareto chart's axes, with their units and the statistic they rest on.
 PARETO_X_TITLE = "Output tokens/s per user (1000 / median TPOT in ms, vllm bench serve)"
-PARETO_Y_TITLE = "Output tokens/s per GPU (the point's / GPUs it used)"
+PARETO_Y_TITLE = "Output tokens/s per {unit} (the point's / {unit}s it used)"
 
 
 def pareto_figure(
-    points: Sequence[ParetoPoint], frontier_keys: Sequence[str], labels: Mapping[str, str]
+    points: Sequence[ParetoPoint], frontier_keys: Sequence[str], labels: Mapping[str, str],
+    unit: str = "GPU",
 ) -> dict[str, Any]:
-    """Output tokens/s per GPU against tokens/s per user: the frontier joined in its drawing
-    order, the points it beats apart (the page draws them faint). labels: key -> point label."""
+    """Output tokens/s per GPU (unit: "CPU engine" for a CPU sweep) against tokens/s per user:
+    the frontier joined in its drawing order, the points it beats apart (the page draws them
+    faint). labels: key -> point label."""
     by_key = {p.key: p for p in points}
     on_frontier = set(frontier_keys)
 
@@ -116,7 +118,7 @@ def pareto_figure(
 
     return {
         "x_title": PARETO_X_TITLE,
-        "y_title": PARETO_Y_TITLE,
+        "y_title": PARETO_Y_TITLE.format(unit=unit),
         "frontier": series([k for k in frontier_keys if k in by_key]),
         "others": series([p.key for p in points if p.key not in on_frontier]),
     }

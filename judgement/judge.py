@@ -451,14 +451,23 @@ class EngineWork:
     compute: Share
     prefix_cache_hit_rate: float | None
     prefix_cache_note: str | None
+    cpu_engine: bool = False
+
+    @property
+    def has_gpu_figure(self) -> bool:
+        """A share of a peak, or a GPU's own estimate: what the two % of peak columns show. A
+        CPU engine has neither a GPU peak nor a GPU."""
+        return any(share.pct is not None or (share.achieved is not None and not self.cpu_engine)
+                   for share in (self.bandwidth, self.compute))
 
 
-def _rate_text(value: float | None, unit: str) -> str | None:
-    """1.23e12 B/s -> "1.23 TB/s per GPU"; smaller rates in G, as a CPU engine's are."""
+def _rate_text(value: float | None, unit: str, cpu_engine: bool) -> str | None:
+    """1.23e12 B/s -> "1.23 TB/s per GPU"; smaller rates in G, as a CPU engine's are, which
+    are the engine's own (it has no GPU)."""
     if value is None:
         return None
     scale, prefix = (1e12, "T") if value >= 1e12 else (1e9, "G")
-    return f"{value / scale:.3g} {prefix}{unit} per GPU"
+    return f"{value / scale:.3g} {prefix}{unit} {'on the CPU' if cpu_engine else 'per GPU'}"
 
 
 def _share(pct: float | None, achieved: str | None, peak: hardware.Peak | None, peak_unit: str,
@@ -480,13 +489,14 @@ def engine_work(fig: PointFigures | None) -> EngineWork | None:
     hw = fig.hardware
     precision = f"{hw.precision} " if hw.precision else ""
     return EngineWork(
-        bandwidth=_share(hw.bandwidth_pct, _rate_text(hw.bytes_per_s, "B/s"),
+        bandwidth=_share(hw.bandwidth_pct, _rate_text(hw.bytes_per_s, "B/s", hw.cpu_engine),
                          hw.bandwidth_peak, "TB/s", hw.bandwidth_note, hw.sku),
-        compute=_share(hw.compute_pct, _rate_text(hw.flops_per_s, "FLOP/s"),
+        compute=_share(hw.compute_pct, _rate_text(hw.flops_per_s, "FLOP/s", hw.cpu_engine),
                        hw.compute_peak, f"dense {precision}TFLOPS", hw.compute_note, hw.sku),
         prefix_cache_hit_rate=fig.prefix_cache_hit_rate,
         prefix_cache_note=None if fig.prefix_cache_hit_rate is not None else (
             "the engine reported no prefix-cache lookups for this point"),
+        cpu_engine=hw.cpu_engine,
     )
 
 

@@ -231,6 +231,8 @@ class HardwareUse:
     compute_peak: Peak | None
     bandwidth_note: str | None
     compute_note: str | None
+    # vLLM's estimates on a CPU engine are the engine's, not a GPU's.
+    cpu_engine: bool = False
 
 
 NOT_REPORTED = (
@@ -310,4 +312,5 @@ def hardware_use(
         compute_peak=compute_peak,
         bandwidth_note=bandwidth_note,
         compute_note=compute_note,
+        cpu_engine=cpu_engine,
     )

@@ -106,7 +106,9 @@ def test_the_pareto_chart_joins_the_frontier_and_keeps_the_beaten_points_apart(o
     assert figure["others"]["x"] == pytest.approx([40.0])
     assert figure["frontier"]["text"][0] == "seqs=64 · burst 1000 · r0"
     assert "median TPOT" in figure["x_title"] and "tokens/s per user" in figure["x_title"]
-    assert "per GPU" in figure["y_title"]
+    # The factory's points ran on the CPU engine, which has no GPU to divide by.
+    assert figure["y_title"] == "Output tokens/s per CPU engine (the point's / CPU engines it used)"
+    assert j["pareto_unit"] == "CPU engine"
 
 
 def test_the_throughput_chart_no_longer_draws_the_frontier_on_its_latency_axes(owner_client):
@@ -145,6 +147,7 @@ def test_the_figure_keeps_frontier_keys_it_has_coordinates_for():
     )
     assert figure["frontier"] == {"keys": ["a"], "x": [5.0], "y": [10.0], "text": ["label a"]}
     assert figure["others"]["keys"] == []
+    assert figure["y_title"] == "Output tokens/s per GPU (the point's / GPUs it used)"
 
 
 # --- what the sweep changed ----------------------------------------------------------------------

@@ -112,7 +112,25 @@ def test_an_unknown_gpu_or_cpu_engine_says_there_is_no_peak_instead_of_a_number(
     row, html = page(owner_client, cpu)
     # The factory's CPU point has no work estimates: "not reported" comes first.
     assert row["engine_work"].bandwidth.short == "not reported"
-    assert ">not reported</span>" in html
+    # Two columns empty in every row fold into the note below the table.
+    assert 'class="num peak-bandwidth"' not in html and "Compute peak <small>" not in html
+    assert "Memory-bandwidth and compute peak (no column in the table: no point has a share" in html
+
+
+def test_a_cpu_engines_own_estimates_never_read_per_gpu(owner_client):
+    benchmark = make_benchmark(state="running", points_total=1)
+    queue = schema.QueueSummary(**PINNED, read_bytes_per_gpu_s=3.2e10, flops_per_gpu_s=5e10)
+    provenance = gpu_provenance("").model_copy(update={
+        "hardware": schema.Hardware(host="cpu-host"),
+        "engine": schema.EngineInfo(launch_style="cpu", version="0.32.0")})
+    store(benchmark, max_num_seqs=4, num_requests=16, throughput=400.0, median_e2el_ms=900.0,
+          update={"queue": queue, "provenance": provenance})
+    Benchmark.objects.filter(pk=benchmark.pk).update(state="succeeded")
+    row, html = page(owner_client, benchmark)
+    assert row["engine_work"].bandwidth.achieved == "32 GB/s on the CPU"
+    assert not row["engine_work"].has_gpu_figure
+    assert "per GPU" not in re.sub(r"<script.*?</script>", "", html, flags=re.S)
+    assert 'class="num peak-bandwidth"' not in html
 
 
 def test_engine_work_of_an_unreadable_point_is_none():
