@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import shlex
-from typing import Any, NamedTuple
+from typing import Any
 
 import pydantic
 from django import forms
@@ -17,6 +17,7 @@ from benchmarks.form_fields import declared_field
 from benchmarks.imports import StatedFacts
 from benchmarks.models import Benchmark, Checkpoint, Endpoint, Node, Runtime, Workload
 from runner import conversations, grid, quality, schema, traces, workloads
+from runner.vllm_defaults import BatchDefaults, batch_defaults
 
 MAX_REPEATS = 10
 MAX_LEVELS = 20
@@ -167,29 +168,11 @@ def parse_axis(setting: schema.EngineSetting, text: str) -> list[Any]:
     return values
 
 
-class BatchDefaults(NamedTuple):
-    max_num_seqs: int
-    max_num_batched_tokens: int
-
-
-# vLLM 0.32's own defaults for `vllm serve` (UsageContext.OPENAI_API_SERVER) when neither flag is
-# given, as EngineArgs.get_batch_defaults in vllm/engine/arg_utils.py picks them by the total
-# memory of one GPU: at least 160 GiB 1024 sequences / 16384 batched tokens; at least 70 GiB and
-# not an A100 (larger budgets were slower there, vLLM PR #17885) 1024 / 8192; any other GPU
-# 256 / 2048. Its CPU backend has its own: 128 / 2048 times tensor x pipeline parallel size.
 def vllm_batch_defaults(node: Node) -> BatchDefaults | None:
     """What vLLM would pick on this node (one engine, tensor parallel 1), the starting point of
     a max_num_seqs grid; None when the node's worker reported no GPU memory."""
-    if node.launch_style == Node.LaunchStyle.CPU:
-        return BatchDefaults(max_num_seqs=128, max_num_batched_tokens=2048)
-    if not node.gpu_memory_mib:
-        return None
-    gib = node.gpu_memory_mib / 1024  # nvidia-smi's MiB; vLLM compares bytes with GiB_bytes
-    if gib >= 160:
-        return BatchDefaults(max_num_seqs=1024, max_num_batched_tokens=16384)
-    if gib >= 70 and "a100" not in node.gpu_name.lower():
-        return BatchDefaults(max_num_seqs=1024, max_num_batched_tokens=8192)
-    return BatchDefaults(max_num_seqs=256, max_num_batched_tokens=2048)
+    return batch_defaults(cpu_engine=node.launch_style == Node.LaunchStyle.CPU,
+                          gpu_memory_mib=node.gpu_memory_mib, gpu_name=node.gpu_name)
 
 
 def batch_defaults_note(node: Node) -> str:

@@ -22,6 +22,11 @@ from judgement.analysis.types import (
 )
 from runner.importer import UNKNOWN_HOST, UNKNOWN_MODEL
 from runner.schema import ClientHealth, EngineConfig, PointResult, WorkloadSpec
+from runner.vllm_defaults import (
+    BatchDefaults,
+    batch_defaults,
+    known_version,
+)
 
 # Settings PointFigures keeps in fields of their own (the verdict rules read them).
 OWN_FIELDS = ("max_num_seqs", "max_num_batched_tokens")
@@ -82,6 +87,7 @@ def from_point_result(p: PointResult) -> PointFigures:
         output_throughput=m.output_throughput,
         max_num_seqs=p.engine_config.max_num_seqs,
         max_num_batched_tokens=p.engine_config.max_num_batched_tokens,
+        **engine_limits(p),
         other_settings=other_settings(p.engine_config),
         workload=workload_shape(p.workload),
         gpu_count=devices_used(p),
@@ -101,6 +107,35 @@ def from_point_result(p: PointResult) -> PointFigures:
         prefix_cache_hit_rate=q.prefix_cache_hit_rate,
         hardware=hardware_use_of(p),
     )
+
+
+def engine_limits(p: PointResult) -> dict[str, Any]:
+    """max_num_seqs and max_num_batched_tokens as the engine ran them (PointFigures' seqs_limit,
+    token_budget, limits_from_defaults): as configured, else vLLM's own default there."""
+    config = p.engine_config
+    seqs, budget = config.max_num_seqs, config.max_num_batched_tokens
+    defaults = _vllm_defaults(p) if seqs is None or budget is None else None
+    if defaults is None:
+        return {"seqs_limit": seqs, "token_budget": budget, "limits_from_defaults": ()}
+    return {
+        "seqs_limit": defaults.max_num_seqs if seqs is None else seqs,
+        "token_budget": defaults.max_num_batched_tokens if budget is None else budget,
+        "limits_from_defaults": tuple(name for name, value in (
+            ("max_num_seqs", seqs), ("max_num_batched_tokens", budget)) if value is None),
+    }
+
+
+def _vllm_defaults(p: PointResult) -> BatchDefaults | None:
+    """vLLM's defaults for an engine Headroom started (an attached server's flags are not
+    known) of a version whose rule Headroom knows."""
+    prov = p.provenance
+    if prov is None or prov.engine.launch_style == "attach" or prov.engine.name != "vllm":
+        return None
+    if not known_version(prov.engine.version):
+        return None
+    return batch_defaults(cpu_engine=cpu_engine(p), gpu_memory_mib=prov.hardware.gpu_memory_mib,
+                          gpu_name=prov.hardware.gpu_name,
+                          world_size=p.engine_config.tensor_parallel_size)
 
 
 def cpu_engine(p: PointResult) -> bool:

@@ -447,6 +447,9 @@ def verdict_sentence(kind: str, evidence: Mapping[str, Any], partial: bool) -> s
         text = f"unclear: {evidence.get('why', 'no limit shows in the evidence')}"
     if partial and kind != "token_budget":
         text += " (evidence partial)"
+    if kind != "client_bound" and evidence.get("limits_from_defaults"):
+        text += (f" ({join_names(evidence['limits_from_defaults'])}: vLLM's own default "
+                 "there, not set in the config)")
     if evidence.get("memory_bound"):
         text += "; " + memory_bound_clause(evidence["memory_bandwidth_pct"], scope)
     return text

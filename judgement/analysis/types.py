@@ -123,6 +123,12 @@ class PointFigures:
     load_label: str = ""
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
+    # The two limits as the engine ran: the config's (the default here), else vLLM's own
+    # default for the point's hardware and version (named in limits_from_defaults); None when
+    # neither is known.
+    seqs_limit: int | None = None
+    token_budget: int | None = None
+    limits_from_defaults: tuple[str, ...] = ()
     # Every other engine setting of the point's config, (name, value) in EngineConfig's order,
     # the extra flags as EXTRA_FLAGS: what a sweep of several axes varies besides the two above.
     other_settings: tuple[tuple[str, Any], ...] = ()
@@ -186,6 +192,10 @@ class PointFigures:
 
     def __post_init__(self) -> None:
         owner = f"point {self.key}"
+        if self.seqs_limit is None:
+            object.__setattr__(self, "seqs_limit", self.max_num_seqs)
+        if self.token_budget is None:
+            object.__setattr__(self, "token_budget", self.max_num_batched_tokens)
         _check_finite(owner, "output_throughput", self.output_throughput)
         if not math.isfinite(self.offered_concurrency) or self.offered_concurrency <= 0:
             raise AnalysisError(f"{owner}: offered_concurrency must be > 0")

@@ -90,8 +90,10 @@ SATURATION_LATENCY_GROWTH_PCT = 5.0
 
 def _evidence(point: PointFigures) -> dict[str, Any]:
     return {
-        "max_num_seqs": point.max_num_seqs,
-        "max_num_batched_tokens": point.max_num_batched_tokens,
+        # The limits the engine ran with (PointFigures.seqs_limit): a verdict judges those.
+        "max_num_seqs": point.seqs_limit,
+        "max_num_batched_tokens": point.token_budget,
+        "limits_from_defaults": list(point.limits_from_defaults),
         "queue_samples": point.queue_samples,
         "queue_gap_fraction": point.queue_gap_fraction,
         "mean_running": point.mean_running,
@@ -171,7 +173,7 @@ def _conditions(point: PointFigures, evidence: dict[str, Any]) -> dict[str, bool
     """Which verdicts hold (True) at this point; token_budget_partial is the unchecked-step form."""
     assert point.mean_running is not None and point.peak_running is not None
     assert point.mean_waiting is not None
-    cap, budget = point.max_num_seqs, point.max_num_batched_tokens
+    cap, budget = point.seqs_limit, point.token_budget
     waits = point.mean_waiting >= WAITING_MEAN_MIN
     kv_full = (point.peak_kv_usage is not None and point.peak_kv_usage >= KV_FULL) or (
         point.preemptions is not None and point.preemptions > 0
@@ -207,17 +209,27 @@ def _conditions(point: PointFigures, evidence: dict[str, Any]) -> dict[str, bool
 def _unclear_why(point: PointFigures) -> str:
     assert point.mean_waiting is not None and point.peak_running is not None
     waits = point.mean_waiting >= WAITING_MEAN_MIN
-    if waits and point.max_num_seqs is None:
+    if waits and point.seqs_limit is None:
         return (
             "requests wait but max_num_seqs is not recorded, so the scheduler cap and "
             "token budget cannot be judged"
         )
     if waits:
         return (
-            "requests wait with running below max_num_seqs, KV not full and steps below the "
-            "token budget; compare with the next load level"
+            "requests wait with running below max_num_seqs and KV not full, and "
+            f"{_steps_text(point)}; compare with the next load level"
         )
     return "running reached max_num_seqs but nothing waits: the load just fills the engine"
+
+
+def _steps_text(point: PointFigures) -> str:
+    """What rules the token budget out: the steps against the budget, with the figures."""
+    steps, budget = point.mean_tokens_per_step, point.token_budget
+    if steps is None or budget is None:
+        return "steps below the token budget"
+    share = sentences.percent(steps / budget * 100)
+    return (f"steps averaged {sentences.num(steps)} tokens, {share} of the {budget:,}-token "
+            "budget: not the token budget")
 
 
 # The order in which holding conditions decide the verdict (module docstring).

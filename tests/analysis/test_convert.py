@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from judgement.analysis.convert import (
     from_point_result,
     replica_figures_from_point_result,
@@ -232,3 +234,56 @@ def test_a_trace_or_length_log_workload_is_its_file_not_its_token_bounds():
         assert workload_shape(spec).source == label
         assert workload_shape(spec).label() == label
     assert workload_shape(WorkloadSpec()).source is None
+
+
+# --- the limits the engine ran with ----------------------------------------------------------
+
+
+def unset_limits(point: PointResult, **config: object) -> PointResult:
+    """The point with neither limit set, as the demo's blank token budget leaves vLLM to pick."""
+    return point.model_copy(update={"engine_config": EngineConfig(**config)})
+
+
+def test_a_blank_token_budget_is_vllms_cpu_default_as_the_engine_ran():
+    fig = from_point_result(unset_limits(result(), max_num_seqs=64))
+    assert (fig.max_num_seqs, fig.max_num_batched_tokens) == (64, None)  # the config, as set
+    assert (fig.seqs_limit, fig.token_budget) == (64, 2048)
+    assert fig.limits_from_defaults == ("max_num_batched_tokens",)
+
+
+def test_a_cpu_engines_defaults_grow_with_its_tensor_parallel_size():
+    fig = from_point_result(unset_limits(result(), tensor_parallel_size=2))
+    assert (fig.seqs_limit, fig.token_budget) == (256, 4096)
+    assert fig.limits_from_defaults == ("max_num_seqs", "max_num_batched_tokens")
+
+
+@pytest.mark.parametrize("gpu_name, memory_mib, limits", [
+    ("NVIDIA H200", 143_771, (1024, 8192)),  # 140.4 GiB: at least 70, under 160
+    ("NVIDIA B200", 183_359, (1024, 16384)),  # 179 GiB
+    ("NVIDIA A100-SXM4-80GB", 81_920, (256, 2048)),  # 80 GiB, but an A100
+    ("NVIDIA L40S", 71_679, (256, 2048)),  # one MiB under 70 GiB
+    ("NVIDIA H100 PCIe", 71_680, (1024, 8192)),  # exactly 70 GiB
+])
+def test_a_gpus_defaults_follow_its_memory_as_vllm_032_picks_them(gpu_name, memory_mib, limits):
+    point = served_by(EngineInfo(launch_style="serve", version="0.32.0"), gpu_name=gpu_name,
+                      gpu_memory_mib=memory_mib)
+    fig = from_point_result(unset_limits(point))
+    assert (fig.seqs_limit, fig.token_budget) == limits
+
+
+@pytest.mark.parametrize("engine", [
+    EngineInfo(launch_style="serve", version="0.31.1"),  # a rule Headroom has not read
+    EngineInfo(launch_style="attach", version="0.32.0"),  # its flags are not known
+    EngineInfo(launch_style="serve", name="sglang", version="0.32.0"),
+    EngineInfo(launch_style="serve", version=None),
+])
+def test_limits_stay_unknown_where_vllms_defaults_cannot_be_told(engine):
+    point = served_by(engine, gpu_memory_mib=143_771)
+    fig = from_point_result(unset_limits(point))
+    assert (fig.seqs_limit, fig.token_budget, fig.limits_from_defaults) == (None, None, ())
+
+
+def test_a_gpu_whose_memory_is_not_recorded_has_no_default():
+    fig = from_point_result(unset_limits(served_by(EngineInfo(launch_style="serve",
+                                                              version="0.32.0"))))
+    assert (fig.seqs_limit, fig.token_budget) == (None, None)

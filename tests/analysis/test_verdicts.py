@@ -117,7 +117,9 @@ def test_token_budget_without_step_counts_says_its_evidence_is_partial():
 def test_steps_well_below_the_budget_leave_the_verdict_unclear():
     v = verdict(engine(mean_tokens_per_step=900.0, **BELOW_CAP_WAITING))
     assert v.kind == "unclear"
-    assert "steps below the token budget" in v.evidence["why"]
+    # 900 / 2048 = 43.9%: the figure that rules the budget out stands in the sentence.
+    assert "steps averaged 900 tokens, 43.9% of the 2,048-token budget: not the token budget" in (
+        v.evidence["why"])
 
 
 def test_more_load_for_no_throughput_is_saturated():
@@ -563,3 +565,26 @@ def test_three_values_on_one_axis_step_to_the_next_value_not_past_it():
         ("s4t256", "s8t256"), ("s8t256", "s16t256")
     ]
     assert "(at" not in summary.steps[0].sentence, "one axis: nothing held to name"
+
+
+def test_the_demos_blank_token_budget_is_ruled_out_by_its_steps_not_called_partial():
+    # The demo at max_num_seqs 64 on the CPU engine: 40 running of 64 while 30 wait, steps of
+    # 6 tokens against vLLM's CPU default of 2,048 (6 / 2048 = 0.29%).
+    point = engine(config_label="seqs=64", max_num_seqs=64, max_num_batched_tokens=None,
+                   token_budget=2048, limits_from_defaults=("max_num_batched_tokens",),
+                   mean_running=40.0, peak_running=60.0, mean_waiting=30.0, peak_waiting=80.0,
+                   mean_tokens_per_step=6.0)
+    v = verdict(point)
+    assert v.kind == "unclear" and v.partial is False
+    assert v.evidence["max_num_batched_tokens"] == 2048
+    assert v.sentence == (
+        "unclear: requests wait with running below max_num_seqs and KV not full, and steps "
+        "averaged 6.0 tokens, 0.29% of the 2,048-token budget: not the token budget; compare "
+        "with the next load level (max_num_batched_tokens: vLLM's own default there, not set "
+        "in the config)")
+
+
+def test_without_a_known_budget_a_token_budget_verdict_stays_partial():
+    point = engine(max_num_batched_tokens=None, mean_tokens_per_step=6.0, **BELOW_CAP_WAITING)
+    v = verdict(point)
+    assert v.kind == "token_budget" and v.partial is True
