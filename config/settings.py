@@ -230,6 +230,19 @@ AUTHENTICATION_BACKENDS = [
     "django.contrib.auth.backends.ModelBackend",
 ]
 
+# Every form that sets a password runs these: the admin, password change and reset,
+# createsuperuser, changepassword and create_demo_user. Login throttling slows guessing at the
+# login page only; 12 characters is for a leaked password hash guessed offline, and still fits
+# a passphrase one can type.
+PASSWORD_MIN_LENGTH = 12
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator",
+     "OPTIONS": {"min_length": PASSWORD_MIN_LENGTH}},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
 # ---------------------------------------------------------------------------------------------
 # Mail. Password reset sends a link by mail, so its views are routed only when EMAIL_HOST is
 # set (config/urls.py); without mail, an administrator sets passwords (manage.py changepassword).

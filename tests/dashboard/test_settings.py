@@ -364,3 +364,49 @@ def test_the_mail_setting_decides_whether_password_reset_is_on():
         "HEADROOM_PASSWORD_RESET": False}
     assert started_settings({"DEBUG": "1", "EMAIL_HOST": "smtp.example.com"},
                             "HEADROOM_PASSWORD_RESET") == {"HEADROOM_PASSWORD_RESET": True}
+
+
+# ---------------------------------------------------------------------------------------------
+# Password rules: every form that sets a password runs Django's validators.
+# ---------------------------------------------------------------------------------------------
+
+
+def test_the_admin_refuses_a_new_user_with_a_one_character_password(engineer):
+    client = Client()
+    client.force_login(engineer)
+    response = client.post("/admin/auth/user/add/", {
+        "username": "newcomer", "usable_password": "true", "password1": "x", "password2": "x"})
+    assert response.status_code == 200  # the form again, with its errors
+    assert "This password is too short. It must contain at least 12 characters." in (
+        response.content.decode())
+    assert not get_user_model().objects.filter(username="newcomer").exists()
+
+
+@pytest.mark.parametrize(("password", "error"), [
+    ("x", "This password is too short"),
+    ("password1234", "This password is too common"),
+    ("804711358219", "This password is entirely numeric"),
+    ("alice.wonderland", "The password is too similar to the email address"),
+])
+def test_changing_a_password_refuses_a_weak_one(alice, password, error):
+    alice.email = "alice.wonderland@example.com"
+    alice.save()
+    client = Client()
+    client.force_login(alice)
+    response = client.post("/accounts/password_change/", {
+        "old_password": "right-password", "new_password1": password, "new_password2": password})
+    assert response.status_code == 200
+    assert error in response.content.decode()
+    alice.refresh_from_db()
+    assert alice.check_password("right-password")
+
+
+def test_a_long_uncommon_password_is_accepted(alice):
+    client = Client()
+    client.force_login(alice)
+    response = client.post("/accounts/password_change/", {
+        "old_password": "right-password", "new_password1": "violet staple meadow",
+        "new_password2": "violet staple meadow"})
+    assert response.status_code == 302
+    alice.refresh_from_db()
+    assert alice.check_password("violet staple meadow")
