@@ -21,6 +21,7 @@ from django.test import Client, RequestFactory, override_settings
 from django.urls import clear_url_caches
 from django.utils import timezone
 
+import config.settings as settings_module
 import config.urls
 from config.client_ip import client_ip
 from config.settings import (
@@ -156,6 +157,36 @@ def test_the_secret_key_is_kept_as_set():
 def test_the_secret_key_check_names_the_variable(key):
     with pytest.raises(ImproperlyConfigured, match="SECRET_KEY"):
         secret_key(key, debug=False)
+
+
+# A short key, one of two characters, and one startproject made for a throwaway project.
+WEAK_KEYS = ["a-short-but-otherwise-random-Qx81", "ab" * 30,
+             "django-insecure-" + "q7Zk3vP0xL9mW2rT8yB4nC6dF1hJ5sGa2e4i6o8u0"]
+
+
+@pytest.mark.parametrize("key", WEAK_KEYS)
+def test_production_refuses_to_start_with_a_weak_secret_key(key):
+    started = start_settings({"SECRET_KEY": key}, "DEBUG")
+    assert started.returncode != 0
+    assert "ImproperlyConfigured: SECRET_KEY must be at least 50 characters" in started.stderr
+    assert key not in started.stderr  # the message names the rule, never the key
+
+
+@pytest.mark.parametrize("key", WEAK_KEYS)
+def test_development_takes_any_secret_key(key):
+    assert secret_key(key, debug=True) == key
+
+
+def test_the_secret_key_rule_is_the_one_check_deploy_warns_about():
+    from django.core.checks.security import base
+
+    assert (settings_module.SECRET_KEY_MIN_LENGTH, settings_module.SECRET_KEY_MIN_UNIQUE_CHARACTERS,
+            settings_module.SECRET_KEY_INSECURE_PREFIX) == (
+        base.SECRET_KEY_MIN_LENGTH, base.SECRET_KEY_MIN_UNIQUE_CHARACTERS,
+        base.SECRET_KEY_INSECURE_PREFIX)
+    for key in WEAK_KEYS:
+        assert not base._check_secret_key(key)
+    assert base._check_secret_key(A_REAL_KEY) and base._check_secret_key(django_settings.SECRET_KEY)
 
 
 def test_the_proxy_header_becomes_the_meta_key_django_reads(monkeypatch):
