@@ -14,7 +14,9 @@ RUN if [ "$INSTALL_CHROMIUM" = "1" ]; then \
 COPY requirements.txt .
 RUN python3 -m pip install --no-cache-dir -r requirements.txt
 COPY . .
-RUN SECRET_KEY=collectstatic DEBUG=0 python3 manage.py collectstatic --noinput
+# collectstatic signs nothing, but settings refuse to load with DEBUG off and a weak key.
+RUN SECRET_KEY="$(python3 -c 'import secrets; print(secrets.token_hex(32))')" DEBUG=0 \
+    python3 manage.py collectstatic --noinput
 # The vLLM image's entrypoint starts a server; ours are the commands in docker-compose.yml.
 ENTRYPOINT []
 CMD ["gunicorn", "config.wsgi", "--bind", "0.0.0.0:8000"]

@@ -205,7 +205,7 @@ def main() -> int:
     os.environ["DEBUG"] = "0"
     # The test client speaks plain HTTP: without this, DEBUG off redirects every page to https.
     os.environ["HEADROOM_HTTPS"] = "0"
-    os.environ.setdefault("SECRET_KEY", "bench-only-secret-key")
+    os.environ.setdefault("SECRET_KEY", "bench-only-" + "x" * 40)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     import django
 

@@ -112,13 +112,18 @@ def database_from_url(url: str) -> dict[str, Any]:
 
 # Public in this repository, so it signs nothing outside a developer's own machine.
 DEVELOPMENT_SECRET_KEY = "---development-only-secret-key---"
+# Django's own rule for a key fit to sign (check --deploy, security.W009), which only warns.
+SECRET_KEY_MIN_LENGTH = 50
+SECRET_KEY_MIN_UNIQUE_CHARACTERS = 5
+SECRET_KEY_INSECURE_PREFIX = "django-insecure-"  # startproject's throwaway keys
 
 
 def secret_key(value: str, debug: bool) -> str:
     """SECRET_KEY from its environment value: the development key only while DEBUG is on.
 
-    With DEBUG off, a missing key or the published development key would let anyone forge
-    session cookies and password-reset links, so start-up stops instead.
+    With DEBUG off, a missing key, the published development key, or one short or repetitive
+    enough to guess would let anyone forge session cookies and password-reset links, so
+    start-up stops instead.
     """
     if debug:
         return value or DEVELOPMENT_SECRET_KEY
@@ -126,6 +131,16 @@ def secret_key(value: str, debug: bool) -> str:
         raise ImproperlyConfigured(
             "SECRET_KEY must be set to a long random value when DEBUG is off "
             "(or set DEBUG=1 for development)"
+        )
+    unique = len(set(value))
+    if (len(value) < SECRET_KEY_MIN_LENGTH or unique < SECRET_KEY_MIN_UNIQUE_CHARACTERS
+            or value.startswith(SECRET_KEY_INSECURE_PREFIX)):
+        # The key's length and variety only: the message must not print the key itself.
+        raise ImproperlyConfigured(
+            f"SECRET_KEY must be at least {SECRET_KEY_MIN_LENGTH} characters with at least "
+            f"{SECRET_KEY_MIN_UNIQUE_CHARACTERS} different ones, not starting with "
+            f"{SECRET_KEY_INSECURE_PREFIX!r}; this one has {len(value)} characters, {unique} "
+            "different (make one: python3 -c \"import secrets; print(secrets.token_hex(32))\")"
         )
     return value
 
@@ -228,6 +243,19 @@ AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
+]
+
+# Every form that sets a password runs these: the admin, password change and reset,
+# createsuperuser, changepassword and create_demo_user. Login throttling slows guessing at the
+# login page only; 12 characters is for a leaked password hash guessed offline, and still fits
+# a passphrase one can type.
+PASSWORD_MIN_LENGTH = 12
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator",
+     "OPTIONS": {"min_length": PASSWORD_MIN_LENGTH}},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 
 # ---------------------------------------------------------------------------------------------

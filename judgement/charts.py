@@ -1,4 +1,5 @@
-"""Figure data for the run page. Plain dicts and lists: json_script / JsonResponse carry them,
+"""Figure data for the run page. Plain dicts and lists of the values as typed: the chart_data
+template filter escapes them for Plotly (plotly_data) as it writes them into the page, and
 static/js/run.js turns them into Plotly traces. Every title and line shape is set here, so the
 script only draws."""
 
@@ -32,11 +33,27 @@ def plotly_text(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+def plotly_data(data: Any) -> Any:
+    """Chart data with every string in it as plotly_text shows it (dict keys, which Plotly
+    never shows, as they are).
+
+    The one place chart text is escaped (the chart_data template filter calls it), so a field
+    added later is covered too and nothing is escaped twice; our own line breaks live in the
+    scripts' hovertemplates, never in the data.
+    """
+    if isinstance(data, str):
+        return plotly_text(data)
+    if isinstance(data, Mapping):
+        return {key: plotly_data(value) for key, value in data.items()}
+    if isinstance(data, list | tuple):
+        return [plotly_data(value) for value in data]
+    return data
+
+
 def trace_name(engine_label: str, replicas: int) -> str:
     """One line per engine config and replica count: a node run is not a load level of its
     single-replica config (its throughput is the node's)."""
-    name = engine_label if replicas == 1 else f"{engine_label}, {replicas} replicas"
-    return plotly_text(name)
+    return engine_label if replicas == 1 else f"{engine_label}, {replicas} replicas"
 
 
 def throughput_figure(points: Iterable[Point]) -> dict[str, Any]:
@@ -54,7 +71,7 @@ def throughput_figure(points: Iterable[Point]) -> dict[str, Any]:
              "y": [], "text": [], "valid": [], "x": {}},
         )
         trace["y"].append(point.output_throughput)
-        trace["text"].append(plotly_text(f"{point.load_label}, repeat {point.repeat}"))
+        trace["text"].append(f"{point.load_label}, repeat {point.repeat}")
         trace["valid"].append(point.valid and not point.client_saturated)
         for field, _ in LATENCY_METRICS:
             trace["x"].setdefault(field, []).append(getattr(point, field))
@@ -113,7 +130,7 @@ def pareto_figure(
             "keys": list(keys),
             "x": [by_key[k].tokens_per_user for k in keys],
             "y": [by_key[k].output_throughput_per_gpu for k in keys],
-            "text": [plotly_text(labels.get(k, k)) for k in keys],
+            "text": [labels.get(k, k) for k in keys],
         }
 
     return {
@@ -155,9 +172,7 @@ def lengths_figure(points: Iterable[Point]) -> dict[str, Any] | None:
     return {
         # Shown in the page's own text (the template escapes it), not in Plotly.
         "point": f"{point.load_label}, {point.engine_label}, repeat {point.repeat}",
-        "source_label": plotly_text(
-            f"{comparison.file} ({comparison.source_requests:,} requests)"
-        ),
+        "source_label": f"{comparison.file} ({comparison.source_requests:,} requests)",
         "sent_label": f"sent ({comparison.sent_requests:,} requests)",
         "panels": [
             _length_panel("Input tokens (as the server counted them)", comparison.input_tokens),

@@ -34,7 +34,6 @@ from benchmarks.models import (
     PointData,
 )
 from benchmarks.points import point_to_result, stored_requests
-from judgement import charts
 from judgement.analysis import (
     AnalysisError,
     cost,
@@ -901,7 +900,7 @@ def chart_overlay(
             label += f": {ref.value:g} per GPU x {count}"
         if ref.no_longer_listed_on:
             label += f", no longer listed since {ref.no_longer_listed_on.isoformat()}"
-        lines.append({"y": value, "label": charts.plotly_text(label)})
+        lines.append({"y": value, "label": label})
     return {
         "selected": xy([selected_key] if selected_key else []),
         "references": lines,

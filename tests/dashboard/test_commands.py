@@ -1,5 +1,5 @@
 import pytest
-from django.contrib.auth import authenticate
+from django.contrib.auth import authenticate, get_user_model
 from django.core.management import CommandError, call_command
 
 from benchmarks.models import Checkpoint, Runtime
@@ -19,6 +19,19 @@ def test_running_it_again_resets_the_password(capsys):
     call_command("create_demo_user", password="second-password")
     assert authenticate(username="demo", password="first-password") is None
     assert authenticate(username="demo", password="second-password") is not None
+
+
+def test_it_refuses_a_weak_password_and_leaves_no_user_behind():
+    with pytest.raises(CommandError, match=r"too short\. It must contain at least 12 characters"):
+        call_command("create_demo_user", password="x")
+    assert not get_user_model().objects.filter(username="demo").exists()
+
+
+def test_it_keeps_the_old_password_when_the_new_one_is_refused():
+    call_command("create_demo_user", password="first-password")
+    with pytest.raises(CommandError, match="entirely numeric"):
+        call_command("create_demo_user", password="804711358219")
+    assert authenticate(username="demo", password="first-password") is not None
 
 
 def test_it_registers_the_tiny_model_and_the_installed_vllm(tmp_path):

@@ -21,6 +21,7 @@ from django.test import Client, RequestFactory, override_settings
 from django.urls import clear_url_caches
 from django.utils import timezone
 
+import config.settings as settings_module
 import config.urls
 from config.client_ip import client_ip
 from config.settings import (
@@ -156,6 +157,36 @@ def test_the_secret_key_is_kept_as_set():
 def test_the_secret_key_check_names_the_variable(key):
     with pytest.raises(ImproperlyConfigured, match="SECRET_KEY"):
         secret_key(key, debug=False)
+
+
+# A short key, one of two characters, and one startproject made for a throwaway project.
+WEAK_KEYS = ["a-short-but-otherwise-random-Qx81", "ab" * 30,
+             "django-insecure-" + "q7Zk3vP0xL9mW2rT8yB4nC6dF1hJ5sGa2e4i6o8u0"]
+
+
+@pytest.mark.parametrize("key", WEAK_KEYS)
+def test_production_refuses_to_start_with_a_weak_secret_key(key):
+    started = start_settings({"SECRET_KEY": key}, "DEBUG")
+    assert started.returncode != 0
+    assert "ImproperlyConfigured: SECRET_KEY must be at least 50 characters" in started.stderr
+    assert key not in started.stderr  # the message names the rule, never the key
+
+
+@pytest.mark.parametrize("key", WEAK_KEYS)
+def test_development_takes_any_secret_key(key):
+    assert secret_key(key, debug=True) == key
+
+
+def test_the_secret_key_rule_is_the_one_check_deploy_warns_about():
+    from django.core.checks.security import base
+
+    assert (settings_module.SECRET_KEY_MIN_LENGTH, settings_module.SECRET_KEY_MIN_UNIQUE_CHARACTERS,
+            settings_module.SECRET_KEY_INSECURE_PREFIX) == (
+        base.SECRET_KEY_MIN_LENGTH, base.SECRET_KEY_MIN_UNIQUE_CHARACTERS,
+        base.SECRET_KEY_INSECURE_PREFIX)
+    for key in WEAK_KEYS:
+        assert not base._check_secret_key(key)
+    assert base._check_secret_key(A_REAL_KEY) and base._check_secret_key(django_settings.SECRET_KEY)
 
 
 def test_the_proxy_header_becomes_the_meta_key_django_reads(monkeypatch):
@@ -364,3 +395,49 @@ def test_the_mail_setting_decides_whether_password_reset_is_on():
         "HEADROOM_PASSWORD_RESET": False}
     assert started_settings({"DEBUG": "1", "EMAIL_HOST": "smtp.example.com"},
                             "HEADROOM_PASSWORD_RESET") == {"HEADROOM_PASSWORD_RESET": True}
+
+
+# ---------------------------------------------------------------------------------------------
+# Password rules: every form that sets a password runs Django's validators.
+# ---------------------------------------------------------------------------------------------
+
+
+def test_the_admin_refuses_a_new_user_with_a_one_character_password(engineer):
+    client = Client()
+    client.force_login(engineer)
+    response = client.post("/admin/auth/user/add/", {
+        "username": "newcomer", "usable_password": "true", "password1": "x", "password2": "x"})
+    assert response.status_code == 200  # the form again, with its errors
+    assert "This password is too short. It must contain at least 12 characters." in (
+        response.content.decode())
+    assert not get_user_model().objects.filter(username="newcomer").exists()
+
+
+@pytest.mark.parametrize(("password", "error"), [
+    ("x", "This password is too short"),
+    ("password1234", "This password is too common"),
+    ("804711358219", "This password is entirely numeric"),
+    ("alice.wonderland", "The password is too similar to the email address"),
+])
+def test_changing_a_password_refuses_a_weak_one(alice, password, error):
+    alice.email = "alice.wonderland@example.com"
+    alice.save()
+    client = Client()
+    client.force_login(alice)
+    response = client.post("/accounts/password_change/", {
+        "old_password": "right-password", "new_password1": password, "new_password2": password})
+    assert response.status_code == 200
+    assert error in response.content.decode()
+    alice.refresh_from_db()
+    assert alice.check_password("right-password")
+
+
+def test_a_long_uncommon_password_is_accepted(alice):
+    client = Client()
+    client.force_login(alice)
+    response = client.post("/accounts/password_change/", {
+        "old_password": "right-password", "new_password1": "violet staple meadow",
+        "new_password2": "violet staple meadow"})
+    assert response.status_code == 302
+    alice.refresh_from_db()
+    assert alice.check_password("violet staple meadow")

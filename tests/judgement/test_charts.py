@@ -3,6 +3,9 @@ no empty queue charts, why there is no sweep summary, percentages, node scaling 
 
 from __future__ import annotations
 
+import json
+import re
+
 import pytest
 
 from benchmarks.models import Point, PointData
@@ -10,7 +13,7 @@ from judgement import charts
 from runner import schema
 from tests.dashboard.factories import make_benchmark
 
-from .helpers import point, store, sweep
+from .helpers import SWEEP, point, store, sweep
 
 pytestmark = pytest.mark.django_db
 
@@ -257,20 +260,63 @@ def test_a_node_run_is_its_own_line_not_a_load_level_of_its_config():
     assert len(traces["seqs=256"]["y"]) == sum(p.engine_label == "seqs=256" for p in points) - 1
 
 
-def test_user_text_reaches_plotly_as_text_not_as_its_html_subset():
+def test_every_string_in_chart_data_reaches_plotly_as_text_not_as_its_html_subset():
     typed = '<a href="https://evil.example/">click</a> & <b>more</b>'
     shown = charts.plotly_text(typed)
-    assert "<" not in shown and ">" not in shown
     assert shown == ('&lt;a href="https://evil.example/"&gt;click&lt;/a&gt; &amp; '
                      "&lt;b&gt;more&lt;/b&gt;")
-    benchmark = sweep()
-    points = list(benchmark.points.all())
-    Point.objects.filter(pk=points[0].pk).update(engine_label=typed)
-    names = [t["name"] for t in charts.throughput_figure(benchmark.points.all())["traces"]]
-    assert shown in names and typed not in names
+    figure = {"traces": [{"name": typed, "text": [typed, "burst 2"], "y": [1.0, None],
+                          "valid": [True, False]}],
+              "x": {"median_e2el_ms": [2.5]}, "labels": (typed,)}
+    assert charts.plotly_data(figure) == {
+        "traces": [{"name": shown, "text": [shown, "burst 2"], "y": [1.0, None],
+                    "valid": [True, False]}],
+        "x": {"median_e2el_ms": [2.5]}, "labels": [shown]}
 
 
-def test_a_reference_label_on_the_curve_is_escaped_too(owner_client):
+def _chart_data(html, element_id):
+    """What the page's script reads from a json_script block."""
+    found = re.search(rf'<script id="{element_id}" type="application/json">(.*?)</script>', html)
+    assert found is not None, element_id
+    return json.loads(found[1])
+
+
+# A value an imported file can give an engine flag; it reaches the point's key and label.
+LINK_FLAG = "--seed=<a href=x>x</a>"
+
+
+def _sweep_with_a_link_in_its_flags():
+    benchmark = make_benchmark(state="succeeded")
+    config = schema.EngineConfig(max_num_seqs=512, extra_args=[LINK_FLAG])
+    for seqs, level, tput, e2el, running, waiting in SWEEP[3:]:
+        load = schema.LoadSpec(shape="burst", num_requests=level)
+        store(benchmark, max_num_seqs=seqs, num_requests=level, throughput=tput,
+              median_e2el_ms=e2el, mean_running=running, mean_waiting=waiting,
+              update={"engine_config": config, "key": schema.point_key(config, load, 0)})
+    return benchmark
+
+
+def test_the_operating_points_hover_text_shows_a_flag_value_as_text_not_a_link(owner_client):
+    benchmark = _sweep_with_a_link_in_its_flags()
+    html = _run_page(owner_client, benchmark).content.decode()
+    (key,) = _chart_data(html, "judgement-overlay")["selected"]["keys"]
+    assert key == "seqs=512,--seed=&lt;a href=x&gt;x&lt;/a&gt;|burst 2000|r0"
+
+
+def test_each_chart_on_the_run_page_gets_the_flag_value_escaped_once(owner_client):
+    benchmark = _sweep_with_a_link_in_its_flags()
+    html = _run_page(owner_client, benchmark).content.decode()
+    label = "seqs=512,--seed=&lt;a href=x&gt;x&lt;/a&gt;"
+    throughput = _chart_data(html, "throughput-data")
+    assert [t["name"] for t in throughput["traces"]] == [label]
+    pareto = _chart_data(html, "pareto-data")
+    assert pareto["frontier"]["text"][0].startswith(f"{label} · burst ")
+    assert "&amp;" not in json.dumps([throughput, pareto, _chart_data(html, "judgement-overlay")])
+    # The page's own text beside the charts is escaped by the template, as any text.
+    assert "<a href=x>" not in html
+
+
+def test_a_reference_label_on_the_curve_is_escaped_too():
     import datetime
 
     from benchmarks.models import ExternalReference
@@ -280,5 +326,5 @@ def test_a_reference_label_on_the_curve_is_escaped_too(owner_client):
                             unit="output tokens/s",
                             recorded_on=datetime.date(2026, 1, 2), url="https://example.com/")
     overlay = judge.chart_overlay([], {}, None, [ref], ["median_e2el_ms"])
-    (line,) = overlay["references"]
+    (line,) = charts.plotly_data(overlay)["references"]
     assert line["label"].startswith("&lt;img src=x onerror=alert(1)&gt; (2026-01-02)")

@@ -12,6 +12,8 @@ from pathlib import Path
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
+from django.contrib.auth.password_validation import validate_password
+from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from benchmarks.models import Checkpoint, Runtime
@@ -37,8 +39,17 @@ class Command(BaseCommand):
         role = Group.objects.filter(name=DEMO_ROLE).first()
         if role is None:
             raise CommandError(f"no {DEMO_ROLE} group: run manage.py migrate first")
-        password = password or secrets.token_urlsafe(12)
-        user, created = get_user_model().objects.get_or_create(username=username)
+        password = password or secrets.token_urlsafe(12)  # 16 random characters
+        user = get_user_model().objects.filter(username=username).first()
+        created = user is None
+        if user is None:
+            user = get_user_model()(username=username)
+        # The rules every password form applies (AUTH_PASSWORD_VALIDATORS), before anything is
+        # saved: a refused password leaves no user, or the old password, behind.
+        try:
+            validate_password(password, user)
+        except ValidationError as error:
+            raise CommandError("password refused: " + " ".join(error.messages)) from None
         user.set_password(password)
         # Staff, so the demo can also add nodes, runtimes and checkpoints in the admin; not a
         # superuser, so the demo shows what the role may do and nothing more.
