@@ -376,6 +376,8 @@ EVIDENCE_ITEMS: tuple[tuple[str, str, str, str | None], ...] = (
     ("mean_running", "mean running", "number", "mean_running"),
     ("peak_running", "peak running", "number", "peak_running"),
     ("max_num_seqs", "max_num_seqs", "number", None),
+    ("at_cap_share", "at max_num_seqs while requests waited", "percent",
+     "running_while_waiting_s"),
     ("mean_waiting", "mean waiting", "number", "mean_waiting"),
     ("peak_waiting", "peak waiting", "number", "peak_waiting"),
     ("peak_kv_usage", "peak KV", "percent", "peak_kv_usage"),
@@ -398,10 +400,12 @@ EVIDENCE_ITEMS: tuple[tuple[str, str, str, str | None], ...] = (
 )
 
 # Fractions (0-1) in the evidence that the page reads in percent.
-EVIDENCE_FRACTIONS = frozenset({"peak_kv_usage", "queue_gap_fraction", "prefix_cache_hit_rate"})
+EVIDENCE_FRACTIONS = frozenset({"peak_kv_usage", "queue_gap_fraction", "prefix_cache_hit_rate",
+                                "at_cap_share"})
 
 # Whose figure a node run's evidence is, by QueueSummary's node rule.
-NODE_SCOPES = {"sum": "all {n} replicas", "max": "highest replica", "mean": "mean of replicas"}
+NODE_SCOPES = {"sum": "all {n} replicas", "max": "highest replica", "mean": "mean of replicas",
+               "histogram": "all {n} replicas, each at its own cap"}
 
 
 def _evidence_label(label: str, field: str | None, replicas: int) -> str:

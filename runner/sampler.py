@@ -327,6 +327,7 @@ def summarize(samples: list[EngineSample], start: float, end: float) -> QueueSum
     summary.mean_waiting_capacity, _ = _step_hold(by_replica, "waiting_capacity", start, end, sum)
     summary.mean_waiting_deferred, _ = _step_hold(by_replica, "waiting_deferred", start, end, sum)
     summary.max_gap_s = _max_gap(by_replica, start, end)
+    summary.running_while_waiting_s = _running_while_waiting(by_replica, start, end)
     summary.preemptions = _counter_delta(by_replica, "preemptions_total", start, end)
     summary.generation_tokens = _counter_delta(by_replica, "generation_tokens_total", start, end)
     step_tokens = _counter_delta(by_replica, "iteration_tokens_sum", start, end)
@@ -454,6 +455,33 @@ def _step_hold(by_replica, field, start, end, combine) -> tuple[float | None, fl
     if covered == 0:
         return None, None
     return weighted / covered, peak
+
+
+def _running_while_waiting(
+    by_replica: dict[int, list[EngineSample]], start: float, end: float
+) -> dict[str, float] | None:
+    """Seconds of [start, end] each running count held while its replica had a request
+    waiting, summed over replicas (QueueSummary.running_while_waiting_s); None without gauges.
+
+    Each sample's values hold until that replica's next sample, as in _step_hold.
+    """
+    held: dict[str, float] = {}
+    covered = False
+    for rows in by_replica.values():
+        series = [(s.t, s.running, s.waiting) for s in rows
+                  if s.running is not None and s.waiting is not None]
+        if not series:
+            continue
+        ends = [t for t, _, _ in series[1:]] + [math.inf]
+        for (t, running, waiting), next_t in zip(series, ends, strict=True):
+            left, right = max(t, start), min(next_t, end)
+            if right <= left:
+                continue
+            covered = True
+            if waiting >= 1:
+                key = str(round(running))
+                held[key] = held.get(key, 0.0) + (right - left)
+    return held if covered else None
 
 
 def _value_at(rows: list[tuple[float, float]], t: float) -> float | None:

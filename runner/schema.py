@@ -1168,6 +1168,7 @@ class QueueSummary(Schema):
       claim a moment nobody observed; the highest replica's peak is what one engine reached
       against its own max_num_seqs and KV cache. The worst-covered replica's gap decides
       whether the node's samples are too sparse to judge.
+    - histogram: seconds per value, added value by value across replicas.
     - mean: per-engine ratios. KV usage is a fraction of one replica's cache (replicas run one
       config, so their caches are equal), and tokens per step is read against one replica's
       max_num_batched_tokens; a sum would report a cache over 100% full or steps past the
@@ -1216,8 +1217,15 @@ class QueueSummary(Schema):
     queue_time_p50_s: float | None = Field(default=None, json_schema_extra={"node": "max"})
     queue_time_p90_s: float | None = Field(default=None, json_schema_extra={"node": "max"})
     queue_time_p99_s: float | None = Field(default=None, json_schema_extra={"node": "max"})
+    # Seconds of the window each running count held while that replica had requests waiting
+    # ({"4": 11.5, "3": 0.5}), from the step-held gauges: the share of queued time spent at
+    # max_num_seqs, which ramp-up and drain cannot pull down as they pull down the mean. A
+    # node's adds its replicas' seconds count by count, each replica's running read against
+    # its own cap.
+    running_while_waiting_s: dict[str, float] | None = Field(
+        default=None, json_schema_extra={"node": "histogram"})
 
-    NODE_RULES: ClassVar[frozenset[str]] = frozenset({"sum", "max", "mean"})
+    NODE_RULES: ClassVar[frozenset[str]] = frozenset({"sum", "max", "mean", "histogram"})
 
     @classmethod
     def node_rule(cls, name: str) -> str:

@@ -19,6 +19,7 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from runner import __version__, conversations
@@ -320,10 +321,13 @@ def _queue(samples: list[EngineSample], replica: int, window) -> QueueSummary:
 
 
 # How a node combines its replicas' values, by the rule each QueueSummary field declares.
-_NODE_COMBINE: dict[str, Callable[[list[float]], float]] = {
+_NODE_COMBINE: dict[str, Callable[[list[Any]], Any]] = {
     "sum": sum,
     "max": max,
     "mean": lambda values: sum(values) / len(values),
+    "histogram": lambda histograms: {
+        key: sum(h.get(key, 0.0) for h in histograms) for key in sorted(set().union(*histograms))
+    },
 }
 
 
@@ -335,7 +339,7 @@ def _node_queue(summaries: list[QueueSummary]) -> QueueSummary:
     """
     if len(summaries) == 1:
         return summaries[0]
-    combined: dict[str, float] = {}
+    combined: dict[str, Any] = {}
     for name in QueueSummary.model_fields:
         combine = _NODE_COMBINE[QueueSummary.node_rule(name)]
         values = [getattr(s, name) for s in summaries if getattr(s, name) is not None]

@@ -79,6 +79,7 @@ def from_point_result(p: PointResult) -> PointFigures:
     """The point's figures; one whose aggregates fail a check is left out of every choice."""
     m, q = p.metrics, p.queue
     failed = tuple(check.sentence for check in failed_checks(p))
+    limits = engine_limits(p)
     return PointFigures(
         key=p.key,
         config_label=p.engine_config.label(),
@@ -87,7 +88,8 @@ def from_point_result(p: PointResult) -> PointFigures:
         output_throughput=m.output_throughput,
         max_num_seqs=p.engine_config.max_num_seqs,
         max_num_batched_tokens=p.engine_config.max_num_batched_tokens,
-        **engine_limits(p),
+        **limits,
+        at_cap_share=at_cap_share(q.running_while_waiting_s, limits["seqs_limit"]),
         other_settings=other_settings(p.engine_config),
         workload=workload_shape(p.workload),
         gpu_count=devices_used(p),
@@ -107,6 +109,18 @@ def from_point_result(p: PointResult) -> PointFigures:
         prefix_cache_hit_rate=q.prefix_cache_hit_rate,
         hardware=hardware_use_of(p),
     )
+
+
+def at_cap_share(running_while_waiting_s: dict[str, float] | None, cap: int | None) -> float | None:
+    """The share of the time requests waited that running spent at the cap (or above it: a
+    gauge read mid-step); None without the record, a cap, or any time waiting."""
+    if running_while_waiting_s is None or cap is None:
+        return None
+    waited = sum(running_while_waiting_s.values())
+    if waited <= 0:
+        return None
+    at_cap = sum(s for running, s in running_while_waiting_s.items() if float(running) >= cap)
+    return at_cap / waited
 
 
 def engine_limits(p: PointResult) -> dict[str, Any]:

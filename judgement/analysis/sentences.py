@@ -364,8 +364,10 @@ def _kv_capacity(e: Mapping[str, Any], scope: _Scope) -> str:
 
 def _scheduler_cap(e: Mapping[str, Any], scope: _Scope) -> str:
     on_each = f" on each of {scope.replicas} replicas" if scope.node else ""
+    share = e.get("at_cap_share")
+    for_how_long = f" for {percent(share * 100)} of the time requests waited" if share else ""
     return (
-        f"scheduler cap: running pinned at max_num_seqs{on_each} "
+        f"scheduler cap: running pinned at max_num_seqs{on_each}{for_how_long} "
         f"(mean {scope.mean(e['mean_running'])}, peak {num(e['peak_running'])} of "
         f"{e['max_num_seqs']}{scope.busiest}) while {num(e['mean_waiting'] / scope.replicas)} "
         f"requests wait{scope.each} on average"

@@ -129,6 +129,9 @@ class PointFigures:
     seqs_limit: int | None = None
     token_budget: int | None = None
     limits_from_defaults: tuple[str, ...] = ()
+    # The share (0-1) of the time requests waited during which running was at seqs_limit, from
+    # QueueSummary.running_while_waiting_s; None without that record, a limit or a wait.
+    at_cap_share: float | None = None
     # Every other engine setting of the point's config, (name, value) in EngineConfig's order,
     # the extra flags as EXTRA_FLAGS: what a sweep of several axes varies besides the two above.
     other_settings: tuple[tuple[str, Any], ...] = ()
@@ -202,7 +205,7 @@ class PointFigures:
         if self.gpu_count < 1 or self.replicas < 1:
             raise AnalysisError(f"{owner}: gpu_count and replicas must be >= 1")
         for name in (*LATENCY_FIELDS, *QUEUE_FIELDS, "mean_tokens_per_step", "queue_gap_fraction",
-                     "prefix_cache_hit_rate"):
+                     "prefix_cache_hit_rate", "at_cap_share"):
             _check_finite(owner, name, getattr(self, name))
 
     @property

@@ -57,8 +57,13 @@ from judgement.analysis.types import (
 # free block, and 5% of blocks is less than one more request's worth on a busy engine.
 KV_FULL = 0.95
 
-# Mean running >= this fraction of max_num_seqs counts as pinned: ramp-up at the start of a
-# burst and the drain at its end pull the mean below the cap even when it is pinned between.
+# Running at max_num_seqs for more than this share of the time requests waited counts as
+# pinned. A binding cap holds running there whenever anything waits, except for the moments a
+# finished request's slot is refilled; ramp-up and drain, which pull a mean below the cap,
+# pass with nothing waiting or not at all, so they do not count against it.
+PINNED_SHARE = 0.5
+# Without that record (points stored before it, imports): mean running >= this fraction of
+# max_num_seqs counts as pinned, ramp-up and drain pulling the mean below the cap.
 PINNED_FRACTION = 0.9
 
 # Requests wait when on average at least one is waiting. The peak alone would call every burst
@@ -94,6 +99,7 @@ def _evidence(point: PointFigures) -> dict[str, Any]:
         "max_num_seqs": point.seqs_limit,
         "max_num_batched_tokens": point.token_budget,
         "limits_from_defaults": list(point.limits_from_defaults),
+        "at_cap_share": point.at_cap_share,
         "queue_samples": point.queue_samples,
         "queue_gap_fraction": point.queue_gap_fraction,
         "mean_running": point.mean_running,
@@ -179,10 +185,9 @@ def _conditions(point: PointFigures, evidence: dict[str, Any]) -> dict[str, bool
         point.preemptions is not None and point.preemptions > 0
     )
     # The peak is one replica's, the mean the node's sum (module docstring).
-    pinned = (
-        cap is not None
-        and point.peak_running >= cap
-        and point.mean_running >= PINNED_FRACTION * cap * point.replicas
+    pinned = cap is not None and point.peak_running >= cap and (
+        point.at_cap_share > PINNED_SHARE if point.at_cap_share is not None
+        else point.mean_running >= PINNED_FRACTION * cap * point.replicas
     )
     budget_suspect = cap is not None and not pinned and waits and not kv_full
     steps_known = point.mean_tokens_per_step is not None and budget is not None

@@ -287,3 +287,15 @@ def test_a_gpu_whose_memory_is_not_recorded_has_no_default():
     fig = from_point_result(unset_limits(served_by(EngineInfo(launch_style="serve",
                                                               version="0.32.0"))))
     assert (fig.seqs_limit, fig.token_budget) == (None, None)
+
+
+def test_the_share_at_the_cap_reads_the_time_requests_waited_at_each_running_count():
+    queue = result().queue.model_copy(update={"running_while_waiting_s": {"8": 9.0, "7": 1.0}})
+    fig = from_point_result(result(queue=queue))  # max_num_seqs 8
+    assert fig.at_cap_share == pytest.approx(0.9)
+
+
+@pytest.mark.parametrize("record", [None, {}, {"8": 0.0}])
+def test_no_share_without_time_spent_waiting(record):
+    queue = result().queue.model_copy(update={"running_while_waiting_s": record})
+    assert from_point_result(result(queue=queue)).at_cap_share is None

@@ -588,3 +588,28 @@ def test_without_a_known_budget_a_token_budget_verdict_stays_partial():
     point = engine(max_num_batched_tokens=None, mean_tokens_per_step=6.0, **BELOW_CAP_WAITING)
     v = verdict(point)
     assert v.kind == "token_budget" and v.partial is True
+
+
+# The demo's max_num_seqs 4 under bursts: the mean running sits at 3.2-3.7 of 4 (ramp-up,
+# drain) while requests wait, but running is at 4 for nearly all of the time they wait.
+SMALL_CAP_QUEUED = dict(config_label="seqs=4", max_num_seqs=4, max_num_batched_tokens=2048,
+                        mean_running=3.2, peak_running=4.0, mean_waiting=7.0, peak_waiting=28.0,
+                        mean_tokens_per_step=4.0)
+
+
+def test_a_small_cap_under_a_queue_is_the_scheduler_cap_though_its_mean_sits_below_it():
+    v = verdict(engine(at_cap_share=0.94, **SMALL_CAP_QUEUED))
+    assert v.kind == "scheduler_cap"
+    assert v.sentence.startswith(
+        "scheduler cap: running pinned at max_num_seqs for 94.0% of the time requests waited "
+        "(mean 3.2, peak 4.0 of 4)")
+
+
+@pytest.mark.parametrize("share, kind", [(0.51, "scheduler_cap"), (0.5, "unclear")])
+def test_more_than_half_the_queued_time_at_the_cap_pins_it(share, kind):
+    assert verdict(engine(at_cap_share=share, **SMALL_CAP_QUEUED)).kind == kind
+
+
+def test_without_the_record_the_mean_decides_as_before():
+    assert verdict(engine(**SMALL_CAP_QUEUED)).kind == "unclear"  # 3.2 < 0.9 x 4
+    assert verdict(engine(**{**SMALL_CAP_QUEUED, "mean_running": 3.6})).kind == "scheduler_cap"

@@ -21,7 +21,8 @@ REPLICAS = [
                  prefix_cache_queries=6_400.0, prefix_cache_hits=4_800.0,
                  flops_per_gpu_s=1.0e12, read_bytes_per_gpu_s=2.0e12, write_bytes_per_gpu_s=0.25e12,
                  queue_time_requests=100.0, mean_queue_time_s=0.5, queue_time_p50_s=0.5,
-                 queue_time_p90_s=1.0, queue_time_p99_s=2.5),
+                 queue_time_p90_s=1.0, queue_time_p99_s=2.5,
+                 running_while_waiting_s={"128": 4.5, "127": 0.5}),
     QueueSummary(samples=12, max_gap_s=1.5, mean_running=120.0, mean_waiting=30.0,
                  peak_running=110.0, peak_waiting=70.0, peak_kv_usage=0.625,
                  mean_kv_usage=0.25, preemptions=0.0, generation_tokens=25_600.0,
@@ -30,7 +31,8 @@ REPLICAS = [
                  prefix_cache_queries=6_400.0, prefix_cache_hits=6_400.0,
                  flops_per_gpu_s=2.0e12, read_bytes_per_gpu_s=3.0e12, write_bytes_per_gpu_s=0.5e12,
                  queue_time_requests=100.0, mean_queue_time_s=1.5, queue_time_p50_s=0.8,
-                 queue_time_p90_s=2.0, queue_time_p99_s=5.0),
+                 queue_time_p90_s=2.0, queue_time_p99_s=5.0,
+                 running_while_waiting_s={"110": 3.0, "128": 1.0}),
     # An engine that exposed no step histogram and no work estimates: left out of those only.
     QueueSummary(samples=8, max_gap_s=1.0, mean_running=80.0, mean_waiting=10.0,
                  peak_running=100.0, peak_waiting=90.0, peak_kv_usage=0.5,
@@ -45,7 +47,8 @@ REPLICAS = [
 # By hand: sums 10+12+8, 100+120+80, 20+30+10, 2+0+1, 25600+25600+20480; highest 1.5, 128,
 # 90, 0.875; means (0.75+0.25+0.5)/3 and (1800+2000)/2. vLLM 0.32's: sums 18+30+10, 2+0+0,
 # 6400+6400+5120, 4800+6400+0, 100+100+80; per-GPU rates the mean of the two that report them;
-# queue-time mean (0.5+1.5+0.25)/3; the highest of each percentile.
+# queue-time mean (0.5+1.5+0.25)/3; the highest of each percentile. Seconds at each running
+# count while waiting add count by count (128: 4.5 + 1.0); the third replica kept none.
 NODE = {
     "samples": 30,
     "max_gap_s": 1.5,
@@ -70,6 +73,7 @@ NODE = {
     "queue_time_p50_s": 0.8,
     "queue_time_p90_s": 2.0,
     "queue_time_p99_s": 5.0,
+    "running_while_waiting_s": {"110": 3.0, "127": 0.5, "128": 5.5},
 }
 
 
@@ -99,6 +103,7 @@ def test_every_queue_field_declares_how_a_node_combines_it():
         "queue_time_p50_s": "max",
         "queue_time_p90_s": "max",
         "queue_time_p99_s": "max",
+        "running_while_waiting_s": "histogram",
     }
 
 

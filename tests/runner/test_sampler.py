@@ -123,6 +123,35 @@ def test_it_holds_each_sample_until_the_next_and_clips_to_the_window():
     assert summary.samples == 2  # t=1 and t=3 fall inside
 
 
+def test_it_times_each_running_count_held_while_requests_waited():
+    samples = [
+        sample(0.0, running=2, waiting=10),
+        sample(1.0, running=4, waiting=6),
+        sample(3.0, running=8, waiting=0),
+        sample(5.0, running=0, waiting=0),
+    ]
+    # Over [0.5, 4]: 2 running for 0.5 s and 4 for 2 s while requests waited; the 1 s at 8
+    # had nobody waiting.
+    assert summarize(samples, start=0.5, end=4.0).running_while_waiting_s == {"2": 0.5, "4": 2.0}
+
+
+def test_the_seconds_at_each_running_count_add_up_over_replicas_each_against_its_own_queue():
+    samples = [
+        sample(0.0, running=4, waiting=20, replica=0),
+        sample(0.0, running=4, waiting=0, replica=1),  # at 4, but nothing waits for replica 1
+        sample(2.0, running=3, waiting=1, replica=0),
+        sample(3.0, running=2, waiting=2, replica=1),
+    ]
+    # Replica 0: 4 on [0,2), 3 on [2,4]; replica 1 waits only on [3,4], at 2.
+    assert summarize(samples, start=0.0, end=4.0).running_while_waiting_s == {
+        "4": 2.0, "3": 2.0, "2": 1.0}
+
+
+def test_a_window_with_gauges_but_no_wait_keeps_an_empty_record_and_none_without_gauges():
+    assert summarize([sample(0.0, running=1, waiting=0)], 0.0, 2.0).running_while_waiting_s == {}
+    assert summarize([sample(0.0, kv=0.1)], 0.0, 2.0).running_while_waiting_s is None
+
+
 def test_it_sums_running_and_waiting_across_replicas_and_averages_kv():
     samples = [
         sample(0.0, running=4, waiting=20, kv=0.2, gen=0, replica=0),
