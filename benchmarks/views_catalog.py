@@ -211,18 +211,21 @@ def endpoint_new(request: HttpRequest) -> HttpResponse:
 @permission_required(CHANGE_ENDPOINT, raise_exception=True)
 def endpoint_edit(request: HttpRequest, pk: int) -> HttpResponse:
     endpoint = get_object_or_404(Endpoint, pk=pk)
-    stored_url = endpoint.base_url  # validation writes the new one onto the instance
     form = EndpointForm(request.POST or None, instance=endpoint)
     if request.method == "POST" and form.is_valid():
         with transaction.atomic():
             endpoint = form.save()
-            moved = endpoint.base_url != stored_url
-            changes = [f"address now {endpoint.base_url}"] if moved else []
-            changes += form.changes
+            moved = endpoint.base_url != form.stored_url
+            # The secrets first: a long address must not cut their note off (300 characters).
+            changes = form.changes + ([f"address now {endpoint.base_url}"] if moved else [])
             if changes:  # a new address or new secrets: what the node's worker is pointed at
                 AuditEvent.objects.record(request.user, AuditEvent.Action.REGISTERED, endpoint,
                                           detail="; ".join(changes))
         messages.success(request, f"Saved {endpoint.name}.")
+        if form.dropped:
+            messages.warning(request, f"{endpoint.name} moved to another server: its stored "
+                                      f"{' and '.join(form.dropped)} were removed. Enter them "
+                                      "again if the new server needs them.")
         return redirect("catalog_endpoints")
     return _form_page(request, form, {"section": "endpoints", "title": f"Edit {endpoint.name}"})
 
