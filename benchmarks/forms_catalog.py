@@ -17,7 +17,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.utils import timezone
 
-from benchmarks import vault
+from benchmarks import outbound, vault
 from benchmarks.models import REVISION_REGEX, Checkpoint, Endpoint, Node, Runtime
 from runner import schema
 from runner.endpoint import Credentials, check_header, normalize_base_url, origin
@@ -191,7 +191,8 @@ class NodeForm(forms.ModelForm):
 
     def clean_dcgm_exporter_url(self) -> str:
         """Checked as the plan checks it (runner.schema.EngineLaunch): the address goes into
-        every plan launched on this node, which is stored and downloadable."""
+        every plan launched on this node, which is stored and downloadable. One typed as a
+        number must lie where the dashboard may send requests, as an endpoint's must."""
         url: str = self.cleaned_data["dcgm_exporter_url"].strip()
         if url:
             try:
@@ -201,6 +202,7 @@ class NodeForm(forms.ModelForm):
                 raise ValidationError(
                     f"The address {message.removeprefix('dcgm_exporter_url ')}."
                 ) from None
+            _check_typed_address(url)
         return url
 
     def clean(self) -> dict[str, Any]:
@@ -241,6 +243,13 @@ class SecretTextarea(forms.Textarea):
 def _sentence(text: str) -> str:
     """A runner message as a form error: capitalized, with a full stop."""
     return f"{text[:1].upper()}{text[1:]}."
+
+
+def _check_typed_address(url: str) -> None:
+    try:
+        outbound.check_typed(url)
+    except ValueError as exc:
+        raise ValidationError(_sentence(str(exc))) from None
 
 
 def parse_header_lines(text: str) -> dict[str, str]:
@@ -337,9 +346,11 @@ class EndpointForm(forms.ModelForm):
 
     def clean_base_url(self) -> str:
         try:
-            return normalize_base_url(self.cleaned_data["base_url"])
+            url = normalize_base_url(self.cleaned_data["base_url"])
         except ValueError as exc:
             raise ValidationError(_sentence(str(exc))) from None
+        _check_typed_address(url)
+        return url
 
     def clean_served_model(self) -> str:
         name: str = self.cleaned_data["served_model"].strip()
