@@ -17,10 +17,10 @@ from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.utils import timezone
 
-from benchmarks import vault
+from benchmarks import outbound, vault
 from benchmarks.models import REVISION_REGEX, Checkpoint, Endpoint, Node, Runtime
 from runner import schema
-from runner.endpoint import Credentials, check_header, normalize_base_url
+from runner.endpoint import Credentials, check_header, normalize_base_url, origin
 
 CHANGE_CHECKPOINT = "benchmarks.change_checkpoint"
 TRUST_CHECKPOINT = "benchmarks.trust_checkpoint"
@@ -191,7 +191,8 @@ class NodeForm(forms.ModelForm):
 
     def clean_dcgm_exporter_url(self) -> str:
         """Checked as the plan checks it (runner.schema.EngineLaunch): the address goes into
-        every plan launched on this node, which is stored and downloadable."""
+        every plan launched on this node, which is stored and downloadable. One typed as a
+        number must lie where the dashboard may send requests, as an endpoint's must."""
         url: str = self.cleaned_data["dcgm_exporter_url"].strip()
         if url:
             try:
@@ -201,6 +202,7 @@ class NodeForm(forms.ModelForm):
                 raise ValidationError(
                     f"The address {message.removeprefix('dcgm_exporter_url ')}."
                 ) from None
+            _check_typed_address(url)
         return url
 
     def clean(self) -> dict[str, Any]:
@@ -243,6 +245,13 @@ def _sentence(text: str) -> str:
     return f"{text[:1].upper()}{text[1:]}."
 
 
+def _check_typed_address(url: str) -> None:
+    try:
+        outbound.check_typed(url)
+    except ValueError as exc:
+        raise ValidationError(_sentence(str(exc))) from None
+
+
 def parse_header_lines(text: str) -> dict[str, str]:
     """'Name: value' lines -> {name: value}; ValidationError naming the line, never a value."""
     headers: dict[str, str] = {}
@@ -269,6 +278,10 @@ class EndpointForm(forms.ModelForm):
     The API key and the extra headers are write-only: never rendered back (not even after an
     error), stored encrypted (benchmarks/vault.py). Editing, a blank field keeps what is stored
     and a box removes it. Only the header names are kept in the clear, to be listed.
+
+    A secret is bound to the server it was entered for: a base URL with another scheme, host or
+    port removes the stored ones (the form asks for them again). Otherwise anyone who may edit
+    the endpoint could point it at a server of their own and have the secrets sent there.
     """
 
     api_key = forms.CharField(
@@ -310,26 +323,34 @@ class EndpointForm(forms.ModelForm):
             "user:password@"
         )
         stored = self.instance
+        self.stored_url = stored.base_url  # validation writes the new one onto the instance
+        self.dropped: list[str] = []
         if stored.pk is None:
             del self.fields["clear_api_key"], self.fields["clear_extra_headers"]
             return
         if stored.has_api_key:
-            self.fields["api_key"].help_text = "a key is stored: leave blank to keep it"
+            self.fields["api_key"].help_text = (
+                "a key is stored: leave blank to keep it (another scheme, host or port in the "
+                "base URL removes it)"
+            )
         else:
             del self.fields["clear_api_key"]
         if stored.extra_header_names:
             self.fields["extra_headers"].help_text = (
                 f"stored: {stored.extra_header_names} (values hidden); leave blank to keep them, "
-                "or give every header again to replace them"
+                "or give every header again to replace them (another scheme, host or port in "
+                "the base URL removes them)"
             )
         else:
             del self.fields["clear_extra_headers"]
 
     def clean_base_url(self) -> str:
         try:
-            return normalize_base_url(self.cleaned_data["base_url"])
+            url = normalize_base_url(self.cleaned_data["base_url"])
         except ValueError as exc:
             raise ValidationError(_sentence(str(exc))) from None
+        _check_typed_address(url)
+        return url
 
     def clean_served_model(self) -> str:
         name: str = self.cleaned_data["served_model"].strip()
@@ -359,9 +380,10 @@ class EndpointForm(forms.ModelForm):
                            "Give new headers or remove the stored ones, not both.")
         if "api_key" in self.errors or "extra_headers" in self.errors:
             return data
-        sends_key = bool(key) or (self.instance.has_api_key and not data.get("clear_api_key"))
+        stored_names = self._stored_header_names()
+        sends_key = bool(key) or self._keeps(self.instance.has_api_key, "clear_api_key")
         names = list(headers) or (
-            [] if data.get("clear_extra_headers") else self._stored_header_names()
+            stored_names if self._keeps(bool(stored_names), "clear_extra_headers") else []
         )
         if sends_key and any(name.lower() == "authorization" for name in names):
             self.add_error("extra_headers", "The API key is sent as the Authorization header: "
@@ -371,6 +393,33 @@ class EndpointForm(forms.ModelForm):
     def _stored_header_names(self) -> list[str]:
         stored = self.instance.extra_header_names
         return [name.strip() for name in stored.split(",") if name.strip()]
+
+    def moved(self) -> bool:
+        """Whether the new base URL reaches another server than the stored one."""
+        url = self.cleaned_data.get("base_url")
+        if self.instance.pk is None or not url:
+            return False
+        return origin(url) != origin(self.stored_url)
+
+    def _keeps(self, stored: bool, clear_field: str) -> bool:
+        """Whether a stored secret stays: neither its box nor a move to another server removes
+        it."""
+        return stored and not self.cleaned_data.get(clear_field) and not self.moved()
+
+    def _dropped_by_move(self) -> list[str]:
+        """The stored secrets this save removes only because the endpoint moved to another
+        server: neither replaced nor removed by their box."""
+        if not self.moved():
+            return []
+        data = self.cleaned_data
+        dropped = []
+        if self.instance.has_api_key and not (data.get("api_key") or data.get("clear_api_key")):
+            dropped.append("API key")
+        if self.instance.extra_header_names and not (
+            data.get("extra_headers") or data.get("clear_extra_headers")
+        ):
+            dropped.append("headers")
+        return dropped
 
     def secret_changes(self) -> list[str]:
         """What this save does to the secrets, in words that name no value (for the audit)."""
@@ -384,22 +433,28 @@ class EndpointForm(forms.ModelForm):
             changes.append(f"headers set: {', '.join(sorted(data['extra_headers']))}")
         elif data.get("clear_extra_headers"):
             changes.append("headers removed")
+        dropped = self._dropped_by_move()
+        if dropped:
+            changes.append(f"{' and '.join(dropped)} removed: entered for "
+                           f"{origin(self.stored_url)}, not the new address")
         return changes
 
     def save(self, commit: bool = True) -> Endpoint:
         """The row with its secrets encrypted; `changes` then says what happened to them."""
         data = self.cleaned_data
-        self.changes = self.secret_changes()  # before the row's stored secrets are replaced
+        # Both before the row's stored secrets are replaced.
+        self.changes, self.dropped = self.secret_changes(), self._dropped_by_move()
+        moved = self.moved()
         endpoint: Endpoint = super().save(commit=False)
         if data.get("api_key"):
             endpoint.api_key_encrypted = vault.encrypt(data["api_key"])
-        elif data.get("clear_api_key"):
+        elif data.get("clear_api_key") or moved:
             endpoint.api_key_encrypted = ""
         headers: dict[str, str] = data.get("extra_headers") or {}
         if headers:
             endpoint.extra_headers_encrypted = vault.encrypt_headers(headers)
             endpoint.extra_header_names = ", ".join(sorted(headers))[:500]
-        elif data.get("clear_extra_headers"):
+        elif data.get("clear_extra_headers") or moved:
             endpoint.extra_headers_encrypted = endpoint.extra_header_names = ""
         if commit:
             endpoint.save()

@@ -22,7 +22,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST, require_safe
 
-from benchmarks import vault
+from benchmarks import outbound, vault
 from benchmarks.admin import AUDITED_FLAGS
 from benchmarks.forms_catalog import (
     CHANGE_CHECKPOINT,
@@ -37,7 +37,7 @@ from benchmarks.models import AuditEvent, Checkpoint, Endpoint, Node, Runtime
 from benchmarks.tasks import endpoint_credentials
 from judgement import judge
 from runner.endpoint import NO_CREDENTIALS, redact
-from runner.engine import EngineError, probe
+from runner.engine import EngineError, Unreachable, probe
 
 ADD_CHECKPOINT = "benchmarks.add_checkpoint"
 ADD_RUNTIME = "benchmarks.add_runtime"
@@ -211,18 +211,21 @@ def endpoint_new(request: HttpRequest) -> HttpResponse:
 @permission_required(CHANGE_ENDPOINT, raise_exception=True)
 def endpoint_edit(request: HttpRequest, pk: int) -> HttpResponse:
     endpoint = get_object_or_404(Endpoint, pk=pk)
-    stored_url = endpoint.base_url  # validation writes the new one onto the instance
     form = EndpointForm(request.POST or None, instance=endpoint)
     if request.method == "POST" and form.is_valid():
         with transaction.atomic():
             endpoint = form.save()
-            moved = endpoint.base_url != stored_url
-            changes = [f"address now {endpoint.base_url}"] if moved else []
-            changes += form.changes
+            moved = endpoint.base_url != form.stored_url
+            # The secrets first: a long address must not cut their note off (300 characters).
+            changes = form.changes + ([f"address now {endpoint.base_url}"] if moved else [])
             if changes:  # a new address or new secrets: what the node's worker is pointed at
                 AuditEvent.objects.record(request.user, AuditEvent.Action.REGISTERED, endpoint,
                                           detail="; ".join(changes))
         messages.success(request, f"Saved {endpoint.name}.")
+        if form.dropped:
+            messages.warning(request, f"{endpoint.name} moved to another server: its stored "
+                                      f"{' and '.join(form.dropped)} were removed. Enter them "
+                                      "again if the new server needs them.")
         return redirect("catalog_endpoints")
     return _form_page(request, form, {"section": "endpoints", "title": f"Edit {endpoint.name}"})
 
@@ -234,7 +237,8 @@ def endpoint_check(request: HttpRequest, pk: int) -> HttpResponse:
     """Try /health and /v1/models from the dashboard's host, with the stored credentials.
 
     Only a hint: runs go from the endpoint's node, whose worker must reach it (the dashboard's
-    host may be in another network). The note never carries a secret.
+    host may be in another network). The note never carries a secret. Requests go only where
+    HEADROOM_OUTBOUND_NETWORKS allows (benchmarks/outbound.py).
     """
     endpoint = get_object_or_404(Endpoint.objects.select_related("node"), pk=pk)
     ok, note = _check_endpoint(endpoint)
@@ -251,9 +255,13 @@ def _check_endpoint(endpoint: Endpoint) -> tuple[bool, str]:
     credentials = NO_CREDENTIALS
     try:
         credentials = endpoint_credentials(endpoint)
-        info = probe(endpoint.base_url, endpoint.served_model, credentials)
+        info = probe(endpoint.base_url, endpoint.served_model, credentials,
+                     transport=outbound.GuardedTransport)
     except (vault.SecretUnreadable, ValueError) as exc:
         return False, str(exc)
+    except Unreachable:
+        # One answer for refused, timed out and not allowed: the check must not map a network.
+        return False, f"{outbound.UNREACHABLE} ({where})"
     except EngineError as exc:
         return False, redact(f"{exc} ({where})", credentials)
     version = f", vLLM {info.version}" if info.version else ""

@@ -10,6 +10,7 @@ ImproperlyConfigured at start-up instead of misbehaving later.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from datetime import timedelta
@@ -55,6 +56,23 @@ def envpercent(name: str, default: str) -> float:
 
 def envlist(name: str, default: str) -> list[str]:
     return [item.strip() for item in os.getenv(name, default).split(",") if item.strip()]
+
+
+def envnetworks(name: str, default: str) -> list[str]:
+    """Comma-separated IP networks (10.0.0.0/8, fd00::/8, one address) and the word public,
+    each as ipaddress writes it. A host name is refused: it is judged by its addresses."""
+    entries = []
+    for item in envlist(name, default):
+        if item.lower() == "public":
+            entries.append("public")
+            continue
+        try:
+            entries.append(str(ipaddress.ip_network(item)))
+        except ValueError as exc:
+            raise ImproperlyConfigured(
+                f"{name} takes IP networks and the word public, got {item!r} ({exc})"
+            ) from None
+    return entries
 
 
 def envdirs(name: str) -> list[Path]:
@@ -415,6 +433,13 @@ HEADROOM_HEARTBEAT_S = envint("HEADROOM_HEARTBEAT_S", "2")
 HEADROOM_STALE_AFTER_S = envint("HEADROOM_STALE_AFTER_S", "300")
 if HEADROOM_STALE_AFTER_S <= 3 * HEADROOM_HEARTBEAT_S:
     raise ImproperlyConfigured("HEADROOM_STALE_AFTER_S must exceed 3 x HEADROOM_HEARTBEAT_S")
+
+# Where the dashboard may send requests of its own (an endpoint's "check now"), and what the
+# catalog accepts as an address typed as a number: "public" (globally routable addresses) and
+# the networks named. Loopback, link-local (the cloud metadata address) and private ranges are
+# refused unless named: they are the web host's own and its neighbours'. A fleet on private
+# addresses names its ranges, e.g. public,10.20.0.0/16 (benchmarks/outbound.py).
+HEADROOM_OUTBOUND_NETWORKS = envnetworks("HEADROOM_OUTBOUND_NETWORKS", "public")
 
 # Output parity: a comparison whose outputs diverged for more than this share of its compared
 # requests is flagged (judgement.analysis.parity). vLLM is not batch-invariant, so 0 would flag

@@ -127,3 +127,15 @@ def normalize_base_url(text: str) -> str:
     path = parts.path.rstrip("/")
     path = path.removesuffix("/v1").rstrip("/")
     return f"{parts.scheme}://{parts.netloc}{path}"
+
+
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def origin(base_url: str) -> str:
+    """scheme://host:port of a base URL, the default port written out: the server it reaches
+    (a different path may be another route of the same server or gateway)."""
+    parts = urlsplit(base_url)
+    host = parts.hostname or ""
+    port = parts.port or DEFAULT_PORTS.get(parts.scheme)
+    return f"{parts.scheme}://{f'[{host}]' if ':' in host else host}:{port}"

@@ -27,7 +27,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,6 +70,15 @@ VALUE_FLAGS = {
 
 class EngineError(Exception):
     """An engine could not be started (or could not be read); the message quotes its log."""
+
+
+class Unreachable(EngineError):
+    """No HTTP answer at all: refused, timed out, no route, a name that does not resolve."""
+
+
+# Makes the transport of each client probe() opens: the dashboard's check passes one that
+# connects only where it may send requests (benchmarks/outbound.py).
+TransportFactory = Callable[[], httpx.BaseTransport]
 
 
 @dataclass(frozen=True)
@@ -423,12 +432,15 @@ def _healthy(
 
 
 def _read_info(
-    base_url: str, info: EngineInfo, credentials: Credentials = NO_CREDENTIALS
+    base_url: str,
+    info: EngineInfo,
+    credentials: Credentials = NO_CREDENTIALS,
+    transport: TransportFactory | None = None,
 ) -> None:
     """Fill version, served models, the context length and the KV cache geometry the server
     reports. A server that refuses the API key on /version or /v1/models is an EngineError
     (nothing could be measured); /metrics is optional (the points then say so)."""
-    with _client(base_url, credentials) as client:
+    with _client(base_url, credentials, transport) as client:
         version = _get(client, base_url, "/version")
         models = _get(client, base_url, "/v1/models")
         try:
@@ -452,28 +464,39 @@ def _read_info(
     info.gpu_memory_utilization = _float_or_none(labels.get("gpu_memory_utilization"))
 
 
-def _client(base_url: str, credentials: Credentials) -> httpx.Client:
+def _client(
+    base_url: str, credentials: Credentials, transport: TransportFactory | None = None
+) -> httpx.Client:
+    if transport is None:
+        return httpx.Client(
+            base_url=base_url, timeout=HTTP_TIMEOUT_S, headers=credentials.http_headers()
+        )
+    # A proxy named in the environment would carry the requests past the given transport.
     return httpx.Client(
-        base_url=base_url, timeout=HTTP_TIMEOUT_S, headers=credentials.http_headers()
+        base_url=base_url,
+        timeout=HTTP_TIMEOUT_S,
+        headers=credentials.http_headers(),
+        transport=transport(),
+        trust_env=False,
     )
 
 
 def _get(client: httpx.Client, base_url: str, path: str) -> httpx.Response:
-    """GET path, or EngineError naming the URL and what kept it from answering."""
+    """GET path, or Unreachable naming the URL and what kept it from answering."""
     try:
         return client.get(path)
     except httpx.TimeoutException:
-        raise EngineError(
+        raise Unreachable(
             f"the server at {base_url} did not answer GET {path} within {HTTP_TIMEOUT_S:g} s "
             "(timeout): check the address and that this node can reach it"
         ) from None
     except httpx.ConnectError as exc:
-        raise EngineError(
+        raise Unreachable(
             f"cannot reach the server at {base_url} (GET {path}: {_reason(exc)}): check the "
             "address, that it is running and that this node can reach it"
         ) from None
     except httpx.HTTPError as exc:
-        raise EngineError(f"the server at {base_url} failed GET {path}: {_reason(exc)}") from None
+        raise Unreachable(f"the server at {base_url} failed GET {path}: {_reason(exc)}") from None
 
 
 def _reason(exc: httpx.HTTPError) -> str:
@@ -644,14 +667,18 @@ def attach(
 
 
 def probe(
-    base_url: str, served_model: str, credentials: Credentials = NO_CREDENTIALS
+    base_url: str,
+    served_model: str,
+    credentials: Credentials = NO_CREDENTIALS,
+    transport: TransportFactory | None = None,
 ) -> EngineInfo:
     """What an attached server reports (EngineInfo), or EngineError saying plainly why it
-    cannot be measured: unreachable (naming the URL), the API key refused (401/403), unhealthy,
-    or serving other models than `served_model` (when its /v1/models lists them). Also the
-    dashboard's "check now", so the page and the worker say the same thing."""
+    cannot be measured: unreachable (Unreachable, naming the URL), the API key refused
+    (401/403), unhealthy, or serving other models than `served_model` (when its /v1/models
+    lists them). Also the dashboard's "check now", so the page and the worker say the same
+    thing; `transport` makes each client's transport (default: httpx's own)."""
     base_url = base_url.rstrip("/")
-    with _client(base_url, credentials) as client:
+    with _client(base_url, credentials, transport) as client:
         health = _get(client, base_url, "/health")
     _check_key_accepted(health, base_url)
     if health.status_code != 200:
@@ -660,7 +687,7 @@ def probe(
             f"{health.status_code})"
         )
     info = EngineInfo(launch_style="attach")
-    _read_info(base_url, info, credentials)
+    _read_info(base_url, info, credentials, transport)
     if info.served_models and served_model not in info.served_models:
         raise EngineError(
             f"the endpoint at {base_url} serves {', '.join(info.served_models)}, not "

@@ -17,13 +17,14 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client, override_settings
 
-from benchmarks import plans, tasks, vault
+from benchmarks import outbound, plans, tasks, vault
 from benchmarks.forms_catalog import EndpointForm
 from benchmarks.models import AuditEvent, Benchmark, Endpoint, Node, Point, PointData
 from runner import schema
 from runner.engine import RunningEngine, measure_rtt
 from tests.dashboard.conftest import grant_role, wait_until_final
 from tests.dashboard.factories import make_checkpoint, make_node, make_runtime, make_workload
+from tests.dashboard.listener import Listener
 from tests.runner.bearerproxy import BearerProxy
 from tests.runner.fakeserver import FakeVllm
 
@@ -34,6 +35,14 @@ TENANT = "tenant-secret-91d2"  # a header value is a secret too
 # ---------------------------------------------------------------------------------------------
 # Fixtures
 # ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(autouse=True)
+def fleet_networks(settings) -> None:
+    """The endpoints here are on a lab fleet's private range or are this host's test servers on
+    loopback: both named, as a deployment names its fleet's ranges (by default both are
+    refused, tests/dashboard/test_outbound.py)."""
+    settings.HEADROOM_OUTBOUND_NETWORKS = ["public", "10.0.0.0/8", "127.0.0.0/8"]
 
 
 def person(username: str, role: str | None) -> Client:
@@ -268,14 +277,56 @@ def test_editing_keeps_or_removes_the_secrets_and_records_address_and_secret_cha
     assert vault.decrypt_headers(endpoint.extra_headers_encrypted) == {"X-Tenant": TENANT}
     assert AuditEvent.objects.filter(action="registered").count() == 1  # nothing to record
 
-    data["base_url"] = "http://10.0.0.6:8000"
+    # A gateway's path prefix on the same server: the secrets stay with that server.
+    data["base_url"] = "http://10.0.0.5:8000/gateway"
     assert fleet.post(url, data).status_code == 302
     assert fleet.post(url, {**data, "clear_api_key": "on"}).status_code == 302
     endpoint.refresh_from_db()
-    assert endpoint.api_key_encrypted == "" and endpoint.base_url == "http://10.0.0.6:8000"
+    assert endpoint.api_key_encrypted == "" and endpoint.base_url == "http://10.0.0.5:8000/gateway"
+    assert vault.decrypt_headers(endpoint.extra_headers_encrypted) == {"X-Tenant": TENANT}
     details = list(AuditEvent.objects.filter(action="registered").order_by("pk")
                    .values_list("detail", flat=True))
-    assert details[1:] == ["address now http://10.0.0.6:8000", "API key removed"]
+    assert details[1:] == ["address now http://10.0.0.5:8000/gateway", "API key removed"]
+
+
+def test_a_fleet_manager_who_moves_anothers_endpoint_to_their_server_receives_no_secret(
+    fleet, proxy
+):
+    endpoint = register(fleet, proxy.base_url)
+    rogue = person("rogue", "Fleet manager")  # may edit every endpoint, not only their own
+    url = f"/catalog/endpoints/{endpoint.pk}/edit/"
+    with Listener() as theirs:  # the same host, another port: another server
+        moved = register_data(theirs.base_url, api_key="", extra_headers="")
+        response = rogue.post(url, moved, follow=True)
+        rogue.post(f"/catalog/endpoints/{endpoint.pk}/check/")
+    assert "/health" in {path for path, _ in theirs.requests}  # the check did go there...
+    assert KEY not in theirs.headers_seen() and TENANT not in theirs.headers_seen()  # ...bare
+    assert "authorization" not in theirs.headers_seen().lower()
+    endpoint.refresh_from_db()
+    assert (endpoint.api_key_encrypted, endpoint.extra_headers_encrypted,
+            endpoint.extra_header_names) == ("", "", "")
+    assert "its stored API key and headers were removed" in response.content.decode()
+    event = AuditEvent.objects.filter(action="registered").latest("pk")
+    assert event.actor_name == "rogue"
+    assert event.detail == (f"API key and headers removed: entered for {proxy.base_url}, not "
+                            f"the new address; address now {theirs.base_url}")
+
+
+def test_a_key_given_with_the_move_is_kept_and_what_was_not_given_again_is_removed(fleet):
+    endpoint = register(fleet, "http://10.0.0.5:8000")
+    url = f"/catalog/endpoints/{endpoint.pk}/edit/"
+    form = EndpointForm(instance=endpoint)
+    assert "another scheme, host or port" in form.fields["api_key"].help_text
+    data = register_data("https://10.0.0.5:8000", api_key="sk-for-the-new-server",
+                         extra_headers="")
+    assert fleet.post(url, data).status_code == 302  # http -> https is another server too
+    endpoint.refresh_from_db()
+    assert vault.decrypt(endpoint.api_key_encrypted) == "sk-for-the-new-server"
+    assert endpoint.extra_headers_encrypted == "" and endpoint.extra_header_names == ""
+    event = AuditEvent.objects.filter(action="registered").latest("pk")
+    assert event.detail == ("API key replaced; headers removed: entered for "
+                            "http://10.0.0.5:8000, not the new address; address now "
+                            "https://10.0.0.5:8000")
 
 
 def test_check_now_says_from_where_and_stores_the_answer(fleet, proxy):
@@ -290,7 +341,7 @@ def test_check_now_says_from_where_and_stores_the_answer(fleet, proxy):
     fleet.post(f"/catalog/endpoints/{other.pk}/check/")
     other.refresh_from_db()
     assert other.check_ok is False
-    assert "cannot reach the server at http://127.0.0.1:9" in other.check_note
+    assert other.check_note.startswith(outbound.UNREACHABLE)
     assert "must reach it too" in other.check_note
 
 

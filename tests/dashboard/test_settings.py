@@ -30,6 +30,7 @@ from config.settings import (
     database_from_url,
     envbool,
     envint,
+    envnetworks,
     envpercent,
     header_meta_key,
     proxy_ssl_header,
@@ -69,6 +70,19 @@ def test_it_rejects_a_share_outside_0_to_100(monkeypatch, value):
 def test_it_reads_a_share_at_its_bounds(monkeypatch, value, share):
     monkeypatch.setenv("HEADROOM_SHARE", value)
     assert envpercent("HEADROOM_SHARE", "1") == share
+
+
+def test_it_reads_outbound_networks_and_the_word_public(monkeypatch):
+    monkeypatch.setenv("HEADROOM_NETS", "Public, 10.20.0.0/16 ,fd00::/8,10.1.2.3")
+    assert envnetworks("HEADROOM_NETS", "public") == [
+        "public", "10.20.0.0/16", "fd00::/8", "10.1.2.3/32"]
+
+
+@pytest.mark.parametrize("value", ["gpu.example.com", "10.0.0.5/8", "10.0.0.0/33", "any"])
+def test_it_rejects_an_outbound_network_it_cannot_read_as_one(monkeypatch, value):
+    monkeypatch.setenv("HEADROOM_NETS", f"public,{value}")
+    with pytest.raises(ImproperlyConfigured, match="HEADROOM_NETS takes IP networks"):
+        envnetworks("HEADROOM_NETS", "public")
 
 
 def test_it_parses_a_postgres_url_with_escaped_password():
@@ -128,6 +142,14 @@ def test_debug_is_off_and_https_protections_on_unless_set():
     assert got == {"DEBUG": False, "SECURE_SSL_REDIRECT": True, "SESSION_COOKIE_SECURE": True,
                    "CSRF_COOKIE_SECURE": True, "SECURE_HSTS_SECONDS": HSTS_ONE_YEAR_S,
                    "SECURE_HSTS_INCLUDE_SUBDOMAINS": True}
+
+
+def test_the_dashboard_sends_requests_to_public_addresses_only_unless_told():
+    got = started_settings({"SECRET_KEY": A_REAL_KEY}, "HEADROOM_OUTBOUND_NETWORKS")
+    assert got == {"HEADROOM_OUTBOUND_NETWORKS": ["public"]}
+    started = start_settings({"SECRET_KEY": A_REAL_KEY, "HEADROOM_OUTBOUND_NETWORKS": "gpu-*"},
+                             "HEADROOM_OUTBOUND_NETWORKS")
+    assert "ImproperlyConfigured: HEADROOM_OUTBOUND_NETWORKS takes IP networks" in started.stderr
 
 
 def test_a_plain_http_deployment_turns_the_https_protections_off_explicitly():
