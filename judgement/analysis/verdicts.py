@@ -8,8 +8,9 @@ in evidence["also"]):
 2. kv_capacity: peak KV usage near full, or preemptions. Memory is the hard limit: when it
    binds, running falls below max_num_seqs for a reason no scheduler setting removes, and a
    pinned scheduler cap on a full KV cache could not be raised usefully.
-3. scheduler_cap: running pinned at max_num_seqs while requests wait. The headroom case:
-   the engine admits too few of the queued requests.
+3. scheduler_cap: running pinned at max_num_seqs while requests wait (at the cap for more
+   than PINNED_SHARE of the time they waited). The headroom case: the engine admits too few
+   of the queued requests.
 4. token_budget (full evidence): running below the cap, requests wait, KV not full, and steps
    average near max_num_batched_tokens.
 5. saturated: against the previous load level of the same config, replica count, workload
@@ -27,6 +28,9 @@ Beside any engine verdict (not client_bound, whose timings may be wrong), a poin
 moved at least MEMORY_BOUND_PCT of their memory-bandwidth peak is marked memory_bound: the
 sentence then adds that scheduler settings cannot add much there, fewer bytes per token (a
 smaller KV dtype) or more GPUs can.
+
+The limits are those the engine ran with (PointFigures.seqs_limit, token_budget): the
+config's, else vLLM's own default for the point's hardware and version (runner.vllm_defaults).
 
 A node run's queue summary holds the sum of its replicas' mean running and waiting and the
 highest replica's peaks (runner.schema.QueueSummary says why), while max_num_seqs and
