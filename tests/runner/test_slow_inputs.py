@@ -10,8 +10,14 @@ from pathlib import Path
 
 import pytest
 
+from runner.downloads import MAX_VALUE_BYTES
 from runner.importer import ImportFileError, load_result_file
-from tests.runner.test_results_and_import import vllm_bench_032
+from tests.runner.test_results_and_import import (
+    download_of,
+    make_point,
+    vllm_bench_032,
+    with_requests,
+)
 
 KB = 1024
 MB = 1024 * KB
@@ -26,11 +32,11 @@ def cpu_seconds(read: Callable[[], object]) -> float:
     return time.process_time() - start
 
 
-def refused_in(path: Path) -> float:
-    """CPU seconds load_result_file took to refuse the file."""
+def refused_in(path: Path, match: str | None = None) -> float:
+    """CPU seconds load_result_file took to refuse the file (with a message matching match)."""
 
     def read() -> None:
-        with pytest.raises(ImportFileError):
+        with pytest.raises(ImportFileError, match=match):
             load_result_file(path)
 
     return cpu_seconds(read)
@@ -67,3 +73,35 @@ def test_brackets_inside_strings_full_of_escaped_quotes_are_not_nesting(tmp_path
     path.write_text(json.dumps(vllm_bench_032(generated_texts=texts)))
     (point,) = load_result_file(path)
     assert point.metrics.completed == 4
+
+
+# ---------------------------------------------------------------------------------------------
+# A run's download, read as a stream by ijson
+# ---------------------------------------------------------------------------------------------
+
+DOWNLOAD_START = b'{"benchmark": '
+# Built when used: together they are 80 MB.
+HOSTILE_DOWNLOADS: dict[str, Callable[[], bytes]] = {
+    "a string of escaped quotes":
+        lambda: DOWNLOAD_START + b'"' + b'\\"' * (12 * MB) + b'", "points": []}',
+    "a string of backslashes left open": lambda: DOWNLOAD_START + b'"' + b"\\" * (24 * MB),
+    "a long number": lambda: DOWNLOAD_START + b"1" + b"0" * (32 * MB) + b', "points": []}',
+}
+
+
+@pytest.mark.parametrize("shape", HOSTILE_DOWNLOADS)
+def test_a_download_with_a_value_built_to_be_slow_is_refused_within_the_budget(tmp_path, shape):
+    path = tmp_path / "run.json"
+    path.write_bytes(HOSTILE_DOWNLOADS[shape]())
+    assert refused_in(path, match="longer than any in a run download") < CPU_BUDGET_S
+
+
+def test_a_download_with_values_as_long_as_it_allows_is_read_within_the_budget(tmp_path):
+    point = with_requests(make_point(4), 40)
+    for record in point.requests:  # each error 2 bytes a quote once escaped
+        record.error = '"' * ((MAX_VALUE_BYTES - 64 * KB) // 2)
+    path = tmp_path / "run.json"
+    path.write_text(download_of(point))
+    read: list = []
+    assert cpu_seconds(lambda: read.extend(load_result_file(path))) < CPU_BUDGET_S
+    assert read == [point]
