@@ -9,9 +9,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import yaml
 
+from runner.cli import CliError, load_plan
 from runner.downloads import MAX_VALUE_BYTES
 from runner.importer import ImportFileError, load_result_file
+from runner.plan_text import MAX_PLAN_DEPTH
+from runner.schema import EngineConfig, LoadSpec, SweepPlan
 from tests.runner.test_results_and_import import (
     download_of,
     make_point,
@@ -105,3 +109,60 @@ def test_a_download_with_values_as_long_as_it_allows_is_read_within_the_budget(t
     read: list = []
     assert cpu_seconds(lambda: read.extend(load_result_file(path))) < CPU_BUDGET_S
     assert read == [point]
+
+
+# ---------------------------------------------------------------------------------------------
+# A plan file, read by the CLI as the dashboard's upload reads it (runner.plan_text)
+# ---------------------------------------------------------------------------------------------
+
+PLAN_BYTES = 64 * KB  # the dashboard's upload limit
+
+
+def filled(unit: str) -> str:
+    return unit * (PLAN_BYTES // len(unit))
+
+
+TOWER = "[" * (MAX_PLAN_DEPTH - 1) + "]" * (MAX_PLAN_DEPTH - 1)
+LAUGHS = "a: &a [" + ", ".join(["lol"] * 10) + "]\n" + "".join(
+    f"{b}: &{b} [{', '.join([f'*{a}'] * 10)}]\n" for a, b in zip("abcdefgh", "bcdefghi", strict=True)
+)
+HOSTILE_PLANS = {
+    "nested brackets": "[" * PLAN_BYTES,
+    "nested braces": "{" * PLAN_BYTES,
+    "nested flow mappings": filled("{a: "),
+    "nested block sequences": filled("- "),
+    "towers of brackets just under the depth limit": "[" + filled(TOWER + ",")[:-1] + "]",
+    "the towers a line each": "- " + filled(TOWER + "\n- "),
+    "a long flow sequence": "[" + filled("a, ") + "a]",
+    "a long flow sequence of empty ones": "[" + filled("[], ") + "[]]",
+    "a long flow mapping": "{" + filled("a: b, ") + "}",
+    "many anchors": "[" + ", ".join(f"&a{i} x" for i in range(PLAN_BYTES // 10)) + "]",
+    "nested aliases": LAUGHS,
+    "a quoted scalar of escaped quotes left open": '"' + filled('\\"'),
+}
+
+
+@pytest.mark.parametrize("shape", HOSTILE_PLANS)
+def test_a_plan_file_built_to_be_slow_is_refused_within_the_budget(tmp_path, shape):
+    path = tmp_path / "plan.yaml"
+    path.write_text(HOSTILE_PLANS[shape])
+
+    def read() -> None:
+        with pytest.raises(CliError, match=r"^.*plan\.yaml: "):
+            load_plan(path)
+
+    assert cpu_seconds(read) < CPU_BUDGET_S
+
+
+def test_the_largest_plan_the_launch_form_writes_is_read_within_the_bounds(tmp_path):
+    plan = SweepPlan(
+        name="twenty by twenty",
+        checkpoint={"model": "var/tiny-model"},
+        engine_configs=[EngineConfig(max_num_seqs=2**i, extra_args=["--enable-chunked-prefill"])
+                        for i in range(20)],
+        loads=[LoadSpec(shape="concurrency", concurrency=c, num_requests=1000)
+               for c in range(1, 21)],
+    )
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(plan.model_dump(mode="json"), sort_keys=False))
+    assert load_plan(path) == plan
