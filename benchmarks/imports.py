@@ -20,6 +20,7 @@ from django.utils import timezone
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from benchmarks.beats import RowBeat
+from benchmarks.cpu_limit import CpuTimeExceeded, cpu_time_limit
 from benchmarks.models import (
     AuditEvent,
     Benchmark,
@@ -380,9 +381,12 @@ def _claim_import(import_id: int) -> bool:
 
 
 def _import_row(row: ResultImport) -> str:
+    """Store the row's file as a run; the import is stopped, storing nothing, once it has used
+    HEADROOM_IMPORT_CPU_LIMIT_S of CPU: a file built to be slow must not hold the worker."""
     progress = ImportProgress(row.pk)
+    limit = settings.HEADROOM_IMPORT_CPU_LIMIT_S
     try:
-        with progress, transaction.atomic():
+        with progress, cpu_time_limit(limit), transaction.atomic():
             benchmark = import_file(
                 row.stored_path,
                 source_file=row.file_name,
@@ -396,6 +400,12 @@ def _import_row(row: ResultImport) -> str:
                                       detail=f"from {row.file_name}")  # fmt: skip
             _finish_import(row.pk, ImportState.SUCCEEDED, progress.count, benchmark=benchmark)
         return ImportState.SUCCEEDED
+    except CpuTimeExceeded:
+        log.warning("result import %s stopped after %s s of CPU", row.pk, limit)
+        message = (
+            f"Cannot import {row.file_name}: the import took more than {limit} s of CPU and was "
+            "stopped"
+        )
     except ImportFileError as exc:
         message = f"Cannot import {row.file_name}: {str(exc).removeprefix(row.file_name + ': ')}"
     except Exception as exc:  # any failure is recorded on the row

@@ -1105,7 +1105,8 @@ class ResultImport(models.Model):
 
         queued  -> running     a worker claims it
         running -> succeeded   every point stored as one run (benchmark), in one transaction
-        running -> failed      the file was refused or the import raised: nothing is stored
+        running -> failed      the file was refused, the import raised or passed its CPU
+                               limit: nothing is stored
 
     succeeded and failed are final; the file is deleted when the import ends either way.
     progress counts the points read so far; error_message says why an import failed.

@@ -34,6 +34,7 @@ from benchmarks.models import Checkpoint, Endpoint, Runtime, Workload
 from runner import grid, schema, workloads
 from runner.cli import CliError, validate_plan
 from runner.endpoint import normalize_base_url
+from runner.plan_text import read_plan_data
 
 # A plan is a few kilobytes even with twenty configs and twenty loads; a bigger file is not one.
 PLAN_FILE_MAX_BYTES = 64 * 1024
@@ -46,32 +47,13 @@ def plan_yaml(stored: dict[str, Any]) -> str:
 
 
 def read_plan_text(text: str, file_name: str) -> schema.SweepPlan:
-    """A plan file's text as runner.cli.load_plan reads a file: JSON for a .json name, YAML
-    (safe_load) otherwise, then the schema's own validation. ValueError says what is wrong."""
-    is_json = file_name.lower().endswith(".json")
-    try:
-        if not is_json:
-            _refuse_aliases(text)
-        data = json.loads(text) if is_json else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        raise ValueError(f"{file_name}: not valid {'JSON' if is_json else 'YAML'}: {exc}") from None
-    except RecursionError:
-        raise ValueError(f"{file_name}: nested too deeply to be a plan") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"{file_name}: a plan is a mapping with checkpoint, engine_configs and "
-                         "loads")
+    """A plan file's text as runner.cli.load_plan reads a file (runner.plan_text: JSON or YAML,
+    within bounds), then the schema's own validation. ValueError says what is wrong."""
+    data = read_plan_data(text, file_name)
     try:
         return validate_plan(data, source=file_name)
     except CliError as exc:
         raise ValueError(str(exc)) from None
-
-
-def _refuse_aliases(text: str) -> None:
-    """A plan needs no YAML anchors; refusing them keeps a few hundred bytes of nested aliases
-    from expanding into millions of values when the plan is validated and shown."""
-    for event in yaml.parse(text, Loader=yaml.SafeLoader):
-        if isinstance(event, yaml.AliasEvent):
-            raise ValueError("a plan file may not use YAML aliases (*name)")
 
 
 class PlanFileForm(forms.Form):

@@ -25,7 +25,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, get_args
 
-import yaml
 from pydantic import ValidationError
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -34,6 +33,7 @@ from rich.text import Text
 
 from runner.endpoint import NO_CREDENTIALS, Credentials
 from runner.importer import ImportFileError, load_result_file
+from runner.plan_text import PlanTextError, read_plan_data
 from runner.results import ResultFileError, append_point, finished_keys
 from runner.schema import (
     IDLE_NAP_MAX_US,
@@ -481,12 +481,9 @@ def load_plan(path: Path) -> SweepPlan:
     except OSError as exc:
         raise CliError(f"cannot read plan {path}: {exc.strerror}") from None
     try:
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        kind = "JSON" if path.suffix == ".json" else "YAML"
-        raise CliError(f"{path}: not valid {kind}: {exc}") from None
-    if not isinstance(data, dict):
-        raise CliError(f"{path}: a plan is a mapping with checkpoint, engine_configs and loads")
+        data = read_plan_data(text, str(path))
+    except PlanTextError as exc:
+        raise CliError(str(exc)) from None
     return validate_plan(data, source=str(path))
 
 

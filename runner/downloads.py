@@ -9,7 +9,8 @@ x 1,000 chunks is about 2 GB of that text, so neither the document nor one point
 whole: ijson reads the file as a stream of events, each point is built without its requests,
 and each request is validated as it ends and given to the point's sink a batch at a time, as
 runner.results gives a JSONL file's request batches. The summary is skipped: an import makes its
-run from the points. Nesting deeper than max_depth is refused as the events arrive.
+run from the points. Nesting deeper than max_depth is refused as the events arrive, and so is
+a value longer than any a download holds (MAX_VALUE_BYTES).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import ijson
 from pydantic import ValidationError
@@ -36,6 +37,11 @@ _CLOSES = frozenset({"end_map", "end_array"})
 _KINDS = {"start_map": "an object", "start_array": "a list", "string": "a string",
           "number": "a number", "boolean": "true or false", "null": "null"}  # fmt: skip
 _RAGGED = tuple(ragged_fields(RequestRecord))
+# A download's longest values are a few kilobytes (a request's texts are cut at
+# OUTPUT_TEXT_MAX_CHARS). yajl lexes a value that spans its reads from the value's start again on
+# each read, so one value of n bytes costs time quadratic in n; a file is refused once this many
+# bytes pass without a value ending, which keeps the cost of any file linear in its size.
+MAX_VALUE_BYTES = 256 * 1024
 
 
 def is_download(head: bytes) -> bool:
@@ -65,7 +71,8 @@ def iter_download_into(
     point's own requests left empty); ResultFileError naming the point and request if bad."""
     where = _Where(label)
     with path.open("rb") as handle:
-        events = _depth_checked(ijson.basic_parse(handle, use_float=True), max_depth, where)
+        reader = _ValueBoundedReader(handle, where)
+        events = _depth_checked(ijson.basic_parse(reader, use_float=True), max_depth, reader)
         try:
             yield from _document(events, new_sink, where)
         except ijson.JSONError as exc:
@@ -82,15 +89,39 @@ def _json_message(exc: Exception) -> str:
     return f"not valid JSON: {reason}"
 
 
-def _depth_checked(events: Iterator[Event], max_depth: int, where: _Where) -> Iterator[Event]:
+class _ValueBoundedReader:
+    """The file as ijson reads it, refused once MAX_VALUE_BYTES have been read since the last
+    event (_depth_checked sets `unparsed` back to 0 at each): a value longer than any a download
+    holds, or a gap between values as long."""
+
+    def __init__(self, handle: BinaryIO, where: _Where) -> None:
+        self.handle = handle
+        self.where = where
+        self.unparsed = 0
+
+    def read(self, size: int = -1) -> bytes:
+        if self.unparsed > MAX_VALUE_BYTES:
+            raise ResultFileError(
+                f"{self.where}: a value over {MAX_VALUE_BYTES // 1024} KB long, longer than any "
+                "in a run download"
+            )
+        chunk = self.handle.read(size)
+        self.unparsed += len(chunk)
+        return chunk
+
+
+def _depth_checked(
+    events: Iterator[Event], max_depth: int, reader: _ValueBoundedReader
+) -> Iterator[Event]:
     depth = 0
     for event, value in events:
+        reader.unparsed = 0
         if event in _OPENS:
             depth += 1
             if depth > max_depth:
                 raise ResultFileError(
-                    f"{where}: JSON nested too deeply to be a run download (over {max_depth} "
-                    "levels)"
+                    f"{reader.where}: JSON nested too deeply to be a run download (over "
+                    f"{max_depth} levels)"
                 )
         elif event in _CLOSES:
             depth -= 1

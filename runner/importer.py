@@ -137,8 +137,11 @@ UNKNOWN_MODEL = "unknown"
 # file of "[[[[..." would otherwise drive the parser's recursion to its limit.
 MAX_JSON_DEPTH = 64
 TOO_DEEP = f"JSON nested too deeply to be a result file (over {MAX_JSON_DEPTH} levels)"
-# A JSON string (escapes included) or a bracket: all the nesting check needs to read.
-STRING_OR_BRACKET = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+# A JSON string (escapes included) or a bracket: all the nesting check needs to read. A string
+# left open runs to the end of the text (json.loads then refuses it): were the closing quote
+# required, a match failing at the end would be tried again from every quote after it, and a
+# file of escaped quotes would take time quadratic in its length. Each character is read once.
+STRING_OR_BRACKET = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"?|[\[\]{}]', re.DOTALL)
 # How every point line of Headroom's JSONL starts (runner.results.append_point writes
 # schema_version first; a point's request batches before it start with BATCH_LINE_START), and
 # how much of a file's head is read to see it.

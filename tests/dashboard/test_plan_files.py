@@ -5,6 +5,7 @@ plan file uploaded on the launch page fills the form for review, naming what it 
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from benchmarks.forms import WORKLOAD_PRESETS, LaunchForm
 from benchmarks.models import Benchmark, Workload
 from runner import schema
 from runner.cli import load_plan
+from runner.plan_text import MAX_PLAN_DEPTH
 from tests.dashboard.factories import (
     REVISION,
     make_benchmark,
@@ -274,6 +276,30 @@ def test_a_file_that_is_not_a_plan_is_refused_with_the_reason(engineer, content,
     assert response.status_code == 400
     assert message in " ".join(response.context["plan_form"].errors["plan_file"])
     assert response.context["plan_left_out"] is None
+
+
+TOWER = "[" * (MAX_PLAN_DEPTH - 1) + "]" * (MAX_PLAN_DEPTH - 1)
+
+
+@pytest.mark.parametrize("content, message", [
+    pytest.param("[" * plan_files.PLAN_FILE_MAX_BYTES, "nested too deeply to be a plan",
+                 id="nested brackets"),
+    pytest.param("{" * plan_files.PLAN_FILE_MAX_BYTES, "nested too deeply to be a plan",
+                 id="nested braces"),
+    pytest.param("[" + ",".join([TOWER] * (plan_files.PLAN_FILE_MAX_BYTES // 63 - 1)) + "]",
+                 "more than 20000 values", id="towers just under the depth limit"),
+    pytest.param("[" + "a," * (plan_files.PLAN_FILE_MAX_BYTES // 2 - 1) + "]",
+                 "more than 20000 values", id="a long flow sequence"),
+])
+def test_a_plan_file_built_to_be_slow_is_refused_within_the_budget(engineer, content, message):
+    # Three seconds for a loaded host: the first two took over a minute when the alias check
+    # read every event of the file with PyYAML's pure-Python parser.
+    assert len(content) <= plan_files.PLAN_FILE_MAX_BYTES
+    started = time.process_time()
+    response = upload(engineer, content.encode())
+    assert time.process_time() - started < 3
+    assert response.status_code == 400
+    assert message in " ".join(response.context["plan_form"].errors["plan_file"])
 
 
 def test_a_plan_file_over_the_limit_is_refused_before_it_is_read(engineer):

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import io
 import json
+import resource
+import signal
+import threading
 import time
 from pathlib import Path
 
@@ -18,7 +21,8 @@ from django.test import Client, RequestFactory
 from django.test.client import BOUNDARY, MULTIPART_CONTENT, encode_multipart
 from kombu.exceptions import OperationalError as BrokerError
 
-from benchmarks import tasks, views
+from benchmarks import imports, tasks, views
+from benchmarks.cpu_limit import cpu_time_limit
 from benchmarks.imports import ImportFileError, ImportProgress, import_points
 from benchmarks.models import AuditEvent, Benchmark, Point, ResultImport
 from runner.importer import MAX_JSON_DEPTH
@@ -31,6 +35,7 @@ pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("run_imports_inline
 
 LIMIT = 100_000
 SEND_TO_BROKER = tasks.enqueue_import  # before run_imports_inline replaces it
+IMPORT_FILE = imports.import_file
 
 
 @pytest.fixture
@@ -308,6 +313,73 @@ def test_a_second_delivery_of_an_import_does_nothing(owner):
     tasks.import_result_file.apply(args=[done.pk + 1000], throw=True)  # a row that is gone
     done.refresh_from_db()
     assert (done.state, done.error_message) == ("failed", "refused")
+
+
+# ---------------------------------------------------------------------------------------------
+# A limit on the CPU time of each import
+# ---------------------------------------------------------------------------------------------
+
+
+def import_then_spin(path: Path, **kwargs):
+    """The import as it is, then reading on until the CPU limit stops it (or half a minute, so
+    a limit that never comes fails the test rather than hanging it)."""
+    IMPORT_FILE(path, **kwargs)
+    deadline = time.process_time() + 30
+    while time.process_time() < deadline:
+        pass
+    raise AssertionError("the CPU limit never stopped the import")
+
+
+def test_an_import_past_its_cpu_limit_is_stopped_with_the_reason_and_stores_nothing(
+    owner_client, settings, monkeypatch, run_imports_inline
+):
+    settings.HEADROOM_IMPORT_CPU_LIMIT_S = 1
+    monkeypatch.setattr(imports, "import_file", import_then_spin)
+    data = results_jsonl(make_point_result())
+    started = time.process_time()
+    result_import, page = status_page(owner_client, post_file(owner_client, "slow.jsonl", data))
+    assert time.process_time() - started < 5  # the limit, to the next whole second, and the rest
+    assert (result_import.state, result_import.error_message) == (
+        "failed",
+        "Cannot import slow.jsonl: the import took more than 1 s of CPU and was stopped",
+    )
+    assert "took more than 1 s of CPU" in page and "Nothing was stored." in page
+    assert (Benchmark.objects.count(), Point.objects.count(), AuditEvent.objects.count()) == (0,) * 3
+    assert stored_files(run_imports_inline) == []
+
+
+def test_the_worker_takes_its_next_import_as_it_was_after_one_is_stopped(
+    owner_client, settings, monkeypatch
+):
+    settings.HEADROOM_IMPORT_CPU_LIMIT_S = 1
+    limit, handler = resource.getrlimit(resource.RLIMIT_CPU), signal.getsignal(signal.SIGXCPU)
+    monkeypatch.setattr(imports, "import_file", import_then_spin)
+    data = results_jsonl(make_point_result())
+    stopped, _ = status_page(owner_client, post_file(owner_client, "slow.jsonl", data))
+    assert "took more than 1 s of CPU" in stopped.error_message
+    assert (resource.getrlimit(resource.RLIMIT_CPU), signal.getsignal(signal.SIGXCPU)) == (
+        limit, handler)
+    monkeypatch.setattr(imports, "import_file", IMPORT_FILE)
+    ResultImport.objects.all().delete()
+    result_import, _ = status_page(owner_client, post_file(owner_client, "next.jsonl", data))
+    assert (result_import.state, result_import.progress) == ("succeeded", 1)
+
+
+def test_outside_the_main_thread_a_cpu_limit_refuses_to_start_rather_than_not_limit():
+    refused: list[str] = []
+
+    def import_in_a_thread() -> None:
+        try:
+            with cpu_time_limit(1):
+                pass
+        except RuntimeError as exc:
+            refused.append(str(exc))
+
+    thread = threading.Thread(target=import_in_a_thread)
+    thread.start()
+    thread.join()
+    assert refused == ["a CPU time limit needs the main thread: run the worker with the prefork "
+                       "or solo pool"]
 
 
 # ---------------------------------------------------------------------------------------------

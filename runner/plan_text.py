@@ -1,0 +1,71 @@
+"""A plan file's text as data, JSON for a .json name and YAML otherwise, read within bounds.
+
+The CLI (runner.cli.load_plan) and the dashboard's plan upload (benchmarks.plan_files) both read
+plans here, so a file one takes the other takes too. A plan is a few hundred values nested four
+or five deep. PyYAML's pure-Python scanner spends time on every token for each flow collection
+still open, so a file of "[[[[..." costs far more than its size; its composer is recursive; and
+a few hundred bytes of nested aliases expand into millions of values once validated. The loader
+here refuses each of those as soon as it meets it, so any plan file is read or refused within a
+second.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import yaml
+
+# Far past any plan (the largest the launch form writes: 877 values, 5 levels) and small enough
+# that the scanner's cost per token, which grows with the open flow collections, stays low.
+MAX_PLAN_DEPTH = 32
+MAX_PLAN_NODES = 20_000
+
+
+class PlanTextError(ValueError):
+    """A plan file that cannot be read as data; the message names the file and says why."""
+
+
+class _Refused(Exception):
+    pass
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """safe_load's loader, refusing an alias, a node past MAX_PLAN_DEPTH levels, or past
+    MAX_PLAN_NODES in all, as the composer reaches it."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.depth = 0
+        self.nodes = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+        if self.check_event(yaml.AliasEvent):
+            raise _Refused("a plan file may not use YAML aliases (*name)")
+        self.nodes += 1
+        if self.nodes > MAX_PLAN_NODES:
+            raise _Refused(f"more than {MAX_PLAN_NODES} values, more than any plan has")
+        if self.depth >= MAX_PLAN_DEPTH:
+            raise _Refused(f"nested too deeply to be a plan (over {MAX_PLAN_DEPTH} levels)")
+        self.depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+
+def read_plan_data(text: str, name: str) -> dict[str, Any]:
+    """The mapping a plan file holds, before the schema's validation; PlanTextError else."""
+    is_json = name.lower().endswith(".json")
+    try:
+        data = json.loads(text) if is_json else yaml.load(text, Loader=_BoundedLoader)
+    except _Refused as exc:
+        raise PlanTextError(f"{name}: {exc}") from None
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        raise PlanTextError(f"{name}: not valid {'JSON' if is_json else 'YAML'}: {exc}") from None
+    except RecursionError:  # JSON: the YAML loader stops long before
+        raise PlanTextError(f"{name}: nested too deeply to be a plan") from None
+    if not isinstance(data, dict):
+        raise PlanTextError(f"{name}: a plan is a mapping with checkpoint, engine_configs and "
+                            "loads")  # fmt: skip
+    return data
