@@ -362,6 +362,12 @@ def _kv_capacity(e: Mapping[str, Any], scope: _Scope) -> str:
     )
 
 
+def limit_text(e: Mapping[str, Any], name: str) -> str:
+    """A limit's figure in a sentence, marked when it is vLLM's own default (not configured)."""
+    default = " (vLLM's default)" if name in e.get("limits_from_defaults", ()) else ""
+    return f"{e[name]}{default}"
+
+
 def _scheduler_cap(e: Mapping[str, Any], scope: _Scope) -> str:
     on_each = f" on each of {scope.replicas} replicas" if scope.node else ""
     share = e.get("at_cap_share")
@@ -369,7 +375,8 @@ def _scheduler_cap(e: Mapping[str, Any], scope: _Scope) -> str:
     return (
         f"scheduler cap: running pinned at max_num_seqs{on_each}{for_how_long} "
         f"(mean {scope.mean(e['mean_running'])}, peak {num(e['peak_running'])} of "
-        f"{e['max_num_seqs']}{scope.busiest}) while {num(e['mean_waiting'] / scope.replicas)} "
+        f"{limit_text(e, 'max_num_seqs')}{scope.busiest}) while "
+        f"{num(e['mean_waiting'] / scope.replicas)} "
         f"requests wait{scope.each} on average"
     )
 
@@ -378,7 +385,7 @@ def _token_budget(e: Mapping[str, Any], scope: _Scope) -> str:
     usage = e.get("peak_kv_usage")
     text = (
         f"token budget: running {num(e['mean_running'] / scope.replicas)} of "
-        f"{e['max_num_seqs']}{scope.each} on average with "
+        f"{limit_text(e, 'max_num_seqs')}{scope.each} on average with "
         f"{num(e['mean_waiting'] / scope.replicas)} waiting{scope.each} and "
         + (
             f"KV at {percent(usage * 100)} peak{scope.fullest}"
@@ -391,7 +398,7 @@ def _token_budget(e: Mapping[str, Any], scope: _Scope) -> str:
     if e.get("mean_tokens_per_step") is not None and e.get("max_num_batched_tokens"):
         return text + (
             f"; steps average {num(e['mean_tokens_per_step'])} of "
-            f"{e['max_num_batched_tokens']} batched tokens{scope.each}"
+            f"{limit_text(e, 'max_num_batched_tokens')} batched tokens{scope.each}"
         )
     if e.get("mean_tokens_per_step") is not None:
         return text + (
@@ -417,7 +424,7 @@ def _saturated(e: Mapping[str, Any], scope: _Scope) -> str:
 
 def _underloaded(e: Mapping[str, Any], scope: _Scope) -> str:
     room = "every replica has room" if scope.node else "the engine has room"
-    cap = f" of {e['max_num_seqs']}" if e.get("max_num_seqs") is not None else ""
+    cap = f" of {limit_text(e, 'max_num_seqs')}" if e.get("max_num_seqs") is not None else ""
     kv = (
         f", peak KV {percent(e['peak_kv_usage'] * 100)}{scope.fullest}"
         if e.get("peak_kv_usage") is not None
@@ -449,9 +456,6 @@ def verdict_sentence(kind: str, evidence: Mapping[str, Any], partial: bool) -> s
         text = f"unclear: {evidence.get('why', 'no limit shows in the evidence')}"
     if partial and kind != "token_budget":
         text += " (evidence partial)"
-    if kind != "client_bound" and evidence.get("limits_from_defaults"):
-        text += (f" ({join_names(evidence['limits_from_defaults'])}: vLLM's own default "
-                 "there, not set in the config)")
     if evidence.get("memory_bound"):
         text += "; " + memory_bound_clause(evidence["memory_bandwidth_pct"], scope)
     return text

@@ -237,8 +237,10 @@ def _steps_text(point: PointFigures) -> str:
     if steps is None or budget is None:
         return "steps below the token budget"
     share = sentences.percent(steps / budget * 100)
+    default = (" (vLLM's default)" if "max_num_batched_tokens" in point.limits_from_defaults
+               else "")
     return (f"steps averaged {sentences.num(steps)} tokens, {share} of the {budget:,}-token "
-            "budget: not the token budget")
+            f"budget{default}: not the token budget")
 
 
 # The order in which holding conditions decide the verdict (module docstring).

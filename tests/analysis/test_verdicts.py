@@ -579,9 +579,14 @@ def test_the_demos_blank_token_budget_is_ruled_out_by_its_steps_not_called_parti
     assert v.evidence["max_num_batched_tokens"] == 2048
     assert v.sentence == (
         "unclear: requests wait with running below max_num_seqs and KV not full, and steps "
-        "averaged 6.0 tokens, 0.29% of the 2,048-token budget: not the token budget; compare "
-        "with the next load level (max_num_batched_tokens: vLLM's own default there, not set "
-        "in the config)")
+        "averaged 6.0 tokens, 0.29% of the 2,048-token budget (vLLM's default): not the token "
+        "budget; compare with the next load level")
+
+
+def test_a_cap_that_is_vllms_default_is_marked_where_the_sentence_quotes_it():
+    point = engine(at_cap_share=0.9, limits_from_defaults=("max_num_seqs",),
+                   **{**SMALL_CAP_QUEUED, "max_num_seqs": None, "seqs_limit": 4})
+    assert "(mean 3.2, peak 4.0 of 4 (vLLM's default))" in verdict(point).sentence
 
 
 def test_without_a_known_budget_a_token_budget_verdict_stays_partial():
