@@ -22,6 +22,9 @@ from tests.dashboard.test_endpoints import (
 )
 from tests.dashboard.test_endpoints import fake_server as fake_server
 from tests.dashboard.test_endpoints import fleet as fleet
+
+# The endpoints registered here are this host's test servers on loopback, named as allowed.
+from tests.dashboard.test_endpoints import fleet_networks as fleet_networks
 from tests.dashboard.test_endpoints import proxy as proxy
 from tests.dashboard.test_endpoints import run_inline as run_inline
 from tests.dashboard.test_trace_launch import trace_form
