@@ -498,6 +498,31 @@ def setting_changes_text(changes: Sequence[tuple[str, Any, Any]]) -> str:
     return join_names(parts)
 
 
+def step_output_sentence(
+    loads: tuple[str, str], throughputs: tuple[float, float], *, flat_pct: float,
+    raised_a_limit: bool,
+) -> str:
+    """'At burst 128, output rose 4.87x (2,268 -> 11,048 output tok/s)'. Output within
+    flat_pct either way stayed level; after raising a scheduler limit, that says admitting more
+    requests no longer pays and the engine's own step time is the limit."""
+    (load_a, load_b), (before, after) = loads, throughputs
+    if not (load_a and load_b):
+        at = "Output"  # points that name no load
+    else:
+        at = f"At {load_b}, output" if load_a == load_b else f"From {load_a} to {load_b}, output"
+    figures = f"({num(before)} -> {num(after)} output tok/s)"
+    if before <= 0:
+        return f"{at} went {figures}."
+    change = (after - before) / before * 100
+    if abs(change) < flat_pct:
+        why = (": admitting more requests no longer pays, so the engine's own step time is "
+               "now the limit") if raised_a_limit else ""
+        return f"{at} stayed level {figures}, {pct(change)}{why}."
+    if change > 0:
+        return f"{at} rose {after / before:.2f}x {figures}."
+    return f"{at} fell {percent(-change)} {figures}."
+
+
 def sweep_step_sentence(
     changes: Sequence[tuple[str, Any, Any]],
     from_kind: str,

@@ -535,6 +535,8 @@ class Verdict:
     evidence: dict[str, Any]
     partial: bool
     sentence: str
+    # As the load names itself ("burst 128"), for the sweep's story.
+    load_label: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -556,6 +558,8 @@ class SweepStep:
     from_throughput: float
     to_throughput: float
     sentence: str
+    # What the step did to output at the loads compared ("at burst 128, output rose 4.87x").
+    output_sentence: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)

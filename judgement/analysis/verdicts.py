@@ -321,6 +321,7 @@ def verdict(point: PointFigures, previous: PointFigures | None = None) -> Verdic
         evidence=evidence,
         partial=partial,
         sentence=sentences.verdict_sentence(kind, evidence, partial),
+        load_label=point.load_label,
     )
 
 
@@ -399,7 +400,22 @@ def _step(a: Verdict, b: Verdict, axes: Sequence[str] = ()) -> SweepStep:
         sentence=sentences.sweep_step_sentence(
             [(c.setting, c.before, c.after) for c in changes], a.kind, b.kind, held=held
         ),
+        output_sentence=sentences.step_output_sentence(
+            (a.load_label, b.load_label), (a.output_throughput, b.output_throughput),
+            flat_pct=SATURATION_GAIN_PCT,
+            raised_a_limit=any(c.setting in LIMIT_SETTINGS and _raised(c) for c in changes),
+        ),
     )
+
+
+# The two settings whose raising admits more work a step: when raising one leaves output level,
+# admitting more no longer pays.
+LIMIT_SETTINGS = ("max_num_seqs", "max_num_batched_tokens")
+
+
+def _raised(change: SettingChange) -> bool:
+    before, after = change.before, change.after
+    return isinstance(before, int) and isinstance(after, int) and after > before
 
 
 def _sweep_steps(ordered: Sequence[Verdict]) -> list[SweepStep]:

@@ -618,3 +618,41 @@ def test_more_than_half_the_queued_time_at_the_cap_pins_it(share, kind):
 def test_without_the_record_the_mean_decides_as_before():
     assert verdict(engine(**SMALL_CAP_QUEUED)).kind == "unclear"  # 3.2 < 0.9 x 4
     assert verdict(engine(**{**SMALL_CAP_QUEUED, "mean_running": 3.6})).kind == "scheduler_cap"
+
+
+def test_the_sweeps_story_says_what_raising_max_num_seqs_did_to_output_at_the_load_compared():
+    summary = summarize_sweep_change(list(verdicts_for_sweep(sweep()).values()))
+    # 18,000 -> 42,000 tok/s at the top load of both configs: 2.33x (these points name no load).
+    assert summary.overall.output_sentence == "Output rose 2.33x (18,000 -> 42,000 output tok/s)."
+
+
+def _capped(key: str, seqs: int, throughput: float):
+    return verdict(engine(key, 2000, throughput, config_label=f"seqs={seqs}", max_num_seqs=seqs,
+                          load_label="burst 2000", **{**PINNED, "mean_running": float(seqs),
+                                                      "peak_running": float(seqs)}))
+
+
+def test_raising_the_cap_without_more_output_says_the_engine_itself_is_now_the_limit():
+    # 46,000 -> 46,300 is +0.65%, inside the 2% that counts as level.
+    summary = summarize_sweep_change([_capped("a", 1024, 46_000), _capped("b", 2048, 46_300)])
+    assert summary.overall.output_sentence == (
+        "At burst 2000, output stayed level (46,000 -> 46,300 output tok/s), +0.65%: admitting "
+        "more requests no longer pays, so the engine's own step time is now the limit.")
+
+
+@pytest.mark.parametrize("after, ending", [
+    (46_920, "output rose 1.02x (46,000 -> 46,920 output tok/s)."),  # +2.0%: not level
+    (41_400, "output fell 10.0% (46,000 -> 41,400 output tok/s)."),
+])
+def test_a_step_of_two_percent_or_more_is_a_change_not_level(after, ending):
+    summary = summarize_sweep_change([_capped("a", 1024, 46_000), _capped("b", 2048, after)])
+    assert summary.overall.output_sentence == f"At burst 2000, {ending}"
+
+
+def test_level_output_after_another_setting_changed_claims_nothing_of_the_engine():
+    a = verdict(engine("a", 2000, 30_000, config_label="seqs=256,kv=auto", load_label="burst 2000",
+                       **PINNED))
+    b = verdict(engine("b", 2000, 30_100, config_label="seqs=256,kv=fp8", load_label="burst 2000",
+                       **PINNED))
+    assert summarize_sweep_change([a, b]).overall.output_sentence == (
+        "At burst 2000, output stayed level (30,000 -> 30,100 output tok/s), +0.33%.")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+
 import pytest
 
 from benchmarks.models import Benchmark, OperatingPoint
@@ -50,7 +52,12 @@ def test_the_sweep_change_sentence_names_the_setting_and_the_bottlenecks(owner_c
     assert summary is not None
     assert "max_num_seqs from 256 to 512" in summary.sentence
     assert "scheduler cap" in summary.sentence and "saturation" in summary.sentence
-    assert summary.sentence in response.content.decode()
+    page = html.unescape(response.content.decode())
+    assert summary.sentence in page
+    # Beside it, what the step did to output at the loads compared, from the same summary.
+    assert summary.overall.output_sentence == (
+        "At burst 4000, output rose 1.16x (2,610 -> 3,020 output tok/s).")
+    assert summary.overall.output_sentence in page
 
 
 def test_a_knee_over_fewer_than_three_levels_is_refused_with_its_reason(owner_client):
