@@ -358,6 +358,11 @@ def sweep_change(
         return None, str(exc)
 
 
+def ladder_diagnoses(found: VerdictRows) -> tuple[str, ...]:
+    """Each engine config's diagnosis over its load ladder (verdicts.diagnose_ladders)."""
+    return verdicts.diagnose_ladders(list(found.by_key.values()))
+
+
 @dataclass(frozen=True)
 class EvidenceItem:
     """One number beside a verdict. kind: "number", "percent" (a level), "change" (signed),

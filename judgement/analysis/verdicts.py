@@ -487,3 +487,53 @@ def summarize_sweep_change(
     steps = tuple(_sweep_steps(ordered))
     overall = steps[0] if len(steps) == 1 else _step(ordered[0], ordered[-1])
     return SweepSummary(steps=steps, overall=overall, sentence=overall.sentence)
+
+
+# Verdicts that say nothing of which limit binds under load, left out of a ladder's diagnosis.
+NO_LIMIT_KINDS = frozenset({"underloaded", "unclear", "client_bound"})
+
+
+def diagnose_ladders(verdicts: Sequence[Verdict]) -> tuple[str, ...]:
+    """One sentence per engine config over its load ladder (its points on the fewest replicas,
+    in load order): the limit that bound at its loaded levels, and where it changed.
+
+    "seqs=4: the scheduler cap at every loaded level (burst 16 to burst 128)";
+    "seqs=16: no limit (underloaded) at burst 16; the scheduler cap from burst 64 on". Levels
+    whose verdict names no limit (unclear, client-bound) are named apart, with their kind, so
+    a change is never read into a point that could not be judged.
+    """
+    by_config: dict[str, list[Verdict]] = {}
+    for v in verdicts:
+        by_config.setdefault(v.config_label, []).append(v)
+    sentences_out = []
+    for label, group in sorted(by_config.items(), key=lambda item: _config_order(item[1][0])):
+        fewest = min(int(v.evidence.get("replicas", 1)) for v in group)
+        ladder = sorted((v for v in group if int(v.evidence.get("replicas", 1)) == fewest),
+                        key=lambda v: (v.offered_concurrency, v.key))
+        sentences_out.append(f"{label}: {_ladder_text(ladder)}")
+    return tuple(sentences_out)
+
+
+def _ladder_text(ladder: Sequence[Verdict]) -> str:
+    runs: list[tuple[str, list[str]]] = []  # consecutive levels of one kind
+    for v in ladder:
+        where = v.load_label or v.key
+        if runs and runs[-1][0] == v.kind:
+            if where not in runs[-1][1]:
+                runs[-1][1].append(where)
+        else:
+            runs.append((v.kind, [where]))
+    limits = [kind for kind, _ in runs if kind not in NO_LIMIT_KINDS]
+    if len(runs) == 1 and limits:
+        (kind, loads), = runs
+        span = f"{loads[0]} to {loads[-1]}" if len(loads) > 1 else loads[0]
+        return f"{sentences.KIND_PHRASES[kind]} at every loaded level ({span})"
+    parts = []
+    for i, (kind, loads) in enumerate(runs):
+        last = i == len(runs) - 1
+        if len(loads) == 1:
+            span = f"at {loads[0]}"
+        else:
+            span = f"from {loads[0]} on" if last else f"from {loads[0]} to {loads[-1]}"
+        parts.append(f"{sentences.KIND_PHRASES[kind]} {span}")
+    return "; ".join(parts)

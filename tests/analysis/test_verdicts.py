@@ -6,7 +6,12 @@ import pytest
 
 from judgement.analysis.errors import AnalysisError
 from judgement.analysis.types import WorkloadShape
-from judgement.analysis.verdicts import summarize_sweep_change, verdict, verdicts_for_sweep
+from judgement.analysis.verdicts import (
+    diagnose_ladders,
+    summarize_sweep_change,
+    verdict,
+    verdicts_for_sweep,
+)
 from tests.analysis.helpers import point
 
 
@@ -656,3 +661,36 @@ def test_level_output_after_another_setting_changed_claims_nothing_of_the_engine
                        **PINNED))
     assert summarize_sweep_change([a, b]).overall.output_sentence == (
         "At burst 2000, output stayed level (30,000 -> 30,100 output tok/s), +0.33%.")
+
+
+def _level(seqs: int, load: int, kind_evidence: dict, replicas: int = 1):
+    values = {**kind_evidence, "config_label": f"seqs={seqs}", "max_num_seqs": seqs,
+              "load_label": f"burst {load}", "replicas": replicas, "gpu_count": replicas}
+    return verdict(engine(f"s{seqs}|{load}|{replicas}", load, 1000.0 + load, **values))
+
+
+CAPPED_4 = {**SMALL_CAP_QUEUED, "at_cap_share": 0.97}
+QUIET = {"mean_waiting": 0.0, "peak_waiting": 0.0, "mean_running": 3.0, "peak_running": 6.0}
+SPARSE = {**CAPPED_4, "queue_gap_fraction": 0.6}
+
+
+def test_a_ladder_bound_by_one_limit_at_every_load_says_so_once():
+    ladder = [_level(4, load, CAPPED_4) for load in (16, 32, 64, 128)]
+    assert diagnose_ladders(ladder) == (
+        "seqs=4: the scheduler cap at every loaded level (burst 16 to burst 128)",)
+
+
+def test_where_the_verdict_changes_along_the_ladder_the_diagnosis_says_where():
+    capped_16 = {**CAPPED_4, "peak_running": 16.0}
+    ladder = [_level(16, 8, QUIET), _level(16, 32, {**SPARSE, "peak_running": 16.0}),
+              _level(16, 64, capped_16), _level(16, 128, capped_16)]
+    assert diagnose_ladders(ladder) == (
+        "seqs=16: no limit (underloaded) at burst 8; an unclear limit at burst 32; the "
+        "scheduler cap from burst 64 on",)
+
+
+def test_a_node_run_beside_single_replica_points_is_not_read_as_a_load_level():
+    ladder = [_level(4, 16, CAPPED_4), _level(4, 32, CAPPED_4),
+              _level(4, 64, QUIET, replicas=8)]  # 8 replicas, each with room
+    assert diagnose_ladders(ladder) == (
+        "seqs=4: the scheduler cap at every loaded level (burst 16 to burst 32)",)

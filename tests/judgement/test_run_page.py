@@ -58,6 +58,10 @@ def test_the_sweep_change_sentence_names_the_setting_and_the_bottlenecks(owner_c
     assert summary.overall.output_sentence == (
         "At burst 4000, output rose 1.16x (2,610 -> 3,020 output tok/s).")
     assert summary.overall.output_sentence in page
+    # And each config over its own load levels, from the same verdicts.
+    ladders = response.context["judgement"]["ladders"]
+    assert [line.split(":")[0] for line in ladders] == ["seqs=256", "seqs=512"]
+    assert all(line in page for line in ladders)
 
 
 def test_a_knee_over_fewer_than_three_levels_is_refused_with_its_reason(owner_client):
