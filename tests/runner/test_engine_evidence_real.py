@@ -159,3 +159,26 @@ def test_the_sampler_asks_vllm_for_its_samples_only_and_reads_what_the_whole_pag
     assert sample.model_copy(update={"t": 0.0}) == whole
     assert sample.prefix_cache_hits_total and sample.estimated_flops_per_gpu_total
     assert sample.queue_time_buckets and sample.iteration_tokens_count
+
+
+def test_a_long_queue_behind_a_small_max_num_seqs_reads_as_the_scheduler_cap(engine, tmp_path):
+    # Known by construction: 60 of 64 requests wait behind --max-num-seqs 4 at the start, and
+    # each freed slot is refilled from the queue, for about two seconds of 0.1 s samples.
+    # The attached server's flags are the shared config's: the test knows them, an attach
+    # point cannot record them.
+    from judgement.analysis.convert import from_point_result
+    from judgement.analysis.verdicts import verdict
+
+    plan = SweepPlan(
+        name="scheduler-cap", checkpoint=Checkpoint(model="tiny", served_model_name="tiny"),
+        launch=EngineLaunch(style="attach", base_url=engine.base_url),
+        engine_configs=[EngineConfig()], loads=[LoadSpec(num_requests=64)],
+        workload=WorkloadSpec(kind="random", input_tokens_min=20, input_tokens_max=24,
+                              output_tokens=128, seed=4242),
+        client=ClientSpec(request_timeout_s=120, stall_timeout_s=60), sample_interval_s=0.1,
+    )
+    (point,) = run_plan(plan, tmp_path)
+    figures = from_point_result(point.model_copy(update={"engine_config": SHARED_CONFIG}))
+    judged = verdict(figures)
+    assert figures.at_cap_share is not None and figures.at_cap_share > 0.5, point.queue
+    assert judged.kind == "scheduler_cap", judged.sentence
