@@ -358,6 +358,17 @@ def sweep_change(
         return None, str(exc)
 
 
+def cause(verdict: Verdict) -> sentences.Sentence:
+    """A point's cause in a clause, with its figure (verdicts.cause): a report's binding limit."""
+    return verdicts.cause(verdict)
+
+
+def step_story(before: Verdict, after: Verdict) -> sentences.Sentence:
+    """The step from one judged point to another, told as the sweep's story tells its steps:
+    what a report's queue evidence says of its before and after."""
+    return verdicts.step_between(before, after).story
+
+
 def ladder_diagnoses(found: VerdictRows) -> tuple[str, ...]:
     """Each engine config's diagnosis over its load ladder (verdicts.diagnose_ladders)."""
     return verdicts.diagnose_ladders(list(found.by_key.values()))
@@ -396,6 +407,7 @@ EVIDENCE_ITEMS: tuple[tuple[str, str, str, str | None], ...] = (
     ("mean_tokens_per_step", "tokens/step", "number", "mean_tokens_per_step"),
     ("max_num_batched_tokens", "token budget", "number", None),
     ("throughput_gain_pct", "gain vs previous level", "change", ""),
+    ("running_growth_pct", "running growth vs previous level", "change", ""),
     ("latency_growth_pct", "median latency growth", "change", ""),
     ("queue_samples", "samples", "number", "samples"),
     ("queue_gap_fraction", "longest unsampled stretch", "percent", "max_gap_s"),

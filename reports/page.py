@@ -115,6 +115,9 @@ class ReportContent:
     curve_sentence: str | None = None
     curve_selected: str | None = None
     queue: list[QueueSide] | None = None
+    # The step from the before point to the after point with each side's cause (the run page's
+    # story); empty where a side has no verdict, and in versions published before it.
+    queue_story: str = ""
     scaling_sentence: str | None = None
     scaling_facts: list[tuple[str, str]] = field(default_factory=list)
     scaling_missing: str | None = None

@@ -16,7 +16,6 @@ from reports import facts
 from reports.page import AcceptanceRow, MethodRow, QueueSide, ReportContent
 from reports.rows import Build
 from reports.wording import (
-    VERDICT_NAMES,
     cpu_label,
     kv_text,
     num,
@@ -85,11 +84,15 @@ def _no_operating_point_sentence() -> str:
 # --- queue evidence ------------------------------------------------------------------------------
 
 
-def _verdict_name(point: Point, build: Build) -> str:
-    """The point's verdict as the run page gives it."""
-    found = build.sweeps.verdicts(point.benchmark).by_key.get(point.key)
+def _verdict(point: Point, build: Build) -> judge.Verdict | None:
+    return build.sweeps.verdicts(point.benchmark).by_key.get(point.key)
+
+
+def _verdict_text(point: Point, build: Build) -> str:
+    """The point's cause with the figure that shows it, as the run page's story says it."""
+    found = _verdict(point, build)
     if found is not None:
-        return str(VERDICT_NAMES.get(found.kind, found.kind))
+        return judge.cause(found).translated(_)
     figs = build.sweeps.figures(point)
     if figs is not None and figs.queue_samples == 0:
         return _("not determined (no engine samples)")
@@ -116,13 +119,16 @@ def queue(content: ReportContent, build: Build) -> None:
         blob = blobs.get(point.pk)
         drawn = charts.samples_figure(blob) if blob else {"replicas": []}
         sides.append(QueueSide(
-            title=title, verdict=_verdict_name(point, build), sentence=sentence,
+            title=title, verdict=_verdict_text(point, build), sentence=sentence,
             no_chart="" if drawn["replicas"] else _(
                 "No engine samples were stored for this point, so there is no queue chart.")))
         figures.append({"title": title, "replicas": drawn["replicas"],
                         "line_shape": drawn.get("line_shape", "linear")})
     content.queue = sides
     content.figures["queue"] = figures
+    before, after = _verdict(baseline, build), _verdict(candidate, build)
+    if before is not None and after is not None:
+        content.queue_story = judge.step_story(before, after).translated(_)
 
 
 # --- methodology -------------------------------------------------------------------------------

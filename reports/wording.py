@@ -35,17 +35,6 @@ FACTOR_LABELS = {
 # Factors whose value is never printed: only whether the two sides matched.
 HIDDEN_FACTOR_VALUES = {"host"}
 
-VERDICT_NAMES = {
-    "client_bound": gettext_lazy("the load generator (client-bound)"),
-    "kv_capacity": gettext_lazy("KV cache capacity"),
-    "scheduler_cap": gettext_lazy("the scheduler cap (max_num_seqs)"),
-    "token_budget": gettext_lazy("the token budget (max_num_batched_tokens)"),
-    "saturated": gettext_lazy("saturation"),
-    "underloaded": gettext_lazy("no limit (underloaded)"),
-    "unclear": gettext_lazy("unclear"),
-}
-
-
 # ---------------------------------------------------------------------------------------------
 # Formatting
 # ---------------------------------------------------------------------------------------------

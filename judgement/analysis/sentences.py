@@ -20,9 +20,21 @@ KIND_PHRASES = {
     "kv_capacity": "KV capacity",
     "scheduler_cap": "the scheduler cap",
     "token_budget": "the token budget",
-    "saturated": "saturation",
+    "deferred": "deferred admission",
+    "step_time": "the engine's step time",
     "underloaded": "no limit (underloaded)",
     "unclear": "an unclear limit",
+}
+
+
+# What shows each limit, for a ladder's diagnosis where the verdict changes along it.
+KIND_EVIDENCE = {
+    "kv_capacity": "the KV cache is full or requests are preempted",
+    "deferred": "most waiting requests are deferred, not waiting for capacity",
+    "scheduler_cap": "running sits at max_num_seqs while requests wait",
+    "token_budget": "steps fill max_num_batched_tokens",
+    "step_time": "more admitted requests add little output",
+    "underloaded": "nothing waits",
 }
 
 
@@ -68,21 +80,24 @@ class Sentence:
     str() gives the English the run page shows; a report looks the template up in its own
     catalog (locale/) and fills in the same values, so both pages say the same thing in either
     language. The values are already formatted (pct, num): a translation moves them, never
-    reformats them.
+    reformats them. A value may itself be a Sentence (a clause), translated with its parent.
     """
 
     template: str
-    values: Mapping[str, str]
+    values: Mapping[str, str | Sentence]
     # False for text kept from before its template existed: no catalog has it.
     translatable: bool = True
 
     def __str__(self) -> str:
-        return self.template % dict(self.values)
+        return self.template % {name: str(value) for name, value in self.values.items()}
 
     def translated(self, gettext: Callable[[str], str]) -> str:
         """In the active language: the template looked up with gettext, the same values."""
         template = gettext(self.template) if self.translatable else self.template
-        return template % dict(self.values)
+        return template % {
+            name: value.translated(gettext) if isinstance(value, Sentence) else value
+            for name, value in self.values.items()
+        }
 
 
 KNEE = (
@@ -410,6 +425,7 @@ def _token_budget(e: Mapping[str, Any], scope: _Scope) -> str:
 
 
 def _saturated(e: Mapping[str, Any], scope: _Scope) -> str:
+    """The ladder's symptom, said beside the cause."""
     growth = e.get("latency_growth_pct")
     what = f"node output tokens/s ({scope.replicas} replicas)" if scope.node else "output tokens/s"
     return (
@@ -419,6 +435,22 @@ def _saturated(e: Mapping[str, Any], scope: _Scope) -> str:
             if growth is not None
             else "level while more requests wait"
         )
+    )
+
+
+def _step_time(e: Mapping[str, Any], scope: _Scope) -> str:
+    return (
+        f"engine step time: mean running rose {pct(e['running_growth_pct'])} over the previous "
+        f"load level (to {scope.mean(e['mean_running'])}) for {pct(e['throughput_gain_pct'])} "
+        "output tokens/s: admitting more requests no longer adds output"
+    )
+
+
+def _deferred(e: Mapping[str, Any], scope: _Scope) -> str:
+    return (
+        f"deferred admission: {num(e['mean_waiting_deferred'] / scope.replicas)} of "
+        f"{num(e['mean_waiting'] / scope.replicas)} waiting requests{scope.each} on average "
+        "wait deferred (not for capacity), so no batch limit holds them back"
     )
 
 
@@ -448,14 +480,18 @@ def verdict_sentence(kind: str, evidence: Mapping[str, Any], partial: bool) -> s
         text = _scheduler_cap(evidence, scope)
     elif kind == "token_budget":
         text = _token_budget(evidence, scope)
-    elif kind == "saturated":
-        text = _saturated(evidence, scope)
+    elif kind == "step_time":
+        text = _step_time(evidence, scope)
+    elif kind == "deferred":
+        text = _deferred(evidence, scope)
     elif kind == "underloaded":
         text = _underloaded(evidence, scope)
     else:
         text = f"unclear: {evidence.get('why', 'no limit shows in the evidence')}"
     if partial and kind != "token_budget":
         text += " (evidence partial)"
+    if evidence.get("saturated") and kind != "step_time":
+        text += "; " + _saturated(evidence, scope)
     if evidence.get("memory_bound"):
         text += "; " + memory_bound_clause(evidence["memory_bandwidth_pct"], scope)
     return text
@@ -498,29 +534,143 @@ def setting_changes_text(changes: Sequence[tuple[str, Any, Any]]) -> str:
     return join_names(parts)
 
 
-def step_output_sentence(
-    loads: tuple[str, str], throughputs: tuple[float, float], *, flat_pct: float,
+# --- causes and the sweep's story, as the run page and the report both say them ---------------
+
+CAUSE_SCHEDULER_CAP = (
+    "the scheduler cap bound, with running at max_num_seqs %(cap)s for %(share)s of the time "
+    "requests waited and %(waiting)s waiting on average")
+CAUSE_SCHEDULER_CAP_MEAN = (
+    "the scheduler cap bound, with mean running %(running)s of max_num_seqs %(cap)s while "
+    "%(waiting)s requests waited on average")
+CAUSE_KV_CAPACITY = (
+    "KV cache capacity bound, with peak KV cache use %(kv)s and %(preemptions)s preemptions")
+CAUSE_DEFERRED = (
+    "deferred admission held the queue, with %(deferred)s of %(waiting)s waiting requests "
+    "deferred rather than waiting for capacity")
+CAUSE_TOKEN_BUDGET = (
+    "the token budget bound, with steps averaging %(steps)s of %(budget)s batched tokens while "
+    "%(waiting)s requests waited on average")
+CAUSE_TOKEN_BUDGET_PARTIAL = (
+    "the token budget may bind, with %(waiting)s requests waiting on average and running below "
+    "max_num_seqs, but the steps could not be checked against the budget")
+CAUSE_STEP_TIME = (
+    "the engine's own step time bound, with mean running up %(growth)s over the previous load "
+    "level for %(gain)s output")
+CAUSE_UNDERLOADED = "no limit bound, with nothing waiting (peak running %(peak)s of %(cap)s)"
+CAUSE_CLIENT = "the load generator was saturated, so its timings may be wrong"
+CAUSE_UNCLEAR = "no limit can be named from the engine's evidence"
+# The ladder's symptom, beside the cause (the step time's own clause already says it).
+SATURATED_CLAUSE = (
+    "%(cause)s, and more load added only waiting (%(gain)s output over the previous load "
+    "level)")
+
+CHANGE_RAISED = "raising %(setting)s from %(before)s to %(after)s"
+CHANGE_LOWERED = "lowering %(setting)s from %(before)s to %(after)s"
+CHANGE_CHANGED = "changing %(setting)s from %(before)s to %(after)s"
+CHANGE_TWO = "%(first)s and %(second)s"
+
+STORY_ROSE = (
+    "At %(load)s, %(change)s raised output %(ratio)s (%(before)s -> %(after)s output tok/s): "
+    "at %(from)s, %(from_cause)s; at %(to)s, %(to_cause)s.")
+STORY_FELL = (
+    "At %(load)s, %(change)s lost %(loss)s of output (%(before)s -> %(after)s output tok/s): "
+    "at %(from)s, %(from_cause)s; at %(to)s, %(to_cause)s.")
+STORY_LEVEL = (
+    "At %(load)s, %(change)s left output level (%(before)s -> %(after)s output tok/s, "
+    "%(pct)s): at %(from)s, %(from_cause)s; at %(to)s, %(to_cause)s.")
+STORY_LEVEL_LIMIT = (
+    "At %(load)s, %(change)s left output level (%(before)s -> %(after)s output tok/s, "
+    "%(pct)s), so admitting more requests no longer pays and the engine's own step time is now "
+    "the limit: at %(from)s, %(from_cause)s; at %(to)s, %(to_cause)s.")
+# Every template of a cause or a story a report may look up (locale/ko translates each).
+STORY_TEMPLATES = (
+    CAUSE_SCHEDULER_CAP, CAUSE_SCHEDULER_CAP_MEAN, CAUSE_KV_CAPACITY, CAUSE_DEFERRED,
+    CAUSE_TOKEN_BUDGET, CAUSE_TOKEN_BUDGET_PARTIAL, CAUSE_STEP_TIME, CAUSE_UNDERLOADED,
+    CAUSE_CLIENT, CAUSE_UNCLEAR, SATURATED_CLAUSE, CHANGE_RAISED, CHANGE_LOWERED,
+    CHANGE_CHANGED, CHANGE_TWO, STORY_ROSE, STORY_FELL, STORY_LEVEL, STORY_LEVEL_LIMIT,
+)
+
+
+def _cause_values(kind: str, e: Mapping[str, Any], partial: bool) -> tuple[str, dict[str, str]]:
+    scope = _scope(e)
+    waiting = num((e.get("mean_waiting") or 0) / scope.replicas)
+    cap = limit_text(e, "max_num_seqs") if e.get("max_num_seqs") is not None else "-"
+    if kind == "scheduler_cap" and e.get("at_cap_share") is not None:
+        return CAUSE_SCHEDULER_CAP, {"cap": cap, "share": percent(e["at_cap_share"] * 100),
+                                     "waiting": waiting}
+    if kind == "scheduler_cap":
+        return CAUSE_SCHEDULER_CAP_MEAN, {"running": scope.mean(e["mean_running"]), "cap": cap,
+                                          "waiting": waiting}
+    if kind == "kv_capacity":
+        kv = e.get("peak_kv_usage")
+        return CAUSE_KV_CAPACITY, {"kv": percent(kv * 100) if kv is not None else "-",
+                                   "preemptions": num(e.get("preemptions") or 0)}
+    if kind == "deferred":
+        return CAUSE_DEFERRED, {"deferred": num(e["mean_waiting_deferred"] / scope.replicas),
+                                "waiting": waiting}
+    if kind == "token_budget" and not partial:
+        return CAUSE_TOKEN_BUDGET, {"steps": num(e["mean_tokens_per_step"]),
+                                    "budget": limit_text(e, "max_num_batched_tokens"),
+                                    "waiting": waiting}
+    if kind == "token_budget":
+        return CAUSE_TOKEN_BUDGET_PARTIAL, {"waiting": waiting}
+    if kind == "step_time":
+        return CAUSE_STEP_TIME, {"growth": pct(e["running_growth_pct"]),
+                                 "gain": pct(e["throughput_gain_pct"])}
+    if kind == "underloaded":
+        return CAUSE_UNDERLOADED, {"peak": num(e["peak_running"]), "cap": cap}
+    if kind == "client_bound":
+        return CAUSE_CLIENT, {}
+    return CAUSE_UNCLEAR, {}
+
+
+def cause_sentence(kind: str, evidence: Mapping[str, Any], partial: bool = False) -> Sentence:
+    """The cause at one point in a clause, with the figure that shows it, and the ladder's
+    saturation beside it where it holds: what the story and a report's queue evidence say."""
+    template, values = _cause_values(kind, evidence, partial)
+    cause = Sentence(template, values)
+    if evidence.get("saturated") and kind != "step_time":
+        return Sentence(SATURATED_CLAUSE, {"cause": cause,
+                                           "gain": pct(evidence["throughput_gain_pct"])})
+    return cause
+
+
+def _change(setting: str, before: Any, after: Any) -> Sentence:
+    numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (before, after))
+    template = (CHANGE_RAISED if after > before else CHANGE_LOWERED) if numbers else CHANGE_CHANGED
+    return Sentence(template, {"setting": setting, "before": setting_value_text(before),
+                               "after": setting_value_text(after)})
+
+
+def changes_sentence(changes: Sequence[tuple[str, Any, Any]]) -> Sentence:
+    """'raising max_num_seqs from 4 to 64', two changes joined, more as a list."""
+    parts = [_change(*change) for change in changes]
+    joined = parts[-1]
+    for part in reversed(parts[:-1]):
+        joined = Sentence(CHANGE_TWO, {"first": part, "second": joined})
+    return joined
+
+
+def story_sentence(
+    *, load: str, changes: Sequence[tuple[str, Any, Any]], sides: tuple[str, str],
+    throughputs: tuple[float, float], causes: tuple[Sentence, Sentence], flat_pct: float,
     raised_a_limit: bool,
-) -> str:
-    """'At burst 128, output rose 4.87x (2,268 -> 11,048 output tok/s)'. Output within
-    flat_pct either way stayed level; after raising a scheduler limit, that says admitting more
-    requests no longer pays and the engine's own step time is the limit."""
-    (load_a, load_b), (before, after) = loads, throughputs
-    if not (load_a and load_b):
-        at = "Output"  # points that name no load
-    else:
-        at = f"At {load_b}, output" if load_a == load_b else f"From {load_a} to {load_b}, output"
-    figures = f"({num(before)} -> {num(after)} output tok/s)"
-    if before <= 0:
-        return f"{at} went {figures}."
-    change = (after - before) / before * 100
+) -> Sentence:
+    """'At burst 128, raising max_num_seqs from 4 to 64 raised output 1.98x (1,140 -> 2,258
+    output tok/s): at 4, the scheduler cap bound: ...; at 64, ...'. Output within flat_pct either
+    way stayed level; after raising a scheduler limit that says the step time is the limit."""
+    before, after = throughputs
+    values: dict[str, str | Sentence] = {
+        "load": load, "change": changes_sentence(changes), "before": num(before),
+        "after": num(after), "from": sides[0], "to": sides[1], "from_cause": causes[0],
+        "to_cause": causes[1]}
+    change = (after - before) / before * 100 if before > 0 else 0.0
     if abs(change) < flat_pct:
-        why = (": admitting more requests no longer pays, so the engine's own step time is "
-               "now the limit") if raised_a_limit else ""
-        return f"{at} stayed level {figures}, {pct(change)}{why}."
+        template = STORY_LEVEL_LIMIT if raised_a_limit else STORY_LEVEL
+        return Sentence(template, {**values, "pct": pct(change)})
     if change > 0:
-        return f"{at} rose {after / before:.2f}x {figures}."
-    return f"{at} fell {percent(-change)} {figures}."
+        return Sentence(STORY_ROSE, {**values, "ratio": f"{after / before:.2f}x"})
+    return Sentence(STORY_FELL, {**values, "loss": percent(-change)})
 
 
 def sweep_step_sentence(

@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from judgement.analysis.errors import AnalysisError
 from judgement.analysis.hardware import HardwareUse
+from judgement.analysis.sentences import Sentence
 
 # ---------------------------------------------------------------------------------------------
 # Inputs
@@ -509,7 +510,8 @@ VerdictKind = Literal[
     "kv_capacity",
     "scheduler_cap",
     "token_budget",
-    "saturated",
+    "deferred",
+    "step_time",
     "underloaded",
     "unclear",
 ]
@@ -558,8 +560,10 @@ class SweepStep:
     from_throughput: float
     to_throughput: float
     sentence: str
-    # What the step did to output at the loads compared ("at burst 128, output rose 4.87x").
-    output_sentence: str = ""
+    # What the step did to output at the loads compared, with each side's cause ("At burst 128,
+    # raising max_num_seqs from 4 to 64 raised output 1.98x ..."): the run page and a report
+    # both say this.
+    story: Sentence
 
 
 @dataclass(frozen=True, kw_only=True)

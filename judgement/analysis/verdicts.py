@@ -1,28 +1,34 @@
 """Bottleneck verdicts: which engine limit binds at a point, from the engine samples and config.
 
-Order of precedence (the first that holds is the verdict; the others that also hold are listed
-in evidence["also"]):
+A verdict names a cause. Order of precedence (the first that holds is the verdict; the others
+that also hold are listed in evidence["also"]):
 
 1. client_bound: the client-honesty flag is set. The timings themselves may be wrong, so no
    engine conclusion is safe until the client is fixed.
 2. kv_capacity: peak KV usage near full, or preemptions. Memory is the hard limit: when it
    binds, running falls below max_num_seqs for a reason no scheduler setting removes, and a
    pinned scheduler cap on a full KV cache could not be raised usefully.
-3. scheduler_cap: running pinned at max_num_seqs while requests wait (at the cap for more
+3. deferred: most of the waiting requests wait for a reason other than capacity (vLLM's
+   waiting-by-reason "deferred": a LoRA slot, a grammar still compiling), so no batch limit is
+   what holds them.
+4. scheduler_cap: running pinned at max_num_seqs while requests wait (at the cap for more
    than PINNED_SHARE of the time they waited). The headroom case: the engine admits too few
    of the queued requests.
-4. token_budget (full evidence): running below the cap, requests wait, KV not full, and steps
+5. token_budget (full evidence): running below the cap, requests wait, KV not full, and steps
    average near max_num_batched_tokens.
-5. saturated: against the previous load level of the same config, replica count, workload
-   spec and repeat (one load ladder, `ladder_of`), more load added under
-   SATURATION_GAIN_PCT throughput and only waiting time and latency. After the named limits
-   because a named limit says what to change; saturation says only "stop adding load".
-6. token_budget (partial evidence): as 4, but without per-step token counts, so the step
+6. step_time: against the previous load level of the same ladder (`ladder_of`), the engine
+   admitted clearly more requests at once but output grew by far less: each step got slower
+   by about as much as it got wider, so the engine's own step time is the limit.
+7. token_budget (partial evidence): as 5, but without per-step token counts, so the step
    condition could not be checked; marked partial.
-7. underloaded: nothing waits and the engine has room (running below the cap, KV not full).
-8. unclear: none of the above holds; evidence["why"] says what is missing or odd. Also the
+8. underloaded: nothing waits and the engine has room (running below the cap, KV not full).
+9. unclear: none of the above holds; evidence["why"] says what is missing or odd. Also the
    verdict, before any condition is checked, when the engine samples leave more than
    QUEUE_GAP_MAX_FRACTION of the point uncovered: too few samples to judge the queue.
+
+Saturation is a symptom, not a cause: evidence["saturated"] says that, against the previous
+load level of the same ladder, more load added under SATURATION_GAIN_PCT output and only
+waiting or latency. It stands beside the cause in the verdict's sentence, never instead of it.
 
 Beside any engine verdict (not client_bound, whose timings may be wrong), a point whose GPUs
 moved at least MEMORY_BOUND_PCT of their memory-bandwidth peak is marked memory_bound: the
@@ -40,7 +46,7 @@ peak and the per-step tokens with one replica's cap and budget.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from itertools import pairwise
 from typing import Any
 
@@ -93,8 +99,19 @@ MEMORY_BOUND_PCT = 80.0
 # Saturated: the step from the previous load level added less than this much throughput ...
 SATURATION_GAIN_PCT = DEFAULT_THROUGHPUT_GAIN_PCT
 # ... while median end-to-end latency grew at least this much (or more requests waited).
-# Lower than the knee's 20%: the verdict says "more load only adds waiting", not "where to stop".
+# Lower than the knee's 20%: the symptom says "more load only adds waiting", not "where to stop".
 SATURATION_LATENCY_GROWTH_PCT = 5.0
+
+# Step time: mean running grew at least this much over the previous load level ...
+STEP_TIME_RUNNING_GROWTH_PCT = 20.0
+# ... and output grew by less than this share of that growth. An engine with room turns most
+# of a wider batch into output (a decode step costs little more for one more request); one
+# whose step time grows with the batch turns little of it. A share, not a fixed gain, so a
+# noisy +6% on a doubled batch reads as the step time, and +60% on it as room to grow.
+STEP_TIME_ELASTICITY = 0.25
+
+# Deferred admission: at least this share of the mean waiting count waits "deferred".
+DEFERRED_SHARE = 0.5
 
 
 def _evidence(point: PointFigures) -> dict[str, Any]:
@@ -171,10 +188,14 @@ def _saturation(point: PointFigures, previous: PointFigures) -> dict[str, Any]:
     growth = None
     if point.median_e2el_ms is not None and previous.median_e2el_ms:
         growth = (point.median_e2el_ms - previous.median_e2el_ms) / previous.median_e2el_ms * 100
+    running_growth = None
+    if point.mean_running is not None and previous.mean_running:
+        running_growth = (point.mean_running - previous.mean_running) / previous.mean_running * 100
     return {
         "previous_key": previous.key,
         "throughput_gain_pct": gain,
         "latency_growth_pct": growth,
+        "running_growth_pct": running_growth,
         "previous_mean_waiting": previous.mean_waiting,
     }
 
@@ -196,23 +217,40 @@ def _conditions(point: PointFigures, evidence: dict[str, Any]) -> dict[str, bool
     budget_suspect = cap is not None and not pinned and waits and not kv_full
     steps_known = point.mean_tokens_per_step is not None and budget is not None
     steps_full = steps_known and point.mean_tokens_per_step >= TOKEN_BUDGET_FRACTION * budget  # type: ignore[operator]
-
-    saturated = False
-    if "throughput_gain_pct" in evidence:
-        previous_waiting = evidence["previous_mean_waiting"]
-        growth = evidence["latency_growth_pct"]
-        saturated = evidence["throughput_gain_pct"] < SATURATION_GAIN_PCT and (
-            (growth is not None and growth >= SATURATION_LATENCY_GROWTH_PCT)
-            or (previous_waiting is not None and point.mean_waiting > previous_waiting)
-        )
+    deferred = point.mean_waiting_deferred is not None and waits and (
+        point.mean_waiting_deferred >= DEFERRED_SHARE * point.mean_waiting)
     return {
         "kv_capacity": kv_full,
+        "deferred": deferred,
         "scheduler_cap": pinned and waits,
         "token_budget": budget_suspect and steps_full,
-        "saturated": saturated,
+        "step_time": not kv_full and _step_time(evidence),
         "token_budget_partial": budget_suspect and not steps_known,
         "underloaded": not waits and not kv_full and (cap is None or point.peak_running < cap),
     }
+
+
+def _step_time(evidence: Mapping[str, Any]) -> bool:
+    """More admitted requests (mean running up STEP_TIME_RUNNING_GROWTH_PCT or more) turned into
+    little more output (under STEP_TIME_ELASTICITY of that growth)."""
+    growth, gain = evidence.get("running_growth_pct"), evidence.get("throughput_gain_pct")
+    if growth is None or gain is None or growth < STEP_TIME_RUNNING_GROWTH_PCT:
+        return False
+    return bool(gain < STEP_TIME_ELASTICITY * growth)
+
+
+def saturated(point: PointFigures, evidence: Mapping[str, Any]) -> bool:
+    """The ladder's symptom at this point: against the previous load level, under
+    SATURATION_GAIN_PCT more output while latency grew or more requests waited."""
+    if evidence.get("throughput_gain_pct") is None:
+        return False
+    previous_waiting = evidence["previous_mean_waiting"]
+    growth = evidence["latency_growth_pct"]
+    return bool(evidence["throughput_gain_pct"] < SATURATION_GAIN_PCT and (
+        (growth is not None and growth >= SATURATION_LATENCY_GROWTH_PCT)
+        or (previous_waiting is not None and point.mean_waiting is not None
+            and point.mean_waiting > previous_waiting)
+    ))
 
 
 def _unclear_why(point: PointFigures) -> str:
@@ -246,9 +284,10 @@ def _steps_text(point: PointFigures) -> str:
 # The order in which holding conditions decide the verdict (module docstring).
 PRECEDENCE: tuple[str, ...] = (
     "kv_capacity",
+    "deferred",
     "scheduler_cap",
     "token_budget",
-    "saturated",
+    "step_time",
     "token_budget_partial",
     "underloaded",
 )
@@ -263,9 +302,9 @@ def verdict(point: PointFigures, previous: PointFigures | None = None) -> Verdic
     """The binding limit at one point, with the evidence numbers next to it.
 
     previous: the point at the next lower load level of the same ladder (`ladder_of`), needed
-    to call a point saturated. Raises AnalysisError when the point has no engine samples
-    (unless the client flag already decides), or when previous is not a lower level of the
-    same config, replica count and workload spec.
+    for the step-time cause and the saturation symptom. Raises AnalysisError when the point has
+    no engine samples (unless the client flag already decides), or when previous is not a lower
+    level of the same config, replica count and workload spec.
     """
     evidence = _evidence(point)
     kind: VerdictKind
@@ -307,6 +346,7 @@ def verdict(point: PointFigures, previous: PointFigures | None = None) -> Verdic
             kind, partial = "token_budget", True
         else:
             kind = first  # type: ignore[assignment]
+    evidence["saturated"] = kind != "client_bound" and saturated(point, evidence)
     evidence["memory_bound"] = kind != "client_bound" and memory_bound(
         evidence["memory_bandwidth_pct"])
     return Verdict(
@@ -387,6 +427,7 @@ def _step(a: Verdict, b: Verdict, axes: Sequence[str] = ()) -> SweepStep:
             SettingChange(setting="the engine config", before=a.config_label, after=b.config_label)
         ]
     held = [(name, value) for name, value in a.settings if name in axes and name not in names]
+    raised = any(c.setting in LIMIT_SETTINGS and _raised(c) for c in changes)
     return SweepStep(
         from_key=a.key,
         to_key=b.key,
@@ -400,12 +441,37 @@ def _step(a: Verdict, b: Verdict, axes: Sequence[str] = ()) -> SweepStep:
         sentence=sentences.sweep_step_sentence(
             [(c.setting, c.before, c.after) for c in changes], a.kind, b.kind, held=held
         ),
-        output_sentence=sentences.step_output_sentence(
-            (a.load_label, b.load_label), (a.output_throughput, b.output_throughput),
-            flat_pct=SATURATION_GAIN_PCT,
-            raised_a_limit=any(c.setting in LIMIT_SETTINGS and _raised(c) for c in changes),
+        story=sentences.story_sentence(
+            load=_loads_text(a, b), changes=[(c.setting, c.before, c.after) for c in changes],
+            sides=_sides(changes), throughputs=(a.output_throughput, b.output_throughput),
+            causes=(cause(a), cause(b)), flat_pct=SATURATION_GAIN_PCT, raised_a_limit=raised,
         ),
     )
+
+
+def cause(v: Verdict) -> sentences.Sentence:
+    """The verdict's cause in a clause, with its figure and the ladder's saturation."""
+    return sentences.cause_sentence(v.kind, v.evidence, v.partial)
+
+
+def step_between(a: Verdict, b: Verdict) -> SweepStep:
+    """The step from one judged point to another (a report's before and after), told as the
+    sweep's story tells its steps."""
+    return _step(a, b)
+
+
+def _loads_text(a: Verdict, b: Verdict) -> str:
+    load_a, load_b = a.load_label or a.key, b.load_label or b.key
+    return load_a if load_a == load_b else f"{load_a} and {load_b}"
+
+
+def _sides(changes: Sequence[SettingChange]) -> tuple[str, str]:
+    """What names each side in the story: the one changed setting at its value, else the
+    changed settings' values joined."""
+    def side(values: Sequence[Any]) -> str:
+        return ", ".join(f"{c.setting} {sentences.setting_value_text(v)}"
+                         for c, v in zip(changes, values, strict=True))
+    return side([c.before for c in changes]), side([c.after for c in changes])
 
 
 # The two settings whose raising admits more work a step: when raising one leaves output level,
@@ -495,12 +561,14 @@ NO_LIMIT_KINDS = frozenset({"underloaded", "unclear", "client_bound"})
 
 def diagnose_ladders(verdicts: Sequence[Verdict]) -> tuple[str, ...]:
     """One sentence per engine config over its load ladder (its points on the fewest replicas,
-    in load order): the limit that bound at its loaded levels, and where it changed.
+    in load order): the limit that bound at its loaded levels, where it changed and on what
+    evidence, and from where the ladder was saturated.
 
-    "seqs=4: the scheduler cap at every loaded level (burst 16 to burst 128)";
-    "seqs=16: no limit (underloaded) at burst 16; the scheduler cap from burst 64 on". Levels
-    whose verdict names no limit (unclear, client-bound) are named apart, with their kind, so
-    a change is never read into a point that could not be judged.
+    "seqs=4: the scheduler cap at every loaded level (burst 16 to burst 128); saturated from
+    burst 32 on"; "seqs=16: no limit (underloaded) at burst 16 (nothing waits); the scheduler
+    cap from burst 64 on (running sits at max_num_seqs while requests wait)". Levels whose
+    verdict names no limit (unclear, client-bound) are named apart, with their kind, so a
+    change is never read into a point that could not be judged.
     """
     by_config: dict[str, list[Verdict]] = {}
     for v in verdicts:
@@ -514,26 +582,43 @@ def diagnose_ladders(verdicts: Sequence[Verdict]) -> tuple[str, ...]:
     return tuple(sentences_out)
 
 
-def _ladder_text(ladder: Sequence[Verdict]) -> str:
-    runs: list[tuple[str, list[str]]] = []  # consecutive levels of one kind
+def _runs(
+    ladder: Sequence[Verdict], kind_of: Callable[[Verdict], str]
+) -> list[tuple[str, list[str]]]:
+    """Consecutive load levels of one kind, in ladder order, each level named once."""
+    runs: list[tuple[str, list[str]]] = []
     for v in ladder:
-        where = v.load_label or v.key
-        if runs and runs[-1][0] == v.kind:
+        where, kind = v.load_label or v.key, kind_of(v)
+        if runs and runs[-1][0] == kind:
             if where not in runs[-1][1]:
                 runs[-1][1].append(where)
         else:
-            runs.append((v.kind, [where]))
-    limits = [kind for kind, _ in runs if kind not in NO_LIMIT_KINDS]
-    if len(runs) == 1 and limits:
+            runs.append((kind, [where]))
+    return runs
+
+
+def _span(loads: Sequence[str], last: bool) -> str:
+    if len(loads) == 1:
+        return f"at {loads[0]}"
+    return f"from {loads[0]} on" if last else f"from {loads[0]} to {loads[-1]}"
+
+
+def _ladder_text(ladder: Sequence[Verdict]) -> str:
+    runs = _runs(ladder, lambda v: v.kind)
+    if len(runs) == 1 and runs[0][0] not in NO_LIMIT_KINDS:
         (kind, loads), = runs
         span = f"{loads[0]} to {loads[-1]}" if len(loads) > 1 else loads[0]
-        return f"{sentences.KIND_PHRASES[kind]} at every loaded level ({span})"
-    parts = []
-    for i, (kind, loads) in enumerate(runs):
-        last = i == len(runs) - 1
-        if len(loads) == 1:
-            span = f"at {loads[0]}"
-        else:
-            span = f"from {loads[0]} on" if last else f"from {loads[0]} to {loads[-1]}"
-        parts.append(f"{sentences.KIND_PHRASES[kind]} {span}")
-    return "; ".join(parts)
+        text = f"{sentences.KIND_PHRASES[kind]} at every loaded level ({span})"
+    else:
+        parts = []
+        for i, (kind, loads) in enumerate(runs):
+            why = sentences.KIND_EVIDENCE.get(kind)
+            parts.append(f"{sentences.KIND_PHRASES[kind]} {_span(loads, i == len(runs) - 1)}"
+                         + (f" ({why})" if why else ""))
+        text = "; ".join(parts)
+    symptom = _runs(ladder, lambda v: "saturated" if v.evidence.get("saturated") else "")
+    saturated = [(loads, i == len(symptom) - 1) for i, (kind, loads) in enumerate(symptom)
+                 if kind]
+    if saturated:
+        text += "; saturated " + " and ".join(_span(loads, last) for loads, last in saturated)
+    return text

@@ -182,7 +182,8 @@ def test_every_point_with_engine_samples_gets_exactly_one_known_verdict(
         "kv_capacity",
         "scheduler_cap",
         "token_budget",
-        "saturated",
+        "deferred",
+        "step_time",
         "underloaded",
         "unclear",
     }

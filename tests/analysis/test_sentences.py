@@ -20,8 +20,9 @@ def test_names_are_joined_as_prose():
 
 
 def test_a_lowered_setting_says_lowering():
-    assert sweep_step_sentence([("max_num_seqs", 1024, 256)], "saturated", "scheduler_cap") == (
-        "lowering max_num_seqs from 1024 to 256 moved the bottleneck from saturation to the scheduler cap"
+    assert sweep_step_sentence([("max_num_seqs", 1024, 256)], "step_time", "scheduler_cap") == (
+        "lowering max_num_seqs from 1024 to 256 moved the bottleneck from the engine's step time "
+        "to the scheduler cap"
     )
 
 

@@ -140,28 +140,33 @@ def test_more_load_for_no_throughput_is_saturated():
         **{**BELOW_CAP_WAITING, "mean_waiting": 1_200.0},
     )
     v = verdict(current, previous)
-    assert v.kind == "saturated"
+    # Saturation is the ladder's symptom: it stands beside the cause, never as the verdict.
+    assert v.kind == "unclear"
+    assert v.evidence["saturated"] is True
     assert v.evidence["previous_key"] == "lo"
     assert v.evidence["throughput_gain_pct"] == pytest.approx(200 / 41_800 * 100)  # 0.48%
     assert v.evidence["latency_growth_pct"] == pytest.approx(50.0)
-    assert (
-        v.sentence
-        == "saturated: +0.48% output tokens/s over the previous load level for +50.0% median latency"
-    )
+    assert v.sentence.endswith(
+        "; saturated: +0.48% output tokens/s over the previous load level for +50.0% median "
+        "latency")
 
 
-def test_saturation_outranks_a_token_budget_it_cannot_confirm():
+def test_saturation_never_stands_in_for_a_token_budget_it_cannot_confirm():
     previous = engine("lo", 1000, 41_800, median_e2el_ms=8_000.0, **BELOW_CAP_WAITING)
     current = engine("hi", 2000, 42_000, median_e2el_ms=12_000.0, **BELOW_CAP_WAITING)
-    assert verdict(current, previous).kind == "saturated"
+    v = verdict(current, previous)
+    assert (v.kind, v.partial, v.evidence["saturated"]) == ("token_budget", True, True)
+    assert v.evidence["also"] == []
 
 
-def test_a_pinned_scheduler_cap_outranks_saturation_and_lists_it():
+def test_a_pinned_scheduler_cap_is_the_cause_and_saturation_its_symptom():
     previous = engine("lo", 1000, 17_950, median_e2el_ms=8_000.0, **PINNED)
     current = engine("hi", 2000, 18_000, median_e2el_ms=16_000.0, **PINNED)
     v = verdict(current, previous)
     assert v.kind == "scheduler_cap"
-    assert v.evidence["also"] == ["saturated"]
+    assert v.evidence["saturated"] is True and v.evidence["also"] == []
+    assert v.sentence.startswith("scheduler cap: running pinned at max_num_seqs")
+    assert "; saturated: +0.28% output tokens/s" in v.sentence
 
 
 def test_a_real_throughput_gain_is_not_saturation():
@@ -223,7 +228,8 @@ def sweep():
             max_num_batched_tokens=8192,
             median_e2el_ms=8_000.0,
             mean_tokens_per_step=900.0,
-            **{**BELOW_CAP_WAITING, "mean_running": 700.0, "peak_running": 900.0},
+            **{**BELOW_CAP_WAITING, "mean_running": 400.0, "peak_running": 500.0,
+               "mean_waiting": 0.5},
         ),
         engine(
             "s1024|2000",
@@ -238,7 +244,7 @@ def sweep():
                 **BELOW_CAP_WAITING,
                 "mean_running": 700.0,
                 "peak_running": 900.0,
-                "mean_waiting": 1_200.0,
+                "mean_waiting": 0.8,
             },
         ),
     ]
@@ -248,8 +254,10 @@ def test_verdicts_for_a_sweep_compare_each_level_with_the_previous_of_its_own_co
     verdicts = verdicts_for_sweep(sweep())
     assert verdicts["s256|2000"].kind == "scheduler_cap"
     assert verdicts["s256|2000"].evidence["previous_key"] == "s256|1000"
-    assert verdicts["s1024|2000"].kind == "saturated"
+    # Every request admitted (running 400 -> 700, +75%) for +0.48% output: the step time.
+    assert verdicts["s1024|2000"].kind == "step_time"
     assert verdicts["s1024|2000"].evidence["previous_key"] == "s1024|1000"
+    assert verdicts["s1024|1000"].kind == "underloaded"
     assert "previous_key" not in verdicts["s1024|1000"].evidence
 
 
@@ -257,7 +265,7 @@ def test_the_sweep_summary_says_what_raising_max_num_seqs_changed():
     summary = summarize_sweep_change(list(verdicts_for_sweep(sweep()).values()))
     assert summary.sentence == (
         "raising max_num_seqs from 256 to 1024 and max_num_batched_tokens from 2048 to 8192 "
-        "moved the bottleneck from the scheduler cap to saturation"
+        "moved the bottleneck from the scheduler cap to the engine's step time"
     )
     assert (summary.overall.from_key, summary.overall.to_key) == ("s256|2000", "s1024|2000")
     assert (summary.overall.from_throughput, summary.overall.to_throughput) == (18_000, 42_000)
@@ -288,7 +296,8 @@ def test_the_sweep_summary_names_only_the_setting_that_changed():
     ]
     summary = summarize_sweep_change(list(verdicts_for_sweep(points).values()))
     assert summary.sentence == (
-        "raising max_num_seqs from 256 to 1024 moved the bottleneck from the scheduler cap to saturation"
+        "raising max_num_seqs from 256 to 1024 moved the bottleneck from the scheduler cap to "
+        "the engine's step time"
     )
 
 
@@ -308,7 +317,7 @@ def test_the_sweep_summary_walks_configs_in_order_and_says_when_nothing_moved():
     assert [s.sentence for s in summary.steps] == [
         "raising max_num_seqs from 256 to 512 left the bottleneck at the scheduler cap",
         "raising max_num_seqs from 512 to 1024 and max_num_batched_tokens from 2048 to 8192 "
-        "moved the bottleneck from the scheduler cap to saturation",
+        "moved the bottleneck from the scheduler cap to the engine's step time",
     ]
     assert summary.overall.from_key == "s256|2000" and summary.overall.to_key == "s1024|2000"
 
@@ -328,16 +337,10 @@ def test_the_sweep_summary_needs_two_configs():
         summarize_sweep_change([verdict(engine(**PINNED))])
 
 
-def test_an_unconfirmed_token_budget_beside_saturation_is_listed_as_also_holding():
-    previous = engine("lo", 1000, 41_800, median_e2el_ms=8_000.0, **BELOW_CAP_WAITING)
-    current = engine("hi", 2000, 42_000, median_e2el_ms=12_000.0, **BELOW_CAP_WAITING)
-    assert verdict(current, previous).evidence["also"] == ["token_budget"]
-
-
-def test_a_full_token_budget_outranks_saturation_and_lists_it():
-    # Both hold: steps average 2,000 of 2048 (>= 0.9 x 2048) below the cap while requests wait,
-    # and the step from 1000 added 0.48% throughput for +50% latency. The named limit says what
-    # to change, saturation only "stop adding load", so the token budget is the verdict.
+def test_a_full_token_budget_is_the_cause_and_saturation_its_symptom():
+    # Steps average 2,000 of 2048 (>= 0.9 x 2048) below the cap while requests wait, and the
+    # step from 1000 added 0.48% throughput for +50% latency: the budget is what to change,
+    # saturation only says "stop adding load".
     previous = engine(
         "lo", 1000, 41_800, median_e2el_ms=8_000.0, mean_tokens_per_step=2_000.0,
         **BELOW_CAP_WAITING,
@@ -349,7 +352,7 @@ def test_a_full_token_budget_outranks_saturation_and_lists_it():
     v = verdict(current, previous)
     assert v.kind == "token_budget"
     assert v.partial is False
-    assert v.evidence["also"] == ["saturated"]
+    assert v.evidence["also"] == [] and v.evidence["saturated"] is True
 
 
 def test_kv_usage_exactly_at_ninety_five_percent_counts_as_full():
@@ -456,7 +459,8 @@ def test_steps_exactly_at_ninety_percent_of_the_budget_fill_it():
 
 def saturation_step(throughput: float, median_e2el_ms: float, mean_waiting: float = 400.0):
     """(current, previous): 1000 -> 2000 requests from 40,000 tok/s at 8,000 ms, with 400
-    waiting before. Steps well below the budget, so only saturation can be the verdict."""
+    waiting before. Steps well below the budget and running level, so no cause holds and only
+    the symptom can change."""
     previous = engine(
         "lo", 1000, 40_000, median_e2el_ms=8_000.0, mean_tokens_per_step=900.0,
         **BELOW_CAP_WAITING,
@@ -473,8 +477,8 @@ def test_a_throughput_gain_exactly_at_two_percent_is_not_saturation():
     # pays; 40,799 is +1.9975% and does not.
     at = verdict(*saturation_step(40_800, 12_000.0))
     assert at.evidence["throughput_gain_pct"] == 2.0
-    assert at.kind == "unclear"
-    assert verdict(*saturation_step(40_799, 12_000.0)).kind == "saturated"
+    assert at.evidence["saturated"] is False
+    assert verdict(*saturation_step(40_799, 12_000.0)).evidence["saturated"] is True
 
 
 def test_latency_growth_exactly_at_five_percent_is_saturation():
@@ -482,15 +486,16 @@ def test_latency_growth_exactly_at_five_percent_is_saturation():
     # 8,399 ms is +4.99%, and with waiting unchanged (400 -> 400) nothing else says saturated.
     at = verdict(*saturation_step(40_100, 8_400.0))
     assert at.evidence["latency_growth_pct"] == 5.0
-    assert at.kind == "saturated"
-    assert verdict(*saturation_step(40_100, 8_399.0)).kind == "unclear"
+    assert at.evidence["saturated"] is True
+    assert verdict(*saturation_step(40_100, 8_399.0)).evidence["saturated"] is False
 
 
 def test_more_requests_waiting_is_saturation_even_when_latency_barely_grows():
     # +0.25% throughput and +1.25% latency (8,000 -> 8,100 ms), but 401 wait where 400 did:
     # the added load only queued. With waiting unchanged it is not saturation.
-    assert verdict(*saturation_step(40_100, 8_100.0, mean_waiting=401.0)).kind == "saturated"
-    assert verdict(*saturation_step(40_100, 8_100.0, mean_waiting=400.0)).kind == "unclear"
+    assert verdict(*saturation_step(40_100, 8_100.0, mean_waiting=401.0)).evidence["saturated"]
+    assert not verdict(*saturation_step(40_100, 8_100.0, mean_waiting=400.0)).evidence[
+        "saturated"]
 
 
 # -- Sweeps over several engine settings ------------------------------------------------------
@@ -627,8 +632,16 @@ def test_without_the_record_the_mean_decides_as_before():
 
 def test_the_sweeps_story_says_what_raising_max_num_seqs_did_to_output_at_the_load_compared():
     summary = summarize_sweep_change(list(verdicts_for_sweep(sweep()).values()))
-    # 18,000 -> 42,000 tok/s at the top load of both configs: 2.33x (these points name no load).
-    assert summary.overall.output_sentence == "Output rose 2.33x (18,000 -> 42,000 output tok/s)."
+    # 18,000 -> 42,000 tok/s at the top load of both configs: 2.33x (these points name no load,
+    # so their keys stand in), each side with its cause and the figure that shows it.
+    assert str(summary.overall.story) == (
+        "At s256|2000 and s1024|2000, raising max_num_seqs from 256 to 1024 and raising "
+        "max_num_batched_tokens from 2048 to 8192 raised output 2.33x (18,000 -> 42,000 output "
+        "tok/s): at max_num_seqs 256, max_num_batched_tokens 2048, the scheduler cap bound, with "
+        "mean running 240 of max_num_seqs 256 while 1,500 requests waited on average, and more "
+        "load added only waiting (+0.56% output over the previous load level); at max_num_seqs "
+        "1024, max_num_batched_tokens 8192, the engine's own step time bound, with mean running "
+        "up +75.0% over the previous load level for +0.48% output.")
 
 
 def _capped(key: str, seqs: int, throughput: float):
@@ -640,18 +653,20 @@ def _capped(key: str, seqs: int, throughput: float):
 def test_raising_the_cap_without_more_output_says_the_engine_itself_is_now_the_limit():
     # 46,000 -> 46,300 is +0.65%, inside the 2% that counts as level.
     summary = summarize_sweep_change([_capped("a", 1024, 46_000), _capped("b", 2048, 46_300)])
-    assert summary.overall.output_sentence == (
-        "At burst 2000, output stayed level (46,000 -> 46,300 output tok/s), +0.65%: admitting "
-        "more requests no longer pays, so the engine's own step time is now the limit.")
+    assert str(summary.overall.story).startswith(
+        "At burst 2000, raising max_num_seqs from 1024 to 2048 left output level (46,000 -> "
+        "46,300 output tok/s, +0.65%), so admitting more requests no longer pays and the "
+        "engine's own step time is now the limit: at max_num_seqs 1024, the scheduler cap bound")
 
 
 @pytest.mark.parametrize("after, ending", [
-    (46_920, "output rose 1.02x (46,000 -> 46,920 output tok/s)."),  # +2.0%: not level
-    (41_400, "output fell 10.0% (46,000 -> 41,400 output tok/s)."),
+    (46_920, "raised output 1.02x (46,000 -> 46,920 output tok/s)"),  # +2.0%: not level
+    (41_400, "lost 10.0% of output (46,000 -> 41,400 output tok/s)"),
 ])
 def test_a_step_of_two_percent_or_more_is_a_change_not_level(after, ending):
     summary = summarize_sweep_change([_capped("a", 1024, 46_000), _capped("b", 2048, after)])
-    assert summary.overall.output_sentence == f"At burst 2000, {ending}"
+    assert str(summary.overall.story).startswith(
+        f"At burst 2000, raising max_num_seqs from 1024 to 2048 {ending}: ")
 
 
 def test_level_output_after_another_setting_changed_claims_nothing_of_the_engine():
@@ -659,8 +674,10 @@ def test_level_output_after_another_setting_changed_claims_nothing_of_the_engine
                        **PINNED))
     b = verdict(engine("b", 2000, 30_100, config_label="seqs=256,kv=fp8", load_label="burst 2000",
                        **PINNED))
-    assert summarize_sweep_change([a, b]).overall.output_sentence == (
-        "At burst 2000, output stayed level (30,000 -> 30,100 output tok/s), +0.33%.")
+    assert str(summarize_sweep_change([a, b]).overall.story).startswith(
+        "At burst 2000, changing the engine config from seqs=256,kv=auto to seqs=256,kv=fp8 left "
+        "output level (30,000 -> 30,100 output tok/s, +0.33%): at the engine config "
+        "seqs=256,kv=auto, the scheduler cap bound")
 
 
 def _level(seqs: int, load: int, kind_evidence: dict, replicas: int = 1):
@@ -685,8 +702,24 @@ def test_where_the_verdict_changes_along_the_ladder_the_diagnosis_says_where():
     ladder = [_level(16, 8, QUIET), _level(16, 32, {**SPARSE, "peak_running": 16.0}),
               _level(16, 64, capped_16), _level(16, 128, capped_16)]
     assert diagnose_ladders(ladder) == (
-        "seqs=16: no limit (underloaded) at burst 8; an unclear limit at burst 32; the "
-        "scheduler cap from burst 64 on",)
+        "seqs=16: no limit (underloaded) at burst 8 (nothing waits); an unclear limit at burst "
+        "32; the scheduler cap from burst 64 on (running sits at max_num_seqs while requests "
+        "wait)",)
+
+
+def test_a_saturated_ladder_says_so_beside_its_cause_from_where_it_began():
+    # The demo's first config: pinned at 4 at every level; 16 -> 32 still added 20% output,
+    # from burst 64 on more load added under 2% for more latency.
+    levels = ((16, 1_000.0, 1_000.0), (32, 1_200.0, 1_900.0), (64, 1_205.0, 3_800.0),
+              (128, 1_190.0, 7_600.0))
+    ladder = verdicts_for_sweep([
+        engine(f"s4|{load}", load, tput, **{**CAPPED_4, "config_label": "seqs=4",
+               "max_num_seqs": 4, "load_label": f"burst {load}", "median_e2el_ms": e2el})
+        for load, tput, e2el in levels])
+    assert [ladder[f"s4|{load}"].kind for load, _, _ in levels] == ["scheduler_cap"] * 4
+    assert diagnose_ladders(list(ladder.values())) == (
+        "seqs=4: the scheduler cap at every loaded level (burst 16 to burst 128); saturated "
+        "from burst 64 on",)
 
 
 def test_a_node_run_beside_single_replica_points_is_not_read_as_a_load_level():
@@ -694,3 +727,75 @@ def test_a_node_run_beside_single_replica_points_is_not_read_as_a_load_level():
               _level(4, 64, QUIET, replicas=8)]  # 8 replicas, each with room
     assert diagnose_ladders(ladder) == (
         "seqs=4: the scheduler cap at every loaded level (burst 16 to burst 32)",)
+
+
+# -- The engine's step time and deferred admission ----------------------------------------------
+
+
+def wider_step(running_before: float, running_after: float, throughput_after: float, cap=512,
+               **after):
+    """(current, previous): burst 64 -> 128 with nothing waiting, 1,000 output tok/s before."""
+    room = dict(mean_waiting=0.2, peak_waiting=4.0, max_num_seqs=cap, config_label=f"seqs={cap}")
+    previous = engine("lo", 64, 1_000, **{"mean_running": running_before,
+                                          "peak_running": running_before + 4, **room})
+    current = engine("hi", 128, throughput_after, **{
+        "mean_running": running_after, "peak_running": running_after + 4, **room, **after})
+    return current, previous
+
+
+def test_a_wider_batch_for_little_more_output_is_the_engine_step_time():
+    # Running 50 -> 100 (+100%) for +10% output: a quarter of the growth would be +25%.
+    v = verdict(*wider_step(50.0, 100.0, 1_100))
+    assert v.kind == "step_time"
+    assert v.evidence["running_growth_pct"] == pytest.approx(100.0)
+    assert v.sentence.startswith(
+        "engine step time: mean running rose +100.0% over the previous load level (to 100) "
+        "for +10.0% output tokens/s")
+
+
+def test_a_wider_batch_that_turns_into_output_is_room_not_the_step_time():
+    # +100% running for +60% output: the engine still had room.
+    assert verdict(*wider_step(50.0, 100.0, 1_600)).kind == "underloaded"
+
+
+def test_the_step_time_needs_output_under_a_quarter_of_the_running_growth():
+    # The rule is gain < 0.25 x growth: +100% running, +25.0% output is not it, +24.9% is.
+    assert verdict(*wider_step(50.0, 100.0, 1_250)).kind == "underloaded"
+    assert verdict(*wider_step(50.0, 100.0, 1_249)).kind == "step_time"
+
+
+def test_the_step_time_needs_running_to_grow_at_least_a_fifth():
+    # +20% running (50 -> 60) for no output counts; +19.8% (50 -> 59.9) is too little to say.
+    assert verdict(*wider_step(50.0, 60.0, 1_000)).kind == "step_time"
+    assert verdict(*wider_step(50.0, 59.9, 1_000)).kind == "underloaded"
+
+
+def test_a_pinned_scheduler_cap_outranks_the_step_time():
+    # Both hold: running grew +100% for no output, and it sits at the cap while 60 wait.
+    current, previous = wider_step(50.0, 100.0, 1_000, cap=100, peak_running=100.0,
+                                   mean_waiting=60.0, at_cap_share=0.9)
+    v = verdict(current, previous)
+    assert v.kind == "scheduler_cap"
+    assert v.evidence["also"] == ["step_time"]
+
+
+def test_kv_capacity_outranks_the_step_time():
+    v = verdict(*wider_step(50.0, 100.0, 1_000, preemptions=3.0))
+    assert v.kind == "kv_capacity" and "step_time" not in v.evidence["also"]
+
+
+def test_requests_mostly_deferred_are_deferred_admission_not_the_cap():
+    # Pinned at the cap, but 30 of the 60 waiting wait deferred (a LoRA slot, a grammar).
+    deferred = dict(PINNED, mean_waiting=60.0, mean_waiting_deferred=30.0, at_cap_share=0.9)
+    v = verdict(engine(**deferred))
+    assert v.kind == "deferred"
+    assert v.evidence["also"] == ["scheduler_cap"]
+    assert v.sentence.startswith("deferred admission: 30.0 of 60.0 waiting requests")
+    # The rule is deferred >= half the waiting: 29.9 of 60 is the cap's queue.
+    assert verdict(engine(**{**deferred, "mean_waiting_deferred": 29.9})).kind == "scheduler_cap"
+
+
+def test_kv_capacity_outranks_deferred_admission():
+    v = verdict(engine(**dict(PINNED, mean_waiting=60.0, mean_waiting_deferred=60.0,
+                              preemptions=2.0)))
+    assert v.kind == "kv_capacity" and v.evidence["also"][0] == "deferred"

@@ -40,7 +40,7 @@ def test_each_point_gets_a_verdict_with_its_evidence_numbers(owner_client):
     assert judge.EvidenceItem(label="mean waiting", value=3000.0, kind="number") in (
         pinned["evidence"]
     )
-    assert rows[point(benchmark, 512, 4000).key]["verdict"].kind == "saturated"
+    assert rows[point(benchmark, 512, 4000).key]["verdict"].kind == "step_time"
     html = response.content.decode()
     assert "scheduler_cap" in html and "mean waiting 3000" in html
 
@@ -51,13 +51,14 @@ def test_the_sweep_change_sentence_names_the_setting_and_the_bottlenecks(owner_c
     summary = response.context["judgement"]["summary"]
     assert summary is not None
     assert "max_num_seqs from 256 to 512" in summary.sentence
-    assert "scheduler cap" in summary.sentence and "saturation" in summary.sentence
+    assert "scheduler cap" in summary.sentence and "step time" in summary.sentence
     page = html.unescape(response.content.decode())
     assert summary.sentence in page
     # Beside it, what the step did to output at the loads compared, from the same summary.
-    assert summary.overall.output_sentence == (
-        "At burst 4000, output rose 1.16x (2,610 -> 3,020 output tok/s).")
-    assert summary.overall.output_sentence in page
+    assert str(summary.overall.story).startswith(
+        "At burst 4000, raising max_num_seqs from 256 to 512 raised output 1.16x (2,610 -> 3,020 "
+        "output tok/s): at max_num_seqs 256, the scheduler cap bound")
+    assert str(summary.overall.story) in page
     # And each config over its own load levels, from the same verdicts.
     ladders = response.context["judgement"]["ladders"]
     assert [line.split(":")[0] for line in ladders] == ["seqs=256", "seqs=512"]
@@ -289,7 +290,7 @@ def test_node_runs_beside_single_replica_points_keep_every_verdict_and_the_summa
     assert summary is not None
     assert "max_num_seqs from 256 to 512" in summary.sentence
     assert summary.overall.from_key == single.key
-    assert summary.sentence in response.content.decode()
+    assert summary.sentence in html.unescape(response.content.decode())
     # A node run is not a repeat of the single-replica point at its config and load.
     assert j["capacity"] == []
 
@@ -323,4 +324,4 @@ def test_a_ladder_with_two_points_at_one_level_loses_only_its_own_verdicts(owner
     assert rows[twin_key]["verdict"] is None
     assert rows[point(benchmark, 256, 4000).key]["verdict"] is None
     assert "share config" in rows[point(benchmark, 256, 4000).key]["no_verdict"]
-    assert rows[point(benchmark, 512, 4000).key]["verdict"].kind == "saturated"
+    assert rows[point(benchmark, 512, 4000).key]["verdict"].kind == "step_time"

@@ -237,3 +237,35 @@ def test_node_scaling_counts_every_gpu_of_a_tensor_parallel_replica(owner):
     assert result.throughput_per_gpu == 10000.0
     assert result.ideal_throughput == 40000.0
     assert result.efficiency == pytest.approx(1.0)
+
+
+def test_the_queue_evidence_tells_the_step_as_the_run_pages_story_does(sweep, owner):
+    # Before: seqs=8 at burst 32 runs 8 of 8 while 24 wait (the scheduler cap); after: seqs=64
+    # runs 32 with nothing waiting (running 16 -> 32, +100%, for +39.6% output: room, not the
+    # step time), but its recorded peak reached the cap, so no limit can be named.
+    report = make_report(sweep, owner)
+    body = Client().get(f"/r/{report.issued_token}/").content.decode()
+    queue = " ".join(_section(body, "queue").split())
+    assert ("Binding limit: the scheduler cap bound, with mean running 8.0 of max_num_seqs 8 "
+            "while 24.0 requests waited on average") in queue
+    assert "Binding limit: no limit can be named from the engine's evidence" in queue
+    story = _text(body, "queue-story")
+    assert story == (
+        "At burst 32, raising max_num_seqs from 8 to 64 raised output 2.32x (18,012 -> 41,874 "
+        "output tok/s): at max_num_seqs 8, the scheduler cap bound, with mean running 8.0 of "
+        "max_num_seqs 8 while 24.0 requests waited on average; at max_num_seqs 64, no limit "
+        "can be named from the engine's evidence.")
+    # From the function the run page's story uses, on the same verdicts.
+    found = judge.verdict_rows([judge.figures(p) for p in sweep.points.all()]).by_key
+    before = found[point(sweep, 8, 32).key]
+    after = found[point(sweep, 64, 32).key]
+    assert story == str(judge.step_story(before, after))
+
+
+def test_the_korean_report_tells_the_same_step_in_korean(sweep, owner):
+    report = make_report(sweep, owner, language="ko")
+    body = Client().get(f"/r/{report.issued_token}/").content.decode()
+    story = _text(body, "queue-story")
+    assert story.startswith("burst 32에서 max_num_seqs 8 → 64 상향 후 출력이 2.32x 늘었습니다 "
+                            "(18,012 -> 41,874 output tok/s). max_num_seqs 8에서는 스케줄러 상한이 제약")
+    assert "raising" not in story and "bound" not in story
