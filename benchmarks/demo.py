@@ -24,6 +24,7 @@ It prints how long each stage took and exits 1 if any check failed.
 from __future__ import annotations
 
 import argparse
+import html
 import os
 import re
 import secrets
@@ -412,7 +413,29 @@ def check_pages(base_url: str, code: str, password: str, finisher_output: str) -
         return problems
     if state.json()["state"] != "succeeded":
         problems.append(f"the sweep ended {state.json()['state']}")
-    return problems + _same_operating_point(run.text, report.text)
+    return problems + _same_operating_point(run.text, report.text) + _demo_diagnosis(run.text)
+
+
+# The demo's sweep is built so the answer is known: at max_num_seqs 4 every burst of 16 or more
+# queues behind the cap, and raising it is what the story must name.
+DEMO_CAPPED_LADDER = "seqs=4: the scheduler cap at every loaded level"
+DEMO_STORY_START = "raising max_num_seqs from 4 to "
+
+
+def _demo_diagnosis(run_page: str) -> list[str]:
+    """The run page diagnoses the demo's capped config as the scheduler cap at every level and
+    tells what raising it did."""
+    ladders = [html.unescape(line) for line in re.findall(
+        r"<li>(seqs=[^<]*)</li>", run_page.split('id="ladder-diagnoses"', 1)[-1])]
+    story = re.search(r'<p id="sweep-change-output">([^<]*)</p>', run_page)
+    problems = []
+    if not any(line.startswith(DEMO_CAPPED_LADDER) for line in ladders):
+        problems.append(f"the run page does not diagnose seqs=4 as the scheduler cap at every "
+                        f"loaded level: {ladders}")
+    if story is None or DEMO_STORY_START not in html.unescape(story.group(1)):
+        problems.append("the run page's story does not say what raising max_num_seqs from 4 "
+                        f"did: {html.unescape(story.group(1)) if story else 'no story'}")
+    return problems
 
 
 def _log_in(client: httpx.Client, password: str) -> list[str]:

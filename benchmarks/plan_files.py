@@ -378,6 +378,8 @@ def _not_on_the_form(plan: schema.SweepPlan, endpoint: Endpoint | None = None) -
     left_out = []
     for part, name in parts:
         default = type(part).model_fields[name].get_default(call_default_factory=True)
+        if part is plan and name == "sample_interval_s":
+            default = schema.default_sample_interval(plan.launch.style)  # as a launch uses
         if getattr(part, name) != default:
             where = name if part is plan else f"launch.{name}"
             left_out.append(f"{where}: not on the form; a launch uses the default "

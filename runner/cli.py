@@ -36,7 +36,9 @@ from runner.importer import ImportFileError, load_result_file
 from runner.plan_text import PlanTextError, read_plan_data
 from runner.results import ResultFileError, append_point, finished_keys
 from runner.schema import (
+    CPU_ENGINE_SAMPLE_INTERVAL_S,
     IDLE_NAP_MAX_US,
+    SAMPLE_INTERVAL_S,
     EngineConfig,
     EngineSetting,
     PointResult,
@@ -321,10 +323,11 @@ def _add_load_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--sample-interval",
         type=_positive_number(allow_inf=False),
-        default=SweepPlan.model_fields["sample_interval_s"].default,
+        default=None,
         metavar="S",
-        help="seconds between /metrics scrapes of the engine's queue (default %(default)s); "
-        "each scrape costs the API server a little CPU",
+        help="seconds between /metrics scrapes of the engine's queue (default "
+        f"{SAMPLE_INTERVAL_S}, {CPU_ENGINE_SAMPLE_INTERVAL_S} on a CPU engine, whose points are "
+        "short); each scrape costs the API server a little CPU",
     )
     group.add_argument(
         "--goodput",

@@ -874,6 +874,17 @@ class QualitySpec(Schema):
     )
 
 
+# Seconds between /metrics scrapes unless a plan says: 0.5 s for GPU points of minutes; 0.1 s
+# on a CPU engine, whose tiny-model bursts last about a second, so that a queue cannot fill
+# and drain between two samples (the verdict would be "unclear (sparse samples)").
+SAMPLE_INTERVAL_S: Final = 0.5
+CPU_ENGINE_SAMPLE_INTERVAL_S: Final = 0.1
+
+
+def default_sample_interval(style: str) -> float:
+    return CPU_ENGINE_SAMPLE_INTERVAL_S if style == "cpu" else SAMPLE_INTERVAL_S
+
+
 class SweepPlan(Schema):
     """engine configs x load levels x repeats on one checkpoint and workload."""
 
@@ -887,7 +898,8 @@ class SweepPlan(Schema):
     repeats: int = Field(default=1, gt=0)
     replicas: int = Field(default=1, gt=0)
     warmup_requests: int = Field(default=0, ge=0)
-    sample_interval_s: float = Field(default=0.5, gt=0)
+    # Default: default_sample_interval(launch.style), filled in by _sample_interval_for_launch.
+    sample_interval_s: float = Field(default=SAMPLE_INTERVAL_S, gt=0)
     # Goodput SLOs in ms, as `vllm bench serve --goodput ttft:MS tpot:MS e2el:MS`.
     goodput: dict[str, float] = Field(default_factory=dict)
     # A small evaluation file scored beside every point; None: none.
@@ -897,6 +909,16 @@ class SweepPlan(Schema):
     @classmethod
     def _known_slos(cls, slos: dict[str, float]) -> dict[str, float]:
         return check_goodput(slos)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _sample_interval_for_launch(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or data.get("sample_interval_s") is not None:
+            return data
+        launch = data.get("launch")
+        style = (launch.style if isinstance(launch, EngineLaunch)
+                 else (launch or {}).get("style", EngineLaunch.model_fields["style"].default))
+        return {**data, "sample_interval_s": default_sample_interval(style)}
 
     @model_validator(mode="after")
     def _code_loading_needs_trust(self) -> SweepPlan:

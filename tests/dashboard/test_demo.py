@@ -21,6 +21,7 @@ from django.utils import timezone
 from benchmarks.demo import (
     Children,
     Stages,
+    _demo_diagnosis,
     _same_operating_point,
     check_pages,
     choose_broker,
@@ -48,6 +49,23 @@ def test_the_demo_sweep_is_a_valid_launch(db):
     plan: SweepPlan = form.cleaned_data["plan"]
     assert [c.max_num_seqs for c in plan.engine_configs] == [4, 16, 64]
     assert [load.num_requests for load in plan.loads] == [16, 32, 64, 128]
+    # A CPU engine's burst lasts about a second: its queue is sampled every 0.1 s, not 0.5 s.
+    assert plan.sample_interval_s == 0.1
+
+
+def _run_page(ladder: str, story: str) -> str:
+    return (f'<ul id="ladder-diagnoses"><li>{ladder}</li><li>seqs=64: no limit</li></ul>'
+            f'<p id="sweep-change-output">{story}</p>')
+
+
+def test_the_demo_check_wants_the_cap_at_every_level_and_the_story_of_raising_it():
+    story = "At burst 128, raising max_num_seqs from 4 to 64 raised output 1.98x"
+    capped = "seqs=4: the scheduler cap at every loaded level (burst 16 to burst 128)"
+    assert _demo_diagnosis(_run_page(capped, story)) == []
+    mixed = "seqs=4: the scheduler cap from burst 16 to burst 32; the engine&#x27;s step time"
+    assert "does not diagnose seqs=4" in _demo_diagnosis(_run_page(mixed, story))[0]
+    other = "At burst 128, changing the engine config from a to b left output level"
+    assert "does not say what raising" in _demo_diagnosis(_run_page(capped, other))[0]
 
 
 def test_it_uses_redis_when_it_answers():

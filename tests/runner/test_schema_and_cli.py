@@ -412,8 +412,19 @@ def test_an_engine_name_is_spelled_one_way(written, name):
 
 
 def test_the_metrics_scrape_interval_is_a_bench_flag_with_the_plans_default():
-    assert bench_plan().sample_interval_s == 0.5
+    # A CPU engine's points last about a second: 0.1 s there, 0.5 s elsewhere.
+    assert bench_plan().sample_interval_s == 0.1
+    assert bench_plan("--launch", "serve").sample_interval_s == 0.5
     assert bench_plan("--sample-interval", "5").sample_interval_s == 5.0
+    assert bench_plan("--launch", "serve", "--sample-interval", "0.1").sample_interval_s == 0.1
+
+
+def test_a_plan_that_names_its_scrape_interval_keeps_it_on_any_launch():
+    base = {"checkpoint": {"model": "m"}, "engine_configs": [{}], "loads": [{"num_requests": 1}]}
+    assert SweepPlan.model_validate(base).sample_interval_s == 0.1  # the default launch: cpu
+    assert SweepPlan.model_validate({**base, "sample_interval_s": 0.5}).sample_interval_s == 0.5
+    served = {**base, "launch": {"style": "serve"}}
+    assert SweepPlan.model_validate(served).sample_interval_s == 0.5
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "nan", "inf"])
