@@ -21,7 +21,7 @@ from judgement.analysis.types import (
     WorkloadShape,
 )
 from runner.importer import UNKNOWN_HOST, UNKNOWN_MODEL
-from runner.schema import ClientHealth, EngineConfig, PointResult, WorkloadSpec
+from runner.schema import EngineConfig, PointResult, WorkloadSpec
 from runner.vllm_defaults import (
     BatchDefaults,
     batch_defaults,
@@ -62,17 +62,51 @@ def devices_used(p: PointResult) -> int:
 CLIENT_BUSY_FRACTION = 0.9
 
 
-def client_limited(client: ClientHealth) -> bool:
-    """Whether the client itself may have held the load back: its own process was busy.
+# A starved client held the load back when the engine held fewer than this share of the
+# requests a closed loop keeps in flight, or a scheduled load went out below this share of its
+# rate: the engine then saw less load than the point names.
+CLIENT_SHORTFALL = 0.9
+# ... or when a burst's sends spread over more than this share of the point's duration.
+BURST_SEND_SPREAD = 0.1
 
-    A client starved by other processes on the host (event-loop lag while its own CPU sat
-    idle, as when a CPU engine shares two cores with it) still distorts per-token timings, and
-    the point keeps that caveat; but it was not what limited the engine, so the engine's queue
-    evidence decides the bottleneck verdict.
+
+def client_limited(p: PointResult) -> bool:
+    """Whether the client held the load back: its own process was busy, or it was starved by
+    other processes on the host and the load it sent fell short of the plan (load_fell_short).
+
+    A starved client whose load still arrived in full (as when a CPU engine shares two cores
+    with it) distorts per-token timings, and the point keeps that caveat; but it was not what
+    limited the engine, so the engine's queue evidence decides the bottleneck verdict.
     """
+    client = p.client
     if not client.saturated:
         return False
-    return client.cpu_fraction is None or client.cpu_fraction > CLIENT_BUSY_FRACTION
+    if client.cpu_fraction is None or client.cpu_fraction > CLIENT_BUSY_FRACTION:
+        return True
+    return load_fell_short(p)
+
+
+def load_fell_short(p: PointResult) -> bool:
+    """The engine saw less load than the point names: a closed loop's requests in the engine
+    (running + waiting) below CLIENT_SHORTFALL of its concurrency, a scheduled load's achieved
+    rate below CLIENT_SHORTFALL of its rate, or a burst's sends spread over more than
+    BURST_SEND_SPREAD of the point. A node run is judged by the first two only where each
+    replica's share is known, so not here: its client's own CPU decides alone."""
+    load, queue, schedule = p.load, p.queue, p.client.schedule
+    if p.replicas > 1:
+        return False
+    if load.shape == "concurrency":
+        if not load.concurrency or queue.mean_running is None or queue.mean_waiting is None:
+            return False
+        in_engine = queue.mean_running + queue.mean_waiting
+        return in_engine < CLIENT_SHORTFALL * min(load.concurrency, load.num_requests)
+    if schedule is None:
+        return False
+    if schedule.scheduled_rate and schedule.achieved_rate is not None:
+        return schedule.achieved_rate < CLIENT_SHORTFALL * schedule.scheduled_rate
+    if schedule.max_send_lag_ms is not None and p.metrics.duration > 0:
+        return schedule.max_send_lag_ms / 1000 > BURST_SEND_SPREAD * p.metrics.duration
+    return False
 
 
 def from_point_result(p: PointResult) -> PointFigures:
@@ -98,7 +132,7 @@ def from_point_result(p: PointResult) -> PointFigures:
         valid=m.valid and not failed,
         run_valid=m.valid,
         failed_checks=failed,
-        client_saturated=client_limited(p.client),
+        client_saturated=client_limited(p),
         total_output_tokens=m.total_output_tokens,
         queue_samples=q.samples,
         queue_gap_fraction=queue_gap_fraction(p),

@@ -22,6 +22,7 @@ from runner.schema import (
     Provenance,
     QueueSummary,
     ReplicaResult,
+    SendSchedule,
     Window,
     WorkloadSpec,
 )
@@ -157,16 +158,54 @@ def test_replica_figures_carry_each_replicas_window_and_metrics():
     assert figures[1].output_throughput is None and figures[1].valid is None
 
 
-def test_a_client_starved_by_other_processes_does_not_decide_the_bottleneck():
+def _client(load: LoadSpec, running: float, waiting: float, *, cpu: float = 0.03,
+            schedule: SendSchedule | None = None, duration: float | None = None) -> PointResult:
+    queue = QueueSummary(samples=20, mean_running=running, mean_waiting=waiting)
+    client = ClientHealth(cpu_fraction=cpu, loop_lag_p99_ms=46, saturated=True,
+                          schedule=schedule)
+    extra = {"metrics": metrics(duration=duration)} if duration is not None else {}
+    return result(load=load, queue=queue, client=client, **extra)
+
+
+CLOSED_16 = LoadSpec(shape="concurrency", num_requests=64, concurrency=16)
+
+
+def test_a_starved_client_whose_load_arrived_does_not_decide_the_bottleneck():
     from judgement.analysis.convert import client_limited
-    from runner.schema import ClientHealth
 
-    starved = ClientHealth(cpu_fraction=0.03, loop_lag_p99_ms=46, saturated=True)
-    busy = ClientHealth(cpu_fraction=0.97, loop_lag_p99_ms=12, saturated=True)
-    assert client_limited(starved) is False
-    assert client_limited(busy) is True
-    assert client_limited(ClientHealth(saturated=False)) is False
+    # 16 in flight, as the closed loop means to keep: the lag distorts timings, not the load.
+    assert client_limited(_client(CLOSED_16, 8.0, 8.0)) is False
+    assert client_limited(_client(CLOSED_16, 8.0, 8.0, cpu=0.97)) is True  # its own CPU busy
+    assert client_limited(result(client=ClientHealth(saturated=False))) is False
 
+
+def test_a_starved_client_that_kept_too_few_requests_in_flight_held_the_load_back():
+    from judgement.analysis.convert import client_limited
+
+    # The rule is running + waiting < 0.9 x 16 = 14.4: 14.4 is enough, 14.3 is not.
+    assert client_limited(_client(CLOSED_16, 8.0, 6.4)) is False
+    assert client_limited(_client(CLOSED_16, 8.0, 6.3)) is True
+    # Not without the lag: a healthy client's shortfall is the load's own turnaround.
+    healthy = result(load=CLOSED_16, client=ClientHealth(saturated=False),
+                     queue=QueueSummary(samples=20, mean_running=2.0, mean_waiting=0.0))
+    assert client_limited(healthy) is False
+
+
+def test_a_starved_client_behind_its_schedule_held_the_load_back():
+    from judgement.analysis.convert import client_limited
+
+    rate = LoadSpec(shape="rate", num_requests=64, rate=10.0)
+    def behind(achieved):
+        return SendSchedule(requests=64, sent=64, scheduled_span_s=6.3, scheduled_rate=10.0,
+                            achieved_rate=achieved)
+    assert client_limited(_client(rate, 4.0, 0.0, schedule=behind(9.0))) is False
+    assert client_limited(_client(rate, 4.0, 0.0, schedule=behind(8.9))) is True
+    # A burst: its sends spread over more than a tenth of the 10 s point.
+    burst = LoadSpec(shape="burst", num_requests=64)
+    def spread(max_lag_ms):
+        return SendSchedule(requests=64, sent=64, scheduled_span_s=0.0, max_send_lag_ms=max_lag_ms)
+    assert client_limited(_client(burst, 4.0, 30.0, schedule=spread(1_000), duration=10.0)) is False
+    assert client_limited(_client(burst, 4.0, 30.0, schedule=spread(1_001), duration=10.0)) is True
 
 
 def served_by(engine: EngineInfo, source: str = "headroom", **hardware: object) -> PointResult:
