@@ -455,7 +455,11 @@ def _deferred(e: Mapping[str, Any], scope: _Scope) -> str:
 
 
 def _underloaded(e: Mapping[str, Any], scope: _Scope) -> str:
-    room = "every replica has room" if scope.node else "the engine has room"
+    full = e.get("max_num_seqs") is not None and e["peak_running"] >= e["max_num_seqs"]
+    if full:
+        room = "the load just fills max_num_seqs"
+    else:
+        room = "every replica has room" if scope.node else "the engine has room"
     cap = f" of {limit_text(e, 'max_num_seqs')}" if e.get("max_num_seqs") is not None else ""
     kv = (
         f", peak KV {percent(e['peak_kv_usage'] * 100)}{scope.fullest}"

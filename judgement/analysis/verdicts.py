@@ -21,7 +21,8 @@ that also hold are listed in evidence["also"]):
    by about as much as it got wider, so the engine's own step time is the limit.
 7. token_budget (partial evidence): as 5, but without per-step token counts, so the step
    condition could not be checked; marked partial.
-8. underloaded: nothing waits and the engine has room (running below the cap, KV not full).
+8. underloaded: nothing waits (every request is admitted; the load may just fill the cap) and
+   the KV cache is not full.
 9. unclear: none of the above holds; evidence["why"] says what is missing or odd. Also the
    verdict, before any condition is checked, when the engine samples leave more than
    QUEUE_GAP_MAX_FRACTION of the point uncovered: too few samples to judge the queue.
@@ -226,7 +227,8 @@ def _conditions(point: PointFigures, evidence: dict[str, Any]) -> dict[str, bool
         "token_budget": budget_suspect and steps_full,
         "step_time": not kv_full and _step_time(evidence),
         "token_budget_partial": budget_suspect and not steps_known,
-        "underloaded": not waits and not kv_full and (cap is None or point.peak_running < cap),
+        # Nothing waits: every request is admitted, even where the load just fills the cap.
+        "underloaded": not waits and not kv_full,
     }
 
 
@@ -261,12 +263,10 @@ def _unclear_why(point: PointFigures) -> str:
             "requests wait but max_num_seqs is not recorded, so the scheduler cap and "
             "token budget cannot be judged"
         )
-    if waits:
-        return (
-            "requests wait with running below max_num_seqs and KV not full, and "
-            f"{_steps_text(point)}; compare with the next load level"
-        )
-    return "running reached max_num_seqs but nothing waits: the load just fills the engine"
+    return (
+        "requests wait with running below max_num_seqs and KV not full, and "
+        f"{_steps_text(point)}; compare with the next load level"
+    )
 
 
 def _steps_text(point: PointFigures) -> str:

@@ -96,9 +96,12 @@ def test_running_below_ninety_percent_of_the_cap_is_not_pinned():
 
 
 def test_pinned_running_without_waiting_requests_is_not_the_scheduler_cap():
+    # A burst the size of the cap: every request admitted, nothing left to wait.
     v = verdict(engine(**{**PINNED, "mean_waiting": 0.5, "peak_waiting": 30.0}))
-    assert v.kind == "unclear"
-    assert "nothing waits" in v.evidence["why"]
+    assert v.kind == "underloaded"
+    assert v.sentence.startswith(
+        "underloaded: nothing waits (mean 0.5) and the load just fills max_num_seqs (peak "
+        "running 256 of 256")
 
 
 def test_steps_at_the_token_budget_with_room_under_the_cap_is_the_token_budget():
@@ -446,8 +449,8 @@ def test_one_request_waiting_on_average_counts_as_waiting():
     # nothing waits and the cap is merely filled.
     assert verdict(engine(**{**PINNED, "mean_waiting": 1.0})).kind == "scheduler_cap"
     below = verdict(engine(**{**PINNED, "mean_waiting": 0.99}))
-    assert below.kind == "unclear"
-    assert "nothing waits" in below.evidence["why"]
+    assert below.kind == "underloaded"
+    assert "the load just fills max_num_seqs" in below.sentence
 
 
 def test_steps_exactly_at_ninety_percent_of_the_budget_fill_it():
