@@ -125,9 +125,9 @@ def execute_benchmark(benchmark_id: int) -> str:
                 data_dir=settings.HEADROOM_DATA_DIR,  # a plan's dataset is named inside it
                 credentials=credentials,
             ):
-                # The records are the point's largest part (1.4 GB at 100,000 requests x 1,000
-                # chunks): given up to the encoder, they are freed a block at a time as they
-                # are spilled, never held beside their blob.
+                # The records are the point's largest part (docs/performance.md, "Memory of
+                # large points"): given up to the encoder, they are freed a block at a time as
+                # they are spilled, never held beside their blob.
                 with storage.RequestEncoder() as requests:
                     requests.take(result.requests)
                     store_point(benchmark, result, requests=requests)

@@ -48,8 +48,8 @@ BODY_LIMIT = 64 * 1024 * 1024
 # Pool.close() waits this long for the closed sockets' connection_lost before giving up.
 POOL_CLOSE_WAIT_S = 2.0
 # Reads parsed in one loop pass before the loop polls its sockets again: a read that arrives
-# while a backlog is parsed is stamped after one slice (about 4 x 10-15 us), not the backlog;
-# 16 kept more of the tail, 1 cost a quarter more CPU per event (docs/performance.md).
+# while a backlog is parsed is stamped after one slice, not the whole backlog. The size is
+# measured in docs/performance.md, "Client: streamed SSE events per client process".
 PARSE_SLICE = 4
 
 OnEvent = Callable[[bytes, float], None]
@@ -132,7 +132,7 @@ class _Reads:
     A client blocked in epoll_wait has to be woken by the server's write, and on loopback that
     wake-up (a cross-CPU interrupt) is charged to the API server, on the core it shares with
     the engine; an efficient client sleeps between chunks more often than vLLM's, so it cost
-    the server more (docs/performance.md, "waking the client"). Busy passes do not nap, so
+    the server more (docs/performance.md, "Waking the client"). Busy passes do not nap, so
     capacity is untouched; a stamp can be late by at most one nap."""
 
     def __init__(self) -> None:
