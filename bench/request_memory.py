@@ -37,7 +37,7 @@ older code lacks falls back to what that code did (the worker's iter_points + en
 the web's decode_requests).
 
 Run: .venv/bin/python bench/request_memory.py [--sizes 32768x256,100000x1000]
-     [--before /tmp/hr_before --before-sizes 32768x256] [--stages client,runner,worker,...]
+     [--before DIR --before-sizes 32768x256] [--stages client,runner,worker,...]
      [--db]
 Quick: .venv/bin/python bench/request_memory.py --quick [--db] (every stage on a point of
 QUICK_SIZE, seconds; tests/bench runs it so the script keeps working).

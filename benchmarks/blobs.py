@@ -50,9 +50,9 @@ _HEADER_LENGTH = struct.Struct("<I")
 ZLIB_LEVEL = 1
 # A byte plane is compressed when zlib shrinks a sample of it below this fraction. The sample
 # is SAMPLE_SLICES slices of SAMPLE_SLICE_BYTES spread over the plane, so a plane that is noise
-# only at its start (or only at its end) is judged on the whole. Measured on chunk times: zlib
-# took ~40 ns a byte to bring a noisy plane to 85%, while the INSERT costs ~13 ns a stored byte,
-# so that 15% saved ~2 ns a byte; the planes that shrink to a few percent cost ~2 ns a byte.
+# only at its start (or only at its end) is judged on the whole. A plane that zlib brings only to
+# 80-90% costs far more to compress than its saved bytes cost to store (docs/performance.md,
+# "Dashboard").
 COMPRESS_BELOW = 0.5
 SAMPLE_SLICES = 4
 SAMPLE_SLICE_BYTES = 16 * 1024

@@ -830,7 +830,7 @@ class Caveat(models.Model):
 class ExternalReference(models.Model):
     """A dated public figure (a vendor's published number) kept with what it measured.
 
-    Each fixed factor of a controlled comparison (domain.md section 2) has a field, blank when
+    Each fixed factor of a controlled comparison (docs/vllm.md) has a field, blank when
     the source does not state it: a blank factor is "not recorded", so no comparison with the
     reference is called controlled on a guess. The latency is one published request latency
     with the statistic it is (median or mean), so it is only ever shown beside the same

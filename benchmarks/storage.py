@@ -10,11 +10,11 @@ Missing values: NaN for floats, -1 for counts and status codes, "" for strings. 
 chunk token counts are ragged; they are stored flat with a per-request length array.
 
 Memory: a point of 100,000 requests x 1,000 chunks is 1.4 GB of records and a 590 MB blob, so
-neither side holds both (docs/performance.md). RequestEncoder takes the records a block at a
-time, spilling their ragged values to files, and writes the blob out a piece at a time (or
-whole, for encode_requests). Reading, iter_request_blocks makes a block of records at a time
-and inflates each zlib part only as far as it has read, and request_columns gives a few fields
-without making records at all.
+neither side holds both (docs/performance.md, "Memory of large points"). RequestEncoder takes
+the records a block at a time, spilling their ragged values to files, and writes the blob out a
+piece at a time (or whole, for encode_requests). Reading, iter_request_blocks makes a block of
+records at a time and inflates each zlib part only as far as it has read, and request_columns
+gives a few fields without making records at all.
 """
 
 from __future__ import annotations

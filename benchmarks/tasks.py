@@ -27,6 +27,7 @@ from benchmarks.beats import RowBeat
 from benchmarks.models import Benchmark, Endpoint, EngineStart, ResultImport
 from benchmarks.points import store_point
 from runner.endpoint import NO_CREDENTIALS, Credentials, redact
+from runner.provenance import collect_hardware
 from runner.sweep import Cancelled, Progress, run_plan
 
 log = logging.getLogger(__name__)
@@ -125,9 +126,9 @@ def execute_benchmark(benchmark_id: int) -> str:
                 data_dir=settings.HEADROOM_DATA_DIR,  # a plan's dataset is named inside it
                 credentials=credentials,
             ):
-                # The records are the point's largest part (1.4 GB at 100,000 requests x 1,000
-                # chunks): given up to the encoder, they are freed a block at a time as they
-                # are spilled, never held beside their blob.
+                # The records are the point's largest part (docs/performance.md, "Memory of
+                # large points"): given up to the encoder, they are freed a block at a time as
+                # they are spilled, never held beside their blob.
                 with storage.RequestEncoder() as requests:
                     requests.take(result.requests)
                     store_point(benchmark, result, requests=requests)
@@ -234,15 +235,9 @@ def progress_fraction(progress: Progress) -> float:
     return min(max((progress.points_done + within) / progress.points_total, 0.0), 1.0)
 
 
-def collect_hardware_facts() -> dict[str, Any] | None:
-    """GPU facts from runner.provenance (engineer B's module); None if it is not there yet."""
-    try:
-        from runner.provenance import collect_hardware
-    except ImportError:
-        log.warning("runner.provenance.collect_hardware missing: node registered without GPU facts")
-        return None
-    hardware = collect_hardware()
-    return hardware.model_dump() if hasattr(hardware, "model_dump") else dict(hardware)
+def collect_hardware_facts() -> dict[str, Any]:
+    """This host's GPU facts (runner.provenance), as the node row stores them."""
+    return collect_hardware().model_dump()
 
 
 class NodeHeartbeat(threading.Thread):

@@ -539,7 +539,8 @@ def run_json(request: HttpRequest, code: UUID) -> StreamingHttpResponse:
 
 
 # Where a point's requests go in its JSON: the records are written one at a time there, so a
-# 100,000-request point never becomes one 2 GB string (docs/performance.md).
+# 100,000-request point never becomes one 2 GB string (docs/performance.md, "Memory of large
+# points").
 _NO_REQUESTS = '"requests":[]'
 
 

@@ -387,8 +387,9 @@ HEADROOM_MAX_IMPORT_DOCUMENT_BYTES = envint(
     "HEADROOM_MAX_IMPORT_DOCUMENT_BYTES", str(64 * 1024 * 1024)
 )
 # The CPU time one import may take before it is stopped and failed (benchmarks.cpu_limit). A
-# 1.5 GB run download imports in about 34 s of it (docs/performance.md); the rest is room for a
-# slower host, and a file built to be slow to read holds the one import worker this long at most.
+# 1.5 GB run download imports in about 34 s (docs/performance.md, "Memory of large points"); the
+# rest is room for a slower host, and a file built to be slow to read holds the one import worker
+# this long at most.
 HEADROOM_IMPORT_CPU_LIMIT_S = envint("HEADROOM_IMPORT_CPU_LIMIT_S", "300")
 if HEADROOM_IMPORT_CPU_LIMIT_S < 1:
     raise ImproperlyConfigured("HEADROOM_IMPORT_CPU_LIMIT_S must be at least 1")

@@ -1,18 +1,18 @@
 """The load generator's hot path: one HTTP/1.1 POST whose response is streamed as SSE events.
 
 Why not httpx or aiohttp: a Python client that cannot keep up still reports plausible throughput
-but late per-token timestamps (domain.md section 6). bench/client_events.py measures httpx,
-aiohttp and this module side by side; docs/performance.md has the figures. This module uses an
-asyncio Protocol (the event loop calls `data_received` directly, no StreamReader buffer and no
-coroutine switch per read) and the httptools C parser, which handles Content-Length and
-Transfer-Encoding: chunked. Every SSE event in one socket read gets that read's arrival stamp
-(time.monotonic()), taken in `data_received` before any parsing; the parsing itself waits until
-the loop has delivered every read that was ready, and then goes a slice of reads per loop pass
-(`_Reads`), so one stream's parsing delays another stream's stamp by one slice at most.
-Optionally (`nap_while_streaming`, a client's idle_nap_us), while responses stream an idle
-loop pass naps on the client's own timer instead of blocking in epoll_wait, so the server's
-writes need not wake it (`_Reads`; docs/performance.md has what that saves the API server and
-costs the stamps).
+but late per-token timestamps (docs/vllm.md, "Measurement pitfalls"). bench/client_events.py
+measures httpx, aiohttp and this module side by side; docs/performance.md has the figures. This
+module uses an asyncio Protocol (the event loop calls `data_received` directly, no StreamReader
+buffer and no coroutine switch per read) and the httptools C parser, which handles
+Content-Length and Transfer-Encoding: chunked. Every SSE event in one socket read gets that
+read's arrival stamp (time.monotonic()), taken in `data_received` before any parsing; the
+parsing itself waits until the loop has delivered every read that was ready, and then goes a
+slice of reads per loop pass (`_Reads`), so one stream's parsing delays another stream's stamp
+by one slice at most. Optionally (`nap_while_streaming`, a client's idle_nap_us), while
+responses stream an idle loop pass naps on the client's own timer instead of blocking in
+epoll_wait, so the server's writes need not wake it (`_Reads`; docs/performance.md has what that
+saves the API server and costs the stamps).
 
 Connections: with a `Pool` (what runner/loadgen.py uses) requests reuse keep-alive connections,
 as `vllm bench serve` does with aiohttp's TCPConnector, so a busy API server does not have to
@@ -48,8 +48,8 @@ BODY_LIMIT = 64 * 1024 * 1024
 # Pool.close() waits this long for the closed sockets' connection_lost before giving up.
 POOL_CLOSE_WAIT_S = 2.0
 # Reads parsed in one loop pass before the loop polls its sockets again: a read that arrives
-# while a backlog is parsed is stamped after one slice (about 4 x 10-15 us), not the backlog;
-# 16 kept more of the tail, 1 cost a quarter more CPU per event (docs/performance.md).
+# while a backlog is parsed is stamped after one slice, not the whole backlog. The size is
+# measured in docs/performance.md, "Client: streamed SSE events per client process".
 PARSE_SLICE = 4
 
 OnEvent = Callable[[bytes, float], None]
@@ -132,7 +132,7 @@ class _Reads:
     A client blocked in epoll_wait has to be woken by the server's write, and on loopback that
     wake-up (a cross-CPU interrupt) is charged to the API server, on the core it shares with
     the engine; an efficient client sleeps between chunks more often than vLLM's, so it cost
-    the server more (docs/performance.md, "waking the client"). Busy passes do not nap, so
+    the server more (docs/performance.md, "Waking the client"). Busy passes do not nap, so
     capacity is untouched; a stamp can be late by at most one nap."""
 
     def __init__(self) -> None:

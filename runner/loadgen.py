@@ -68,10 +68,9 @@ SATURATED_CPU_FRACTION = 0.9
 SATURATED_LOOP_LAG_P99_MS = 5.0
 LOOP_TICK_S = 0.005
 # A lagging client whose CPUs lost this share of the load's time to the hypervisor (steal) is
-# said to have been starved by its host: a stolen millisecond stamps every arrival in it late.
-# Measured on a 2-vCPU cloud host: 0.5% steal at idle, 2-32% for minutes at a time with both
-# CPUs busy, and a round with 3-5% took the client's p99 stamp delay from 0.3-0.5 ms to
-# 1.8-3.7 ms (docs/performance.md).
+# said to have been starved by its host: a stolen millisecond stamps every arrival in it late,
+# and a few percent already breaks a 1 ms p99 (docs/performance.md, "Client: streamed SSE
+# events per client process").
 STEAL_BLAME_SHARE = 0.02
 PROC_STAT = "/proc/stat"
 # Workers are released this long after the last one says it is ready, so t0 is in the future for
@@ -598,19 +597,12 @@ async def _sleep_until(deadline: float) -> None:
 @contextlib.contextmanager
 def _quiet_collector() -> Iterator[None]:
     """While the load runs, no full garbage collection, and the young ones skip every object
-    from before it. A collection stops the event loop, and every arrival in that time is stamped
-    late. `vllm bench serve` freezes its heap before its benchmark "to reduce pause times"
-    (freeze_gc_heap); this does that, and also holds full collections back, since they walk
-    every live request too. bench/client_gc.py, a burst of 3,000 on a 2-CPU host: two full
-    collections inside the load, the longest 171-199 ms, without this; none with it, at the same
-    peak memory (docs/performance.md, "Garbage collection during a point"). Young collections
-    still run, so short-lived cycles are still freed.
+    from before it: a collection stops the event loop and stamps every arrival in it late
+    (docs/performance.md, "Garbage collection during a point"). Young collections still run.
 
-    Enter before t0 is set: the collection here takes time (about 30 ms over the runner's own
-    ~50,000 startup objects on that host). On the way out the heap thaws and the thresholds
-    come back, so a long-lived caller (a Celery worker running point after point) frees what
-    the load left. Entered while the heap is frozen already (by the caller, or by a load in
-    another thread), it changes nothing, so it never undoes what someone else set."""
+    Enter before t0 is set, since the collection here takes time. On the way out the heap thaws
+    and the thresholds come back, so a long-lived caller (a Celery worker) frees what the load
+    left. Entered while the heap is frozen already, it changes nothing."""
     if gc.get_freeze_count() > 0:
         yield
         return

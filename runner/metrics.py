@@ -51,9 +51,8 @@ STATISTICS = ("mean", "median", "std", *(f"p{p}" for p in PERCENTILES))
 # each pass (summary_ms_blocks), so memory stays bounded whatever the point's size.
 POOL_IN_MEMORY = 1 << 21
 # 131,072 chunks (1 MiB of float64): each pass's temporaries (the joined times, their sort keys,
-# the masks per rank) are a few copies of one block, so the block sets the working set. At
-# 524,288 a 32,768 x 256 point's token ITL summary peaked at 74 MiB, at this size 24 MiB, and
-# aggregate ran no slower (bench/request_memory.py, docs/performance.md).
+# the masks per rank) are a few copies of one block, so the block sets the working set
+# (bench/request_memory.py; docs/performance.md, "Memory of large points").
 BLOCK_VALUES = 1 << 17
 
 

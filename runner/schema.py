@@ -831,13 +831,12 @@ class ClientSpec(Schema):
     stall_timeout_s: float = Field(default=60, gt=0)
     # Linux CPU numbers the client worker processes run on: worker w on cpus[w % len(cpus)].
     # Keep them off the cores of the server being measured: a client the scheduler wakes on the
-    # server's core waits for it, and its arrival stamps are late (docs/performance.md, client).
+    # server's core waits for it, and its arrival stamps are late (docs/performance.md, "Client").
     # Empty: wherever the scheduler puts them. Set, the load never runs in the caller's process.
     cpus: list[int] = Field(default_factory=list)
     # While responses stream, a client loop pass that found nothing sleeps this long instead of
-    # blocking in epoll_wait, so the server's writes need not wake the client: on one host the
-    # API server then spent 9-11% less CPU per unit of engine CPU, and every arrival stamp can
-    # be late by up to one nap, plus about 50 us of timer slack (docs/performance.md, "The idle
+    # blocking in epoll_wait, so the server's writes need not wake the client; every arrival
+    # stamp can then be late by up to one nap plus timer slack (docs/performance.md, "The idle
     # nap"). 0: off, the loop blocks (stamps as early as the loop can take them).
     idle_nap_us: float = Field(default=0, ge=0, le=IDLE_NAP_MAX_US)
 

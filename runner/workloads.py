@@ -4,7 +4,7 @@ Three kinds, as the schema names them:
 
 - case_study: one technical-guide text, prefixed with a request id ("Request 17: ...") and cut to
   a word count that lands the prompt inside [input_tokens_min, input_tokens_max]. This mirrors the
-  engagement in domain.md (one guide repeated with a different id, 63-66 input tokens).
+  case study in docs/vllm.md (one guide repeated with a different id, 63-66 input tokens).
 - random: seeded synthetic prompts whose target lengths are uniform over the input range.
 - dataset: a JSONL file in ShareGPT style, OpenAI "messages" style, or {"prompt": ...}. Only a
   regular file is read (not a device, a FIFO or a directory). A plan from the dashboard names

@@ -1,6 +1,6 @@
 """Checks of a stored point's aggregates against each other.
 
-A point's headline figures are derived from a few counts (domain.md section 2): output
+A point's headline figures are derived from a few counts (docs/vllm.md, "Figures"): output
 throughput is completed output tokens over the window, completed plus failed is every request
 sent. A figure that disagrees with its own counts was computed wrongly, edited, or imported from
 a file that mixed two runs; either way no choice may rest on it. Each check here names the

@@ -1,10 +1,11 @@
 """Honest comparisons: baseline vs candidate, and a local result vs a dated external reference.
 
-A comparison is "controlled" only when every fixed factor of domain.md section 2 is recorded on
-both sides and equal. A factor missing on either side is "unknown", never assumed equal: a
-claim of control must rest on recorded facts. Across different input/output specs (or a spec
-not recorded on both sides) no percentage or ratio is given, only the statement of which spec
-each side has: the same guard for two points and for a point against a reference.
+A comparison is "controlled" only when every fixed factor (docs/vllm.md, "Controlled
+comparisons") is recorded on both sides and equal. A factor missing on either side is "unknown",
+never assumed equal: a claim of control must rest on recorded facts. Across different
+input/output specs (or a spec not recorded on both sides) no percentage or ratio is given, only
+the statement of which spec each side has: the same guard for two points and for a point against
+a reference.
 """
 
 from __future__ import annotations

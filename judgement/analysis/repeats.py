@@ -1,4 +1,4 @@
-"""Repeats: a setting's capacity is the LOWEST of its repeats (domain.md), shown with its spread.
+"""Repeats: a setting's capacity is the LOWEST of its repeats (docs/vllm.md), shown with its spread.
 
 The lowest, not the mean, because a capacity promised to a customer must hold on the bad run
 too; the spread beside it says how much the runs disagreed.

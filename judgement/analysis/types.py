@@ -224,7 +224,7 @@ class PointFigures:
 
 @dataclass(frozen=True, kw_only=True)
 class RunFacts:
-    """The fixed factors of a controlled comparison (domain.md section 2). None = not recorded."""
+    """The fixed factors of a controlled comparison (docs/vllm.md). None = not recorded."""
 
     gpu_sku: str | None = None
     gpu_count: int | None = None
@@ -406,7 +406,7 @@ class Comparison:
     """Baseline -> candidate on the same axes, with the comparison guard.
 
     improvement_pct, ratio and latency_change_pct are None unless both sides recorded the same
-    input/output spec: across specs there is no percentage (domain.md section 2), only the
+    input/output spec: across specs there is no percentage (docs/vllm.md), only the
     statement that they differ. spec_differs: both recorded it and they differ.
     """
 
