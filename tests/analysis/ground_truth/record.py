@@ -3,8 +3,9 @@ CLASS [--repeat N]` writes recordings/CLASS-1.jsonl .. CLASS-N.jsonl, one compac
 line per repeat, after checking that each limit bound as built (classes.evidence_problems).
 
 The repeats share one engine per config (run_plan's repeats), so a class costs one engine start
-per config, not per recording. A compact point keeps only what
-judgement.analysis.convert.from_point_result reads, and the recorder proves it judges the same.
+per config, not per recording. A compact point drops what
+judgement.analysis.convert.from_point_result does not read (per-request records, engine
+samples, telemetry readings), and the recorder proves it judges the same as the full one.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ SPIN = "while True: pass"
 
 
 @contextmanager
-def spinning(cpus: tuple[int, ...]) -> Iterator[list[subprocess.Popen[bytes]]]:
+def spinning() -> Iterator[list[subprocess.Popen[bytes]]]:
     """A list for start_spinning to fill; every process in it is killed on the way out, however
     the block ends. The spinning starts late, once the engine is up: it should start on idle
     CPUs."""
@@ -46,12 +47,15 @@ def spinning(cpus: tuple[int, ...]) -> Iterator[list[subprocess.Popen[bytes]]]:
             proc.wait()
 
 
-def start_spinning(procs: list[subprocess.Popen[bytes]], cpus: tuple[int, ...]) -> None:
-    """One busy process pinned to each CPU in cpus (a CPU listed twice gets two)."""
-    for cpu in cpus:
+def start_spinning(procs: list[subprocess.Popen[bytes]], gt: GroundTruthClass) -> None:
+    """One busy process pinned to each of the class's hog CPUs (a CPU listed twice gets two),
+    at its niceness."""
+    for cpu in gt.hog_cpus:
         proc = subprocess.Popen([sys.executable, "-c", SPIN])
         procs.append(proc)
         os.sched_setaffinity(proc.pid, {cpu})
+        if gt.hog_nice:
+            os.setpriority(os.PRIO_PROCESS, proc.pid, gt.hog_nice)
 
 
 def compact(point: PointResult) -> PointResult:
@@ -90,9 +94,9 @@ def record(gt: GroundTruthClass, model: Path, repeats: int, workdir: Path) -> li
     plan = gt.plan(str(model), repeats=repeats)
     lines: dict[int, list[bytes]] = {}
     points: list[PointResult] = []
-    with spinning(gt.hog_cpus) as procs:
+    with spinning() as procs:
         for point in run_plan(plan, workdir,
-                              on_engine_started=lambda _s: start_spinning(procs, gt.hog_cpus)):
+                              on_engine_started=lambda _s: start_spinning(procs, gt)):
             lines.setdefault(point.repeat, []).append(compact_line(point))
             points.append(point)
             print(summary_line(point), flush=True)
