@@ -32,8 +32,7 @@ from runner.schema import (
     WorkloadSpec,
 )
 
-# Every kind a ground-truth point may be labelled with (judgement.analysis.types.VerdictKind,
-# plus step_time, which the verdict rules do not name yet).
+# The kinds a ground-truth point may be labelled with: the limits a class builds to bind.
 KINDS = ("scheduler_cap", "token_budget", "kv_capacity", "step_time", "underloaded",
          "client_bound")
 
