@@ -6,6 +6,10 @@ The repeats share one engine per config (run_plan's repeats), so a class costs o
 per config, not per recording. A compact point drops what
 judgement.analysis.convert.from_point_result does not read (per-request records, engine
 samples, telemetry readings), and the recorder proves it judges the same as the full one.
+
+Record on an otherwise idle host: every CPU engine binds its worker to CPU 0
+(runner.engine._cpu_env), so a second engine running beside the recorder's slows its steps.
+A run whose evidence fails writes nothing, so the fixtures already there stay.
 """
 
 from __future__ import annotations
@@ -103,14 +107,14 @@ def record(gt: GroundTruthClass, model: Path, repeats: int, workdir: Path) -> li
     problems = evidence_problems(gt, points)
     for problem in problems:
         print(f"EVIDENCE: {problem}", file=sys.stderr)
+    if problems:
+        raise SystemExit(f"{gt.name}: the limit did not bind as built ({len(problems)} problems)")
     RECORDINGS.mkdir(exist_ok=True)
     paths = []
     for repeat, rows in sorted(lines.items()):
         path = RECORDINGS / f"{gt.name}-{repeat + 1}.jsonl"
         path.write_bytes(b"\n".join(rows) + b"\n")
         paths.append(path)
-    if problems:
-        raise SystemExit(f"{gt.name}: the limit did not bind as built ({len(problems)} problems)")
     return paths
 
 
