@@ -10,6 +10,7 @@ server records no flags, so each point gets the config it ran with back before i
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -40,6 +41,8 @@ Engines = Callable[[EngineConfig], RunningEngine]
 def live_points(cpu_engine: Engines, gt: GroundTruthClass, workdir: Path) -> list[PointResult]:
     """The class's live loads against an engine of its first config, CPUs kept busy as the
     class says while they run; each point carries that config."""
+    if gt.hog_nice < 0 and os.geteuid() != 0:
+        pytest.skip("spinning processes above the client's priority need root")
     config = gt.engine_configs[0]
     engine = cpu_engine(config)
     with spinning() as procs:
