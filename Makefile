@@ -9,7 +9,7 @@ TEST_ENV := DATABASE_URL=postgres://postgres@127.0.0.1:5432/headroom \
 	CELERY_BROKER_URL=redis://127.0.0.1:6379/15 HEADROOM_TINY_MODEL=$(CURDIR)/$(TINY_MODEL) \
 	HEADROOM_SCREENSHOT_DIR=$(CURDIR)/var/screenshots
 
-.PHONY: install tiny-model chromium lint test test-fast demo demo-stop bench clean
+.PHONY: install tiny-model chromium lint test test-fast ground-truth demo demo-stop bench clean
 
 install: $(VENV)/.installed
 
@@ -47,6 +47,11 @@ test: install tiny-model chromium lint
 # Everything but the tests that start real engines or a browser: seconds, not minutes.
 test-fast: install
 	$(TEST_ENV) $(PY) -m pytest -m "not engine and not browser"
+
+# The ground-truth fixtures (tests/analysis/ground_truth): every bottleneck class recorded three
+# times on real CPU engines, about ten minutes on 2 cores.
+ground-truth: install tiny-model
+	HF_HUB_OFFLINE=1 $(PY) -m tests.analysis.ground_truth.record all --repeat 3
 
 demo: install tiny-model
 	$(PY) -m benchmarks.demo
