@@ -442,7 +442,8 @@ def _step_time(e: Mapping[str, Any], scope: _Scope) -> str:
     return (
         f"engine step time: mean running rose {pct(e['running_growth_pct'])} over the previous "
         f"load level (to {scope.mean(e['mean_running'])}) for {pct(e['throughput_gain_pct'])} "
-        "output tokens/s: admitting more requests no longer adds output"
+        "output tokens/s: each step slowed nearly as much as it widened, so admitting more "
+        "requests adds little output"
     )
 
 

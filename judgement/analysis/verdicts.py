@@ -17,8 +17,9 @@ that also hold are listed in evidence["also"]):
 5. token_budget (full evidence): running below the cap, requests wait, KV not full, and steps
    average near max_num_batched_tokens.
 6. step_time: against the previous load level of the same ladder (`ladder_of`), the engine
-   admitted clearly more requests at once but output grew by far less: each step got slower
-   by about as much as it got wider, so the engine's own step time is the limit.
+   admitted clearly more requests at once but output grew by less than the square root of
+   that (STEP_TIME_ELASTICITY): each step got slower nearly as much as it got wider, so the
+   engine's own step time is the limit.
 7. token_budget (partial evidence): as 5, but without per-step token counts, so the step
    condition could not be checked; marked partial.
 8. underloaded: nothing waits (every request is admitted; the load may just fill the cap) and
@@ -47,6 +48,7 @@ peak and the per-step tokens with one replica's cap and budget.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from itertools import pairwise
 from typing import Any
@@ -105,11 +107,13 @@ SATURATION_LATENCY_GROWTH_PCT = 5.0
 
 # Step time: mean running grew at least this much over the previous load level ...
 STEP_TIME_RUNNING_GROWTH_PCT = 20.0
-# ... and output grew by less than this share of that growth. An engine with room turns most
-# of a wider batch into output (a decode step costs little more for one more request); one
-# whose step time grows with the batch turns little of it. A share, not a fixed gain, so a
-# noisy +6% on a doubled batch reads as the step time, and +60% on it as room to grow.
-STEP_TIME_ELASTICITY = 0.25
+# ... and output grew with an elasticity below this: log(output ratio) / log(running ratio),
+# 1 when output grows in step with the batch (a decode step costs little more for one more
+# request), 0 when it does not grow at all (each step slows as much as it widens). The midpoint:
+# output grew by less than the square root of the running growth (+41% for a doubled batch).
+# In log space so that two steps compose; a ratio, not a fixed gain, so a noisy +6% on a
+# doubled batch reads as the step time and +60% on it as room to grow.
+STEP_TIME_ELASTICITY = 0.5
 
 # Deferred admission: at least this share of the mean waiting count waits "deferred".
 DEFERRED_SHARE = 0.5
@@ -232,13 +236,21 @@ def _conditions(point: PointFigures, evidence: dict[str, Any]) -> dict[str, bool
     }
 
 
-def _step_time(evidence: Mapping[str, Any]) -> bool:
+def output_elasticity(running_growth_pct: float, throughput_gain_pct: float) -> float:
+    """log(output ratio) / log(running ratio) between two load levels (running grew)."""
+    if throughput_gain_pct <= -100:
+        return -math.inf
+    return math.log1p(throughput_gain_pct / 100) / math.log1p(running_growth_pct / 100)
+
+
+def _step_time(evidence: dict[str, Any]) -> bool:
     """More admitted requests (mean running up STEP_TIME_RUNNING_GROWTH_PCT or more) turned into
-    little more output (under STEP_TIME_ELASTICITY of that growth)."""
+    little more output (elasticity under STEP_TIME_ELASTICITY)."""
     growth, gain = evidence.get("running_growth_pct"), evidence.get("throughput_gain_pct")
     if growth is None or gain is None or growth < STEP_TIME_RUNNING_GROWTH_PCT:
         return False
-    return bool(gain < STEP_TIME_ELASTICITY * growth)
+    evidence["output_elasticity"] = output_elasticity(growth, gain)
+    return bool(evidence["output_elasticity"] < STEP_TIME_ELASTICITY)
 
 
 def saturated(point: PointFigures, evidence: Mapping[str, Any]) -> bool:

@@ -747,7 +747,7 @@ def wider_step(running_before: float, running_after: float, throughput_after: fl
 
 
 def test_a_wider_batch_for_little_more_output_is_the_engine_step_time():
-    # Running 50 -> 100 (+100%) for +10% output: a quarter of the growth would be +25%.
+    # Running 50 -> 100 (+100%) for +10% output: elasticity log 1.1 / log 2 = 0.14.
     v = verdict(*wider_step(50.0, 100.0, 1_100))
     assert v.kind == "step_time"
     assert v.evidence["running_growth_pct"] == pytest.approx(100.0)
@@ -761,10 +761,17 @@ def test_a_wider_batch_that_turns_into_output_is_room_not_the_step_time():
     assert verdict(*wider_step(50.0, 100.0, 1_600)).kind == "underloaded"
 
 
-def test_the_step_time_needs_output_under_a_quarter_of_the_running_growth():
-    # The rule is gain < 0.25 x growth: +100% running, +25.0% output is not it, +24.9% is.
-    assert verdict(*wider_step(50.0, 100.0, 1_250)).kind == "underloaded"
-    assert verdict(*wider_step(50.0, 100.0, 1_249)).kind == "step_time"
+def test_the_step_time_needs_output_under_the_square_root_of_the_running_growth():
+    # The rule is elasticity < 0.5: for a doubled batch, output under sqrt(2) = 1.41421x.
+    # 1,000 -> 1,415 is 0.5008 and not it; 1,414 is 0.4998 and is.
+    assert verdict(*wider_step(50.0, 100.0, 1_415)).kind == "underloaded"
+    at = verdict(*wider_step(50.0, 100.0, 1_414))
+    assert at.kind == "step_time"
+    assert at.evidence["output_elasticity"] == pytest.approx(0.49978, abs=1e-5)
+
+
+def test_output_that_fell_for_a_wider_batch_is_the_step_time():
+    assert verdict(*wider_step(50.0, 100.0, 900)).kind == "step_time"
 
 
 def test_the_step_time_needs_running_to_grow_at_least_a_fifth():

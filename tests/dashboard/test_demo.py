@@ -60,9 +60,11 @@ def _run_page(ladder: str, story: str) -> str:
 
 def test_the_demo_check_wants_the_cap_at_every_level_and_the_story_of_raising_it():
     story = "At burst 128, raising max_num_seqs from 4 to 64 raised output 1.98x"
-    capped = "seqs=4: the scheduler cap at every loaded level (burst 16 to burst 128)"
+    capped = "seqs=4,len=1024: the scheduler cap at every loaded level (burst 16 to burst 128)"
     assert _demo_diagnosis(_run_page(capped, story)) == []
-    mixed = "seqs=4: the scheduler cap from burst 16 to burst 32; the engine&#x27;s step time"
+    mixed = "seqs=4,len=1024: the scheduler cap from burst 16 to burst 32; an unclear limit"
+    assert "does not diagnose seqs=4" in _demo_diagnosis(_run_page(mixed, story))[0]
+    mixed = "seqs=40: the scheduler cap at every loaded level (burst 16 to burst 128)"
     assert "does not diagnose seqs=4" in _demo_diagnosis(_run_page(mixed, story))[0]
     other = "At burst 128, changing the engine config from a to b left output level"
     assert "does not say what raising" in _demo_diagnosis(_run_page(capped, other))[0]

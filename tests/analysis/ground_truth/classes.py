@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 
-from judgement.analysis.convert import at_cap_share
+from judgement.analysis.convert import at_cap_share, load_fell_short
 from runner.schema import (
     Checkpoint,
     ClientSpec,
@@ -97,10 +97,12 @@ class GroundTruthClass:
 
 def _labelled(
     configs: tuple[EngineConfig, ...], loads: tuple[LoadSpec, ...],
-    kinds: Mapping[int, str | None],
+    kinds: Mapping[int, str | None], unscored_loads: tuple[int, ...] = (),
 ) -> dict[tuple[str, str], str | None]:
-    """Labels for every config x load: config i's points all get kinds[i]."""
-    return {(c.label(), load.label()): kinds[i] for i, c in enumerate(configs) for load in loads}
+    """Labels for every config x load: config i's points all get kinds[i], but the loads at
+    unscored_loads, whose verdict the construction does not decide, get None."""
+    return {(c.label(), load.label()): None if j in unscored_loads else kinds[i]
+            for i, c in enumerate(configs) for j, load in enumerate(loads)}
 
 
 def _random(low: int, high: int, out: int, seed: int) -> WorkloadSpec:
@@ -119,10 +121,11 @@ def _closed(concurrency: int, n: int) -> LoadSpec:
 def _class(name: str, configs: tuple[EngineConfig, ...], loads: tuple[LoadSpec, ...],
            workload: WorkloadSpec, kinds: Mapping[int, str | None], live: tuple[int, ...],
            client: ClientSpec = CLIENT, hog_cpus: tuple[int, ...] = (),
-           hog_nice: int = 0) -> GroundTruthClass:
+           hog_nice: int = 0, unscored_loads: tuple[int, ...] = ()) -> GroundTruthClass:
     return GroundTruthClass(
         name=name, engine_configs=configs, loads=loads, workload=workload,
-        labels=_labelled(configs, loads, kinds), live_loads=tuple(loads[i] for i in live),
+        labels=_labelled(configs, loads, kinds, unscored_loads),
+        live_loads=tuple(loads[i] for i in live),
         client=client, hog_cpus=hog_cpus, hog_nice=hog_nice,
     )
 
@@ -167,12 +170,15 @@ KV_CAPACITY = _class(
 STEP_TIME = _class(
     "step_time",
     # Caps far above every load: nothing waits, and the engine's steps (and the API server's
-    # per-token work) are all that decide output; more load in flight adds none.
+    # per-token work) are all that decide output; more load in flight adds none. The step time
+    # shows against a lower level of the same ladder, so the first level (burst 64) is a
+    # companion: by itself it reads as an engine with room.
     (EngineConfig(max_num_seqs=512, max_model_len=1024),),
-    (_burst(128), _burst(256)),
+    (_burst(64), _burst(128), _burst(256)),
     _random(20, 24, 384, seed=2704),
     {0: "step_time"},
     live=(0, 1),
+    unscored_loads=(0,),
 )
 
 UNDERLOADED = _class(
@@ -187,13 +193,14 @@ UNDERLOADED = _class(
 
 # The client worker is pinned to CPU 1 (the CPU engine's worker is bound to CPU 0, runner.engine
 # _cpu_env) and four spinning processes at niceness -15 share CPU 1 with it: at niceness 0 the
-# scheduler wakes the client ahead of them, so its event loop is not late enough to show. A closed loop below the cap: the engine could
-# take more, and each next request waits for the starved client to read the last one's end.
+# scheduler wakes the client ahead of them. A closed loop below the cap of short requests (16
+# tokens, about a tenth of a second): each next request waits for the starved client to read
+# the last one's end, so the engine holds fewer requests than the loop means to keep.
 STARVED_CLIENT = _class(
     "client_bound",
     (SHARED_CONFIG,),
-    (_closed(2, 8), _closed(3, 12)),
-    _random(20, 24, 512, seed=2706),
+    (_closed(2, 64), _closed(3, 96)),
+    _random(20, 24, 16, seed=2706),
     {0: "client_bound"},
     live=(0,),
     client=ClientSpec(request_timeout_s=180, stall_timeout_s=90, cpus=[1]),
@@ -273,6 +280,9 @@ def _point_problems(kind: str, p: PointResult) -> list[str]:
     elif kind == "client_bound":
         if not p.client.saturated:
             out.append(f"the client-health flag is not set: {p.client}")
+        if not load_fell_short(p):
+            out.append(f"the engine held the load the point names: running {q.mean_running}, "
+                       f"waiting {q.mean_waiting} of {p.load.label()}")
         if (p.client.cpu_fraction or 0) > STARVED_CPU_MAX:
             out.append(f"the client was busy itself, not starved: {p.client.cpu_fraction}")
     return out
