@@ -408,6 +408,7 @@ EVIDENCE_ITEMS: tuple[tuple[str, str, str, str | None], ...] = (
     ("max_num_batched_tokens", "token budget", "number", None),
     ("throughput_gain_pct", "gain vs previous level", "change", ""),
     ("running_growth_pct", "running growth vs previous level", "change", ""),
+    ("output_elasticity", "output elasticity vs running", "number", ""),
     ("latency_growth_pct", "median latency growth", "change", ""),
     ("queue_samples", "samples", "number", "samples"),
     ("queue_gap_fraction", "longest unsampled stretch", "percent", "max_gap_s"),

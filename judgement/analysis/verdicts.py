@@ -201,6 +201,8 @@ def _saturation(point: PointFigures, previous: PointFigures) -> dict[str, Any]:
         "throughput_gain_pct": gain,
         "latency_growth_pct": growth,
         "running_growth_pct": running_growth,
+        "output_elasticity": (output_elasticity(running_growth, gain)
+                              if running_growth is not None and running_growth > 0 else None),
         "previous_mean_waiting": previous.mean_waiting,
     }
 
@@ -243,14 +245,13 @@ def output_elasticity(running_growth_pct: float, throughput_gain_pct: float) -> 
     return math.log1p(throughput_gain_pct / 100) / math.log1p(running_growth_pct / 100)
 
 
-def _step_time(evidence: dict[str, Any]) -> bool:
+def _step_time(evidence: Mapping[str, Any]) -> bool:
     """More admitted requests (mean running up STEP_TIME_RUNNING_GROWTH_PCT or more) turned into
     little more output (elasticity under STEP_TIME_ELASTICITY)."""
-    growth, gain = evidence.get("running_growth_pct"), evidence.get("throughput_gain_pct")
-    if growth is None or gain is None or growth < STEP_TIME_RUNNING_GROWTH_PCT:
+    growth, elasticity = evidence.get("running_growth_pct"), evidence.get("output_elasticity")
+    if growth is None or elasticity is None or growth < STEP_TIME_RUNNING_GROWTH_PCT:
         return False
-    evidence["output_elasticity"] = output_elasticity(growth, gain)
-    return bool(evidence["output_elasticity"] < STEP_TIME_ELASTICITY)
+    return bool(elasticity < STEP_TIME_ELASTICITY)
 
 
 def saturated(point: PointFigures, evidence: Mapping[str, Any]) -> bool:
