@@ -35,6 +35,16 @@ def make_checkpoint(**fields: Any) -> Checkpoint:
     return Checkpoint.objects.get_or_create(**{**defaults, **fields})[0]
 
 
+def launch_form_data(node: Node, /, *, confirmed: bool = True, **fields: Any) -> dict[str, Any]:
+    """The launch form as a browser posts it: the case-study preset at max_num_seqs 256 and a
+    burst of 1000 on the node, with a new approved checkpoint and runtime. confirmed: as the
+    confirmation page's Launch posts it (False: the first post, which shows that page)."""
+    data = {"node": node.pk, "checkpoint": make_checkpoint().pk, "runtime": make_runtime().pk,
+            "workload_preset": "case-study", "max_num_seqs": "256", "load_levels": "1000",
+            "repeats": "1", "replicas": "1", **({"confirm": "1"} if confirmed else {})}
+    return {**data, **fields}
+
+
 def make_workload(**fields: Any) -> Workload:
     return Workload.objects.get_or_create(**{"name": "case-study", **fields})[0]
 

@@ -26,7 +26,15 @@ from benchmarks.models import (
 from benchmarks.points import store_point
 from runner import schema
 
-from .factories import make_benchmark, make_checkpoint, make_node, make_point_result, make_runtime
+from .factories import (
+    launch_form_data,
+    make_benchmark,
+    make_checkpoint,
+    make_node,
+    make_point_result,
+    make_runtime,
+)
+from .test_launch import SWEEP
 from .test_plan_files import form_post
 
 pytestmark = pytest.mark.django_db
@@ -44,13 +52,7 @@ def launches(monkeypatch) -> list[Benchmark]:
 
 def launch_data(node: Node, **overrides: Any) -> dict[str, Any]:
     """The launch form as a browser posts it, before the confirmation page."""
-    data = {
-        "node": node.pk, "checkpoint": make_checkpoint().pk, "runtime": make_runtime().pk,
-        "workload_preset": "case-study", "max_num_seqs": "256, 512, 1024",
-        "max_num_batched_tokens": "8192", "load_levels": "1000 2000", "repeats": "2",
-        "replicas": "1",
-    }
-    return {**data, **overrides}
+    return launch_form_data(node, confirmed=False, **{**SWEEP, **overrides})
 
 
 def sweep_plan(configs: list[schema.EngineConfig], levels: list[int], *, style: str = "serve",

@@ -20,11 +20,10 @@ from benchmarks.models import Benchmark, BenchmarkQuerySet, Node
 from benchmarks.points import store_point
 
 from .factories import (
+    launch_form_data,
     make_benchmark,
-    make_checkpoint,
     make_node,
     make_point_result,
-    make_runtime,
 )
 
 pytestmark = pytest.mark.django_db
@@ -217,10 +216,7 @@ def test_launching_onto_an_offline_node_warns_that_the_run_waits(
 ):
     monkeypatch.setattr(tasks, "enqueue_benchmark", lambda benchmark: None)
     node = make_node("gpu-b", last_heartbeat_at=ago(heartbeat_s))
-    data = {"node": node.pk, "checkpoint": make_checkpoint().pk, "runtime": make_runtime().pk,
-            "workload_preset": "case-study", "max_num_seqs": "256", "load_levels": "1000",
-            "repeats": "1", "replicas": "1", "confirm": "1"}
-    response = owner_client.post("/runs/new/", data)
+    response = owner_client.post("/runs/new/", launch_form_data(node))
     assert Benchmark.objects.get().state == "queued"
     said = [str(m) for m in get_messages(response.wsgi_request)]
     assert said[0] == "Queued on gpu-b."

@@ -13,7 +13,7 @@ from benchmarks.forms import LaunchForm
 from benchmarks.models import Benchmark, Checkpoint, Workload
 from config.celery import app as celery_app
 
-from .factories import make_checkpoint, make_node, make_runtime
+from .factories import launch_form_data, make_checkpoint, make_node, make_runtime
 from .test_settings import start_settings
 
 pytestmark = pytest.mark.django_db
@@ -32,21 +32,13 @@ def broker(node):
     client.delete(node.queue)
 
 
+# Three configs x two load levels x two repeats: twelve points.
+SWEEP = {"max_num_seqs": "256, 512, 1024", "max_num_batched_tokens": "8192",
+         "load_levels": "1000 2000", "repeats": "2"}
+
+
 def form_data(target, **overrides):
-    data = {
-        "node": target.pk,
-        "checkpoint": make_checkpoint().pk,
-        "runtime": make_runtime().pk,
-        "workload_preset": "case-study",
-        "max_num_seqs": "256, 512, 1024",
-        "max_num_batched_tokens": "8192",
-        "load_levels": "1000 2000",
-        "repeats": "2",
-        "replicas": "1",
-        "confirm": "1",  # as the confirmation page's Launch posts it
-    }
-    data.update(overrides)
-    return data
+    return launch_form_data(target, **{**SWEEP, **overrides})
 
 
 def test_launching_creates_the_run_and_puts_only_its_id_on_the_node_queue(owner_client, node, broker):

@@ -515,11 +515,9 @@ def engineer():
 
 
 def launch_form(node) -> dict[str, Any]:
-    from tests.dashboard.factories import make_checkpoint, make_runtime
+    from tests.dashboard.factories import launch_form_data
 
-    return {"node": node.pk, "checkpoint": make_checkpoint().pk, "runtime": make_runtime().pk,
-            "workload_preset": "case-study", "max_num_seqs": "256", "load_levels": "1000",
-            "repeats": "1", "replicas": "1", "confirm": "1"}
+    return launch_form_data(node)
 
 
 def test_a_launch_is_recorded_with_its_launcher(engineer, monkeypatch):
