@@ -54,7 +54,7 @@ ground-truth: install tiny-model
 	HF_HUB_OFFLINE=1 $(PY) -m tests.analysis.ground_truth.record all --repeat 3
 
 demo: install tiny-model
-	$(PY) -m benchmarks.demo
+	$(PY) -m demo
 
 bench: install tiny-model
 	$(PY) bench/client_events.py

@@ -279,7 +279,7 @@ def _scaled_metrics(metrics, completed: int, throughput: float):
     """metrics for `completed` requests of the same size at `throughput` output tokens/s: the
     window those tokens take at that rate, each rate its count over it, and every latency
     stretched with the window, so the point is as self-consistent as a measured one
-    (judgement.analysis.checks: an inconsistent point is left out of the page's choices)."""
+    (analysis.checks: an inconsistent point is left out of the page's choices)."""
     output_tokens = round(metrics.total_output_tokens / metrics.completed * completed)
     input_tokens = round(metrics.total_input_tokens / metrics.completed * completed)
     duration = output_tokens / throughput
@@ -604,7 +604,7 @@ def _measure(args) -> int:
 
     from benchmarks import storage
     from benchmarks.points import store_point
-    from benchmarks.views import RUNS_PER_PAGE
+    from dashboard.views import RUNS_PER_PAGE
 
     sizes = args.sizes
     print(f"machine: {_machine()}")

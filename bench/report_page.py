@@ -82,7 +82,7 @@ def _recreate(url: str, drop_only: bool = False) -> None:
 
 
 def _metrics(completed: int, duration: float, latencies_ms: dict[str, float]):
-    """Aggregates whose rates are their counts over the window (judgement.analysis.checks)."""
+    """Aggregates whose rates are their counts over the window (analysis.checks)."""
     from runner import schema
 
     return schema.Metrics(

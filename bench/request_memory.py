@@ -21,7 +21,7 @@ which counts every page the process ever had resident, C allocations included) i
   (judgement.judge.point_result -> figures), and output parity's read of the blob
   (storage.request_columns of judge._PARITY_FIELDS: what a comparison page reads per request);
   with --db, the blob read from PostgreSQL as judge._kept reads it (points.stored_requests);
-- download: the point as the JSON download streams it (benchmarks.views._point_json, its
+- download: the point as the JSON download streams it (dashboard.views._point_json, its
   requests from storage.iter_requests: a block of records at a time); with --db, the stored
   point read back from PostgreSQL as run_json reads it (views._stored_point_json: the blob in
   binary pieces, points.stored_requests).
@@ -267,9 +267,9 @@ def _store(point: Any, encoder: Any, folder: Path) -> dict[str, Any]:
 
 def stage_web(requests: int, chunks: int, folder: Path, db: bool = False) -> dict[str, Any]:
     _django()
+    from analysis.convert import from_point_result
     from benchmarks import storage
     from judgement import judge
-    from judgement.analysis.convert import from_point_result
     from runner.schema import Metrics
 
     started = time.perf_counter()
@@ -300,7 +300,8 @@ def stage_download(requests: int, chunks: int, folder: Path, db: bool = False) -
     """The JSON download's pieces for the point, written out as the streaming response writes
     them."""
     _django()
-    from benchmarks import storage, views
+    from benchmarks import storage
+    from dashboard import views
 
     started = time.perf_counter()
     if db:

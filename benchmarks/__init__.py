@@ -1,2 +1,2 @@
-"""The Django app: persists and presents what the runner returns. Every figure and sentence a
-page shows comes from the judgement package (judgement.judge)."""
+"""The data and the worker: models with their querysets, storage, the run lifecycle, the launch
+rules and the Celery tasks that call the runner. The app label stays `benchmarks`."""

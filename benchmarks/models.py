@@ -23,7 +23,7 @@ from django.db import models, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from judgement.analysis.types import LATENCY_STATISTICS
+from analysis.types import LATENCY_STATISTICS
 from runner.schema import check_command_value, check_model_source
 
 REVISION_REGEX = r"^[0-9a-f]{40}$"
@@ -940,7 +940,7 @@ class OperatingPoint(models.Model):
     """Where to operate a benchmark: the chosen point, the method and parameters that chose it.
 
     Every selection is kept; `is_current` marks the one shown (at most one per benchmark), so an
-    override keeps what it replaced. `sentence` and `evidence` are what judgement.analysis
+    override keeps what it replaced. `sentence` and `evidence` are what analysis
     returned when the choice was made (the figures it quoted), stored because a signed choice
     must not change if the selection code later does; the page recomputes nothing from them.
     """
@@ -991,7 +991,7 @@ class Comparison(models.Model):
     """A saved baseline vs candidate comparison of two stored points.
 
     Nothing derivable is stored: the page recomputes the figures, the factor table and the
-    controlled / not controlled label from the two points with judgement.analysis.compare.
+    controlled / not controlled label from the two points with analysis.compare.
     The points are PROTECTed: a saved (possibly reported) comparison must not lose its
     evidence silently, so deleting a run it uses is refused until the comparison is deleted.
     """

@@ -14,11 +14,11 @@ from django.db import connection, transaction
 from django.db.models import F, Field, Q
 from django.db.models.functions import Greatest
 
+from analysis.checks import failed_checks
+from analysis.convert import quality_caveat, queue_gap_fraction
+from analysis.verdicts import sparse_queue_samples
 from benchmarks import storage
 from benchmarks.models import Benchmark, Caveat, Point, PointData
-from judgement.analysis.checks import failed_checks
-from judgement.analysis.convert import quality_caveat, queue_gap_fraction
-from judgement.analysis.verdicts import sparse_queue_samples
 from runner.schema import Metrics, PointResult, TelemetrySummary, Window
 
 METRIC_FIELDS: tuple[str, ...] = tuple(Metrics.model_fields)
@@ -30,7 +30,7 @@ TELEMETRY_FIELDS = (
     "mean_cores_busy",
 )  # fmt: skip
 TELEMETRY_CSV_COLUMNS = tuple(f"telemetry_{name}" for name in TELEMETRY_FIELDS)
-# The caveat code beside a quality score that says nothing (judgement.analysis.convert
+# The caveat code beside a quality score that says nothing (analysis.convert
 # quality_caveat); the run page shows it next to the score.
 QUALITY_CAVEAT = "quality-cpu-engine"
 

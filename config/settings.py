@@ -299,6 +299,8 @@ INSTALLED_APPS = [
     "axes",
     "csp",
     "benchmarks",
+    "dashboard",
+    "demo",
     "reports",
 ]
 
@@ -373,7 +375,7 @@ WHITENOISE_USE_FINDERS = True
 # Uploads. DATA_UPLOAD_MAX_MEMORY_SIZE caps a request's form fields, never its files; Django's
 # default handlers keep a file up to FILE_UPLOAD_MAX_MEMORY_SIZE in memory and write a larger one
 # to a temporary file, however large. The import page has its own handler instead
-# (benchmarks/uploads.py): a body over HEADROOM_MAX_UPLOAD_BYTES is refused by its Content-Length
+# (dashboard/uploads.py): a body over HEADROOM_MAX_UPLOAD_BYTES is refused by its Content-Length
 # before it is read, a file that passes the limit as it arrives is dropped, and an accepted file
 # goes straight to HEADROOM_IMPORT_DIR under a generated name. The web only stores it: a worker
 # consuming HEADROOM_IMPORT_QUEUE parses it there (benchmarks.tasks.import_result_file), so that
@@ -449,7 +451,7 @@ if HEADROOM_STALE_AFTER_S <= 3 * HEADROOM_HEARTBEAT_S:
 HEADROOM_OUTBOUND_NETWORKS = envnetworks("HEADROOM_OUTBOUND_NETWORKS", "public")
 
 # Output parity: a comparison whose outputs diverged for more than this share of its compared
-# requests is flagged (judgement.analysis.parity). vLLM is not batch-invariant, so 0 would flag
+# requests is flagged (analysis.parity). vLLM is not batch-invariant, so 0 would flag
 # every change of batch size; 1% leaves room for that and still catches a change that broke the
 # model's outputs.
 HEADROOM_OUTPUT_PARITY_TOLERANCE_PCT = envpercent("HEADROOM_OUTPUT_PARITY_TOLERANCE_PCT", "1")

@@ -27,6 +27,6 @@ urlpatterns = [
     path("", RedirectView.as_view(pattern_name="runs", permanent=False)),
     path("accounts/", include(account_urls(settings.HEADROOM_PASSWORD_RESET))),
     path("admin/", admin.site.urls),
-    path("", include("benchmarks.urls")),
+    path("", include("dashboard.urls")),
     path("", include("reports.urls")),
 ]

@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
+from analysis.types import LATENCY_LABELS, ParetoPoint
 from benchmarks import storage
 from benchmarks.models import Point
-from judgement.analysis.types import LATENCY_LABELS, ParetoPoint
 from runner.schema import LengthComparison, LengthHistogram
 
 # Every latency a curve can be drawn against, labelled with its family (analysis.types).

@@ -1,11 +1,11 @@
 """The judgement layer's one entry point: stored rows in, judgements out.
 
 Run page, comparison, reference and scaling pages, reports and exports call this module; none
-of them reads figures off a row or calls judgement.analysis itself (import-linter holds reports
+of them reads figures off a row or calls analysis itself (import-linter holds reports
 and the page views to it). The names a caller needs from the analysis (AnalysisError, the
 result types, unit constants) are re-exported here so that holds without exceptions.
 
-The logic (knee, SLO, Pareto, verdicts, comparisons, scaling) lives in judgement.analysis as
+The logic (knee, SLO, Pareto, verdicts, comparisons, scaling) lives in analysis as
 pure functions. This module only turns Point / ExternalReference rows into the analysis inputs
 (through analysis.convert, so the conversion is the one the unit tests cover), calls those
 functions, and turns an AnalysisError into a message the page shows instead of a number.
@@ -23,18 +23,7 @@ from django.conf import settings as django_settings
 from django.db import transaction
 from django.utils import timezone
 
-from benchmarks import storage
-from benchmarks.models import (
-    Benchmark,
-    Comparison,
-    ExternalReference,
-    Node,
-    OperatingPoint,
-    Point,
-    PointData,
-)
-from benchmarks.points import point_to_result, stored_requests
-from judgement.analysis import (
+from analysis import (
     AnalysisError,
     cost,
     hardware,
@@ -44,15 +33,16 @@ from judgement.analysis import (
     sentences,
     verdicts,
 )
-from judgement.analysis import compare as compare_mod
-from judgement.analysis import parity as parity_mod
-from judgement.analysis.convert import (
+from analysis import compare as compare_mod
+from analysis import parity as parity_mod
+from analysis import types as analysis_types
+from analysis.convert import (
     from_point_result,
     replica_figures_from_point_result,
     run_facts_from_point_result,
 )
-from judgement.analysis.cost import PRICE_MAX_AGE_DAYS, GpuHourPrice, PointCost, Worth
-from judgement.analysis.types import (
+from analysis.cost import PRICE_MAX_AGE_DAYS, GpuHourPrice, PointCost, Worth
+from analysis.types import (
     UNIT_OUTPUT_TPS_PER_GPU,
     CapacityEstimate,
     LatencyStatistic,
@@ -67,9 +57,20 @@ from judgement.analysis.types import (
     Verdict,
     WorkloadShape,
 )
-from judgement.analysis.types import (
+from analysis.types import (
     Comparison as ComparisonResult,
 )
+from benchmarks import storage
+from benchmarks.models import (
+    Benchmark,
+    Comparison,
+    ExternalReference,
+    Node,
+    OperatingPoint,
+    Point,
+    PointData,
+)
+from benchmarks.points import point_to_result, stored_requests
 from runner.schema import PointResult, QueueSummary, RequestRecord
 
 # How the run page and reports write a percentage: one rule for every one of them (the
@@ -77,6 +78,13 @@ from runner.schema import PointResult, QueueSummary, RequestRecord
 pct = sentences.pct
 percent = sentences.percent
 pct_decimals = sentences.pct_decimals
+
+# The selection form's defaults and the latency vocabulary, as the rules define them.
+DEFAULT_LATENCY_GROWTH_PCT = selection.DEFAULT_LATENCY_GROWTH_PCT
+DEFAULT_THROUGHPUT_GAIN_PCT = selection.DEFAULT_THROUGHPUT_GAIN_PCT
+LATENCY_FIELDS = analysis_types.LATENCY_FIELDS
+LATENCY_LABELS = analysis_types.LATENCY_LABELS
+REFERENCE_UNITS = analysis_types.REFERENCE_UNITS
 
 # --------------------------------------------------------------------------------------------
 # Rows -> analysis inputs
@@ -498,7 +506,7 @@ def _share(pct: float | None, achieved: str | None, peak: hardware.Peak | None, 
                      detail=f"{achieved} of the {sku}'s {peak.value:,g} {peak_unit}: "
                             f"{peak.source.text()}")
     why = note or "no peak: not judged"
-    # Every note reads "<what is missing>: <why>" (judgement.analysis.hardware).
+    # Every note reads "<what is missing>: <why>" (analysis.hardware).
     return Share(pct=None, achieved=achieved, short=why.split(":", 1)[0], detail=why)
 
 
@@ -637,7 +645,7 @@ _PARITY_FIELDS = ("index", "error", "status", "prompt_digest", "output_ids", "ou
 
 
 def output_parity(baseline: Point, candidate: Point) -> OutputParity:
-    """Request-by-request output parity of two points (judgement.analysis.parity), with the
+    """Request-by-request output parity of two points (analysis.parity), with the
     texts of their first requests side by side when both kept them."""
     (before, before_texts), (after, after_texts) = _kept(baseline), _kept(candidate)
     parity = parity_mod.compare_outputs(

@@ -7,8 +7,8 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from benchmarks.form_fields import declared_field
 from benchmarks.models import Benchmark, Caveat, Comparison, ExternalReference, Point
+from dashboard.form_fields import declared_field
 from judgement import judge
 from reports import publishing
 from reports.content import scaling_problem

@@ -1,6 +1,6 @@
 """A run's JSON download read back: its points one at a time, each point's requests in batches.
 
-The dashboard's download (benchmarks.views.run_json) is one document,
+The dashboard's download (dashboard.views.run_json) is one document,
 
     {"benchmark": {...the run's summary...}, "points": [POINT, ...]}
 

@@ -1,7 +1,7 @@
 """Runner results for tests, from runner.schema, with figures that agree with their own counts.
 
 The one place tests build Metrics and PointResult objects. The defaults are a point that the
-stored-point checks (judgement/analysis/checks.py) accept: a burst of 100 requests to
+stored-point checks (analysis/checks.py) accept: a burst of 100 requests to
 max_num_seqs=256, every one completed with 64 input and 256 output tokens (WorkloadSpec's
 default), over a 10 s window:
 25,600 output tokens / 10 s = 2,560 tok/s, 100 requests / 10 s = 10 req/s and

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from judgement.analysis.types import PointFigures, RunFacts, WorkloadShape
+from analysis.types import PointFigures, RunFacts, WorkloadShape
 
 CASE_STUDY_SPEC = WorkloadShape(input_tokens_min=63, input_tokens_max=66, output_tokens=256)
 

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from judgement.analysis import repeats, selection
-from judgement.analysis.checks import failed_checks
-from judgement.analysis.convert import from_point_result
-from judgement.analysis.errors import AnalysisError
+from analysis import repeats, selection
+from analysis.checks import failed_checks
+from analysis.convert import from_point_result
+from analysis.errors import AnalysisError
 from runner.schema import LoadSpec, Metrics, PointResult, ReplicaResult
 from tests import factories
 

@@ -6,15 +6,15 @@ from datetime import date
 
 import pytest
 
-from judgement.analysis.compare import (
+from analysis.compare import (
     FACTORS,
     compare,
     compare_factors,
     compare_reference,
 )
-from judgement.analysis.errors import AnalysisError
-from judgement.analysis.sentences import factors_sentence
-from judgement.analysis.types import (
+from analysis.errors import AnalysisError
+from analysis.sentences import factors_sentence
+from analysis.types import (
     UNIT_OUTPUT_TPS,
     UNIT_OUTPUT_TPS_PER_GPU,
     Measured,

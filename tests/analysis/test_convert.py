@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from judgement.analysis.convert import (
+from analysis.convert import (
     from_point_result,
     replica_figures_from_point_result,
     run_facts_from_point_result,
 )
-from judgement.analysis.types import WorkloadShape
+from analysis.types import WorkloadShape
 from runner.schema import (
     Checkpoint,
     ClientHealth,
@@ -171,7 +171,7 @@ CLOSED_16 = LoadSpec(shape="concurrency", num_requests=64, concurrency=16)
 
 
 def test_a_starved_client_whose_load_arrived_does_not_decide_the_bottleneck():
-    from judgement.analysis.convert import client_limited
+    from analysis.convert import client_limited
 
     # 16 in flight, as the closed loop means to keep: the lag distorts timings, not the load.
     assert client_limited(_client(CLOSED_16, 8.0, 8.0)) is False
@@ -180,7 +180,7 @@ def test_a_starved_client_whose_load_arrived_does_not_decide_the_bottleneck():
 
 
 def test_a_starved_client_that_kept_too_few_requests_in_flight_held_the_load_back():
-    from judgement.analysis.convert import client_limited
+    from analysis.convert import client_limited
 
     # The rule is running + waiting < 0.9 x 16 = 14.4: 14.4 is enough, 14.3 is not.
     assert client_limited(_client(CLOSED_16, 8.0, 6.4)) is False
@@ -192,7 +192,7 @@ def test_a_starved_client_that_kept_too_few_requests_in_flight_held_the_load_bac
 
 
 def test_a_starved_client_behind_its_schedule_held_the_load_back():
-    from judgement.analysis.convert import client_limited
+    from analysis.convert import client_limited
 
     rate = LoadSpec(shape="rate", num_requests=64, rate=10.0)
     def behind(achieved):
@@ -265,7 +265,7 @@ def test_a_headroom_point_on_a_host_without_gpus_is_cpu_only():
 
 
 def test_a_trace_or_length_log_workload_is_its_file_not_its_token_bounds():
-    from judgement.analysis.convert import workload_shape
+    from analysis.convert import workload_shape
     from runner.schema import WorkloadSpec
 
     for kind, label in (("trace", "trace t.jsonl"), ("lengths", "lengths of t.jsonl")):

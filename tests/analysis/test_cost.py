@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from judgement.analysis import AnalysisError, cost
+from analysis import AnalysisError, cost
 
 TODAY = date(2026, 12, 1)
 USD = cost.GpuHourPrice(amount=Decimal("2.50"), currency="USD", as_of=date(2026, 11, 1))

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from judgement.analysis.compare import compare
-from judgement.analysis.convert import from_point_result, hardware_use_of
-from judgement.analysis.hardware import hardware_use
-from judgement.analysis.types import Measured
-from judgement.analysis.verdicts import MEMORY_BOUND_PCT, verdict
+from analysis.compare import compare
+from analysis.convert import from_point_result, hardware_use_of
+from analysis.hardware import hardware_use
+from analysis.types import Measured
+from analysis.verdicts import MEMORY_BOUND_PCT, verdict
 from runner import schema
 from tests.analysis.helpers import facts, point
 from tests.analysis.test_verdicts import PINNED, engine

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from judgement.analysis.convert import from_point_result
+from analysis.convert import from_point_result
 from tests.analysis.ground_truth.accuracy import accuracy, contradictions, markdown_table
 from tests.analysis.ground_truth.classes import CLASSES, KINDS, evidence_problems
 from tests.analysis.ground_truth.record import read_recording, recordings
@@ -83,7 +83,7 @@ def test_the_accuracy_table_in_the_docs_is_the_recordings_own(rows):
 
 
 def test_a_contradiction_is_caught_where_the_evidence_says_otherwise():
-    from judgement.analysis.verdicts import verdict
+    from analysis.verdicts import verdict
     from tests.analysis.helpers import point
 
     # A token budget whose steps sit at 1% of the budget cannot be the token budget.

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from judgement.analysis.errors import AnalysisError
-from judgement.analysis.hardware import (
+from analysis.errors import AnalysisError
+from analysis.hardware import (
     NOT_REPORTED,
     PRECISIONS,
     SKUS,

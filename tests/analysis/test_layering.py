@@ -10,8 +10,8 @@ from pathlib import Path
 def test_the_analysis_package_imports_without_django():
     code = (
         "import sys\n"
-        "import judgement.analysis.compare, judgement.analysis.convert, judgement.analysis.repeats\n"
-        "import judgement.analysis.scaling, judgement.analysis.selection, judgement.analysis.verdicts\n"
+        "import analysis.compare, analysis.convert, analysis.repeats\n"
+        "import analysis.scaling, analysis.selection, analysis.verdicts\n"
         "print(sorted(m for m in sys.modules if m == 'django' or m.startswith('django.')))\n"
     )
     root = Path(__file__).resolve().parents[2]

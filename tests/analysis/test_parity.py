@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from judgement.analysis import parity
-from judgement.analysis.parity import KeptOutput, PointOutputs, compare_outputs
+from analysis import parity
+from analysis.parity import KeptOutput, PointOutputs, compare_outputs
 
 
 def outputs(key: str, by_index: dict[int, tuple[str | None, list[int]]],

@@ -9,13 +9,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from judgement.analysis.compare import compare
-from judgement.analysis.errors import AnalysisError
-from judgement.analysis.repeats import capacity_estimate
-from judgement.analysis.scaling import scaling
-from judgement.analysis.selection import knee, pareto_frontier, slo
-from judgement.analysis.types import Measured
-from judgement.analysis.verdicts import verdict
+from analysis.compare import compare
+from analysis.errors import AnalysisError
+from analysis.repeats import capacity_estimate
+from analysis.scaling import scaling
+from analysis.selection import knee, pareto_frontier, slo
+from analysis.types import Measured
+from analysis.verdicts import verdict
 from tests.analysis.helpers import CASE_STUDY_SPEC, facts, point
 
 throughputs = st.floats(min_value=1.0, max_value=1e6, allow_nan=False)

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from judgement.analysis.errors import AnalysisError
-from judgement.analysis.repeats import (
+from analysis.errors import AnalysisError
+from analysis.repeats import (
     capacity_by_setting,
     capacity_estimate,
     lowest_repeats,
     setting_of,
 )
-from judgement.analysis.types import WorkloadShape
+from analysis.types import WorkloadShape
 from tests.analysis.helpers import CASE_STUDY_SPEC, point
 
 CONFIG = "seqs=1024,tokens=8192"

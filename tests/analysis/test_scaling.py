@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from judgement.analysis.errors import AnalysisError
-from judgement.analysis.scaling import scaling
-from judgement.analysis.types import ReplicaFigures, WorkloadShape
+from analysis.errors import AnalysisError
+from analysis.scaling import scaling
+from analysis.types import ReplicaFigures, WorkloadShape
 from tests.analysis.helpers import CASE_STUDY_SPEC, point
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from judgement.analysis.errors import AnalysisError
-from judgement.analysis.selection import (
+from analysis.errors import AnalysisError
+from analysis.selection import (
     knee,
     override,
     pareto_choice,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from judgement.analysis.sentences import join_names, num, pct, sweep_step_sentence
+from analysis.sentences import join_names, num, pct, sweep_step_sentence
 
 
 def test_percentages_keep_one_decimal_and_two_below_one_percent():
@@ -27,7 +27,7 @@ def test_a_lowered_setting_says_lowering():
 
 
 def test_a_token_budget_sentence_never_prints_an_unrecorded_budget():
-    from judgement.analysis.sentences import verdict_sentence
+    from analysis.sentences import verdict_sentence
 
     evidence = {
         "mean_running": 41.5, "max_num_seqs": 64, "mean_waiting": 0.8, "peak_kv_usage": 0.1,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from judgement.analysis.errors import AnalysisError
-from judgement.analysis.types import WorkloadShape
-from judgement.analysis.verdicts import (
+from analysis.errors import AnalysisError
+from analysis.types import WorkloadShape
+from analysis.verdicts import (
     diagnose_ladders,
     summarize_sweep_change,
     verdict,

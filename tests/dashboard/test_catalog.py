@@ -16,9 +16,9 @@ from django.contrib.auth.models import Permission
 from django.test import Client
 from django.utils import timezone
 
-from benchmarks.forms import BatchDefaults, LaunchForm, vllm_batch_defaults
-from benchmarks.forms_catalog import NodeForm
 from benchmarks.models import AuditEvent, Checkpoint, Node, Runtime
+from dashboard.forms import BatchDefaults, LaunchForm, vllm_batch_defaults
+from dashboard.forms_catalog import NodeForm
 from tests.dashboard.conftest import grant_role
 from tests.dashboard.factories import REVISION, make_checkpoint, make_node, make_runtime
 

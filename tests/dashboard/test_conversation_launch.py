@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from analysis.convert import workload_shape
 from benchmarks import points, storage
 from benchmarks.models import Benchmark, Point
-from judgement.analysis.convert import workload_shape
 from runner import schema
 from tests.dashboard.factories import (
     make_benchmark,
@@ -184,7 +184,7 @@ def test_the_form_refuses_a_turn_cap_that_means_nothing(
 
 
 def test_an_uploaded_plan_with_a_turn_cap_fills_the_form_with_nothing_left_out(data_dir):
-    from benchmarks.plan_files import plan_on_form
+    from dashboard.plan_files import plan_on_form
 
     plan = schema.SweepPlan(
         name="talks", checkpoint=schema.Checkpoint(model="m"),

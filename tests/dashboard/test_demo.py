@@ -18,7 +18,9 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
-from benchmarks.demo import (
+from demo.management.commands.launch_demo_sweep import DEMO_FORM
+from dashboard.forms import LaunchForm
+from demo.run import (
     Children,
     Stages,
     _demo_diagnosis,
@@ -28,8 +30,6 @@ from benchmarks.demo import (
     describe_exit,
     watch,
 )
-from benchmarks.forms import LaunchForm
-from benchmarks.management.commands.launch_demo_sweep import DEMO_FORM
 from runner.schema import SweepPlan
 from tests.dashboard.factories import make_checkpoint, make_node, make_runtime
 

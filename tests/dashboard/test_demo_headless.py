@@ -1,6 +1,6 @@
 """`make demo` to its end, as a newcomer runs it: on a new SQLite database, with Redis and
 with the filesystem broker it falls back to, until the comparison and the customer report
-are saved, checked and everything is stopped (benchmarks.demo --exit-when-done)."""
+are saved, checked and everything is stopped (demo.run --exit-when-done)."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ def demo_environment(tmp_path: Path, broker_url: str, tiny_model: Path) -> dict[
 
 def run_demo(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     """The headless demo; past its time it is stopped as Ctrl-C stops it, engines included."""
-    demo = subprocess.Popen([sys.executable, "-m", "benchmarks.demo", "--exit-when-done"],
+    demo = subprocess.Popen([sys.executable, "-m", "demo.run", "--exit-when-done"],
                             cwd=BASE_DIR, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     try:

@@ -18,8 +18,8 @@ from django.contrib.auth import get_user_model
 from django.test import Client, override_settings
 
 from benchmarks import outbound, plans, tasks, vault
-from benchmarks.forms_catalog import EndpointForm
 from benchmarks.models import AuditEvent, Benchmark, Endpoint, Node, Point, PointData
+from dashboard.forms_catalog import EndpointForm
 from runner import schema
 from runner.engine import RunningEngine, measure_rtt
 from tests.dashboard.conftest import grant_role, wait_until_final

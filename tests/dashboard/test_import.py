@@ -311,8 +311,8 @@ def test_the_command_names_the_flag_of_a_bad_stated_value(tmp_path):
 def test_an_imported_checkpoint_and_runtime_are_records_the_launch_form_does_not_offer(
     owner_client
 ):
-    from benchmarks.forms import LaunchForm
     from benchmarks.models import Checkpoint, Runtime
+    from dashboard.forms import LaunchForm
 
     document = {**VLLM_BENCH, "model_id": "attacker-org/evil-remote-code-model",
                 "engine": "vllm", "version": "0.32.0"}

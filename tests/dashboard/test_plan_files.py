@@ -15,9 +15,10 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.utils.html import escape
 
-from benchmarks import plan_files, plans
-from benchmarks.forms import WORKLOAD_PRESETS, LaunchForm
+from benchmarks import plans
 from benchmarks.models import Benchmark, Workload
+from dashboard import plan_files
+from dashboard.forms import WORKLOAD_PRESETS, LaunchForm
 from runner import schema
 from runner.cli import load_plan
 from runner.plan_text import MAX_PLAN_DEPTH

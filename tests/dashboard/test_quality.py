@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from django.utils.html import escape
 
+from analysis.sentences import QUALITY_ON_CPU_ENGINE
 from benchmarks import points
 from benchmarks.models import Benchmark, Caveat, Point
-from judgement.analysis.sentences import QUALITY_ON_CPU_ENGINE
 from runner import schema
 from tests.dashboard.factories import make_benchmark, make_point_result
 from tests.dashboard.test_endpoints import (

@@ -18,7 +18,7 @@ BASE_DIR = Path(__file__).resolve().parents[2]
 
 
 def demo_environment(database: Path) -> dict[str, str]:
-    """benchmarks/demo.py's settings: config.settings with DEBUG on and no SECRET_KEY, on a new
+    """demo/run.py's settings: config.settings with DEBUG on and no SECRET_KEY, on a new
     SQLite file (the demo's own is var/db.sqlite3; a test must not touch it)."""
     env = {k: v for k, v in os.environ.items() if k not in ("SECRET_KEY", "DJANGO_SETTINGS_MODULE")}
     return {**env, "DEBUG": "1", "DJANGO_SETTINGS_MODULE": "config.settings",

@@ -21,10 +21,11 @@ from django.test import Client, RequestFactory
 from django.test.client import BOUNDARY, MULTIPART_CONTENT, encode_multipart
 from kombu.exceptions import OperationalError as BrokerError
 
-from benchmarks import imports, tasks, views
+from benchmarks import imports, tasks
 from benchmarks.cpu_limit import cpu_time_limit
 from benchmarks.imports import ImportFileError, ImportProgress, import_points
 from benchmarks.models import AuditEvent, Benchmark, Point, ResultImport
+from dashboard import views
 from runner.importer import MAX_JSON_DEPTH
 
 from .conftest import grant_role

@@ -142,7 +142,7 @@ def test_without_a_frontier_the_page_says_why_instead_of_drawing(owner_client):
 
 
 def test_the_figure_keeps_frontier_keys_it_has_coordinates_for():
-    from judgement.analysis.types import ParetoPoint
+    from analysis.types import ParetoPoint
 
     figure = charts.pareto_figure(
         [ParetoPoint(key="a", output_throughput_per_gpu=10.0, tokens_per_user=5.0)],

@@ -212,8 +212,8 @@ FULL_REFERENCE = {
 
 
 def test_a_reference_keeps_every_fixed_factor_and_a_labelled_latency(owner_client):
+    from analysis.types import Reference, WorkloadShape
     from judgement import judge
-    from judgement.analysis.types import Reference, WorkloadShape
 
     assert owner_client.post("/references/new/", FULL_REFERENCE).status_code == 302
     row = ExternalReference.objects.get()

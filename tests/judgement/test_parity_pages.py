@@ -141,8 +141,8 @@ def test_every_parity_sentence_has_a_korean_translation_with_its_placeholders():
 
 
 def test_parity_reads_a_few_stored_columns_never_the_records(monkeypatch):
+    from analysis.parity import KeptOutput
     from benchmarks import storage
-    from judgement.analysis.parity import KeptOutput
 
     records = with_outputs()
     records[1] = records[1].model_copy(update={"output_ids": []})  # completed without ids

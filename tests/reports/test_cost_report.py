@@ -14,8 +14,8 @@ from django.conf import settings
 from django.test import Client
 from django.utils import timezone
 
+from analysis import cost
 from benchmarks.models import Node
-from judgement.analysis import cost
 from tests.reports.conftest import make_sweep
 from tests.reports.helpers import make_report
 

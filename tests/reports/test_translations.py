@@ -63,7 +63,7 @@ def test_a_korean_report_with_every_item_has_no_untranslated_sentence(sweep, own
 
 @pytest.mark.parametrize("templates", ["OPERATING_POINT_TEMPLATES", "STORY_TEMPLATES"])
 def test_every_template_the_run_page_writes_has_a_korean_translation(templates):
-    from judgement.analysis import sentences
+    from analysis import sentences
 
     catalog = _catalog()
     missing = [t for t in getattr(sentences, templates) if t not in catalog]
@@ -75,7 +75,7 @@ def test_every_template_the_run_page_writes_has_a_korean_translation(templates):
 
 
 def test_a_knee_step_that_lost_throughput_reads_as_a_loss_in_korean():
-    from judgement.analysis import sentences
+    from analysis import sentences
 
     evidence = {"knee_found": True, "to_load": "burst 128", "throughput_gain_pct": -9.13,
                 "latency_growth_pct": 49.0}

@@ -166,8 +166,8 @@ def test_a_long_queue_behind_a_small_max_num_seqs_reads_as_the_scheduler_cap(eng
     # each freed slot is refilled from the queue, for about two seconds of 0.1 s samples.
     # The attached server's flags are the shared config's: the test knows them, an attach
     # point cannot record them.
-    from judgement.analysis.convert import from_point_result
-    from judgement.analysis.verdicts import verdict
+    from analysis.convert import from_point_result
+    from analysis.verdicts import verdict
 
     plan = SweepPlan(
         name="scheduler-cap", checkpoint=Checkpoint(model="tiny", served_model_name="tiny"),

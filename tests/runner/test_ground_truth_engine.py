@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from judgement.analysis.convert import from_point_result
-from judgement.analysis.verdicts import verdicts_for_sweep
+from analysis.convert import from_point_result
+from analysis.verdicts import verdicts_for_sweep
 from runner.engine import RunningEngine
 from runner.schema import EngineConfig, PointResult
 from runner.sweep import run_plan

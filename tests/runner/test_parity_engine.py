@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from judgement.analysis.parity import KeptOutput, PointOutputs, compare_outputs
+from analysis.parity import KeptOutput, PointOutputs, compare_outputs
 from runner.schema import (
     OUTPUT_TEXTS_KEPT,
     Checkpoint,

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 
-from judgement.analysis.convert import at_cap_share, load_fell_short
+from analysis.convert import at_cap_share, load_fell_short
 from runner.schema import (
     Checkpoint,
     ClientSpec,
@@ -224,7 +224,7 @@ def expected_kind(class_name: str, config_label: str, load_label: str) -> str | 
 
 
 # A binding scheduler cap holds running there for most of the time requests wait
-# (judgement.analysis.verdicts.PINNED_SHARE); a full token budget fills most of each step.
+# (analysis.verdicts.PINNED_SHARE); a full token budget fills most of each step.
 AT_CAP_SHARE_MIN = 0.5
 STEP_FILL_MIN = 0.9
 KV_FULL = 0.95

@@ -4,7 +4,7 @@ line per repeat, after checking that each limit bound as built (classes.evidence
 
 The repeats share one engine per config (run_plan's repeats), so a class costs one engine start
 per config, not per recording. A compact point drops what
-judgement.analysis.convert.from_point_result does not read (per-request records, engine
+analysis.convert.from_point_result does not read (per-request records, engine
 samples, telemetry readings), and the recorder proves it judges the same as the full one.
 
 Record on an otherwise idle host: every CPU engine binds its worker to CPU 0
@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from judgement.analysis.convert import from_point_result
+from analysis.convert import from_point_result
 from runner.schema import PointResult
 from runner.sweep import run_plan
 from tests.analysis.ground_truth.classes import (

@@ -3,8 +3,8 @@ expects: `python -m tests.analysis.ground_truth.table` prints one row per point.
 
 from __future__ import annotations
 
-from judgement.analysis.convert import from_point_result
-from judgement.analysis.verdicts import verdicts_for_sweep
+from analysis.convert import from_point_result
+from analysis.verdicts import verdicts_for_sweep
 from tests.analysis.ground_truth.classes import CLASSES
 from tests.analysis.ground_truth.record import read_recording, recordings
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from judgement.analysis import sentences
-from judgement.analysis.errors import AnalysisError
-from judgement.analysis.types import PointFigures, ReplicaFigures, ScalingResult, WorkloadShape
+from analysis import sentences
+from analysis.errors import AnalysisError
+from analysis.types import PointFigures, ReplicaFigures, ScalingResult, WorkloadShape
 
 
 def scaling(
@@ -84,7 +84,7 @@ def _checks_text(point: PointFigures) -> str:
 
 
 def check_node_point(node: PointFigures) -> None:
-    """Refuse a node point whose stored aggregates fail a check (judgement.analysis.checks):
+    """Refuse a node point whose stored aggregates fail a check (analysis.checks):
     its throughput disagrees with its own counts, so no efficiency may rest on it, as no
     capacity or operating point does. A node whose replicas lost requests passes: the result
     says so (all_replicas_valid), and its throughput counts only what completed."""

@@ -1,7 +1,7 @@
 """Forms of the judgement pages: operating point selection, saved comparisons, references.
 
 The forms validate what a person typed; whether the stored points allow the choice (enough load
-levels, latency recorded, same workload spec) is judgement.analysis's call, and its
+levels, latency recorded, same workload spec) is analysis's call, and its
 AnalysisError message becomes a form error.
 """
 
@@ -12,11 +12,9 @@ from typing import Any
 from django import forms
 from django.db.models import Q
 
-from benchmarks.form_fields import declared_field
 from benchmarks.models import Benchmark, ExternalReference, OperatingPoint, Point
+from dashboard.form_fields import declared_field
 from judgement import judge
-from judgement.analysis.selection import DEFAULT_LATENCY_GROWTH_PCT, DEFAULT_THROUGHPUT_GAIN_PCT
-from judgement.analysis.types import LATENCY_FIELDS, LATENCY_LABELS, REFERENCE_UNITS
 
 RECENT_RUNS_FOR_CHOICES = 20
 
@@ -41,18 +39,18 @@ class RunPointChoiceField(forms.ModelChoiceField):
 
 
 def _slo_label(field: str) -> str:
-    return f"{LATENCY_LABELS[field]}: at most"
+    return f"{judge.LATENCY_LABELS[field]}: at most"
 
 
 class OperatingPointForm(forms.Form):
     method = forms.ChoiceField(choices=OperatingPoint.Method.choices, initial="knee")
     throughput_gain_pct = forms.FloatField(
         label="Knee: next step adds less than (% throughput)",
-        initial=DEFAULT_THROUGHPUT_GAIN_PCT, min_value=0, required=False,
+        initial=judge.DEFAULT_THROUGHPUT_GAIN_PCT, min_value=0, required=False,
     )
     latency_growth_pct = forms.FloatField(
         label="Knee: while median latency grows more than (%)",
-        initial=DEFAULT_LATENCY_GROWTH_PCT, min_value=0, required=False,
+        initial=judge.DEFAULT_LATENCY_GROWTH_PCT, min_value=0, required=False,
     )
     min_tokens_per_user = forms.FloatField(
         label="Pareto: at least (tokens/s per user)", min_value=0, required=False,
@@ -65,13 +63,13 @@ class OperatingPointForm(forms.Form):
     def __init__(self, *args: Any, benchmark: Benchmark, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         declared_field(self, "point", forms.ModelChoiceField).queryset = benchmark.points.all()
-        for name in LATENCY_FIELDS:
+        for name in judge.LATENCY_FIELDS:
             self.fields[f"slo_{name}"] = forms.FloatField(
                 label=f"SLO: {_slo_label(name)}", min_value=0, required=False
             )
 
     def slo_fields(self) -> list[forms.BoundField]:
-        return [self[f"slo_{name}"] for name in LATENCY_FIELDS]
+        return [self[f"slo_{name}"] for name in judge.LATENCY_FIELDS]
 
     def clean(self) -> dict[str, Any]:
         super().clean()
@@ -97,7 +95,7 @@ class OperatingPointForm(forms.Form):
     def limits(self) -> dict[str, float]:
         return {
             name: self.cleaned_data[f"slo_{name}"]
-            for name in LATENCY_FIELDS
+            for name in judge.LATENCY_FIELDS
             if self.cleaned_data.get(f"slo_{name}") is not None
         }
 
@@ -194,7 +192,7 @@ class ExternalReferenceForm(forms.ModelForm):
     so its messages show next to the fields here.
     """
 
-    unit = forms.ChoiceField(choices=[(u, u) for u in REFERENCE_UNITS])
+    unit = forms.ChoiceField(choices=[(u, u) for u in judge.REFERENCE_UNITS])
     url = forms.URLField(max_length=1000, assume_scheme="https")
 
     class Meta:

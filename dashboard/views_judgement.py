@@ -1,6 +1,6 @@
 """Pages of the judgement layer: operating point, saved comparisons, external references, and
 the judgement sections of the run page. Views only call judgement.judge, which calls the
-pure functions in judgement.analysis; an judge.AnalysisError is shown as its message, never a 500.
+pure functions in analysis; an judge.AnalysisError is shown as its message, never a 500.
 """
 
 from __future__ import annotations
@@ -16,15 +16,15 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_safe
 
-from benchmarks.forms_judgement import (
+from benchmarks.models import Benchmark, Comparison, ExternalReference, Point
+from dashboard.forms_judgement import (
     ComparisonForm,
     ExternalReferenceForm,
     OperatingPointForm,
     ReferenceCompareForm,
     point_label,
 )
-from benchmarks.http import AuthenticatedHttpRequest
-from benchmarks.models import Benchmark, Comparison, ExternalReference, Point
+from dashboard.http import AuthenticatedHttpRequest
 from judgement import charts, judge
 
 # Reading any of these pages needs only a login; storing a choice needs these.
@@ -35,7 +35,7 @@ EDIT_REFERENCE = "benchmarks.change_externalreference"
 
 
 def _get_benchmark_for_user(request: HttpRequest, code: UUID) -> Benchmark:
-    """Every logged-in teammate sees every run (as benchmarks.views)."""
+    """Every logged-in teammate sees every run (as dashboard.views)."""
     queryset = Benchmark.objects.select_related("node", "runtime", "checkpoint", "workload")
     return get_object_or_404(queryset, code=code)
 
@@ -93,7 +93,7 @@ def _point_label(point: Point) -> str:
 
 
 def run_detail_context(request: HttpRequest, benchmark: Benchmark) -> dict[str, Any]:
-    """What the run page adds for the judgement layer (called by benchmarks.views.run_detail)."""
+    """What the run page adds for the judgement layer (called by dashboard.views.run_detail)."""
     points = judge.load_points(benchmark)
     if not points:
         return {"judgement": None}

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from benchmarks import views, views_catalog, views_judgement
+from dashboard import views, views_catalog, views_judgement
 
 urlpatterns = [
     path("runs/", views.runs, name="runs"),
@@ -25,7 +25,7 @@ urlpatterns = [
     path("runs/<uuid:code>.csv", views.run_csv, name="run_csv"),
     path("runs/<uuid:code>/plan.yaml", views.run_plan_yaml, name="run_plan_yaml"),
     path("runs/<uuid:code>/again/", views.run_again, name="run_again"),
-    # The judgement layer (benchmarks/views_judgement.py).
+    # The judgement layer (dashboard/views_judgement.py).
     path(
         "runs/<uuid:code>/operating-point/",
         views_judgement.operating_point,
@@ -45,7 +45,7 @@ urlpatterns = [
         name="reference_compare",
     ),
     path("audit/", views.audit, name="audit"),
-    # What a launch chooses from (benchmarks/views_catalog.py).
+    # What a launch chooses from (dashboard/views_catalog.py).
     path("catalog/checkpoints/", views_catalog.checkpoints, name="catalog_checkpoints"),
     path(
         "catalog/checkpoints/new/", views_catalog.checkpoint_new, name="catalog_checkpoint_new"

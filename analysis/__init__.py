@@ -1,7 +1,7 @@
 """The judgement layer: pure functions that turn stored points into signed statements.
 
 Nothing here imports Django: views convert rows into the small frozen dataclasses of
-`judgement.analysis.types` and call these functions. `convert` turns a runner `PointResult`
+`analysis.types` and call these functions. `convert` turns a runner `PointResult`
 into those dataclasses. Every figure a sentence quotes is also a field of the result, so
 templates can format numbers themselves; sentences live in `sentences` so they can be
 translated in one place.
@@ -14,6 +14,6 @@ Modules:
 - verdicts: which engine limit binds at a point, and what a sweep changed
 """
 
-from judgement.analysis.errors import AnalysisError
+from analysis.errors import AnalysisError
 
 __all__ = ["AnalysisError"]

@@ -23,7 +23,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from judgement.analysis.sentences import Sentence, num, percent
+from analysis.sentences import Sentence, num, percent
 
 # A share of diverged outputs above this (percent of compared requests) is flagged unless the
 # installation sets its own (settings.HEADROOM_OUTPUT_PARITY_TOLERANCE_PCT).

@@ -53,10 +53,10 @@ from collections.abc import Callable, Mapping, Sequence
 from itertools import pairwise
 from typing import Any
 
-from judgement.analysis import sentences
-from judgement.analysis.errors import AnalysisError
-from judgement.analysis.selection import DEFAULT_THROUGHPUT_GAIN_PCT
-from judgement.analysis.types import (
+from analysis import sentences
+from analysis.errors import AnalysisError
+from analysis.selection import DEFAULT_THROUGHPUT_GAIN_PCT
+from analysis.types import (
     PointFigures,
     SettingChange,
     SweepStep,
@@ -93,7 +93,7 @@ TOKEN_BUDGET_FRACTION = 0.9
 QUEUE_GAP_MAX_FRACTION = 0.5
 
 # At or above this share of the GPU's memory-bandwidth peak (per GPU, vLLM's own byte estimate
-# against the datasheet figure, judgement.analysis.hardware) the GPU moves about all the bytes it
+# against the datasheet figure, analysis.hardware) the GPU moves about all the bytes it
 # can: decoding reads the weights and every running request's KV cache each step, so admitting
 # more requests adds reads the memory cannot serve any faster. Measured memory kernels reach
 # about 80-90% of the datasheet bandwidth, so 80% is already near the practical ceiling.

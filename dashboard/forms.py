@@ -13,9 +13,9 @@ from django.db import transaction
 from django.template.defaultfilters import filesizeformat
 
 from benchmarks import estimates, plans
-from benchmarks.form_fields import declared_field
 from benchmarks.imports import StatedFacts
 from benchmarks.models import Benchmark, Checkpoint, Endpoint, Node, Runtime, Workload
+from dashboard.form_fields import declared_field
 from runner import conversations, grid, quality, schema, traces, workloads
 from runner.vllm_defaults import BatchDefaults, batch_defaults
 
@@ -846,7 +846,7 @@ class ImportForm(forms.Form):
     )
 
     def __init__(self, *args: Any, refused: str = "", **kwargs: Any) -> None:
-        """refused: why the upload handler did not take the file (benchmarks/uploads.py)."""
+        """refused: why the upload handler did not take the file (dashboard/uploads.py)."""
         super().__init__(*args, **kwargs)
         self.refused = refused
         file = self.fields["file"]

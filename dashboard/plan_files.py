@@ -21,7 +21,8 @@ from django.core.exceptions import ValidationError
 from django.template.defaultfilters import filesizeformat
 
 from benchmarks import plans
-from benchmarks.forms import (
+from benchmarks.models import Checkpoint, Endpoint, Runtime, Workload
+from dashboard.forms import (
     BOOL_AXIS,
     ENGINE_SETTINGS,
     FILE_WORKLOAD_FIELDS,
@@ -30,7 +31,6 @@ from benchmarks.forms import (
     NO_EXTRA_FLAGS,
     WORKLOAD_PRESETS,
 )
-from benchmarks.models import Checkpoint, Endpoint, Runtime, Workload
 from runner import grid, schema, workloads
 from runner.cli import CliError, validate_plan
 from runner.endpoint import normalize_base_url
@@ -58,7 +58,7 @@ def read_plan_text(text: str, file_name: str) -> schema.SweepPlan:
 
 class PlanFileForm(forms.Form):
     """The launch page's plan upload. The view receives the file through
-    benchmarks.uploads.ResultFileUploadHandler with PLAN_FILE_MAX_BYTES as its limit, so a
+    dashboard.uploads.ResultFileUploadHandler with PLAN_FILE_MAX_BYTES as its limit, so a
     larger body is refused as it arrives; `refused` is that handler's reason."""
 
     plan_file = forms.FileField(

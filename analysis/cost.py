@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
 
-from judgement.analysis.errors import AnalysisError
-from judgement.analysis.sentences import Sentence
+from analysis.errors import AnalysisError
+from analysis.sentences import Sentence
 
 SECONDS_PER_HOUR = 3600
 TOKENS_PER_MILLION = 1_000_000

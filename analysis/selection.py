@@ -12,9 +12,9 @@ from collections.abc import Mapping, Sequence
 from itertools import pairwise
 from typing import Any
 
-from judgement.analysis import sentences
-from judgement.analysis.errors import AnalysisError
-from judgement.analysis.types import (
+from analysis import sentences
+from analysis.errors import AnalysisError
+from analysis.types import (
     LATENCY_FIELDS,
     ParetoPoint,
     PointFigures,

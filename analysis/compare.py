@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from judgement.analysis import sentences
-from judgement.analysis.errors import AnalysisError
-from judgement.analysis.types import (
+from analysis import sentences
+from analysis.errors import AnalysisError
+from analysis.types import (
     SPEC_FACTOR,
     UNIT_OUTPUT_TPS_PER_GPU,
     Comparison,

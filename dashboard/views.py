@@ -34,18 +34,7 @@ from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_POST, require_safe
 from kombu.exceptions import OperationalError as BrokerError
 
-from benchmarks import (
-    estimates,
-    lifecycle,
-    plan_files,
-    plans,
-    storage,
-    tasks,
-    uploads,
-    views_judgement,
-)
-from benchmarks.forms import ImportForm, LaunchForm
-from benchmarks.http import AuthenticatedHttpRequest
+from benchmarks import estimates, lifecycle, plans, storage, tasks
 from benchmarks.models import (
     AuditEvent,
     Benchmark,
@@ -64,6 +53,9 @@ from benchmarks.points import (
     stored_requests,
     telemetry_cells,
 )
+from dashboard import plan_files, uploads, views_judgement
+from dashboard.forms import ImportForm, LaunchForm
+from dashboard.http import AuthenticatedHttpRequest
 from judgement import charts
 from runner import schema
 

@@ -27,7 +27,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from judgement.analysis.errors import AnalysisError
+from analysis.errors import AnalysisError
 
 Precision = Literal["BF16", "FP8", "FP4"]
 PRECISIONS: tuple[Precision, ...] = ("BF16", "FP8", "FP4")

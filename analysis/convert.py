@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from judgement.analysis.checks import failed_checks
-from judgement.analysis.hardware import HardwareUse, hardware_use
-from judgement.analysis.sentences import QUALITY_ON_CPU_ENGINE
-from judgement.analysis.types import (
+from analysis.checks import failed_checks
+from analysis.hardware import HardwareUse, hardware_use
+from analysis.sentences import QUALITY_ON_CPU_ENGINE
+from analysis.types import (
     EXTRA_FLAGS,
     LATENCY_FIELDS,
     QUEUE_FIELDS,

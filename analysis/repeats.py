@@ -10,8 +10,8 @@ import math
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from judgement.analysis.errors import AnalysisError
-from judgement.analysis.types import CapacityEstimate, PointFigures, WorkloadShape
+from analysis.errors import AnalysisError
+from analysis.types import CapacityEstimate, PointFigures, WorkloadShape
 
 
 def capacity_estimate(values: Sequence[float]) -> CapacityEstimate:

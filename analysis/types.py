@@ -1,7 +1,7 @@
 """The plain inputs and results of the analysis layer.
 
 Inputs mirror the field names of `runner.schema` (Metrics, QueueSummary) so a stored point or
-a database row converts with a few attribute reads (`judgement.analysis.convert` does it for a
+a database row converts with a few attribute reads (`analysis.convert` does it for a
 `PointResult`). Results keep every number a sentence quotes as its own field, so templates can
 format and translate without parsing text.
 
@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any, Literal
 
-from judgement.analysis.errors import AnalysisError
-from judgement.analysis.hardware import HardwareUse
-from judgement.analysis.sentences import Sentence
+from analysis.errors import AnalysisError
+from analysis.hardware import HardwareUse
+from analysis.sentences import Sentence
 
 # ---------------------------------------------------------------------------------------------
 # Inputs
@@ -148,7 +148,7 @@ class PointFigures:
     # checks failed, never with one whose run is invalid (its throughput counts missing work).
     run_valid: bool = True
     # One sentence, with the numbers, for each check of the stored aggregates that failed
-    # (judgement.analysis.checks); any of them makes `valid` False.
+    # (analysis.checks); any of them makes `valid` False.
     failed_checks: tuple[str, ...] = ()
     client_saturated: bool = False
     total_output_tokens: int | None = None
@@ -191,7 +191,7 @@ class PointFigures:
     # Prompt tokens the prefix cache held over those looked up in the window (0-1); None when
     # the engine reported no lookups.
     prefix_cache_hit_rate: float | None = None
-    # Per-GPU work against the GPU's peaks (judgement.analysis.hardware); None when not judged.
+    # Per-GPU work against the GPU's peaks (analysis.hardware); None when not judged.
     hardware: HardwareUse | None = None
 
     def __post_init__(self) -> None:

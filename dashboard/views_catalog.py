@@ -24,7 +24,9 @@ from django.views.decorators.http import require_POST, require_safe
 
 from benchmarks import outbound, vault
 from benchmarks.admin import AUDITED_FLAGS
-from benchmarks.forms_catalog import (
+from benchmarks.models import AuditEvent, Checkpoint, Endpoint, Node, Runtime
+from benchmarks.tasks import endpoint_credentials
+from dashboard.forms_catalog import (
     CHANGE_CHECKPOINT,
     CHANGE_RUNTIME,
     TRUST_CHECKPOINT,
@@ -33,8 +35,6 @@ from benchmarks.forms_catalog import (
     NodeForm,
     RuntimeForm,
 )
-from benchmarks.models import AuditEvent, Checkpoint, Endpoint, Node, Runtime
-from benchmarks.tasks import endpoint_credentials
 from judgement import judge
 from runner.endpoint import NO_CREDENTIALS, redact
 from runner.engine import EngineError, Unreachable, probe

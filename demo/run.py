@@ -1,4 +1,4 @@
-"""`python -m benchmarks.demo` (make demo): the whole dashboard on this machine, with a real engine.
+"""`python -m demo` (make demo): the whole dashboard on this machine, with a real engine.
 
 Migrates the database (SQLite unless DATABASE_URL says otherwise), creates the demo user and
 prints its credentials, registers the tiny model and the installed vLLM, starts the web server
@@ -257,7 +257,7 @@ def demo_environment(tiny_model: Path, broker: str) -> dict[str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.demo", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m demo", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--exit-when-done", action="store_true",
                         help="stop once the comparison and report are saved, check, and exit")

@@ -1,0 +1,1 @@
+"""`make demo`: the whole dashboard on this machine with a real engine and a first sweep."""
