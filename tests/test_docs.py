@@ -18,11 +18,10 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.repository import ROOT, root_packages
 
 # Where the repository's own prose lives; var/, .venv/ and the caches are not the repository.
-SOURCE_DIRS = ("runner", "benchmarks", "judgement", "reports", "config", "bench", "tests",
-               "templates", "static", "docs")
+SOURCE_DIRS = (*root_packages(), "bench", "tests", "templates", "static", "docs")
 TOP_FILES = ("README.md", "Makefile", "Dockerfile", "docker-compose.yml", "pyproject.toml",
              "pytest.ini", ".importlinter", "requirements.txt", "requirements-dev.txt",
              "requirements-engine-cpu.txt")

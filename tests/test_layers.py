@@ -1,0 +1,70 @@
+"""The one layers contract covers a module by the folder it is put in.
+
+Each test copies the packages to a temporary folder, adds one module, and runs import-linter
+there with the repository's own .importlinter: a module that imports upwards must break the
+contract without anyone naming it in the configuration.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.repository import ROOT, root_packages
+
+LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    copy = tmp_path_factory.mktemp("layers")
+    for package in root_packages():
+        shutil.copytree(ROOT / package, copy / package,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "migrations"))
+    shutil.copy(ROOT / ".importlinter", copy / ".importlinter")
+    return copy
+
+
+def lint(tree: Path, extra: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    added = [tree / name for name in extra]
+    for path, text in zip(added, extra.values(), strict=True):
+        path.write_text(text)
+    try:
+        return subprocess.run([str(LINT_IMPORTS), "--no-cache"], cwd=tree, text=True,
+                              capture_output=True, env={"PYTHONPATH": str(tree), "PATH": ""})
+    finally:
+        for path in added:
+            path.unlink()
+
+
+def test_the_copied_tree_keeps_every_contract(tree: Path):
+    out = lint(tree, {})
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "Layers: each package imports only those below it KEPT" in out.stdout
+
+
+@pytest.mark.parametrize(("module", "imports"), [
+    ("runner/misplaced.py", "benchmarks.models"),
+    ("analysis/misplaced.py", "judgement.judge"),
+    ("benchmarks/misplaced.py", "dashboard.views"),
+    ("judgement/misplaced.py", "reports.content"),
+    ("dashboard/misplaced.py", "demo.run"),
+])
+def test_a_module_importing_upwards_breaks_the_layers(tree: Path, module: str, imports: str):
+    out = lint(tree, {module: f"import {imports}\n"})
+    assert out.returncode == 1
+    misplaced = module.removesuffix(".py").replace("/", ".")
+    assert f"{misplaced} -> {imports}" in out.stdout
+    assert "Layers: each package imports only those below it BROKEN" in out.stdout
+
+
+def test_a_page_module_reaching_the_rules_directly_is_refused(tree: Path):
+    out = lint(tree, {"dashboard/misplaced.py": "import analysis.verdicts\n"})
+    assert out.returncode == 1
+    assert "dashboard.misplaced -> analysis.verdicts" in out.stdout
+    assert "never the rules directly BROKEN" in out.stdout.replace("directlyBROKEN",
+                                                                  "directly BROKEN")
