@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from runner.schema import Metrics, PointResult
+from runner.schema.result import Metrics, PointResult
 
 # How far a stored throughput may sit from its count over the window, relative to the
 # recomputed figure. vLLM and Headroom both divide the same two numbers, so an honest point

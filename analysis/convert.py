@@ -20,13 +20,11 @@ from analysis.types import (
     RunFacts,
     WorkloadShape,
 )
-from runner.importer import UNKNOWN_HOST, UNKNOWN_MODEL
-from runner.schema import EngineConfig, PointResult, WorkloadSpec
-from runner.vllm_defaults import (
-    BatchDefaults,
-    batch_defaults,
-    known_version,
-)
+from runner.engine.vllm_defaults import BatchDefaults, batch_defaults, known_version
+from runner.importer.vllm_document import UNKNOWN_HOST, UNKNOWN_MODEL
+from runner.schema.engine_config import EngineConfig
+from runner.schema.plan import WorkloadSpec
+from runner.schema.result import PointResult
 
 # Settings PointFigures keeps in fields of their own (the verdict rules read them).
 OWN_FIELDS = ("max_num_seqs", "max_num_batched_tokens")
@@ -199,7 +197,7 @@ def cpu_engine(p: PointResult) -> bool:
 def quality_caveat(p: PointResult) -> str | None:
     """What a reader must know beside the point's quality score; None: nothing, or no score.
 
-    On a CPU engine the served model is Headroom's tiny random-weight one (runner.tinymodel):
+    On a CPU engine the served model is Headroom's tiny random-weight one (runner.engine.tinymodel):
     its score measures nothing about the model a deployment will serve.
     """
     if p.quality is None or not cpu_engine(p):

@@ -1,7 +1,8 @@
 """How close a point came to what its GPU can physically do: the peak table and the shares.
 
 The engine's side is vLLM's own estimate of the work each GPU did (FLOPs, and bytes read and
-written, per second over the point's window; runner.schema.QueueSummary). This module holds the
+written, per second over the point's window; runner.schema.samples.QueueSummary). This module holds
+the
 other side: the datasheet peaks of the GPUs people serve on, and the rules that set the two
 against each other.
 

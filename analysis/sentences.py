@@ -336,7 +336,7 @@ class _Scope:
 
     A node run's queue summary holds the sum of its replicas' mean running and waiting, the
     highest replica's peaks and the replicas' mean KV use and tokens per step
-    (runner.schema.QueueSummary). A node sentence divides the sums by the replica count and
+    (runner.schema.samples.QueueSummary). A node sentence divides the sums by the replica count and
     says whose peak it quotes, so "running 2,048 of 256" never reads as one engine's.
     """
 

@@ -47,7 +47,7 @@ class WorkloadShape:
             raise AnalysisError("a workload spec's input_tokens_max must be >= input_tokens_min")
 
     def label(self) -> str:
-        """Same text as runner.schema.WorkloadSpec.spec_label for a range; one number if fixed."""
+        """As runner.schema.plan.WorkloadSpec.spec_label for a range; one number if fixed."""
         if self.source is not None:
             return self.source
         if self.input_tokens_min == self.input_tokens_max:
@@ -120,7 +120,7 @@ class PointFigures:
     config_label: str
     offered_concurrency: float
     output_throughput: float
-    # As the load names itself (runner.schema.LoadSpec.label), for sentences: "burst 64".
+    # As the load names itself (runner.schema.plan.LoadSpec.label), for sentences: "burst 64".
     load_label: str = ""
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None

@@ -38,10 +38,11 @@ sentence then adds that scheduler settings cannot add much there, fewer bytes pe
 smaller KV dtype) or more GPUs can.
 
 The limits are those the engine ran with (PointFigures.seqs_limit, token_budget): the
-config's, else vLLM's own default for the point's hardware and version (runner.vllm_defaults).
+config's, else vLLM's own default for the point's hardware and version
+(runner.engine.vllm_defaults).
 
 A node run's queue summary holds the sum of its replicas' mean running and waiting and the
-highest replica's peaks (runner.schema.QueueSummary says why), while max_num_seqs and
+highest replica's peaks (runner.schema.samples.QueueSummary says why), while max_num_seqs and
 max_num_batched_tokens bound each replica: the mean is compared with replicas x the cap, the
 peak and the per-step tokens with one replica's cap and budget.
 """

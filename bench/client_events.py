@@ -6,10 +6,12 @@ client's arrival stamp minus the server's stamp is the delivery-plus-client dela
 runs in its own fresh process, one after another, against the same server:
 
 - httpx (AsyncClient.stream + aiter_lines), aiohttp (iterating response.content by line, as
-  `vllm bench serve` does), runner.httpstream (the load generator's hot path, feeding the real
+  `vllm bench serve` does), runner.client.httpstream (the load generator's hot path, feeding the
+  real
   per-request collector) on the stdlib loop and on uvloop, all four on pooled keep-alive
   connections; the same on uvloop with the idle nap (NAP_S, as a client's idle_nap_us: while
-  streaming, an idle loop pass sleeps instead of blocking in epoll_wait); and runner.httpstream
+  streaming, an idle loop pass sleeps instead of blocking in epoll_wait); and
+  runner.client.httpstream
   on uvloop with a new connection per request (`Connection: close`, what the load generator did
   before it pooled connections).
 - Every client parses every event with orjson, so the rows compare transports, not JSON parsers.
@@ -27,7 +29,8 @@ Two phases per client:
    loop does: events/s received, client CPU (1.0 = one core), delay median and p99, the
    client's blocking waits per second (voluntary context switches: epoll_wait or a nap), the
    server's CPU per event (its writes, and its wake-ups of a client blocked in epoll_wait),
-   connections the server accepted, (runner.httpstream only) the time to get a connection, and
+   connections the server accepted, (runner.client.httpstream only) the time to get a connection,
+   and
    the time the hypervisor took from each of the two CPUs during the phase (steal, in
    /proc/stat), a share of the phase: a stolen millisecond stamps every event in it late.
 2. flood: FLOOD_STREAMS streams written as fast as the server can; the client reads for FLOOD_S
@@ -258,8 +261,8 @@ async def _run_slots(kind: str, port: int, mode: str, slots: int, seconds: float
     request outlasts them); the events read by then are counted."""
     import orjson
 
-    from runner import httpstream
-    from runner.responses import ResponseCollector
+    from runner.client import httpstream
+    from runner.client.responses import ResponseCollector
 
     tally = _Tally()
     if kind == "raw-uvloop-nap":
@@ -351,7 +354,7 @@ async def _run_slots(kind: str, port: int, mode: str, slots: int, seconds: float
 def _measure(
     kind: str, port: int, mode: str, rate: int, accepted: Any, server: Any, phases: Phases
 ) -> dict[str, Any]:
-    from runner.loadgen import cpu_steal_s
+    from runner.client.health import cpu_steal_s
 
     slots = round(rate * INTERVAL_S) if mode == "paced" else FLOOD_STREAMS
     seconds = phases.paced_s if mode == "paced" else phases.flood_s

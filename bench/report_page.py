@@ -83,9 +83,11 @@ def _recreate(url: str, drop_only: bool = False) -> None:
 
 def _metrics(completed: int, duration: float, latencies_ms: dict[str, float]):
     """Aggregates whose rates are their counts over the window (analysis.checks)."""
-    from runner import schema
+    from runner.schema.result import (
+        Metrics,
+    )
 
-    return schema.Metrics(
+    return Metrics(
         duration=duration, completed=completed, failed=0, short_responses=0, valid=True,
         total_input_tokens=INPUT_TOKENS * completed, total_output_tokens=OUTPUT_TOKENS * completed,
         request_throughput=completed / duration,
@@ -99,7 +101,19 @@ def _result(sweep: Sweep, seqs: int, requests: int, repeat: int, replicas: int =
     """A burst of `requests` to each replica, served in waves of max_num_seqs: throughput grows
     with the load until the engine's cap, latency after it, and every figure agrees with the
     others, so the report's curve, operating point and scaling read it as a valid point."""
-    from runner import schema
+    from runner.schema.engine_config import Checkpoint, EngineConfig
+    from runner.schema.plan import LoadSpec, WorkloadSpec
+    from runner.schema.records import EngineSample, RequestRecord
+    from runner.schema.result import (
+        EngineInfo,
+        Hardware,
+        PointResult,
+        Provenance,
+        ReplicaResult,
+        Window,
+        point_key,
+    )
+    from runner.schema.samples import QueueSummary
 
     admitted = min(requests, seqs)
     waves = math.ceil(requests / seqs)
@@ -112,18 +126,18 @@ def _result(sweep: Sweep, seqs: int, requests: int, repeat: int, replicas: int =
         for name, q in (("median", 0.5), ("p95", 0.95), ("p99", 0.99))
     }
     latencies["median_tpot_ms"] = wave_s / OUTPUT_TOKENS * 1000
-    config = schema.EngineConfig(max_num_seqs=seqs)
-    load = schema.LoadSpec(shape="burst", num_requests=requests)  # to every replica
-    window = schema.Window(start=0.0, end=duration)
+    config = EngineConfig(max_num_seqs=seqs)
+    load = LoadSpec(shape="burst", num_requests=requests)  # to every replica
+    window = Window(start=0.0, end=duration)
     samples = [
-        schema.EngineSample(t=i * duration / sweep.samples, running=float(min(admitted, i)),
+        EngineSample(t=i * duration / sweep.samples, running=float(min(admitted, i)),
                             waiting=float(max(0, requests - i)),
                             kv_usage=min(1.0, i / sweep.samples), replica=i % replicas)
         for i in range(sweep.samples)
     ]
     e2el_s = latencies["median_e2el_ms"] / 1000
     records = [
-        schema.RequestRecord(index=i, intended_send=0.0, actual_send=0.0001, ttft=0.05,
+        RequestRecord(index=i, intended_send=0.0, actual_send=0.0001, ttft=0.05,
                              e2el=e2el_s, completed_at=e2el_s,
                              chunk_times=[0.05 + 0.01 * k for k in range(16)],
                              chunk_tokens=[1] * 16, prompt_tokens=INPUT_TOKENS,
@@ -131,23 +145,23 @@ def _result(sweep: Sweep, seqs: int, requests: int, repeat: int, replicas: int =
         for i in range(sweep.requests)
     ]
     per_replica = [
-        schema.ReplicaResult(replica=r, base_url=f"http://127.0.0.1:{8000 + r}", gpu=str(r),
+        ReplicaResult(replica=r, base_url=f"http://127.0.0.1:{8000 + r}", gpu=str(r),
                              window=window, metrics=_metrics(requests, duration, latencies))
         for r in range(replicas)
     ] if replicas > 1 else []
-    return schema.PointResult(
-        key=schema.point_key(config, load, repeat) + (f"|x{replicas}" if replicas > 1 else ""),
-        engine_config=config, load=load, workload=schema.WorkloadSpec(), repeat=repeat,
+    return PointResult(
+        key=point_key(config, load, repeat) + (f"|x{replicas}" if replicas > 1 else ""),
+        engine_config=config, load=load, workload=WorkloadSpec(), repeat=repeat,
         replicas=replicas, window=window,
         metrics=_metrics(requests * replicas, duration, latencies),
-        queue=schema.QueueSummary(samples=sweep.samples, mean_running=float(admitted),
+        queue=QueueSummary(samples=sweep.samples, mean_running=float(admitted),
                                   mean_waiting=float(requests - admitted), peak_running=admitted,
                                   peak_waiting=requests, peak_kv_usage=0.9, mean_kv_usage=0.6,
                                   preemptions=0),
-        provenance=schema.Provenance(
-            hardware=schema.Hardware(host="bench-host", gpu_name="NVIDIA H200", gpu_count=8),
-            engine=schema.EngineInfo(launch_style="serve", version="0.11.0"),
-            checkpoint=schema.Checkpoint(model="Qwen/Qwen3-30B-A3B", revision="a" * 40,
+        provenance=Provenance(
+            hardware=Hardware(host="bench-host", gpu_name="NVIDIA H200", gpu_count=8),
+            engine=EngineInfo(launch_style="serve", version="0.11.0"),
+            checkpoint=Checkpoint(model="Qwen/Qwen3-30B-A3B", revision="a" * 40,
                                          precision="bf16"),
             client_version="headroom-runner 0.1.0", started_at="2026-11-30T15:00:00Z"),
         per_replica=per_replica, samples=samples, requests=records,

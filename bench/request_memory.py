@@ -6,7 +6,7 @@ which counts every page the process ever had resident, C allocations included) i
 
 - client: the records as the collector makes them, then the message(s) a client worker sends
   them to the parent in (runner.loadgen; before: one orjson text of model_dump()s);
-- runner: the records as the collector makes them, runner.metrics.aggregate, and
+- runner: the records as the collector makes them, runner.measure.metrics.aggregate, and
   runner.results.append_point of the PointResult;
 - worker: an upload's import (benchmarks.imports.import_file): runner.importer
   iter_result_file_into of that file, each point's batches into a storage.RequestEncoder as
@@ -85,8 +85,8 @@ def rss_mib() -> float:
 def make_records(requests: int, chunks: int) -> list[Any]:
     import numpy as np
 
-    from runner.httpstream import HttpResult
-    from runner.responses import ResponseCollector
+    from runner.client.httpstream import HttpResult
+    from runner.client.responses import ResponseCollector
 
     rng = np.random.default_rng(14)
     sends = np.sort(rng.uniform(0.0, 5.0, requests))
@@ -111,7 +111,7 @@ def make_records(requests: int, chunks: int) -> list[Any]:
 
 
 def workload(chunks: int) -> Any:
-    from runner.schema import WorkloadSpec
+    from runner.schema.plan import WorkloadSpec
 
     return WorkloadSpec(kind="random", output_tokens=chunks, ignore_eos=True,
                         endpoint="completions", input_tokens_min=64, input_tokens_max=64)
@@ -122,15 +122,16 @@ def stage_client(requests: int, chunks: int, folder: Path) -> dict[str, Any]:
 
     import orjson
 
-    from runner import loadgen
+    from runner.client import workers
+    from runner.client.workers import record_batches
 
     records = make_records(requests, chunks)
     after_records = rss_mib()
     started = time.perf_counter()
     largest = 0
-    if hasattr(loadgen, "record_batches"):
+    if hasattr(workers, "record_batches"):
         # The queue's feeder thread pickles each message whole before writing it.
-        for batch in loadgen.record_batches(records):
+        for batch in record_batches(records):
             largest = max(largest, len(pickle.dumps(batch, pickle.HIGHEST_PROTOCOL)))
     else:  # before: one message, the records as JSON
         largest = len(orjson.dumps({"records": [r.model_dump() for r in records]}))
@@ -139,9 +140,11 @@ def stage_client(requests: int, chunks: int, folder: Path) -> dict[str, Any]:
 
 
 def stage_runner(requests: int, chunks: int, folder: Path) -> dict[str, Any]:
-    from runner.metrics import aggregate, window_of
+    from runner.measure.metrics import aggregate, window_of
     from runner.results import append_point
-    from runner.schema import EngineConfig, LoadSpec, PointResult
+    from runner.schema.engine_config import EngineConfig
+    from runner.schema.plan import LoadSpec
+    from runner.schema.result import PointResult
 
     started = time.perf_counter()
     records = make_records(requests, chunks)
@@ -179,7 +182,7 @@ def stage_worker(requests: int, chunks: int, folder: Path, db: bool = False) -> 
         blob = storage.encode_requests(point.requests)
         (folder / "requests.blob").write_bytes(blob)
         return {"import_s": time.perf_counter() - started, "blob_mib": len(blob) / 2**20}
-    from runner.importer import iter_result_file_into
+    from runner.importer.files import iter_result_file_into
 
     ((point, encoder),) = iter_result_file_into(path, storage.RequestEncoder)
     with encoder:
@@ -221,8 +224,10 @@ def _import_into_db(path: Path, folder: Path) -> dict[str, Any]:
 
 def stage_celery(requests: int, chunks: int, folder: Path, db: bool = False) -> dict[str, Any]:
     from benchmarks import storage
-    from runner.metrics import aggregate, window_of
-    from runner.schema import EngineConfig, LoadSpec, PointResult
+    from runner.measure.metrics import aggregate, window_of
+    from runner.schema.engine_config import EngineConfig
+    from runner.schema.plan import LoadSpec
+    from runner.schema.result import PointResult
 
     if db:
         _django()
@@ -270,7 +275,7 @@ def stage_web(requests: int, chunks: int, folder: Path, db: bool = False) -> dic
     from analysis.convert import from_point_result
     from benchmarks import storage
     from judgement import judge
-    from runner.schema import Metrics
+    from runner.schema.result import Metrics
 
     started = time.perf_counter()
     if db:  # as judge._kept reads it
@@ -323,7 +328,9 @@ def stage_download(requests: int, chunks: int, folder: Path, db: bool = False) -
 
 
 def _point(requests: int, chunks: int, folder: Path, records: list[Any]) -> Any:
-    from runner.schema import EngineConfig, LoadSpec, Metrics, PointResult
+    from runner.schema.engine_config import EngineConfig
+    from runner.schema.plan import LoadSpec
+    from runner.schema.result import Metrics, PointResult
 
     metrics = Metrics.model_validate_json((folder / "metrics.json").read_text())
     return PointResult(key=f"memory|burst {requests}|r0", engine_config=EngineConfig(),

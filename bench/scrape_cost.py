@@ -14,11 +14,12 @@ vLLM's own client does not scrape at all (bench/peer_vllm.py).
   runner's own engine lifecycle), warmed with 64 requests so every histogram has data; this
   script on CPU 1.
 - Each round times three blocks in turn, in a rotating order: `--scrapes` GETs of the whole
-  `/metrics`, as many of runner.sampler.FILTERED_METRICS_PATH, and a pause as long as the whole
+  `/metrics`, as many of runner.measure.sampler.FILTERED_METRICS_PATH, and a pause as long as the
+  whole
   block took, with no scrape (the engine's idle CPU, subtracted from both).
 - Server CPU is the user + system time of every process the engine started (API server, engine
   core, the runner's guard), from /proc (peer_vllm.server_cpu_s); client CPU is this thread's
-  CPU time for the GET and runner.sampler.parse_metrics together.
+  CPU time for the GET and runner.measure.sampler.parse_metrics together.
 - Both pages must read the same sample, or the script fails: a cheaper scrape that reads less
   is no saving.
 
@@ -41,7 +42,7 @@ from tempfile import TemporaryDirectory
 import httpx
 from peer_vllm import ROOT, _descendant_cpus, _pinned, server_cpu_s, start_engine
 
-from runner.sampler import FILTERED_METRICS_PATH, parse_metrics
+from runner.measure.sampler import FILTERED_METRICS_PATH, parse_metrics
 
 CLIENT_CPU = 1
 SCRAPES_PER_SECOND = 2  # the sweep's default sample interval, 0.5 s

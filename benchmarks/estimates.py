@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from benchmarks.models import Benchmark, Checkpoint, Endpoint, EngineStart, Node, Point
-from runner.schema import LoadSpec, SweepPlan
+from runner.schema.plan import LoadSpec, SweepPlan
 from runner.sweep import plan_points
 
 # With no earlier run: an engine start as slow as a large checkpoint loading from a cold disk,

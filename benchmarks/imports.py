@@ -32,13 +32,10 @@ from benchmarks.models import (
 )
 from benchmarks.points import store_point
 from benchmarks.storage import RequestEncoder
-from runner.importer import (
-    UNKNOWN_HOST,
-    UNKNOWN_MODEL,
-    ImportFileError,
-    iter_result_file_into,
-)
-from runner.schema import REVISION_RE, EngineInfo, PointResult, Provenance
+from runner.importer.files import iter_result_file_into
+from runner.importer.vllm_document import UNKNOWN_HOST, UNKNOWN_MODEL, ImportFileError
+from runner.schema.base import REVISION_RE
+from runner.schema.result import EngineInfo, PointResult, Provenance
 
 __all__ = [
     "ImportFileError", "StatedFacts", "apply_stated", "import_file", "import_points",

@@ -132,7 +132,7 @@ def fail_orphans(node: Node) -> int:
 
 
 def register_node(queue: str, launch_style: str, hardware: dict[str, Any] | None) -> Node:
-    """Create or refresh the Node a worker serves; hardware comes from runner.provenance."""
+    """Create or refresh the Node a worker serves; hardware comes from runner.engine.provenance."""
     hardware = hardware or {}
     facts = {
         "hostname": str(hardware.get("host") or socket.gethostname()),

@@ -24,7 +24,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from analysis.types import LATENCY_STATISTICS
-from runner.schema import check_command_value, check_model_source
+from runner.schema.flags import check_command_value, check_model_source
 
 REVISION_REGEX = r"^[0-9a-f]{40}$"
 # Links shown as <a href>: http(s) only, so a javascript: or data: URL can never be stored.
@@ -185,7 +185,7 @@ class Runtime(models.Model):
 
     @property
     def engine_name(self) -> str:
-        """As runner.schema.EngineInfo.name spells it: vllm, tensorrt-llm, sglang or tgi."""
+        """As runner.schema.result.EngineInfo.name spells it: vllm, tensorrt-llm, sglang or tgi."""
         return self.other_engine if self.engine == self.Engine.OTHER else self.engine
 
     @classmethod
@@ -278,7 +278,8 @@ class EngineStartQuerySet(models.QuerySet["EngineStart"]):
 
 class EngineStart(models.Model):
     """How long an engine of this checkpoint took to start on this node: from launching its
-    process until /health answered (runner.engine.start_engine; the slowest replica of a node
+    process until /health answered (runner.engine.process.start_engine; the slowest replica of a
+    node
     run). The launch estimate reads the last KEPT (benchmarks/estimates.py); older ones are
     dropped as new ones come (EngineStart.objects.record)."""
 
@@ -536,7 +537,7 @@ class Benchmark(models.Model):
     # Set when the run attached to a registered endpoint instead of starting engines.
     endpoint = models.ForeignKey(Endpoint, models.PROTECT, null=True, blank=True)
     workload = models.ForeignKey(Workload, models.PROTECT)
-    plan = models.JSONField(help_text="The runner.schema.SweepPlan this run launched")
+    plan = models.JSONField(help_text="The runner.schema.plan.SweepPlan this run launched")
     # Engine configs the launch form left out of the plan because vLLM would refuse them, each
     # as a sentence naming the config and the rule (shown on the run page).
     plan_notes = models.JSONField(default=list, blank=True)
@@ -643,7 +644,8 @@ class Benchmark(models.Model):
 class Point(models.Model):
     """One measured point: an engine config under one load level, one repeat, N replicas.
 
-    Every aggregate of runner.schema.Metrics is a real column so points sort, filter and chart
+    Every aggregate of runner.schema.result.Metrics is a real column so points sort, filter and
+    chart
     without decoding anything; the per-request records and samples are in PointData.
     """
 
@@ -668,7 +670,7 @@ class Point(models.Model):
     window_end = models.FloatField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
-    # runner.schema.Metrics, field for field (tests/dashboard/test_models.py checks it).
+    # runner.schema.result.Metrics, field for field (tests/dashboard/test_models.py checks it).
     # vLLM's names and definitions:
     duration = models.FloatField()
     completed = models.PositiveIntegerField()
@@ -733,10 +735,10 @@ class Point(models.Model):
     goodput_slos = models.JSONField(default=dict, blank=True)
     slo_attainment = models.JSONField(default=dict, blank=True)
 
-    # Whether the client could have distorted the timings (runner.schema.ClientHealth).
+    # Whether the client could have distorted the timings (runner.schema.result.ClientHealth).
     client_saturated = models.BooleanField(default=False)
     client = models.JSONField(default=dict)
-    queue = models.JSONField(default=dict, help_text="runner.schema.QueueSummary")
+    queue = models.JSONField(default=dict, help_text="runner.schema.samples.QueueSummary")
     # GPU (or CPU-engine) telemetry over the point's window, summarized; the samples are in
     # PointData.telemetry.
     telemetry = models.JSONField(default=dict, blank=True, help_text="runner.schema telemetry")

@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 import httpx
 from django.conf import settings
 
-from runner.endpoint import DEFAULT_PORTS
+from runner.engine.endpoint import DEFAULT_PORTS
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network

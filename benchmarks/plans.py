@@ -8,73 +8,77 @@ import pydantic
 from django.conf import settings
 
 from benchmarks.models import Benchmark, Checkpoint, Endpoint, Node, Runtime, Workload
-from runner import schema
+from runner.schema.engine_config import Checkpoint as CheckpointSpec
+from runner.schema.engine_config import EngineConfig, EngineLaunch, LaunchStyle
+from runner.schema.flags import check_code_loading, check_model_source
+from runner.schema.plan import Endpoint as EndpointKind
+from runner.schema.plan import LoadSpec, SweepPlan, TraceLonger, WorkloadKind, WorkloadSpec
 
 
-def workload_spec(workload: Workload) -> schema.WorkloadSpec:
+def workload_spec(workload: Workload) -> WorkloadSpec:
     extra_body: dict[str, Any] = {}
     if workload.endpoint == Workload.Endpoint.CHAT:
         # Qwen3-style switch; sent explicitly either way so the request says what it asked for.
         extra_body["chat_template_kwargs"] = {"enable_thinking": workload.thinking}
     # The model's choices are the schema's literals; WorkloadSpec checks the values again.
-    return schema.WorkloadSpec(
-        kind=cast(schema.WorkloadKind, workload.prompt_source),
+    return WorkloadSpec(
+        kind=cast(WorkloadKind, workload.prompt_source),
         input_tokens_min=workload.input_tokens_min,
         input_tokens_max=workload.input_tokens_max,
         output_tokens=workload.output_tokens,
         temperature=workload.temperature,
         ignore_eos=workload.ignore_eos,
-        endpoint=cast(schema.Endpoint, workload.endpoint),
+        endpoint=cast(EndpointKind, workload.endpoint),
         stream=workload.stream,
         extra_body=extra_body,
         dataset_path=workload.dataset_path or None,
         keep_outputs=workload.keep_outputs,
         trace_span_s=workload.trace_span_s,
-        trace_longer=cast(schema.TraceLonger, workload.trace_longer),
+        trace_longer=cast(TraceLonger, workload.trace_longer),
         conversation_turns_max=workload.conversation_turns_max,
     )
 
 
-def load_specs(workload: Workload, levels: list[float]) -> list[schema.LoadSpec]:
+def load_specs(workload: Workload, levels: list[float]) -> list[LoadSpec]:
     """One LoadSpec per level. A level is the request count of a burst, the concurrency of a
     closed loop, the rate (requests/s) of an open loop, or the speed factor of a trace replay;
     the last three send request_count."""
     shape = workload.load_shape
     if shape == Workload.LoadShape.BURST:
-        return [schema.LoadSpec(shape="burst", num_requests=int(n)) for n in levels]
+        return [LoadSpec(shape="burst", num_requests=int(n)) for n in levels]
     if shape == Workload.LoadShape.CONCURRENCY:
         return [
-            schema.LoadSpec(
+            LoadSpec(
                 shape="concurrency", num_requests=workload.request_count, concurrency=int(c)
             )
             for c in levels
         ]
     if shape == Workload.LoadShape.TRACE:
         return [
-            schema.LoadSpec(shape="trace", num_requests=workload.request_count, speed=speed)
+            LoadSpec(shape="trace", num_requests=workload.request_count, speed=speed)
             for speed in levels
         ]
     return [
-        schema.LoadSpec(shape="rate", num_requests=workload.request_count, rate=rate)
+        LoadSpec(shape="rate", num_requests=workload.request_count, rate=rate)
         for rate in levels
     ]
 
 
-def engine_launch(node: Node, runtime: Runtime) -> schema.EngineLaunch:
+def engine_launch(node: Node, runtime: Runtime) -> EngineLaunch:
     image = None
     if runtime.image:
         image = f"{runtime.image}@{runtime.digest}" if runtime.digest else runtime.image
     gpus = list(range(node.gpu_count)) if node.gpu_count else None
-    # The model's choices are schema.LaunchStyle; EngineLaunch checks the value again.
-    style = cast(schema.LaunchStyle, node.launch_style)
+    # The model's choices are LaunchStyle; EngineLaunch checks the value again.
+    style = cast(LaunchStyle, node.launch_style)
     # The node's dcgm-exporter, for GPU telemetry where the worker has no NVML. Part of the
     # launch, so the worker's field-by-field check refuses a stored plan naming another address.
     dcgm = node.dcgm_exporter_url or None
-    return schema.EngineLaunch(style=style, image=image, gpus=gpus, dcgm_exporter_url=dcgm)
+    return EngineLaunch(style=style, image=image, gpus=gpus, dcgm_exporter_url=dcgm)
 
 
-def checkpoint_spec(checkpoint: Checkpoint) -> schema.Checkpoint:
-    return schema.Checkpoint(
+def checkpoint_spec(checkpoint: Checkpoint) -> CheckpointSpec:
+    return CheckpointSpec(
         model=checkpoint.repo,
         revision=checkpoint.revision or None,
         precision=checkpoint.precision or None,
@@ -82,12 +86,12 @@ def checkpoint_spec(checkpoint: Checkpoint) -> schema.Checkpoint:
     )
 
 
-def endpoint_launch(endpoint: Endpoint) -> schema.EngineLaunch:
+def endpoint_launch(endpoint: Endpoint) -> EngineLaunch:
     """Attach to the endpoint's address: nothing is started, so no image, GPUs or environment."""
-    return schema.EngineLaunch(style="attach", base_url=endpoint.base_url)
+    return EngineLaunch(style="attach", base_url=endpoint.base_url)
 
 
-def endpoint_checkpoint_spec(endpoint: Endpoint) -> schema.Checkpoint:
+def endpoint_checkpoint_spec(endpoint: Endpoint) -> CheckpointSpec:
     """The checkpoint the endpoint is registered as serving, under the name it answers to."""
     return checkpoint_spec(endpoint.checkpoint).model_copy(
         update={"served_model_name": endpoint.served_model}
@@ -101,13 +105,13 @@ def build_plan(
     runtime: Runtime,
     checkpoint: Checkpoint,
     workload: Workload,
-    engine_configs: list[schema.EngineConfig],
+    engine_configs: list[EngineConfig],
     load_levels: list[float],
     repeats: int,
     replicas: int,
     goodput: dict[str, float] | None = None,
     endpoint: Endpoint | None = None,
-) -> schema.SweepPlan:
+) -> SweepPlan:
     """Raises pydantic.ValidationError when the combination is not runnable.
 
     With an endpoint the plan attaches to it: its address, and its checkpoint under its served
@@ -115,7 +119,7 @@ def build_plan(
     settings, recorded as it reports them) and no KV dtype is added to them.
     """
     if endpoint is not None:
-        return schema.SweepPlan(
+        return SweepPlan(
             name=name,
             checkpoint=endpoint_checkpoint_spec(endpoint),
             launch=endpoint_launch(endpoint),
@@ -132,7 +136,7 @@ def build_plan(
             c.model_copy(update={"kv_cache_dtype": c.kv_cache_dtype or checkpoint.kv_cache_dtype})
             for c in engine_configs
         ]
-    return schema.SweepPlan(
+    return SweepPlan(
         name=name,
         checkpoint=checkpoint_spec(checkpoint),
         launch=engine_launch(node, runtime),
@@ -145,7 +149,7 @@ def build_plan(
     )
 
 
-def points_total(plan: schema.SweepPlan) -> int:
+def points_total(plan: SweepPlan) -> int:
     return len(plan.engine_configs) * len(plan.loads) * plan.repeats
 
 
@@ -158,7 +162,7 @@ class PlanRefused(Exception):
     """A stored plan this node's worker must not start; the message says why."""
 
 
-def launchable_plan(benchmark: Benchmark, *, launch_style: str) -> schema.SweepPlan:
+def launchable_plan(benchmark: Benchmark, *, launch_style: str) -> SweepPlan:
     """The benchmark's stored plan, parsed and checked again on the node before anything starts.
 
     The plan is data in the database, not a decision: whoever can write it could otherwise pick
@@ -185,11 +189,11 @@ def launchable_plan(benchmark: Benchmark, *, launch_style: str) -> schema.SweepP
     if node is None:
         raise PlanRefused("the run names no node")
     try:
-        plan = schema.SweepPlan.model_validate(benchmark.plan)
+        plan = SweepPlan.model_validate(benchmark.plan)
         expected = engine_launch(node, runtime).model_copy(update={"style": launch_style})
-        schema.check_model_source(plan.checkpoint.model, settings.HEADROOM_MODEL_DIRS)
+        check_model_source(plan.checkpoint.model, settings.HEADROOM_MODEL_DIRS)
         for config in plan.engine_configs:
-            schema.check_code_loading(config.extra_args, trusted=checkpoint.trusted)
+            check_code_loading(config.extra_args, trusted=checkpoint.trusted)
     except pydantic.ValidationError as exc:
         raise PlanRefused(f"the stored plan is not valid: {pydantic_message(exc)}") from None
     except ValueError as exc:
@@ -205,7 +209,7 @@ def _stored_style(plan: Any) -> Any:
     return launch.get("style") if isinstance(launch, dict) else None
 
 
-def attach_plan(benchmark: Benchmark) -> schema.SweepPlan:
+def attach_plan(benchmark: Benchmark) -> SweepPlan:
     """The stored plan of a run against a registered endpoint, checked before anything is sent.
 
     No weights are loaded and no engine starts, so the checkpoint and runtime need no approval
@@ -220,7 +224,7 @@ def attach_plan(benchmark: Benchmark) -> schema.SweepPlan:
         raise PlanRefused(f"the run's node is not {endpoint.node.queue}, the node registered as "
                           f"reaching the endpoint {endpoint.name}")
     try:
-        plan = schema.SweepPlan.model_validate(benchmark.plan)
+        plan = SweepPlan.model_validate(benchmark.plan)
     except pydantic.ValidationError as exc:
         raise PlanRefused(f"the stored plan is not valid: {pydantic_message(exc)}") from None
     expected = endpoint_launch(endpoint)
@@ -229,7 +233,7 @@ def attach_plan(benchmark: Benchmark) -> schema.SweepPlan:
                           f"address registered for the endpoint {endpoint.name}")
     if plan.replicas != 1:
         raise PlanRefused("an endpoint is one server: the plan has one replica")
-    if plan.engine_configs != [schema.EngineConfig()]:
+    if plan.engine_configs != [EngineConfig()]:
         raise PlanRefused("an endpoint runs its own settings: the plan's one engine config is "
                           "blank")
     approved = endpoint_checkpoint_spec(endpoint)
@@ -241,7 +245,7 @@ def attach_plan(benchmark: Benchmark) -> schema.SweepPlan:
     return plan
 
 
-def _check_same_checkpoint(stored: schema.Checkpoint, approved: schema.Checkpoint) -> None:
+def _check_same_checkpoint(stored: CheckpointSpec, approved: CheckpointSpec) -> None:
     for name in ("model", "revision"):
         if getattr(stored, name) != getattr(approved, name):
             raise PlanRefused(
@@ -250,9 +254,9 @@ def _check_same_checkpoint(stored: schema.Checkpoint, approved: schema.Checkpoin
             )
 
 
-def _check_same_launch(stored: schema.EngineLaunch, expected: schema.EngineLaunch) -> None:
+def _check_same_launch(stored: EngineLaunch, expected: EngineLaunch) -> None:
     # gpus follow the node's GPU count at launch time and only choose among this node's GPUs.
-    for name in schema.EngineLaunch.model_fields:
+    for name in EngineLaunch.model_fields:
         if name != "gpus" and getattr(stored, name) != getattr(expected, name):
             raise PlanRefused(
                 f"the stored plan's launch {name} {getattr(stored, name)!r} is not this node's "

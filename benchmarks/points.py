@@ -1,4 +1,4 @@
-"""Persist runner.schema.PointResult objects as Point rows, and read them back.
+"""Persist runner.schema.result.PointResult objects as Point rows, and read them back.
 
 Used by the worker task (one point as it finishes) and by imports (every point of a file).
 """
@@ -19,7 +19,8 @@ from analysis.convert import quality_caveat, queue_gap_fraction
 from analysis.verdicts import sparse_queue_samples
 from benchmarks import storage
 from benchmarks.models import Benchmark, Caveat, Point, PointData
-from runner.schema import Metrics, PointResult, TelemetrySummary, Window
+from runner.schema.result import Metrics, PointResult, Window
+from runner.schema.samples import TelemetrySummary
 
 METRIC_FIELDS: tuple[str, ...] = tuple(Metrics.model_fields)
 # The telemetry summary's point-level figures, one CSV column each (telemetry_<field>); the

@@ -35,13 +35,8 @@ from benchmarks.blobs import MAGIC as MAGIC
 from benchmarks.blobs import Layout as Layout
 from benchmarks.blobs import Reader, Spooled
 from benchmarks.blobs import format_version as format_version
-from runner.schema import (
-    CompactArray,
-    EngineSample,
-    RequestRecord,
-    TelemetrySample,
-    ragged_fields,
-)
+from runner.schema.records import CompactArray, EngineSample, RequestRecord, ragged_fields
+from runner.schema.samples import TelemetrySample
 
 MISSING_INT = -1
 # Named here so that a caller (a test, bench/dashboard_pages.py) can watch or replace them.
@@ -73,7 +68,8 @@ _TELEMETRY_INTS = ("replica", "gpu")
 _TELEMETRY_FLOATS = tuple(
     name for name in TelemetrySample.model_fields if name not in _TELEMETRY_INTS
 )
-# The ragged per-request fields (runner.schema.ragged_fields: chunk times, chunk token counts,
+# The ragged per-request fields (runner.schema.records.ragged_fields: chunk times, chunk token
+# counts,
 # output token ids, ...): each stored flat with a per-request length array named
 # "<field>:lengths"; the two older than that rule keep their names. A ragged field no request
 # fills (output ids outside output parity) is not stored, and reads back empty.

@@ -26,8 +26,8 @@ from benchmarks import imports, lifecycle, plans, storage, vault
 from benchmarks.beats import RowBeat
 from benchmarks.models import Benchmark, Endpoint, EngineStart, ResultImport
 from benchmarks.points import store_point
-from runner.endpoint import NO_CREDENTIALS, Credentials, redact
-from runner.provenance import collect_hardware
+from runner.engine.endpoint import NO_CREDENTIALS, Credentials, redact
+from runner.engine.provenance import collect_hardware
 from runner.sweep import Cancelled, Progress, run_plan
 
 log = logging.getLogger(__name__)
@@ -77,7 +77,7 @@ def allow_child_processes() -> None:
     engine, so it never shares this process's GIL with the sampler and the monitor). Celery's
     pool (billiard) marks its children daemonic, and multiprocessing refuses to start children
     from a daemonic process; the rule guards against orphans, and these cannot be orphaned:
-    they die with the thread that started them (PR_SET_PDEATHSIG, runner/loadgen.py) and the
+    they die with the thread that started them (PR_SET_PDEATHSIG, runner/loadgen/) and the
     engines' guard watches this process. billiard also leaves its own AuthenticationString
     class here, which multiprocessing's spawn refuses to pickle; the authkey setter would wrap a
     new key in billiard's class again, so the stdlib's class is set directly.
@@ -236,7 +236,7 @@ def progress_fraction(progress: Progress) -> float:
 
 
 def collect_hardware_facts() -> dict[str, Any]:
-    """This host's GPU facts (runner.provenance), as the node row stores them."""
+    """This host's GPU facts (runner.engine.provenance), as the node row stores them."""
     return collect_hardware().model_dump()
 
 

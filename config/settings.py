@@ -423,7 +423,7 @@ if HEADROOM_LAUNCH_STYLE not in ("cpu", "serve", "docker"):
 HEADROOM_MODEL_DIRS = envdirs("HEADROOM_MODEL_DIRS")
 # Dataset files (JSONL prompts) a launch may name, on the web host and on every node: the launch
 # form lists the regular files here and the plan names one relative to this folder; the worker
-# reads it only from inside its own copy of the folder (runner.workloads.dataset_file).
+# reads it only from inside its own copy of the folder (runner.workloads.prompts.dataset_file).
 HEADROOM_DATA_DIR = Path(os.getenv("HEADROOM_DATA_DIR", str(BASE_DIR / "var" / "datasets")))
 if not HEADROOM_DATA_DIR.is_absolute():
     # A relative one would mean another folder for each process's working directory.

@@ -16,8 +16,20 @@ from benchmarks import estimates, plans
 from benchmarks.imports import StatedFacts
 from benchmarks.models import Benchmark, Checkpoint, Endpoint, Node, Runtime, Workload
 from dashboard.form_fields import declared_field
-from runner import conversations, grid, quality, schema, traces, workloads
-from runner.vllm_defaults import BatchDefaults, batch_defaults
+from runner import grid
+from runner.engine.vllm_defaults import BatchDefaults, batch_defaults
+from runner.measure import quality
+from runner.schema.engine_config import EngineConfig, EngineSetting
+from runner.schema.flags import check_code_loading, check_model_source, parse_goodput
+from runner.schema.plan import TOKEN_ID_KINDS, QualitySpec, SweepPlan
+from runner.workloads import conversations
+from runner.workloads.prompts import (
+    DatasetError,
+    WorkloadError,
+    dataset_file,
+    dataset_names,
+)
+from runner.workloads.traces import check_source
 
 MAX_REPEATS = 10
 MAX_LEVELS = 20
@@ -66,7 +78,7 @@ FILE_WORKLOAD_FIELDS = ("trace_span_s", "trace_longer", "conversation_turns_max"
 WORKLOAD_ROW_FIELDS = (*WORKLOAD_FIELDS, "keep_outputs", *FILE_WORKLOAD_FIELDS)
 # Every engine setting is a grid axis on the form: one value is shared by every config, several
 # make one config per combination (runner.grid).
-ENGINE_SETTINGS = schema.EngineConfig.settings()
+ENGINE_SETTINGS = EngineConfig.settings()
 # A bool axis: unset, one state, or both (two configs).
 BOTH = "both"
 BOOL_AXIS = {"": [], "true": [True], "false": [False], BOTH: [True, False]}
@@ -126,7 +138,7 @@ class LaunchableRuntimeField(ApprovedChoiceField):
         return super().refusal(row)
 
 
-def engine_setting_field(setting: schema.EngineSetting) -> forms.Field:
+def engine_setting_field(setting: EngineSetting) -> forms.Field:
     """A form field for one EngineConfig field, an axis of the grid: its flag as label, its
     description as help. Values are parsed and checked in LaunchForm._clean_axes."""
     common: dict[str, Any] = {"label": setting.flag, "required": False}
@@ -144,7 +156,7 @@ def engine_setting_field(setting: schema.EngineSetting) -> forms.Field:
     )
 
 
-def parse_axis(setting: schema.EngineSetting, text: str) -> list[Any]:
+def parse_axis(setting: EngineSetting, text: str) -> list[Any]:
     """'4, 16 64' -> [4, 16, 64] for an int setting; words for a str one. Each value is checked
     alone against the setting's own rule; ValidationError names the value."""
     items = text.replace(",", " ").split()
@@ -158,7 +170,7 @@ def parse_axis(setting: schema.EngineSetting, text: str) -> list[Any]:
             kind = {int: "a whole number", float: "a number"}.get(setting.kind, "a value")
             raise ValidationError(f"{item!r} is not {kind}.") from None
         try:
-            schema.EngineConfig(**{setting.name: value})
+            EngineConfig(**{setting.name: value})
         except pydantic.ValidationError as exc:
             message = exc.errors()[0]["msg"].removeprefix("Value error, ")
             raise ValidationError(f"{item}: {message}.") from None
@@ -251,7 +263,7 @@ class LaunchForm(forms.Form):
         "(ShareGPT or OpenAI messages JSONL, several turns a line)",
         error_messages={"invalid_choice": "%(value)s is not a file in the data directory."},
     )
-    # A small evaluation file scored beside every point (runner.quality), of any workload;
+    # A small evaluation file scored beside every point (runner.measure.quality), of any workload;
     # choices as for dataset_path.
     quality_path = forms.ChoiceField(
         label="Quality set", required=False,
@@ -331,7 +343,7 @@ class LaunchForm(forms.Form):
         for name, value in WORKLOAD_PRESETS["case-study"].items():
             self.fields[name].initial = value
         self.fields["load_levels"].initial = "2000"
-        names = workloads.dataset_names(settings.HEADROOM_DATA_DIR)
+        names = dataset_names(settings.HEADROOM_DATA_DIR)
         dataset_path = declared_field(self, "dataset_path", forms.ChoiceField)
         dataset_path.choices = [("", "none")] + [(name, name) for name in names]
         declared_field(self, "quality_path", forms.ChoiceField).choices = dataset_path.choices
@@ -366,7 +378,7 @@ class LaunchForm(forms.Form):
 
     def clean_goodput(self) -> dict[str, float]:
         try:
-            return schema.parse_goodput(self.cleaned_data["goodput"].split())
+            return parse_goodput(self.cleaned_data["goodput"].split())
         except ValueError as exc:
             raise ValidationError(f"{exc}.") from None
 
@@ -375,8 +387,8 @@ class LaunchForm(forms.Form):
         name = self.cleaned_data["dataset_path"]
         if name:
             try:
-                workloads.dataset_file(name, settings.HEADROOM_DATA_DIR)
-            except workloads.DatasetError as exc:
+                dataset_file(name, settings.HEADROOM_DATA_DIR)
+            except DatasetError as exc:
                 raise ValidationError(f"{exc}.") from None
         return name
 
@@ -386,8 +398,8 @@ class LaunchForm(forms.Form):
         name = self.cleaned_data["quality_path"]
         if name:
             try:
-                quality.load_quality(schema.QualitySpec(path=name), settings.HEADROOM_DATA_DIR)
-            except workloads.DatasetError as exc:
+                quality.load_quality(QualitySpec(path=name), settings.HEADROOM_DATA_DIR)
+            except DatasetError as exc:
                 raise ValidationError(f"{exc}.") from None
         return name
 
@@ -408,8 +420,8 @@ class LaunchForm(forms.Form):
             raise ValidationError(f"At most {MAX_CONFIGS} lines.")
         return variants or [[]]
 
-    def clean_engine_config_list(self) -> list[schema.EngineConfig]:
-        configs: list[schema.EngineConfig] = []
+    def clean_engine_config_list(self) -> list[EngineConfig]:
+        configs: list[EngineConfig] = []
         for number, line in enumerate(self.cleaned_data["engine_config_list"].splitlines(), 1):
             if not line.strip():
                 continue
@@ -463,7 +475,7 @@ class LaunchForm(forms.Form):
         data: dict[str, Any],
         workload: Workload,
         levels: list[float],
-        configs: list[schema.EngineConfig],
+        configs: list[EngineConfig],
     ) -> None:
         try:
             data["plan"] = plans.build_plan(
@@ -484,16 +496,16 @@ class LaunchForm(forms.Form):
         data["plan"] = _with_quality(data["plan"], data.get("quality_path"))
         self._check_source(data["plan"])
 
-    def _check_source(self, plan: schema.SweepPlan) -> None:
+    def _check_source(self, plan: SweepPlan) -> None:
         """A trace, length log or conversation file is read now, as the worker will read it
         (the node has the same data directory): a bad row or a file too short for a load is
         refused here."""
         try:
-            traces.check_source(plan.workload, settings.HEADROOM_DATA_DIR, plan.loads)
+            check_source(plan.workload, settings.HEADROOM_DATA_DIR, plan.loads)
             conversations.check_conversations(
                 plan.workload, settings.HEADROOM_DATA_DIR, plan.loads
             )
-        except workloads.WorkloadError as exc:
+        except WorkloadError as exc:
             self.add_error("dataset_path", f"{exc}.")
 
     def _clean_launch_rows(self, data: dict[str, Any]) -> Endpoint | None:
@@ -537,7 +549,7 @@ class LaunchForm(forms.Form):
                 runtime=endpoint.runtime,
                 checkpoint=endpoint.checkpoint,
                 workload=workload,
-                engine_configs=[schema.EngineConfig()],
+                engine_configs=[EngineConfig()],
                 load_levels=levels,
                 repeats=data["repeats"],
                 replicas=1,
@@ -558,12 +570,12 @@ class LaunchForm(forms.Form):
         if checkpoint is None:
             return
         try:
-            schema.check_model_source(checkpoint.repo, settings.HEADROOM_MODEL_DIRS)
+            check_model_source(checkpoint.repo, settings.HEADROOM_MODEL_DIRS)
         except ValueError as exc:
             self.add_error("checkpoint", f"{exc}.")
 
     def _check_code_loading(
-        self, data: dict[str, Any], configs: list[schema.EngineConfig]
+        self, data: dict[str, Any], configs: list[EngineConfig]
     ) -> None:
         checkpoint = data.get("checkpoint")
         if checkpoint is None:
@@ -571,12 +583,12 @@ class LaunchForm(forms.Form):
         field = "engine_config_list" if data.get("engine_config_list") else "extra_args"
         for config in configs:
             try:
-                schema.check_code_loading(config.extra_args, trusted=checkpoint.trusted)
+                check_code_loading(config.extra_args, trusted=checkpoint.trusted)
             except ValueError as exc:
                 self.add_error(field, f"{exc}.")
                 return
 
-    def _check_gpus(self, data: dict[str, Any], configs: list[schema.EngineConfig]) -> None:
+    def _check_gpus(self, data: dict[str, Any], configs: list[EngineConfig]) -> None:
         """Every config's replicas must fit the node: the widest tensor-parallel one decides."""
         node, replicas = data.get("node"), data.get("replicas")
         tp = max(config.tensor_parallel_size for config in configs)
@@ -634,7 +646,7 @@ class LaunchForm(forms.Form):
         conversation file is replayed on the chat endpoint; a trace load replays a trace's
         times."""
         source = values["prompt_source"]
-        if source in schema.TOKEN_ID_KINDS:
+        if source in TOKEN_ID_KINDS:
             if not values["dataset_path"]:
                 self.add_error("dataset_path", "A trace or request-length log workload needs "
                                                "its file from the data directory.")
@@ -679,7 +691,7 @@ class LaunchForm(forms.Form):
             self.add_error("load_levels", exc)
             return None
 
-    def _clean_engine_configs(self, data: dict[str, Any]) -> list[schema.EngineConfig] | None:
+    def _clean_engine_configs(self, data: dict[str, Any]) -> list[EngineConfig] | None:
         """The configs to run: the explicit list, or the grid's combinations that vLLM would
         start (data["plan_notes"] names the others and why). None after a field error."""
         if "extra_args" not in data or "engine_config_list" not in data:
@@ -764,7 +776,7 @@ class LaunchForm(forms.Form):
         confirmation page showed, or worked out now), in one transaction (no enqueue here)."""
         data = self.cleaned_data
         estimate = estimate or self.estimate()
-        plan: schema.SweepPlan = data["plan"]
+        plan: SweepPlan = data["plan"]
         workload: Workload = data["workload"]
         fields = {name: getattr(workload, name) for name in WORKLOAD_ROW_FIELDS}
         with transaction.atomic():
@@ -789,11 +801,11 @@ class LaunchForm(forms.Form):
             )
 
 
-def _with_quality(plan: schema.SweepPlan, name: str | None) -> schema.SweepPlan:
+def _with_quality(plan: SweepPlan, name: str | None) -> SweepPlan:
     """The plan with the quality set chosen on the form (read in clean_quality_path)."""
     if not name:
         return plan
-    return plan.model_copy(update={"quality": schema.QualitySpec(path=name)})
+    return plan.model_copy(update={"quality": QualitySpec(path=name)})
 
 
 class ImportForm(forms.Form):

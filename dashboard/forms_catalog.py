@@ -19,8 +19,9 @@ from django.utils import timezone
 
 from benchmarks import outbound, vault
 from benchmarks.models import REVISION_REGEX, Checkpoint, Endpoint, Node, Runtime
-from runner import schema
-from runner.endpoint import Credentials, check_header, normalize_base_url, origin
+from runner.engine.endpoint import Credentials, check_header, normalize_base_url, origin
+from runner.schema.engine_config import EngineLaunch
+from runner.schema.flags import KV_CACHE_DTYPES, check_command_value, check_model_source
 
 CHANGE_CHECKPOINT = "benchmarks.change_checkpoint"
 TRUST_CHECKPOINT = "benchmarks.trust_checkpoint"
@@ -62,10 +63,10 @@ class CheckpointForm(forms.ModelForm):
         value: str = self.cleaned_data["kv_cache_dtype"]
         if value == "auto":
             return ""  # the same choice as blank, stored once so the unique constraint holds
-        if value and value not in schema.KV_CACHE_DTYPES:
+        if value and value not in KV_CACHE_DTYPES:
             raise ValidationError(
                 f"vLLM has no KV-cache dtype {value!r}: it takes "
-                f"{', '.join(schema.KV_CACHE_DTYPES)}."
+                f"{', '.join(KV_CACHE_DTYPES)}."
             )
         return value
 
@@ -80,9 +81,9 @@ class CheckpointForm(forms.ModelForm):
 
 
 def _is_hub_id(repo: str) -> bool:
-    """As runner.schema.check_model_source reads it: spelled org/name and not a local folder."""
+    """As runner.schema.flags.check_model_source reads it: org/name, not a local folder."""
     try:
-        schema.check_model_source(repo, [])
+        check_model_source(repo, [])
     except ValueError:
         return False
     return True
@@ -117,7 +118,7 @@ class RuntimeForm(forms.ModelForm):
         if "@" in image:
             raise ValidationError("Give the digest in its own field, not after '@'.")
         try:
-            schema.check_command_value(image, "image")  # it goes on docker's command line
+            check_command_value(image, "image")  # it goes on docker's command line
         except ValueError as exc:
             raise ValidationError(f"{exc}.") from None
         if re.search(r"\s", image):
@@ -190,13 +191,14 @@ class NodeForm(forms.ModelForm):
         labels = {"dcgm_exporter_url": "dcgm-exporter URL"}
 
     def clean_dcgm_exporter_url(self) -> str:
-        """Checked as the plan checks it (runner.schema.EngineLaunch): the address goes into
+        """Checked as the plan checks it (runner.schema.engine_config.EngineLaunch): the address
+        goes into
         every plan launched on this node, which is stored and downloadable. One typed as a
         number must lie where the dashboard may send requests, as an endpoint's must."""
         url: str = self.cleaned_data["dcgm_exporter_url"].strip()
         if url:
             try:
-                schema.EngineLaunch(dcgm_exporter_url=url)
+                EngineLaunch(dcgm_exporter_url=url)
             except pydantic.ValidationError as exc:
                 message = exc.errors()[0]["msg"].removeprefix("Value error, ")
                 raise ValidationError(

@@ -1,7 +1,8 @@
 """Plan files in and out of the dashboard: a run's plan is the file `python -m runner sweep` runs.
 
-Out: a stored plan (runner.schema.SweepPlan, as the launch stored it) as the YAML file
-runner.cli.load_plan reads. In: a plan file uploaded on the launch page, read as the CLI reads
+Out: a stored plan (runner.schema.plan.SweepPlan, as the launch stored it) as the YAML file
+runner.cli.commands.load_plan reads. In: a plan file uploaded on the launch page, read as the CLI
+reads
 one and laid onto the launch form's fields for review, with a sentence for each part of the file
 the form cannot express. Nothing here launches anything: the engineer submits the form.
 """
@@ -31,10 +32,14 @@ from dashboard.forms import (
     NO_EXTRA_FLAGS,
     WORKLOAD_PRESETS,
 )
-from runner import grid, schema, workloads
-from runner.cli import CliError, validate_plan
-from runner.endpoint import normalize_base_url
+from runner import grid
+from runner.cli.commands import CliError, validate_plan
+from runner.engine.endpoint import normalize_base_url
 from runner.plan_text import read_plan_data
+from runner.schema.base import Schema
+from runner.schema.engine_config import EngineConfig, EngineLaunch, EngineSetting
+from runner.schema.plan import QualitySpec, SweepPlan, default_sample_interval
+from runner.workloads.prompts import dataset_names
 
 # A plan is a few kilobytes even with twenty configs and twenty loads; a bigger file is not one.
 PLAN_FILE_MAX_BYTES = 64 * 1024
@@ -42,13 +47,13 @@ PLAN_FILE_MAX_BYTES = 64 * 1024
 
 def plan_yaml(stored: dict[str, Any]) -> str:
     """A stored plan as YAML, in the schema's field order; load_plan reads it back equal."""
-    plan = schema.SweepPlan.model_validate(stored)
+    plan = SweepPlan.model_validate(stored)
     return yaml.safe_dump(plan.model_dump(mode="json"), sort_keys=False, allow_unicode=True)
 
 
-def read_plan_text(text: str, file_name: str) -> schema.SweepPlan:
-    """A plan file's text as runner.cli.load_plan reads a file (runner.plan_text: JSON or YAML,
-    within bounds), then the schema's own validation. ValueError says what is wrong."""
+def read_plan_text(text: str, file_name: str) -> SweepPlan:
+    """A plan file's text as runner.cli.commands.load_plan reads a file (runner.plan_text: JSON
+    or YAML, within bounds), then the schema's own validation. ValueError says what is wrong."""
     data = read_plan_data(text, file_name)
     try:
         return validate_plan(data, source=file_name)
@@ -74,7 +79,7 @@ class PlanFileForm(forms.Form):
         if refused:
             self.fields["plan_file"].required = False  # its error is the refusal
 
-    def clean_plan_file(self) -> schema.SweepPlan:
+    def clean_plan_file(self) -> SweepPlan:
         if self.refused:
             raise ValidationError(self.refused)
         upload = self.cleaned_data["plan_file"]
@@ -106,7 +111,7 @@ class PlanOnForm:
         self.left_out.extend(other.left_out)
 
 
-def plan_on_form(plan: schema.SweepPlan) -> PlanOnForm:
+def plan_on_form(plan: SweepPlan) -> PlanOnForm:
     """Every form field the plan sets, then what the form would send back compared with the
     plan, part by part: whatever differs is named in left_out, so the review shows it."""
     result = PlanOnForm(initial={
@@ -135,7 +140,7 @@ def _number(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else repr(value)
 
 
-def _workload(plan: schema.SweepPlan) -> Workload:
+def _workload(plan: SweepPlan) -> Workload:
     """The Workload row the form would make for the plan (unsaved)."""
     spec, first = plan.workload, plan.loads[0]
     kwargs = spec.extra_body.get("chat_template_kwargs")
@@ -162,14 +167,14 @@ def _workload(plan: schema.SweepPlan) -> Workload:
     )
 
 
-def _workload_fields(plan: schema.SweepPlan, workload: Workload) -> PlanOnForm:
+def _workload_fields(plan: SweepPlan, workload: Workload) -> PlanOnForm:
     values = {name: getattr(workload, name) for name in WORKLOAD_PRESETS["case-study"]}
     result = PlanOnForm(initial={"workload_preset": _preset_of(values), **values,
                                  "keep_outputs": workload.keep_outputs,
                                  **{name: getattr(workload, name)
                                     for name in FILE_WORKLOAD_FIELDS}})
     dataset = workload.dataset_path
-    if dataset and dataset not in workloads.dataset_names(settings.HEADROOM_DATA_DIR):
+    if dataset and dataset not in dataset_names(settings.HEADROOM_DATA_DIR):
         result.initial["dataset_path"] = ""
         result.left_out.append(f"workload.dataset_path {dataset}: not a file in the data "
                                "directory (HEADROOM_DATA_DIR); choose a dataset")
@@ -192,7 +197,7 @@ def _preset_of(values: dict[str, Any]) -> str:
     return "custom"
 
 
-def _loads(plan: schema.SweepPlan, workload: Workload) -> PlanOnForm:
+def _loads(plan: SweepPlan, workload: Workload) -> PlanOnForm:
     """The load levels of the first load's shape, each once, as the form's list."""
     levels: list[float] = []
     for load in plan.loads:
@@ -212,7 +217,7 @@ def _loads(plan: schema.SweepPlan, workload: Workload) -> PlanOnForm:
     return result
 
 
-def _engine_configs(configs: list[schema.EngineConfig]) -> PlanOnForm:
+def _engine_configs(configs: list[EngineConfig]) -> PlanOnForm:
     """The configs as the form's grid when they are exactly one (each setting's values crossed
     with the extra-flag lines), otherwise as its explicit list, one config per line."""
     # A setting given in some configs only makes a grid of other configs than the plan's; the
@@ -239,7 +244,7 @@ def _engine_configs(configs: list[schema.EngineConfig]) -> PlanOnForm:
     return PlanOnForm(initial=initial)
 
 
-def _config_list(configs: list[schema.EngineConfig]) -> PlanOnForm:
+def _config_list(configs: list[EngineConfig]) -> PlanOnForm:
     shown = configs[:MAX_CONFIGS]
     initial: dict[str, Any] = {setting.name: "" for setting in ENGINE_SETTINGS}
     initial.update(
@@ -263,14 +268,14 @@ def _unique(values: Any) -> list[Any]:
     return seen
 
 
-def _axis_initial(setting: schema.EngineSetting, values: list[Any]) -> str:
+def _axis_initial(setting: EngineSetting, values: list[Any]) -> str:
     """An axis as its form field shows it: '4, 16'; a bool axis by its choice."""
     if setting.kind is bool:
         return next(choice for choice, axis in BOOL_AXIS.items() if sorted(axis) == sorted(values))
     return ", ".join(_number(v) if isinstance(v, float) else str(v) for v in values)
 
 
-def _checkpoint(plan: schema.SweepPlan) -> PlanOnForm:
+def _checkpoint(plan: SweepPlan) -> PlanOnForm:
     """The approved checkpoint row the plan names (model, revision, precision, KV dtype)."""
     spec = plan.checkpoint
     rows = Checkpoint.objects.filter(approved=True, repo=spec.model, revision=spec.revision or "")
@@ -299,7 +304,7 @@ def _checkpoint(plan: schema.SweepPlan) -> PlanOnForm:
     return result
 
 
-def _runtime(launch: schema.EngineLaunch) -> PlanOnForm:
+def _runtime(launch: EngineLaunch) -> PlanOnForm:
     """The approved vLLM runtime whose image (and digest) the plan's launch names."""
     if launch.image is None:
         return PlanOnForm()
@@ -311,7 +316,7 @@ def _runtime(launch: schema.EngineLaunch) -> PlanOnForm:
     return PlanOnForm(initial={"runtime": found[0].pk})
 
 
-def _registered_endpoint(plan: schema.SweepPlan) -> Endpoint | None:
+def _registered_endpoint(plan: SweepPlan) -> Endpoint | None:
     """The registered endpoint an attach plan's base_url names (the one serving the plan's
     model name when several share the address); None for any other plan."""
     if plan.launch.style != "attach" or not plan.launch.base_url:
@@ -328,7 +333,7 @@ def _registered_endpoint(plan: schema.SweepPlan) -> Endpoint | None:
     return rows[0] if len(rows) == 1 else None
 
 
-def _endpoint(plan: schema.SweepPlan, endpoint: Endpoint) -> PlanOnForm:
+def _endpoint(plan: SweepPlan, endpoint: Endpoint) -> PlanOnForm:
     """The endpoint field, and what of the plan a run against the endpoint does otherwise."""
     result = PlanOnForm(initial={"registered_endpoint": endpoint.pk})
     sent = plans.endpoint_checkpoint_spec(endpoint)
@@ -338,7 +343,7 @@ def _endpoint(plan: schema.SweepPlan, endpoint: Endpoint) -> PlanOnForm:
                 f"checkpoint.{name} {json.dumps(getattr(plan.checkpoint, name))}: the endpoint "
                 f"{endpoint.name} is registered with {json.dumps(getattr(sent, name))}"
             )
-    if plan.engine_configs != [schema.EngineConfig()]:
+    if plan.engine_configs != [EngineConfig()]:
         result.left_out.append(f"engine configs: the endpoint {endpoint.name} runs its own "
                                "settings; a run against it has one blank config")
     if plan.replicas != 1:
@@ -347,28 +352,28 @@ def _endpoint(plan: schema.SweepPlan, endpoint: Endpoint) -> PlanOnForm:
     return result
 
 
-def _quality(spec: schema.QualitySpec | None) -> PlanOnForm:
+def _quality(spec: QualitySpec | None) -> PlanOnForm:
     """The quality set as the form's choice of file; its answer limit has no field."""
     result = PlanOnForm(initial={"quality_path": ""})
     if spec is None:
         return result
-    if spec.path not in workloads.dataset_names(settings.HEADROOM_DATA_DIR):
+    if spec.path not in dataset_names(settings.HEADROOM_DATA_DIR):
         result.left_out.append(f"quality.path {spec.path}: not a file in the data directory "
                                "(HEADROOM_DATA_DIR); choose a quality set")
         return result
     result.initial["quality_path"] = spec.path
-    default = schema.QualitySpec.model_fields["max_tokens"].default
+    default = QualitySpec.model_fields["max_tokens"].default
     if spec.max_tokens != default:
         result.left_out.append(f"quality.max_tokens {spec.max_tokens}: not on the form; a launch "
                                f"uses the default {default}")
     return result
 
 
-def _not_on_the_form(plan: schema.SweepPlan, endpoint: Endpoint | None = None) -> list[str]:
+def _not_on_the_form(plan: SweepPlan, endpoint: Endpoint | None = None) -> list[str]:
     """Parts of the plan the form has no field for, where they differ from the defaults a
     launch uses. The launch's style, image and GPUs come from the node and runtime chosen; an
     attach plan's address is a registered endpoint's, chosen on the form (endpoint)."""
-    parts: list[tuple[schema.Schema, str]] = [
+    parts: list[tuple[Schema, str]] = [
         (plan, name) for name in ("client", "warmup_requests", "sample_interval_s")
     ]
     launch_parts: tuple[str, ...] = ("env", "startup_timeout_s", "cpu_kvcache_space_gib")
@@ -379,7 +384,7 @@ def _not_on_the_form(plan: schema.SweepPlan, endpoint: Endpoint | None = None) -
     for part, name in parts:
         default = type(part).model_fields[name].get_default(call_default_factory=True)
         if part is plan and name == "sample_interval_s":
-            default = schema.default_sample_interval(plan.launch.style)  # as a launch uses
+            default = default_sample_interval(plan.launch.style)  # as a launch uses
         if getattr(part, name) != default:
             where = name if part is plan else f"launch.{name}"
             left_out.append(f"{where}: not on the form; a launch uses the default "
@@ -392,4 +397,4 @@ def _not_on_the_form(plan: schema.SweepPlan, endpoint: Endpoint | None = None) -
 
 
 def _json(value: Any) -> str:
-    return json.dumps(value.model_dump(mode="json") if isinstance(value, schema.Schema) else value)
+    return json.dumps(value.model_dump(mode="json") if isinstance(value, Schema) else value)

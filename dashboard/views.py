@@ -57,7 +57,9 @@ from dashboard import plan_files, uploads, views_judgement
 from dashboard.forms import ImportForm, LaunchForm
 from dashboard.http import AuthenticatedHttpRequest
 from judgement import charts
-from runner import schema
+from runner.schema.plan import SweepPlan
+from runner.schema.records import RequestRecord
+from runner.schema.result import PointResult
 
 log = logging.getLogger(__name__)
 
@@ -189,7 +191,7 @@ def _confirm_page(
     request: HttpRequest, form: LaunchForm, estimate: estimates.Estimate
 ) -> HttpResponse:
     """What the launch would run and cost; its buttons post every submitted field again."""
-    plan: schema.SweepPlan = form.cleaned_data["plan"]
+    plan: SweepPlan = form.cleaned_data["plan"]
     node: Node = form.cleaned_data["node"]
     carried = [
         (name, value)
@@ -281,7 +283,7 @@ def run_again(request: HttpRequest, code: UUID) -> HttpResponse:
 
 def _plan_on_form(benchmark: Benchmark) -> plan_files.PlanOnForm:
     try:
-        plan = schema.SweepPlan.model_validate(benchmark.plan)
+        plan = SweepPlan.model_validate(benchmark.plan)
     except pydantic.ValidationError as exc:
         # A plan stored by an older schema: the form starts blank and says why.
         why = plans.pydantic_message(exc)
@@ -421,7 +423,7 @@ def _estimate_beside_actual(benchmark: Benchmark) -> estimates.EstimateBesideAct
     if benchmark.estimated_wall_s is None:
         return None
     try:
-        plan: schema.SweepPlan | None = schema.SweepPlan.model_validate(benchmark.plan)
+        plan: SweepPlan | None = SweepPlan.model_validate(benchmark.plan)
     except pydantic.ValidationError:
         plan = None  # a plan of an older schema: the times still compare, GPU-hours do not
     return estimates.beside_actual(
@@ -514,7 +516,7 @@ def _benchmark_summary(benchmark: Benchmark) -> dict[str, object]:
 @login_required
 @require_safe
 def run_json(request: HttpRequest, code: UUID) -> StreamingHttpResponse:
-    """The run and every point in full (runner.schema.PointResult), streamed point by point."""
+    """The run and every point in full (runner.schema.result.PointResult), point by point."""
     benchmark = _get_benchmark_for_user(request, code)
 
     def body() -> Iterator[str]:
@@ -550,7 +552,7 @@ def _stored_point_json(point: Point) -> Iterator[str]:
 
 
 def _point_json(
-    head: schema.PointResult, requests: Iterable[schema.RequestRecord]
+    head: PointResult, requests: Iterable[RequestRecord]
 ) -> Iterator[str]:
     """The model_dump_json() of the point `head` with these requests, in pieces: everything
     else, then each request as it comes (from storage.iter_requests: a block at a time)."""
@@ -568,7 +570,7 @@ def _point_json(
 @login_required
 @require_safe
 def run_plan_yaml(request: HttpRequest, code: UUID) -> HttpResponse:
-    """The run's plan as the file `python -m runner sweep` runs (runner.cli.load_plan reads it)."""
+    """The run's plan as the file `python -m runner sweep` runs (runner.cli.commands.load_plan)."""
     benchmark = _get_benchmark_for_user(request, code)
     if benchmark.source != Benchmark.Source.LAUNCHED:
         raise Http404("An imported run ran elsewhere: it has no plan to download.")

@@ -36,8 +36,9 @@ from dashboard.forms_catalog import (
     RuntimeForm,
 )
 from judgement import judge
-from runner.endpoint import NO_CREDENTIALS, redact
-from runner.engine import EngineError, Unreachable, probe
+from runner.engine.command import EngineError, Unreachable
+from runner.engine.endpoint import NO_CREDENTIALS, redact
+from runner.engine.process import probe
 
 ADD_CHECKPOINT = "benchmarks.add_checkpoint"
 ADD_RUNTIME = "benchmarks.add_runtime"

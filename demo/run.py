@@ -9,7 +9,7 @@ best max_num_seqs setting and a customer report built from it, and prints their 
 Each child runs in its own process group and only those groups are signalled. A child that
 stops is reported and the others keep going: when the worker dies, the web server keeps serving
 and the run pages say the run lost its worker. Ctrl-C (or SIGTERM) stops everything; the
-worker's engines stop with it (runner/guard.py).
+worker's engines stop with it (runner/engine/guard.py).
 
 The broker is Redis when it answers at CELERY_BROKER_URL (default 127.0.0.1:6379); otherwise
 kombu's filesystem transport under var/broker, which needs no server.
@@ -101,7 +101,7 @@ class Children:
     ) -> Child:
         # Its own process group, to be stopped as one; not its own session, which would put it
         # in a scheduler autogroup of its own where a busy CPU engine can starve it
-        # (runner/engine.py).
+        # (runner/engine/).
         process = subprocess.Popen(command, cwd=BASE_DIR, env=self.env, process_group=0,
                                    stdout=subprocess.PIPE if capture else None, text=capture)
         child = Child(name, process, service, on_exit)

@@ -15,7 +15,7 @@ import numpy as np
 from analysis.types import LATENCY_LABELS, ParetoPoint
 from benchmarks import storage
 from benchmarks.models import Point
-from runner.schema import LengthComparison, LengthHistogram
+from runner.schema.result import LengthComparison, LengthHistogram
 
 # Every latency a curve can be drawn against, labelled with its family (analysis.types).
 LATENCY_METRICS: tuple[tuple[str, str], ...] = tuple(
@@ -88,7 +88,8 @@ def _json_list(values: np.ndarray) -> list[float | None]:
 
 # The engine's gauges hold their value until the next scrape: between two samples the queue was
 # last seen at the earlier one, so each reading is drawn as a step to the next ("hv"), never a
-# slope that invents values nobody sampled. runner.sampler.summarize holds them the same way.
+# slope that invents values nobody sampled. runner.measure.sampler.summarize holds them the same
+# way.
 GAUGE_LINE_SHAPE = "hv"
 
 

@@ -71,7 +71,9 @@ from benchmarks.models import (
     PointData,
 )
 from benchmarks.points import point_to_result, stored_requests
-from runner.schema import PointResult, QueueSummary, RequestRecord
+from runner.schema.records import RequestRecord
+from runner.schema.result import PointResult
+from runner.schema.samples import QueueSummary
 
 # How the run page and reports write a percentage: one rule for every one of them (the
 # sentences use it too), so a +0.38% step never reads as "+0%".
@@ -92,7 +94,7 @@ REFERENCE_UNITS = analysis_types.REFERENCE_UNITS
 
 
 def point_result(point: Point) -> PointResult:
-    """The point as runner.schema.PointResult without its per-request records and samples.
+    """The point as runner.schema.result.PointResult without its per-request records and samples.
 
     The judgement layer reads only aggregates, so the compressed arrays in PointData stay on
     disk; everything else is the stored row, validated by the same schema the runner wrote.

@@ -32,7 +32,7 @@ def public_model_name(model: str | None) -> str | None:
     return model
 
 
-# One engine flag token as runner.schema.check_extra_args admits it: --name or --name=VALUE.
+# One engine flag token as runner.schema.flags.check_extra_args admits it: --name or --name=VALUE.
 _FLAG = re.compile(r"(--[A-Za-z0-9][A-Za-z0-9_-]*)(=.*)?")
 # Where an engine label's extra flags begin: EngineConfig.label() writes its named settings
 # ("seqs=64", never starting with "--") first, then the extra args joined by spaces.
@@ -62,7 +62,8 @@ def public_engine_label(label: str) -> str:
 
 
 def public_point_key(key: str) -> str:
-    """A point key ("<engine label>|<load>|r<repeat>", runner.schema.point_key) with its engine
+    """A point key ("<engine label>|<load>|r<repeat>", runner.schema.result.point_key) with its
+    engine
     label as public_engine_label shows it."""
     label, separator, rest = key.partition("|")
     return public_engine_label(label) + separator + rest

@@ -1,5 +1,5 @@
 import sys
 
-from runner.cli import main
+from runner.cli.parser import main
 
 sys.exit(main())

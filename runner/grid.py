@@ -19,7 +19,8 @@ from typing import Any
 
 import pydantic
 
-from runner.schema import EngineConfig, engine_flag_name
+from runner.schema.engine_config import EngineConfig
+from runner.schema.flags import engine_flag_name
 
 # More combinations than this are not enumerated at all: a grid is meant to be read.
 MAX_COMBINATIONS = 10_000

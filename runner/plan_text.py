@@ -1,6 +1,7 @@
 """A plan file's text as data, JSON for a .json name and YAML otherwise, read within bounds.
 
-The CLI (runner.cli.load_plan) and the dashboard's plan upload (dashboard.plan_files) both read
+The CLI (runner.cli.commands.load_plan) and the dashboard's plan upload (dashboard.plan_files) both
+read
 plans here, so a file one takes the other takes too. A plan is a few hundred values nested four
 or five deep. PyYAML's pure-Python scanner spends time on every token for each flow collection
 still open, so a file of "[[[[..." costs far more than its size; its composer is recursive; and

@@ -8,7 +8,8 @@ most BATCH_VALUES ragged values (chunk times, chunk token counts, ...) each:
     {"schema_version":"headroom.result/1","key":KEY, ..., "requests":[], ...}
 
 `records` holds each request's scalar fields as JSON; `arrays` holds each ragged field
-(runner.schema.ragged_fields) of the batch's requests as {"dtype", "lengths" (one per request),
+(runner.schema.records.ragged_fields) of the batch's requests as {"dtype", "lengths" (one per
+request),
 "data" (base64 of the values back to back, little-endian)}: values come back bit for bit, and
 no line holds more than one batch, so neither writing nor reading a point of 100,000 requests
 builds one giant JSON text. The point's line commits the point: batch lines whose point line
@@ -31,7 +32,8 @@ import numpy as np
 import orjson
 from pydantic import ValidationError
 
-from runner.schema import CompactArray, PointResult, RequestRecord, ragged_fields
+from runner.schema.records import CompactArray, RequestRecord, ragged_fields
+from runner.schema.result import PointResult
 
 
 class ResultFileError(ValueError):

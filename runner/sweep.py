@@ -22,29 +22,27 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from runner import __version__, conversations
-from runner.endpoint import NO_CREDENTIALS, Credentials
-from runner.engine import EngineError, RunningEngine, engines, measure_rtt
-from runner.loadgen import LoadOutcome, Target, check_client_cpus, run_load
-from runner.metrics import aggregate, window_of
-from runner.provenance import collect_hardware, package_versions, utc_now
-from runner.quality import load_quality, score_quality
-from runner.sampler import QueueSampler, summarize
-from runner.schema import (
-    EngineConfig,
-    EngineSample,
-    Hardware,
-    LoadSpec,
-    PointResult,
-    Provenance,
-    QueueSummary,
-    ReplicaResult,
-    SweepPlan,
-    point_key,
-)
-from runner.telemetry import open_telemetry, record_telemetry
-from runner.traces import annotate_point, check_source
-from runner.workloads import Prompt, build_prompts, token_counter_for
+from runner import __version__
+from runner.client.schedule import LoadOutcome, Target
+from runner.client.workers import check_client_cpus, run_load
+from runner.engine.command import EngineError
+from runner.engine.endpoint import NO_CREDENTIALS, Credentials
+from runner.engine.process import RunningEngine, engines, measure_rtt
+from runner.engine.provenance import collect_hardware, package_versions, utc_now
+from runner.measure.metrics import aggregate, window_of
+from runner.measure.quality import load_quality, score_quality
+from runner.measure.sampler import QueueSampler, summarize
+from runner.measure.telemetry import open_telemetry
+from runner.measure.telemetry_summary import record_telemetry
+from runner.schema.engine_config import EngineConfig
+from runner.schema.plan import LoadSpec, SweepPlan
+from runner.schema.records import EngineSample
+from runner.schema.result import Hardware, PointResult, Provenance, ReplicaResult, point_key
+from runner.schema.samples import QueueSummary
+from runner.workloads import conversations
+from runner.workloads.prompts import Prompt, build_prompts, token_counter_for
+from runner.workloads.trace_prompts import annotate_point
+from runner.workloads.traces import check_source
 
 log = logging.getLogger(__name__)
 
@@ -114,8 +112,8 @@ def run_plan(
     its dataset, trace or length log is not a regular file inside data_dir (the node's data
     directory, given for a plan from the dashboard; None: the operator's own plan, whose file
     is a path), or its trace or conversations cannot serve its loads (runner.traces
-    check_source, runner.conversations check_conversations), or its
-    quality set cannot be read (runner.quality.load_quality: file:line).
+    check_source, runner.workloads.conversations check_conversations), or its
+    quality set cannot be read (runner.measure.quality.load_quality: file:line).
     credentials: an attached server's API key and headers, sent with every call to it and
     never recorded (the plan is stored and downloadable; these are secrets).
     on_engine_started: called in the caller's thread, once per engine config started, with the

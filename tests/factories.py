@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from runner.schema import EngineConfig, LoadSpec, Metrics, PointResult, WorkloadSpec, point_key
+from runner.schema.engine_config import EngineConfig
+from runner.schema.plan import LoadSpec, WorkloadSpec
+from runner.schema.result import Metrics, PointResult, point_key
 
 WINDOW_S = 10.0
 REQUESTS = 100
@@ -58,7 +60,7 @@ def _metric_values(overrides: dict[str, Any]) -> dict[str, Any]:
         "failed": failed,
         "short_responses": short,
         "incomplete_responses": incomplete,
-        # As runner.metrics decides it: nothing failed, came back short or was not whole.
+        # As runner.measure.metrics decides it: nothing failed, came back short or was not whole.
         "valid": failed == 0 and short == 0 and incomplete == 0,
         "total_input_tokens": input_tokens,
         "total_output_tokens": output_tokens,

@@ -4,7 +4,7 @@
 from django.db import migrations, models
 
 KNOWN_ENGINES = ("vllm", "tensorrt-llm", "sglang")
-# runner.importer.BACKEND_ENGINES as of this migration (copied: a migration must not change
+# runner.importer.vllm_document.BACKEND_ENGINES as of this migration (copied: a migration must not change
 # when the importer does). Backends not listed ("openai", "openai-chat") name no engine.
 BACKEND_ENGINES = {
     "vllm": "vllm",

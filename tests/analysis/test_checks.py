@@ -16,7 +16,8 @@ from analysis import repeats, selection
 from analysis.checks import failed_checks
 from analysis.convert import from_point_result
 from analysis.errors import AnalysisError
-from runner.schema import LoadSpec, Metrics, PointResult, ReplicaResult
+from runner.schema.plan import LoadSpec
+from runner.schema.result import Metrics, PointResult, ReplicaResult
 from tests import factories
 
 # The latencies of the base point, all inside its 10 s window.

@@ -10,22 +10,20 @@ from analysis.convert import (
     run_facts_from_point_result,
 )
 from analysis.types import WorkloadShape
-from runner.schema import (
-    Checkpoint,
+from runner.schema.engine_config import Checkpoint, EngineConfig
+from runner.schema.plan import LoadSpec, WorkloadSpec
+from runner.schema.result import (
     ClientHealth,
-    EngineConfig,
     EngineInfo,
     Hardware,
-    LoadSpec,
     Metrics,
     PointResult,
     Provenance,
-    QueueSummary,
     ReplicaResult,
     SendSchedule,
     Window,
-    WorkloadSpec,
 )
+from runner.schema.samples import QueueSummary
 from tests import factories
 
 # 64 requests of 128 output tokens (64 input) in 10 s: 8,192 / 10 = 819.2 tok/s, 6.4 req/s and
@@ -247,7 +245,7 @@ def test_an_unknown_engine_takes_no_version_from_the_vllm_package():
 
 
 def test_an_import_that_records_no_gpu_host_or_checkpoint_leaves_them_unknown():
-    from runner.importer import UNKNOWN_HOST, UNKNOWN_MODEL
+    from runner.importer.vllm_document import UNKNOWN_HOST, UNKNOWN_MODEL
 
     point = served_by(
         EngineInfo(launch_style="attach", name=None), source="vllm-bench-import",
@@ -266,7 +264,7 @@ def test_a_headroom_point_on_a_host_without_gpus_is_cpu_only():
 
 def test_a_trace_or_length_log_workload_is_its_file_not_its_token_bounds():
     from analysis.convert import workload_shape
-    from runner.schema import WorkloadSpec
+    from runner.schema.plan import WorkloadSpec
 
     for kind, label in (("trace", "trace t.jsonl"), ("lengths", "lengths of t.jsonl")):
         spec = WorkloadSpec(kind=kind, dataset_path="t.jsonl", endpoint="completions")

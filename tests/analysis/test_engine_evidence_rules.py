@@ -11,7 +11,10 @@ from analysis.convert import from_point_result, hardware_use_of
 from analysis.hardware import hardware_use
 from analysis.types import Measured
 from analysis.verdicts import MEMORY_BOUND_PCT, verdict
-from runner import schema
+from runner.schema.engine_config import Checkpoint, EngineConfig, LaunchStyle
+from runner.schema.plan import LoadSpec, WorkloadSpec
+from runner.schema.result import EngineInfo, Hardware, Metrics, PointResult, Provenance
+from runner.schema.samples import QueueSummary
 from tests.analysis.helpers import facts, point
 from tests.analysis.test_verdicts import PINNED, engine
 
@@ -111,20 +114,20 @@ def test_the_same_prefix_caching_setting_is_not_mentioned():
 # --- a stored point's distance to its GPU's peaks --------------------------------------------
 
 
-def point_result(launch_style: schema.LaunchStyle, gpu_name: str | None, **queue) -> schema.PointResult:
-    provenance = schema.Provenance(
-        hardware=schema.Hardware(host="h", gpu_name=gpu_name, gpu_count=1 if gpu_name else 0),
-        engine=schema.EngineInfo(launch_style=launch_style),
-        checkpoint=schema.Checkpoint(model="org/m", precision="FP8"),
+def point_result(launch_style: LaunchStyle, gpu_name: str | None, **queue) -> PointResult:
+    provenance = Provenance(
+        hardware=Hardware(host="h", gpu_name=gpu_name, gpu_count=1 if gpu_name else 0),
+        engine=EngineInfo(launch_style=launch_style),
+        checkpoint=Checkpoint(model="org/m", precision="FP8"),
         client_version="0", started_at="2025-01-01T00:00:00Z",
     )
-    metrics = schema.Metrics(duration=10.0, completed=1, failed=0, total_input_tokens=1,
+    metrics = Metrics(duration=10.0, completed=1, failed=0, total_input_tokens=1,
                              total_output_tokens=1, request_throughput=0.1, output_throughput=0.1,
                              total_token_throughput=0.2, short_responses=0, valid=True)
-    return schema.PointResult(
-        key="k", engine_config=schema.EngineConfig(), load=schema.LoadSpec(num_requests=1),
-        workload=schema.WorkloadSpec(), metrics=metrics, provenance=provenance,
-        queue=schema.QueueSummary(**queue))
+    return PointResult(
+        key="k", engine_config=EngineConfig(), load=LoadSpec(num_requests=1),
+        workload=WorkloadSpec(), metrics=metrics, provenance=provenance,
+        queue=QueueSummary(**queue))
 
 
 def test_a_stored_gpu_point_is_set_against_its_sku_at_its_checkpoint_precision():

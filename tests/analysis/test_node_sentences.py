@@ -16,7 +16,7 @@ CHECK = "output_throughput is 2,600.00/s but 10,000 output tokens make 1,000.00/
 
 def node(key="node", offered=2000, throughput=160_000, replicas=8, **kwargs):
     """An 8-replica node run of seqs=256: the queue summary holds the sum of the replicas' means
-    and the highest replica's peaks (runner.schema.QueueSummary)."""
+    and the highest replica's peaks (runner.schema.samples.QueueSummary)."""
     values = dict(
         config_label="seqs=256", max_num_seqs=256, max_num_batched_tokens=2048,
         replicas=replicas, gpu_count=replicas, queue_samples=320,

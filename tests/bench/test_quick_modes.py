@@ -19,7 +19,7 @@ import psycopg
 import pytest
 from django.db import connection
 
-from runner.tinymodel import build_tiny_model
+from runner.engine.tinymodel import build_tiny_model
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCH_TIMEOUT_S = 300

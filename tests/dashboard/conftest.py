@@ -75,7 +75,7 @@ WORKER_START_TIMEOUT_S = 120
 
 @pytest.fixture(scope="session")
 def tiny_model_dir() -> Path:
-    from runner.tinymodel import build_tiny_model
+    from runner.engine.tinymodel import build_tiny_model
 
     # Idempotent and shared with the runner's tests (make tiny-model): built once per checkout.
     default = Path(settings.BASE_DIR) / "var" / "tiny-model"

@@ -187,7 +187,7 @@ def base_rows() -> dict[str, models.Model]:
     )
     from benchmarks.points import store_point
     from reports.models import Report, ReportVersion
-    from runner.schema import EngineConfig
+    from runner.schema.engine_config import EngineConfig
     from tests import factories
     from tests.dashboard import factories as rows
 

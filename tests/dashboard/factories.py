@@ -10,7 +10,12 @@ from typing import Any
 
 from benchmarks import plans
 from benchmarks.models import Benchmark, Checkpoint, Node, Runtime, Workload
-from runner import schema
+from runner.schema.engine_config import Checkpoint as CheckpointSpec
+from runner.schema.engine_config import EngineConfig
+from runner.schema.plan import LoadSpec
+from runner.schema.records import EngineSample, RequestRecord
+from runner.schema.result import ClientHealth, EngineInfo, Hardware, PointResult, Provenance, Window
+from runner.schema.samples import QueueSummary
 from tests import factories
 
 REVISION = "0123456789abcdef0123456789abcdef01234567"
@@ -60,7 +65,7 @@ def make_benchmark(node: Node | None = None, state: str = "queued", **fields: An
         runtime=runtime,
         checkpoint=checkpoint,
         workload=workload,
-        engine_configs=[schema.EngineConfig(max_num_seqs=256), schema.EngineConfig(max_num_seqs=512)],
+        engine_configs=[EngineConfig(max_num_seqs=256), EngineConfig(max_num_seqs=512)],
         load_levels=[1000, 2000],
         repeats=1,
         replicas=1,
@@ -79,17 +84,17 @@ def make_benchmark(node: Node | None = None, state: str = "queued", **fields: An
     return Benchmark.objects.create(**{**defaults, **fields})
 
 
-def make_requests(count: int, *, output_tokens: int = 4, failed: int = 0) -> list[schema.RequestRecord]:
+def make_requests(count: int, *, output_tokens: int = 4, failed: int = 0) -> list[RequestRecord]:
     records = []
     for i in range(count):
         send = i * 0.001
         chunks = [send + 0.05 + 0.01 * k for k in range(output_tokens)]
         if i < failed:
-            records.append(schema.RequestRecord(index=i, intended_send=send, status=500,
+            records.append(RequestRecord(index=i, intended_send=send, status=500,
                                                 error="HTTP 500: engine overloaded"))
             continue
         records.append(
-            schema.RequestRecord(
+            RequestRecord(
                 index=i,
                 intended_send=send,
                 actual_send=send + 0.0001,
@@ -107,9 +112,9 @@ def make_requests(count: int, *, output_tokens: int = 4, failed: int = 0) -> lis
     return records
 
 
-def make_samples(count: int) -> list[schema.EngineSample]:
+def make_samples(count: int) -> list[EngineSample]:
     return [
-        schema.EngineSample(
+        EngineSample(
             t=i * 0.5,
             running=float(min(i, 8)),
             waiting=float(max(0, 50 - i)),
@@ -132,7 +137,7 @@ def make_point_result(
     saturated: bool = False,
     output_throughput: float | None = None,
     **metric_fields: Any,
-) -> schema.PointResult:
+) -> PointResult:
     """A measured point with provenance, engine samples and request records, as stored.
 
     metric_fields set Metrics figures; the rest follow from them (tests/factories.py), with
@@ -140,29 +145,29 @@ def make_point_result(
     completed is num_requests less the failed ones unless a test names it. A test that names
     output_throughput gets the output tokens that make it (factories.metrics_at).
     """
-    load = schema.LoadSpec(shape="burst", num_requests=num_requests)
+    load = LoadSpec(shape="burst", num_requests=num_requests)
     counts = {"completed": num_requests - metric_fields.get("failed", 0),
               **factories.BURST_LATENCIES_MS, **metric_fields}
     if output_throughput is None:
         point_metrics = factories.metrics(**counts)
     else:
         point_metrics = factories.metrics_at(output_throughput, **counts)
-    provenance = schema.Provenance(
-        hardware=schema.Hardware(host="test-host", cpu_model="Test CPU", cpu_count=2),
-        engine=schema.EngineInfo(launch_style=launch_style, version="0.32.0"),
-        checkpoint=schema.Checkpoint(model="/models/tiny"),
+    provenance = Provenance(
+        hardware=Hardware(host="test-host", cpu_model="Test CPU", cpu_count=2),
+        engine=EngineInfo(launch_style=launch_style, version="0.32.0"),
+        checkpoint=CheckpointSpec(model="/models/tiny"),
         client_version="headroom-runner 0.1.0",
         started_at="2026-11-30T15:00:00Z",
     )
     return factories.point_result(
-        engine_config=schema.EngineConfig(max_num_seqs=max_num_seqs),
+        engine_config=EngineConfig(max_num_seqs=max_num_seqs),
         load=load,
         repeat=repeat,
-        window=schema.Window(start=0.0, end=factories.WINDOW_S),
+        window=Window(start=0.0, end=factories.WINDOW_S),
         metrics=point_metrics,
-        queue=schema.QueueSummary(samples=samples, mean_running=7.5, mean_waiting=30.0,
+        queue=QueueSummary(samples=samples, mean_running=7.5, mean_waiting=30.0,
                                   peak_running=8, peak_waiting=50, peak_kv_usage=0.93),
-        client=schema.ClientHealth(saturated=saturated,
+        client=ClientHealth(saturated=saturated,
                                    reasons=["event-loop lag p99 80 ms"] if saturated else []),
         provenance=provenance,
         samples=make_samples(samples),

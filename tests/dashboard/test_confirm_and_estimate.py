@@ -24,7 +24,9 @@ from benchmarks.models import (
     Workload,
 )
 from benchmarks.points import store_point
-from runner import schema
+from runner.schema.engine_config import Checkpoint as CheckpointSpec
+from runner.schema.engine_config import EngineConfig, EngineLaunch
+from runner.schema.plan import LoadSpec, SweepPlan
 
 from .factories import (
     launch_form_data,
@@ -55,14 +57,14 @@ def launch_data(node: Node, **overrides: Any) -> dict[str, Any]:
     return launch_form_data(node, confirmed=False, **{**SWEEP, **overrides})
 
 
-def sweep_plan(configs: list[schema.EngineConfig], levels: list[int], *, style: str = "serve",
-               replicas: int = 1) -> schema.SweepPlan:
+def sweep_plan(configs: list[EngineConfig], levels: list[int], *, style: str = "serve",
+               replicas: int = 1) -> SweepPlan:
     """256 output tokens a request (WorkloadSpec's default), bursts of the levels."""
-    return schema.SweepPlan(
-        checkpoint=schema.Checkpoint(model="nvidia/Qwen3-30B-A3B-FP4"),
-        launch=schema.EngineLaunch(style=style),
+    return SweepPlan(
+        checkpoint=CheckpointSpec(model="nvidia/Qwen3-30B-A3B-FP4"),
+        launch=EngineLaunch(style=style),
         engine_configs=configs,
-        loads=[schema.LoadSpec(shape="burst", num_requests=n) for n in levels],
+        loads=[LoadSpec(shape="burst", num_requests=n) for n in levels],
         replicas=replicas,
     )
 
@@ -114,8 +116,8 @@ def test_the_estimate_is_the_earlier_runs_start_time_and_their_rate_at_the_neare
     earlier_run(node, checkpoint, 500, [(256, 1000, 100, 1000.0), (256, 2000, 200, 4096.0)])
     # 500 s, 100 in points: 400 s for two engine starts. Together 600 s / 3 starts = 200 s.
     earlier_run(node, checkpoint, 500, [(256, 1000, 50, 3000.0), (512, 1000, 50, 8000.0)])
-    plan = sweep_plan([schema.EngineConfig(max_num_seqs=256),
-                       schema.EngineConfig(max_num_seqs=1024)], [1000, 4000])
+    plan = sweep_plan([EngineConfig(max_num_seqs=256),
+                       EngineConfig(max_num_seqs=1024)], [1000, 4000])
 
     got = estimates.estimate_launch(plan, node=node, checkpoint=checkpoint)
 
@@ -131,8 +133,8 @@ def test_the_estimate_is_the_earlier_runs_start_time_and_their_rate_at_the_neare
 
 def test_with_no_earlier_run_a_stated_conservative_default_stands_in():
     node, checkpoint = make_node("gpu-a"), make_checkpoint()
-    plan = sweep_plan([schema.EngineConfig(max_num_seqs=8),
-                       schema.EngineConfig(max_num_seqs=16)], [100])
+    plan = sweep_plan([EngineConfig(max_num_seqs=8),
+                       EngineConfig(max_num_seqs=16)], [100])
     got = estimates.estimate_launch(plan, node=node, checkpoint=checkpoint)
     # Two starts of 600 s, then 100 x 256 tokens at 50 tok/s (512 s) for each config.
     assert got.wall_s == pytest.approx(2 * 600 + 2 * 512)
@@ -142,8 +144,8 @@ def test_with_no_earlier_run_a_stated_conservative_default_stands_in():
 
 
 def test_before_any_run_has_finished_the_starts_measured_on_the_node_set_the_start_time():
-    plan = sweep_plan([schema.EngineConfig(max_num_seqs=8),
-                       schema.EngineConfig(max_num_seqs=16)], [100])
+    plan = sweep_plan([EngineConfig(max_num_seqs=8),
+                       EngineConfig(max_num_seqs=16)], [100])
     got = estimates.estimate(plan, [], where="m on cpu-a", measured_starts=[50.0, 200.0, 70.0])
     # The median of 50, 70 and 200 s for each of the two starts, then 512 s a config as above.
     assert got.wall_s == pytest.approx(2 * 70 + 2 * 512)
@@ -153,8 +155,8 @@ def test_before_any_run_has_finished_the_starts_measured_on_the_node_set_the_sta
 
 
 def test_measured_starts_come_before_the_earlier_runs_time_outside_their_points():
-    plan = sweep_plan([schema.EngineConfig(max_num_seqs=8)], [100])
-    label = schema.EngineConfig(max_num_seqs=8).label()
+    plan = sweep_plan([EngineConfig(max_num_seqs=8)], [100])
+    label = EngineConfig(max_num_seqs=8).label()
     # 500 s, 300 of them in its one point: 200 s for its start, were nothing measured.
     run = estimates.PastRun(500.0, 1, (estimates.PastPoint(label, "burst", 100, 300.0, 1000.0, 1),))
     measured = estimates.estimate(plan, [run], where="m on gpu-a", measured_starts=[40.0, 60.0])
@@ -175,7 +177,7 @@ def test_only_the_starts_of_this_checkpoint_on_this_node_are_read():
         EngineStart.objects.record(node, checkpoint, seconds)
     EngineStart.objects.record(make_node("gpu-b"), checkpoint, 1.0)
     EngineStart.objects.record(node, other_checkpoint, 1.0)
-    plan = sweep_plan([schema.EngineConfig(max_num_seqs=8)], [100])
+    plan = sweep_plan([EngineConfig(max_num_seqs=8)], [100])
 
     got = estimates.estimate_launch(plan, node=node, checkpoint=checkpoint)
     assert got.wall_s == pytest.approx(55 + 512)  # the median of 45, 55 and 65 s
@@ -192,7 +194,7 @@ def test_runs_of_another_checkpoint_or_node_and_unfinished_runs_are_not_used():
     earlier_run(node, make_checkpoint(repo="Qwen/Qwen3-8B"), 10, fast)
     earlier_run(node, checkpoint, 10, fast, state="failed")
     earlier_run(node, checkpoint, 10, fast, source="imported")
-    plan = sweep_plan([schema.EngineConfig(max_num_seqs=8)], [100])
+    plan = sweep_plan([EngineConfig(max_num_seqs=8)], [100])
     got = estimates.estimate_launch(plan, node=node, checkpoint=checkpoint)
     assert got.wall_s == pytest.approx(600 + 512)
     assert got.basis.startswith("No earlier run")
@@ -202,8 +204,8 @@ def test_runs_of_another_checkpoint_or_node_and_unfinished_runs_are_not_used():
 
 
 def test_gpu_hours_count_every_replica_of_the_widest_config():
-    plan = sweep_plan([schema.EngineConfig(max_num_seqs=64, tensor_parallel_size=2),
-                       schema.EngineConfig(max_num_seqs=64)], [100], replicas=2)
+    plan = sweep_plan([EngineConfig(max_num_seqs=64, tensor_parallel_size=2),
+                       EngineConfig(max_num_seqs=64)], [100], replicas=2)
     size = estimates.plan_size(plan)
     assert (size.engine_starts, size.points, size.gpus_held) == (2, 2, 4)
     assert (size.requests, size.output_tokens) == (2 * 100 * 2, 2 * 100 * 2 * 256)
@@ -215,15 +217,15 @@ def test_gpu_hours_count_every_replica_of_the_widest_config():
 
 
 def test_a_cpu_node_holds_no_gpus_and_says_so_instead_of_a_number():
-    plan = sweep_plan([schema.EngineConfig(max_num_seqs=8)], [100], style="cpu")
+    plan = sweep_plan([EngineConfig(max_num_seqs=8)], [100], style="cpu")
     got = estimates.estimate(plan, [], where="m on cpu-a")
     assert got.gpu_hours is None and got.no_gpus_note == "none: a CPU node holds no GPUs"
     assert estimates.plan_size(plan).gpus_held == 0
 
 
 def test_an_attached_endpoint_starts_no_engine_and_holds_none_of_its_gpus():
-    plan = sweep_plan([schema.EngineConfig()], [100]).model_copy(update={
-        "launch": schema.EngineLaunch(style="attach", base_url="http://10.0.0.5:8000")})
+    plan = sweep_plan([EngineConfig()], [100]).model_copy(update={
+        "launch": EngineLaunch(style="attach", base_url="http://10.0.0.5:8000")})
     assert (estimates.plan_size(plan).engine_starts, estimates.plan_size(plan).gpus_held) == (0, 0)
     got = estimates.estimate(plan, [], where="m on prod")
     assert got.wall_s == pytest.approx(100 * 256 / 50)  # no start: the point alone
@@ -327,7 +329,7 @@ def test_launch_on_the_page_posts_every_field_back_and_launches_with_the_estimat
     benchmark = Benchmark.objects.get()
     assert launches == [benchmark] and benchmark.name == name
     assert benchmark.points_total == 12
-    expected = estimates.estimate_launch(schema.SweepPlan.model_validate(benchmark.plan),
+    expected = estimates.estimate_launch(SweepPlan.model_validate(benchmark.plan),
                                          node=node, checkpoint=benchmark.checkpoint)
     assert benchmark.estimated_wall_s == pytest.approx(93960) == expected.wall_s
     assert benchmark.estimated_gpu_hours == pytest.approx(93960 / HOUR)

@@ -12,7 +12,9 @@ import pytest
 from analysis.convert import workload_shape
 from benchmarks import points, storage
 from benchmarks.models import Benchmark, Point
-from runner import schema
+from runner.schema.engine_config import Checkpoint, EngineConfig
+from runner.schema.plan import LoadSpec, SweepPlan, WorkloadSpec
+from runner.schema.result import ConversationSummary, PointResult, TurnSummary
 from tests.dashboard.factories import (
     make_benchmark,
     make_checkpoint,
@@ -59,7 +61,7 @@ def test_the_form_launches_a_conversation_replay_at_each_concurrency(
 ):
     response = engineer.post("/runs/new/", conversation_form())
     assert response.status_code == 302, response.context["form"].errors
-    plan = schema.SweepPlan.model_validate(Benchmark.objects.get().plan)
+    plan = SweepPlan.model_validate(Benchmark.objects.get().plan)
     assert [(load.shape, load.concurrency, load.num_requests) for load in plan.loads] == [
         ("concurrency", 1, 3), ("concurrency", 2, 3)]
     assert (plan.workload.kind, plan.workload.dataset_path, plan.workload.endpoint) == (
@@ -85,24 +87,24 @@ def test_the_form_refuses_a_conversation_workload_that_cannot_run_on_its_field(
     assert message in " ".join(response.context["form"].errors[field])
 
 
-def conversation_point() -> schema.PointResult:
+def conversation_point() -> PointResult:
     base = make_point_result(requests=4)
     requests = [r.model_copy(update={"conversation": i // 2, "turn": i % 2 + 1})
                 for i, r in enumerate(base.requests)]
-    summary = schema.ConversationSummary(
+    summary = ConversationSummary(
         file="chats/two.jsonl", conversations=2, completed_conversations=2, turns=4,
         mean_turns_completed=2.0, median_duration_ms=1234.0, p99_duration_ms=1500.0,
         max_duration_ms=1510.0,
         by_turn=[
-            schema.TurnSummary(turn=1, requests=2, completed=2, mean_prompt_tokens=20.0,
+            TurnSummary(turn=1, requests=2, completed=2, mean_prompt_tokens=20.0,
                                mean_output_tokens=32.0, median_ttft_ms=11.0, p99_ttft_ms=12.0,
                                median_e2el_ms=400.0, p99_e2el_ms=410.0),
-            schema.TurnSummary(turn=2, requests=2, completed=2, mean_prompt_tokens=61.0,
+            TurnSummary(turn=2, requests=2, completed=2, mean_prompt_tokens=61.0,
                                mean_output_tokens=32.0, median_ttft_ms=17.0, p99_ttft_ms=19.0,
                                median_e2el_ms=430.0, p99_e2el_ms=440.0),
         ],
     )
-    workload = schema.WorkloadSpec(kind="conversation", dataset_path="chats/two.jsonl",
+    workload = WorkloadSpec(kind="conversation", dataset_path="chats/two.jsonl",
                                    endpoint="chat")
     return base.model_copy(update={"requests": requests, "conversations": summary,
                                    "workload": workload})
@@ -143,11 +145,11 @@ def test_a_run_of_another_workload_has_no_conversation_section(engineer):
 
 
 def test_a_conversation_workload_compares_by_its_file_never_by_its_unused_token_range():
-    spec = schema.WorkloadSpec(kind="conversation", dataset_path="chats/two.jsonl",
+    spec = WorkloadSpec(kind="conversation", dataset_path="chats/two.jsonl",
                                endpoint="chat")
     shape = workload_shape(spec)
     assert shape.label() == "conversations chats/two.jsonl / 256 out"
-    assert shape != workload_shape(schema.WorkloadSpec())  # the same 63-66 / 256 bounds
+    assert shape != workload_shape(WorkloadSpec())  # the same 63-66 / 256 bounds
 
 
 def test_the_form_caps_each_conversations_turns_and_checks_the_file_with_the_cap(
@@ -158,7 +160,7 @@ def test_the_form_caps_each_conversations_turns_and_checks_the_file_with_the_cap
     response = engineer.post("/runs/new/", form)
     assert response.status_code == 302, response.context["form"].errors
     benchmark = Benchmark.objects.get()
-    plan = schema.SweepPlan.model_validate(benchmark.plan)
+    plan = SweepPlan.model_validate(benchmark.plan)
     assert plan.workload.conversation_turns_max == 1
     assert benchmark.workload.conversation_turns_max == 1
     assert "at most 1 turns a conversation" in str(benchmark.workload)
@@ -186,13 +188,13 @@ def test_the_form_refuses_a_turn_cap_that_means_nothing(
 def test_an_uploaded_plan_with_a_turn_cap_fills_the_form_with_nothing_left_out(data_dir):
     from dashboard.plan_files import plan_on_form
 
-    plan = schema.SweepPlan(
-        name="talks", checkpoint=schema.Checkpoint(model="m"),
-        engine_configs=[schema.EngineConfig(max_num_seqs=8)],
-        workload=schema.WorkloadSpec(kind="conversation", dataset_path="chats/two.jsonl",
+    plan = SweepPlan(
+        name="talks", checkpoint=Checkpoint(model="m"),
+        engine_configs=[EngineConfig(max_num_seqs=8)],
+        workload=WorkloadSpec(kind="conversation", dataset_path="chats/two.jsonl",
                                      endpoint="chat", output_tokens=32,
                                      conversation_turns_max=1),
-        loads=[schema.LoadSpec(shape="concurrency", concurrency=1, num_requests=2)],
+        loads=[LoadSpec(shape="concurrency", concurrency=1, num_requests=2)],
     )
     on_form = plan_on_form(plan)
     assert on_form.initial["conversation_turns_max"] == 1

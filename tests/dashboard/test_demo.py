@@ -18,8 +18,8 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
-from demo.management.commands.launch_demo_sweep import DEMO_FORM
 from dashboard.forms import LaunchForm
+from demo.management.commands.launch_demo_sweep import DEMO_FORM
 from demo.run import (
     Children,
     Stages,
@@ -30,7 +30,7 @@ from demo.run import (
     describe_exit,
     watch,
 )
-from runner.schema import SweepPlan
+from runner.schema.plan import SweepPlan
 from tests.dashboard.factories import make_checkpoint, make_node, make_runtime
 
 

@@ -20,8 +20,9 @@ from django.test import Client, override_settings
 from benchmarks import outbound, plans, tasks, vault
 from benchmarks.models import AuditEvent, Benchmark, Endpoint, Node, Point, PointData
 from dashboard.forms_catalog import EndpointForm
-from runner import schema
-from runner.engine import RunningEngine, measure_rtt
+from runner.engine.process import RunningEngine, measure_rtt
+from runner.schema.engine_config import Checkpoint, EngineConfig, EngineLaunch
+from runner.schema.plan import SweepPlan
 from tests.dashboard.conftest import grant_role, wait_until_final
 from tests.dashboard.factories import make_checkpoint, make_node, make_runtime, make_workload
 from tests.dashboard.listener import Listener
@@ -358,10 +359,10 @@ def test_the_form_builds_an_attach_plan_from_the_endpoint(fleet, engineer, monke
     benchmark = Benchmark.objects.get()
     assert benchmark.endpoint == endpoint and benchmark.node == endpoint.node
     assert (benchmark.checkpoint, benchmark.runtime) == (endpoint.checkpoint, endpoint.runtime)
-    plan = schema.SweepPlan.model_validate(benchmark.plan)
-    assert plan.launch == schema.EngineLaunch(style="attach", base_url="http://10.0.0.5:8000")
+    plan = SweepPlan.model_validate(benchmark.plan)
+    assert plan.launch == EngineLaunch(style="attach", base_url="http://10.0.0.5:8000")
     assert plan.checkpoint.served_model_name == "fake-model"
-    assert plan.engine_configs == [schema.EngineConfig()] and plan.replicas == 1
+    assert plan.engine_configs == [EngineConfig()] and plan.replicas == 1
     assert KEY not in str(benchmark.plan) and TENANT not in str(benchmark.plan)
     assert plans.launchable_plan(benchmark, launch_style="serve") == plan
 
@@ -394,7 +395,7 @@ def test_the_worker_refuses_an_attach_plan_without_an_endpoint_or_to_another_add
     workload = make_workload()
     plan = plans.build_plan(
         name="x", node=endpoint.node, runtime=endpoint.runtime, checkpoint=endpoint.checkpoint,
-        workload=workload, engine_configs=[schema.EngineConfig()], load_levels=[4], repeats=1,
+        workload=workload, engine_configs=[EngineConfig()], load_levels=[4], repeats=1,
         replicas=1, endpoint=endpoint,
     )
     fields = {"node": endpoint.node, "runtime": endpoint.runtime, "workload": workload,
@@ -514,11 +515,11 @@ def test_an_endpoint_whose_secrets_cannot_be_read_fails_before_anything_is_sent(
 def cpu_engine_started(tiny_model_dir, tmp_path_factory) -> Iterator[RunningEngine]:
     """One vLLM CPU engine serving the tiny model as "tiny", shared by the engine tests below
     (started the way the runner starts any engine, stopped when the module ends)."""
-    from runner.engine import engines
+    from runner.engine.process import engines
 
-    launch = schema.EngineLaunch(style="cpu", startup_timeout_s=400)
-    checkpoint = schema.Checkpoint(model=str(tiny_model_dir), served_model_name="tiny")
-    with engines(launch, checkpoint, schema.EngineConfig(max_num_seqs=8), replicas=1,
+    launch = EngineLaunch(style="cpu", startup_timeout_s=400)
+    checkpoint = Checkpoint(model=str(tiny_model_dir), served_model_name="tiny")
+    with engines(launch, checkpoint, EngineConfig(max_num_seqs=8), replicas=1,
                  log_dir=tmp_path_factory.mktemp("endpoint-engine")) as running:
         yield running[0]
 

@@ -97,14 +97,14 @@ def test_the_command_stores_nothing_when_one_file_is_bad(tmp_path):
 def test_the_command_reads_each_file_a_point_at_a_time_as_the_upload_does(
     tmp_path, capsys, monkeypatch, settings
 ):
-    import runner.importer
+    import runner.importer.files
 
     # The command no longer loads files whole (a 100,000 x 1,000 point's records are 1.4 GB):
     # each file goes through import_file, its points' records encoded batch by batch.
     def whole(*args, **kwargs):
         raise AssertionError("a file's records were read whole")
 
-    monkeypatch.setattr(runner.importer, "iter_result_file", whole)
+    monkeypatch.setattr(runner.importer.files, "iter_result_file", whole)
     # The upload's document limit is the web's; an operator's own file is not refused by it.
     settings.HEADROOM_MAX_IMPORT_DOCUMENT_BYTES = 100
     first, second = tmp_path / "a.jsonl", tmp_path / "b.json"

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from benchmarks.points import point_to_result, store_point
-from runner.schema import PointResult
+from runner.schema.result import PointResult
 
 from .factories import make_benchmark, make_point_result
 

@@ -211,14 +211,14 @@ def test_a_broker_that_is_down_gets_a_clear_message_and_leaves_nothing_behind(
 
 
 # ---------------------------------------------------------------------------------------------
-# Engine settings come from runner.schema.EngineConfig; only vLLM is launchable
+# Engine settings come from runner.schema.engine_config.EngineConfig; only vLLM is launchable
 # ---------------------------------------------------------------------------------------------
 
 
 def test_every_engine_setting_has_a_cli_flag_and_a_form_field():
     from dashboard.forms import LaunchForm
-    from runner.cli import build_parser
-    from runner.schema import EngineConfig
+    from runner.cli.parser import build_parser
+    from runner.schema.engine_config import EngineConfig
 
     bench = build_parser()._subparsers._group_actions[0].choices["bench"]
     flags = {flag for action in bench._actions for flag in action.option_strings}
@@ -432,7 +432,7 @@ def launched_configs(owner_client, data) -> list[dict]:
 
 
 def config_labels(configs: list[dict]) -> list[str]:
-    from runner.schema import EngineConfig
+    from runner.schema.engine_config import EngineConfig
 
     return [EngineConfig.model_validate(c).label() for c in configs]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from benchmarks import storage
-from runner import schema
+from runner.schema.records import RequestRecord
 
 from .conftest import migrate
 
@@ -15,9 +15,9 @@ BEFORE = [("benchmarks", "0004_vllm_parity_metrics")]
 AFTER = [("benchmarks", "0005_points_measured_before_vllm_parity")]
 
 
-def old_era_record() -> schema.RequestRecord:
+def old_era_record() -> RequestRecord:
     """Sent 20 ms after it was due; chunks at 0.10, 0.15, 0.30 s (content chunks of that era)."""
-    return schema.RequestRecord(
+    return RequestRecord(
         index=0, intended_send=0.0, actual_send=0.02, ttft=0.10, e2el=0.30, completed_at=0.31,
         chunk_times=[0.10, 0.15, 0.30], chunk_tokens=[1, 1, 2], prompt_tokens=5, output_tokens=4,
         status=200,

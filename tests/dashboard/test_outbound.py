@@ -20,7 +20,7 @@ from django.test import Client
 
 from benchmarks import outbound
 from benchmarks.models import Endpoint
-from runner import engine
+from runner.engine import process
 from tests.dashboard.factories import make_node
 from tests.dashboard.listener import Listener
 from tests.dashboard.test_catalog import client_for, person
@@ -203,7 +203,7 @@ def test_refused_silent_redirected_unresolved_and_forbidden_addresses_read_the_s
     settings, fleet, dns, monkeypatch
 ):
     settings.HEADROOM_OUTBOUND_NETWORKS = ["127.0.0.1/32"]
-    monkeypatch.setattr(engine, "HTTP_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(process, "HTTP_TIMEOUT_S", 0.5)
     closed = socket.socket()
     closed.bind(("127.0.0.1", 0))
     closed_port = closed.getsockname()[1]

@@ -19,9 +19,10 @@ from benchmarks import plans
 from benchmarks.models import Benchmark, Workload
 from dashboard import plan_files
 from dashboard.forms import WORKLOAD_PRESETS, LaunchForm
-from runner import schema
-from runner.cli import load_plan
+from runner.cli.commands import load_plan
 from runner.plan_text import MAX_PLAN_DEPTH
+from runner.schema.engine_config import EngineConfig
+from runner.schema.plan import LoadSpec, SweepPlan
 from tests.dashboard.factories import (
     REVISION,
     make_benchmark,
@@ -84,8 +85,8 @@ def test_the_downloaded_plan_is_the_file_the_cli_runs_and_equals_the_stored_plan
 ):
     benchmark = make_benchmark()
     # A rate load with evenly spaced arrivals: JSON and YAML have no infinity, the schema's "inf".
-    stored = schema.SweepPlan.model_validate(benchmark.plan).model_copy(update={"loads": [
-        schema.LoadSpec(shape="rate", rate=2.5, num_requests=100, burstiness=float("inf"))]})
+    stored = SweepPlan.model_validate(benchmark.plan).model_copy(update={"loads": [
+        LoadSpec(shape="rate", rate=2.5, num_requests=100, burstiness=float("inf"))]})
     benchmark.plan = stored.model_dump(mode="json")
     benchmark.save()
     assert load_plan(download(engineer, benchmark, tmp_path)) == stored
@@ -180,7 +181,7 @@ def test_a_preset_workload_comes_back_as_its_preset(engineer):
     preset = Workload(name="case-study", **WORKLOAD_PRESETS["case-study"])
     plan = plans.build_plan(
         name="preset", node=make_node(), runtime=make_runtime(), checkpoint=make_checkpoint(),
-        workload=preset, engine_configs=[schema.EngineConfig(max_num_seqs=s) for s in (256, 512)],
+        workload=preset, engine_configs=[EngineConfig(max_num_seqs=s) for s in (256, 512)],
         load_levels=[1000, 2000], repeats=1, replicas=1)
     response = upload(engineer, plan_files.plan_yaml(plan.model_dump(mode="json")).encode())
     initial = response.context["form"].initial

@@ -13,7 +13,8 @@ from django.utils.html import escape
 from analysis.sentences import QUALITY_ON_CPU_ENGINE
 from benchmarks import points
 from benchmarks.models import Benchmark, Caveat, Point
-from runner import schema
+from runner.schema.plan import QualitySpec, SweepPlan
+from runner.schema.result import PointResult, QualityResult, QualityRow
 from tests.dashboard.factories import make_benchmark, make_point_result
 from tests.dashboard.test_endpoints import (
     KEY,
@@ -64,8 +65,8 @@ def test_the_launch_form_offers_the_data_directorys_files_as_quality_sets(engine
 def test_the_chosen_quality_set_goes_into_the_plan(engineer, launches, data_dir):
     response = engineer.post("/runs/new/", random_form(quality_path="evals/capitals.jsonl"))
     assert response.status_code == 302, response.context["form"].errors
-    plan = schema.SweepPlan.model_validate(Benchmark.objects.get().plan)
-    assert plan.quality == schema.QualitySpec(path="evals/capitals.jsonl")
+    plan = SweepPlan.model_validate(Benchmark.objects.get().plan)
+    assert plan.quality == QualitySpec(path="evals/capitals.jsonl")
 
 
 @pytest.mark.django_db
@@ -87,20 +88,20 @@ def test_a_quality_set_that_cannot_run_is_refused_on_its_field(
     assert response.context["form"].errors["quality_path"][0].endswith(message)
 
 
-def quality_result(*, answer: str = "tok tok", passed: bool = True) -> schema.QualityResult:
+def quality_result(*, answer: str = "tok tok", passed: bool = True) -> QualityResult:
     rows = [
-        schema.QualityRow(index=0, line=1, rule="exact", expected="tok tok", answer=answer,
+        QualityRow(index=0, line=1, rule="exact", expected="tok tok", answer=answer,
                           finish_reason="length", passed=passed),
-        schema.QualityRow(index=1, line=2, rule="contains", expected="<b>Paris</b>",
+        QualityRow(index=1, line=2, rule="contains", expected="<b>Paris</b>",
                           answer=" is is is", finish_reason="length", passed=False),
-        schema.QualityRow(index=2, line=4, rule="exact", expected="4",
+        QualityRow(index=2, line=4, rule="exact", expected="4",
                           error="HTTP 500: <html>boom</html>", passed=False),
     ]
-    return schema.QualityResult.of("evals/capitals.jsonl", rows)
+    return QualityResult.of("evals/capitals.jsonl", rows)
 
 
 def scored_point(launch_style: str = "cpu", *, answer: str = "tok tok",
-                 passed: bool = True) -> schema.PointResult:
+                 passed: bool = True) -> PointResult:
     result = make_point_result(requests=2, launch_style=launch_style)
     return result.model_copy(update={"quality": quality_result(answer=answer, passed=passed)})
 
@@ -183,7 +184,7 @@ def test_a_launch_against_an_endpoint_scores_its_quality_set_with_the_endpoints_
     benchmark = Benchmark.objects.get()
     assert benchmark.state == "succeeded", benchmark.error_message
     (point,) = benchmark.points.all()
-    quality = schema.QualityResult.model_validate(point.quality)
+    quality = QualityResult.model_validate(point.quality)
     # The gateway answers 401 without the key: no error row means the eval carried it.
     assert (quality.items, quality.passed, quality.errors) == (2, 1, 0)
     assert [row.passed for row in quality.rows] == [True, False]

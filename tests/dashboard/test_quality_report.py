@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.models import Point
-from runner import schema
+from runner.schema.result import QualityResult, QualityRow
 from tests.reports.conftest import owner as owner
 from tests.reports.conftest import sweep as sweep
 from tests.reports.helpers import make_report
@@ -18,10 +18,10 @@ ROW = "Output parity or quality"
 
 
 def score(file: str, passed: int, items: int) -> dict:
-    rows = [schema.QualityRow(index=i, line=i + 1, rule="exact", expected="x",
+    rows = [QualityRow(index=i, line=i + 1, rule="exact", expected="x",
                               answer="x" if i < passed else "y", passed=i < passed)
             for i in range(items)]
-    return schema.QualityResult.of(file, rows).model_dump(mode="json")
+    return QualityResult.of(file, rows).model_dump(mode="json")
 
 
 def scored_report(owner, sweep, before: dict | None, after: dict | None, **fields):

@@ -5,7 +5,8 @@ import pytest
 from benchmarks import storage
 from benchmarks.models import Caveat, PointData
 from benchmarks.points import point_to_result, store_point
-from runner import schema
+from runner.schema.records import EngineSample, RequestRecord
+from runner.schema.result import Metrics
 
 from .factories import (
     format_1_blob,
@@ -18,20 +19,20 @@ from .factories import (
 
 def test_requests_survive_the_column_encoding_with_missing_values_and_ragged_chunks():
     records = make_requests(6, output_tokens=3, failed=2)
-    records.append(schema.RequestRecord(index=6, intended_send=1.0, chunk_times=[1.5],
+    records.append(RequestRecord(index=6, intended_send=1.0, chunk_times=[1.5],
                                         chunk_tokens=[5], output_tokens=5, status=200))
     assert storage.decode_requests(storage.encode_requests(records)) == records
 
 
 def test_the_request_encoding_covers_every_field_of_the_schema():
-    assert set(storage.REQUEST_FIELDS) == set(schema.RequestRecord.model_fields)
+    assert set(storage.REQUEST_FIELDS) == set(RequestRecord.model_fields)
 
 
 def test_samples_keep_every_schema_field_including_the_newer_ones():
     histogram = {"0.3": 2.0, "1.0": 5.0, "+Inf": 7.0}
-    sample = schema.EngineSample(t=1.0, running=3, **{
+    sample = EngineSample(t=1.0, running=3, **{
         name: histogram if field.annotation == dict[str, float] else 7.0
-        for name, field in schema.EngineSample.model_fields.items()
+        for name, field in EngineSample.model_fields.items()
         if name not in ("t", "running", "replica")
     }, replica=2)
     assert storage.decode_samples(storage.encode_samples([sample])) == [sample]
@@ -39,7 +40,7 @@ def test_samples_keep_every_schema_field_including_the_newer_ones():
 
 def test_samples_stored_before_the_newer_fields_read_them_as_unknown():
     # A blob written before vLLM 0.32's fields existed has no array for them.
-    sample = schema.EngineSample(
+    sample = EngineSample(
         t=1.0, running=3, waiting=2, prefix_cache_hits_total=40.0,
         queue_time_buckets={"0.3": 1.0, "+Inf": 1.0}, replica=1)
     arrays = storage._unpack(storage.encode_samples([sample]))
@@ -188,7 +189,7 @@ def test_every_metrics_aggregate_has_its_own_point_column():
     from benchmarks.models import Point
 
     columns = {field.name for field in Point._meta.get_fields()}
-    assert set(schema.Metrics.model_fields) <= columns
+    assert set(Metrics.model_fields) <= columns
 
 
 def test_points_stored_in_format_1_still_read_back():

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from benchmarks import blobs, storage
-from runner.schema import Float64Array, Int32Array, RequestRecord, ragged_fields
+from runner.schema.records import Float64Array, Int32Array, RequestRecord, ragged_fields
 
 from .factories import format_1_blob
 

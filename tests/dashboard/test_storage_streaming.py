@@ -16,7 +16,7 @@ from benchmarks.imports import import_file
 from benchmarks.models import PointData
 from benchmarks.points import store_point
 from runner import results
-from runner.schema import RequestRecord, ragged_fields
+from runner.schema.records import RequestRecord, ragged_fields
 
 from .factories import make_benchmark, make_point_result
 

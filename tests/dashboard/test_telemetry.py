@@ -12,43 +12,44 @@ from benchmarks import plans, storage
 from benchmarks.models import Benchmark, Point, PointData
 from benchmarks.points import point_to_result, store_point
 from judgement.judge import joules_per_output_token
-from runner import schema
-from runner.telemetry import summarize_telemetry
+from runner.measure.telemetry_summary import summarize_telemetry
+from runner.schema.result import PointResult, Window
+from runner.schema.samples import TelemetrySample, TelemetrySummary
 
 from .factories import make_benchmark, make_node, make_point_result
 
-WINDOW = schema.Window(start=0.0, end=2.0)
+WINDOW = Window(start=0.0, end=2.0)
 # One GPU read by NVML around the window: 675 J over the window by its counter (see
 # tests/runner/test_telemetry.py for the same readings worked by hand), and a CPU engine.
 GPU_READINGS = [
-    schema.TelemetrySample(t=-0.5, gpu=0, utilization_pct=0.0, memory_used_mib=40960.0,
+    TelemetrySample(t=-0.5, gpu=0, utilization_pct=0.0, memory_used_mib=40960.0,
                            power_w=100.0, sm_clock_mhz=1980.0, energy_j=1_000_000.0),
-    schema.TelemetrySample(t=0.5, gpu=0, utilization_pct=80.0, memory_used_mib=41984.0,
+    TelemetrySample(t=0.5, gpu=0, utilization_pct=80.0, memory_used_mib=41984.0,
                            power_w=300.0, sm_clock_mhz=1980.0, energy_j=1_000_200.0),
-    schema.TelemetrySample(t=1.5, gpu=0, utilization_pct=100.0, memory_used_mib=41984.0,
+    TelemetrySample(t=1.5, gpu=0, utilization_pct=100.0, memory_used_mib=41984.0,
                            power_w=500.0, sm_clock_mhz=1980.0, energy_j=1_000_600.0),
-    schema.TelemetrySample(t=2.5, gpu=0, utilization_pct=20.0, memory_used_mib=40960.0,
+    TelemetrySample(t=2.5, gpu=0, utilization_pct=20.0, memory_used_mib=40960.0,
                            power_w=900.0, sm_clock_mhz=1980.0, energy_j=1_000_950.0),
 ]
 CPU_READINGS = [
-    schema.TelemetrySample(t=t, cpu_seconds=s)
+    TelemetrySample(t=t, cpu_seconds=s)
     for t, s in [(-0.5, 10.0), (0.5, 10.5), (1.5, 12.0), (2.5, 13.0)]
 ]
 
 
-def with_telemetry(result: schema.PointResult, readings, source) -> schema.PointResult:
+def with_telemetry(result: PointResult, readings, source) -> PointResult:
     result.telemetry_samples = list(readings)
     result.telemetry = summarize_telemetry(readings, WINDOW, 1350, source=source)
     return result
 
 
-def gpu_point(**fields) -> schema.PointResult:
+def gpu_point(**fields) -> PointResult:
     return with_telemetry(make_point_result(launch_style="serve", **fields), GPU_READINGS, "nvml")
 
 
 def test_readings_survive_the_column_encoding_with_missing_values():
     readings = GPU_READINGS[:2] + [
-        schema.TelemetrySample(t=0.7, replica=1, gpu=3, power_w=250.0),  # the rest missing
+        TelemetrySample(t=0.7, replica=1, gpu=3, power_w=250.0),  # the rest missing
         *CPU_READINGS,
     ]
     assert storage.decode_telemetry(storage.encode_telemetry(readings)) == readings
@@ -60,8 +61,8 @@ def test_no_readings_store_as_an_empty_blob():
 
 
 def test_the_telemetry_encoding_covers_every_field_of_the_schema():
-    sample = schema.TelemetrySample(t=1.0, replica=2, gpu=5, **{
-        name: 7.0 for name in schema.TelemetrySample.model_fields
+    sample = TelemetrySample(t=1.0, replica=2, gpu=5, **{
+        name: 7.0 for name in TelemetrySample.model_fields
         if name not in ("t", "replica", "gpu")
     })
     assert storage.decode_telemetry(storage.encode_telemetry([sample])) == [sample]
@@ -88,7 +89,7 @@ def test_a_point_stored_before_telemetry_reads_as_none_taken():
     PointData.objects.filter(point=point).update(telemetry=b"")
     point.refresh_from_db()
     result = point_to_result(point)
-    assert result.telemetry == schema.TelemetrySummary()
+    assert result.telemetry == TelemetrySummary()
     assert result.telemetry_samples == []
     assert joules_per_output_token(point) is None
 

@@ -12,7 +12,8 @@ import pytest
 from benchmarks import points, storage
 from benchmarks.models import Benchmark, Point
 from judgement import charts
-from runner import schema
+from runner.schema.plan import SweepPlan
+from runner.schema.result import LengthComparison, LengthHistogram, PointResult
 from tests.dashboard.factories import (
     make_benchmark,
     make_checkpoint,
@@ -57,7 +58,7 @@ def trace_form(**fields: str) -> dict[str, str]:
 def test_the_form_launches_a_trace_replay_at_each_speed(engineer, launches, data_dir):
     response = engineer.post("/runs/new/", trace_form())
     assert response.status_code == 302, response.context["form"].errors
-    plan = schema.SweepPlan.model_validate(Benchmark.objects.get().plan)
+    plan = SweepPlan.model_validate(Benchmark.objects.get().plan)
     assert [(load.shape, load.speed, load.num_requests) for load in plan.loads] == [
         ("trace", 1.0, 6), ("trace", 2.5, 6)]
     assert (plan.workload.kind, plan.workload.dataset_path) == ("trace", "traces/mooncake.jsonl")
@@ -67,7 +68,7 @@ def test_the_form_launches_a_length_log_workload_under_any_shape(engineer, launc
     form = trace_form(prompt_source="lengths", dataset_path="log.csv", load_shape="burst",
                       load_levels="50", ignore_eos="")
     assert engineer.post("/runs/new/", form).status_code == 302
-    plan = schema.SweepPlan.model_validate(Benchmark.objects.get().plan)
+    plan = SweepPlan.model_validate(Benchmark.objects.get().plan)
     assert (plan.workload.kind, plan.workload.ignore_eos, plan.loads[0].shape) == (
         "lengths", False, "burst")
 
@@ -125,7 +126,7 @@ def test_the_form_replays_a_traces_first_seconds_or_refuses_to_leave_requests_ou
     response = engineer.post("/runs/new/", form)
     assert response.status_code == 302, response.context["form"].errors
     benchmark = Benchmark.objects.get()
-    plan = schema.SweepPlan.model_validate(benchmark.plan)
+    plan = SweepPlan.model_validate(benchmark.plan)
     assert (plan.workload.trace_span_s, plan.workload.trace_longer) == (1.0, "truncate")
     assert benchmark.workload.trace_span_s == 1.0
     assert "the trace's first 1 s" in str(benchmark.workload)
@@ -157,13 +158,13 @@ def test_the_form_refuses_trace_options_that_mean_nothing(
     assert message in " ".join(response.context["form"].errors[field])
 
 
-def lengths_point() -> schema.PointResult:
+def lengths_point() -> PointResult:
     requests = [r.model_copy(update={"prompt_tokens": 10 + i, "max_tokens": 4})
                 for i, r in enumerate(make_point_result(requests=4).requests)]
-    comparison = schema.LengthComparison(
+    comparison = LengthComparison(
         file="log.csv", source_requests=8, sent_requests=4,
-        input_tokens=schema.LengthHistogram(edges=[10, 12, 14], source=[6, 2], sent=[2, 2]),
-        output_tokens=schema.LengthHistogram(edges=[4, 5], source=[8], sent=[4]),
+        input_tokens=LengthHistogram(edges=[10, 12, 14], source=[6, 2], sent=[2, 2]),
+        output_tokens=LengthHistogram(edges=[4, 5], source=[8], sent=[4]),
     )
     return make_point_result(requests=4).model_copy(
         update={"lengths": comparison, "requests": requests})

@@ -26,7 +26,7 @@ from benchmarks.cpu_limit import cpu_time_limit
 from benchmarks.imports import ImportFileError, ImportProgress, import_points
 from benchmarks.models import AuditEvent, Benchmark, Point, ResultImport
 from dashboard import views
-from runner.importer import MAX_JSON_DEPTH
+from runner.importer.files import MAX_JSON_DEPTH
 
 from .conftest import grant_role
 from .factories import make_point_result

@@ -6,7 +6,10 @@ from typing import Any
 
 from benchmarks.models import Benchmark, Point
 from benchmarks.points import store_point
-from runner import schema
+from runner.schema.engine_config import EngineConfig
+from runner.schema.plan import LoadSpec
+from runner.schema.result import point_key
+from runner.schema.samples import QueueSummary
 from tests.dashboard.factories import make_benchmark, make_point_result
 
 # (max_num_seqs, requests in the burst, output tok/s, median E2E ms, mean running, mean waiting)
@@ -36,10 +39,10 @@ def store(benchmark: Benchmark, *, max_num_seqs: int, num_requests: int, through
     result = make_point_result(max_num_seqs=max_num_seqs, num_requests=num_requests,
                                repeat=repeat, output_throughput=throughput,
                                median_e2el_ms=median_e2el_ms, **metrics)
-    queue = schema.QueueSummary(samples=samples, mean_running=mean_running,
+    queue = QueueSummary(samples=samples, mean_running=mean_running,
                                 mean_waiting=mean_waiting, peak_running=mean_running,
                                 peak_waiting=mean_waiting * 2, peak_kv_usage=0.5,
-                                preemptions=0.0) if samples else schema.QueueSummary()
+                                preemptions=0.0) if samples else QueueSummary()
     result = result.model_copy(update={"queue": queue, **(update or {})})
     return store_point(benchmark, result)
 
@@ -56,6 +59,6 @@ def sweep(**fields: Any) -> Benchmark:
 
 def point(benchmark: Benchmark, max_num_seqs: int, num_requests: int, repeat: int = 0) -> Point:
     return benchmark.points.get(
-        key=schema.point_key(schema.EngineConfig(max_num_seqs=max_num_seqs),
-                             schema.LoadSpec(shape="burst", num_requests=num_requests), repeat)
+        key=point_key(EngineConfig(max_num_seqs=max_num_seqs),
+                             LoadSpec(shape="burst", num_requests=num_requests), repeat)
     )

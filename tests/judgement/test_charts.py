@@ -10,7 +10,9 @@ import pytest
 
 from benchmarks.models import Point, PointData
 from judgement import charts
-from runner import schema
+from runner.schema.engine_config import EngineConfig
+from runner.schema.plan import LoadSpec
+from runner.schema.result import ReplicaResult, Window, point_key
 from tests.dashboard.factories import make_benchmark
 
 from .helpers import SWEEP, point, store, sweep
@@ -125,7 +127,7 @@ def test_the_pareto_chart_divides_throughput_by_the_gpus_a_point_used(owner_clie
     benchmark = make_benchmark(state="succeeded")
     store(benchmark, max_num_seqs=64, num_requests=1000, throughput=4000.0,
           median_e2el_ms=5000.0, median_tpot_ms=10.0,
-          update={"engine_config": schema.EngineConfig(max_num_seqs=64, tensor_parallel_size=2)})
+          update={"engine_config": EngineConfig(max_num_seqs=64, tensor_parallel_size=2)})
     figure = _run_page(owner_client, benchmark).context["judgement"]["pareto"]
     assert figure["frontier"]["y"] == pytest.approx([2000.0])
 
@@ -191,8 +193,8 @@ def test_a_sub_one_percent_step_keeps_two_decimals_everywhere_on_the_page(owner_
 
 def _node(benchmark, completed_per_replica=8000, replicas=2):
     per_replica = [
-        schema.ReplicaResult(replica=i, base_url=f"http://127.0.0.1:{8000 + i}",
-                             window=schema.Window(start=0.0, end=10.0), metrics=None)
+        ReplicaResult(replica=i, base_url=f"http://127.0.0.1:{8000 + i}",
+                             window=Window(start=0.0, end=10.0), metrics=None)
         for i in range(replicas)
     ]
     return store(benchmark, max_num_seqs=256, num_requests=8000, throughput=3800.0,
@@ -288,12 +290,12 @@ LINK_FLAG = "--seed=<a href=x>x</a>"
 
 def _sweep_with_a_link_in_its_flags():
     benchmark = make_benchmark(state="succeeded")
-    config = schema.EngineConfig(max_num_seqs=512, extra_args=[LINK_FLAG])
+    config = EngineConfig(max_num_seqs=512, extra_args=[LINK_FLAG])
     for seqs, level, tput, e2el, running, waiting in SWEEP[3:]:
-        load = schema.LoadSpec(shape="burst", num_requests=level)
+        load = LoadSpec(shape="burst", num_requests=level)
         store(benchmark, max_num_seqs=seqs, num_requests=level, throughput=tput,
               median_e2el_ms=e2el, mean_running=running, mean_waiting=waiting,
-              update={"engine_config": config, "key": schema.point_key(config, load, 0)})
+              update={"engine_config": config, "key": point_key(config, load, 0)})
     return benchmark
 
 

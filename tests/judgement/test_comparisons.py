@@ -9,7 +9,9 @@ from django.test import Client
 
 from benchmarks.models import Comparison, ExternalReference
 from judgement.judge import save_demo_comparison
-from runner import schema
+from runner.schema.engine_config import Checkpoint
+from runner.schema.plan import WorkloadSpec
+from runner.schema.result import EngineInfo, Hardware, Provenance, ReplicaResult, Window
 from tests.dashboard.factories import REVISION, make_benchmark, make_point_result
 
 from .helpers import point, store, sweep
@@ -304,11 +306,11 @@ def test_a_reference_at_another_spec_shows_no_ratio_and_says_which_spec_each_sid
     assert "Median request latency (ms, E2EL)" in html and "x2.000" not in html
 
 
-def _full_provenance(host: str = "test-host", version: str = "0.32.0") -> schema.Provenance:
-    return schema.Provenance(
-        hardware=schema.Hardware(host=host, gpu_name="NVIDIA H200", gpu_count=1),
-        engine=schema.EngineInfo(launch_style="serve", version=version, cache_dtype="fp8"),
-        checkpoint=schema.Checkpoint(model="nvidia/Qwen3-30B-A3B-NVFP4", revision=REVISION,
+def _full_provenance(host: str = "test-host", version: str = "0.32.0") -> Provenance:
+    return Provenance(
+        hardware=Hardware(host=host, gpu_name="NVIDIA H200", gpu_count=1),
+        engine=EngineInfo(launch_style="serve", version=version, cache_dtype="fp8"),
+        checkpoint=Checkpoint(model="nvidia/Qwen3-30B-A3B-NVFP4", revision=REVISION,
                                      precision="NVFP4"),
         client_version="headroom-runner 0.1.0",
         started_at="2026-11-30T15:00:00Z",
@@ -359,11 +361,11 @@ def test_a_reference_matching_every_factor_is_controlled_and_one_without_host_is
     assert "not controlled" in html and "host not recorded on both sides" in html
 
 
-def _node_run(benchmark, *, version: str, workload: schema.WorkloadSpec, throughput: float,
+def _node_run(benchmark, *, version: str, workload: WorkloadSpec, throughput: float,
               median_e2el_ms: float, replicas: int = 8):
     per_replica = [
-        schema.ReplicaResult(replica=i, base_url=f"http://127.0.0.1:{8000 + i}",
-                             window=schema.Window(start=0.0, end=10.0), metrics=None)
+        ReplicaResult(replica=i, base_url=f"http://127.0.0.1:{8000 + i}",
+                             window=Window(start=0.0, end=10.0), metrics=None)
         for i in range(replicas)
     ]
     return store(benchmark, max_num_seqs=256, num_requests=2000, throughput=throughput,
@@ -377,9 +379,9 @@ def test_two_node_runs_at_different_specs_give_no_percentage(owner_client):
     from tests.dashboard.factories import make_node
 
     first, second = sweep(), sweep(node=make_node("gpu-b"))
-    baseline = _node_run(first, version="0.10.0", workload=schema.WorkloadSpec(),  # 63-66 / 256
+    baseline = _node_run(first, version="0.10.0", workload=WorkloadSpec(),  # 63-66 / 256
                          throughput=42_000.0, median_e2el_ms=16_000.0)
-    spec_1k = schema.WorkloadSpec(input_tokens_min=1000, input_tokens_max=1000,
+    spec_1k = WorkloadSpec(input_tokens_min=1000, input_tokens_max=1000,
                                   output_tokens=1000)
     candidate = _node_run(second, version="0.11.0", workload=spec_1k, throughput=50_000.0,
                           median_e2el_ms=30_000.0)

@@ -12,7 +12,8 @@ import pytest
 
 from benchmarks.models import Benchmark, Comparison, Node, Point
 from judgement import judge
-from runner import schema
+from runner.schema.engine_config import Checkpoint
+from runner.schema.result import EngineInfo, Hardware, Provenance
 from tests.dashboard.factories import make_benchmark, make_node
 
 from .helpers import store, sweep
@@ -29,12 +30,12 @@ def priced_node(queue: str = "gpu-a", amount: str = "2.50", currency: str = "USD
                      price_as_of=AS_OF, **fields)
 
 
-def gpu_provenance() -> schema.Provenance:
+def gpu_provenance() -> Provenance:
     """vLLM served on a host with one H200 (not the CPU engine)."""
-    return schema.Provenance(
-        hardware=schema.Hardware(host="gpu-a.lab", gpu_name="NVIDIA H200", gpu_count=1),
-        engine=schema.EngineInfo(launch_style="serve", version="0.32.0"),
-        checkpoint=schema.Checkpoint(model="/models/tiny"),
+    return Provenance(
+        hardware=Hardware(host="gpu-a.lab", gpu_name="NVIDIA H200", gpu_count=1),
+        engine=EngineInfo(launch_style="serve", version="0.32.0"),
+        checkpoint=Checkpoint(model="/models/tiny"),
         client_version="headroom-runner 0.1.0",
         started_at="2026-11-30T15:00:00Z",
     )

@@ -10,7 +10,9 @@ import pytest
 
 from benchmarks.models import Benchmark
 from judgement import judge
-from runner import schema
+from runner.schema.engine_config import Checkpoint
+from runner.schema.result import EngineInfo, Hardware, Provenance
+from runner.schema.samples import QueueSummary
 from tests.dashboard.factories import make_benchmark
 
 from .helpers import store
@@ -18,11 +20,11 @@ from .helpers import store
 pytestmark = pytest.mark.django_db
 
 
-def gpu_provenance(gpu_name: str, precision: str = "bf16") -> schema.Provenance:
-    return schema.Provenance(
-        hardware=schema.Hardware(host="gpu-host", gpu_name=gpu_name, gpu_count=1),
-        engine=schema.EngineInfo(launch_style="serve", version="0.32.0"),
-        checkpoint=schema.Checkpoint(model="org/model", precision=precision),
+def gpu_provenance(gpu_name: str, precision: str = "bf16") -> Provenance:
+    return Provenance(
+        hardware=Hardware(host="gpu-host", gpu_name=gpu_name, gpu_count=1),
+        engine=EngineInfo(launch_style="serve", version="0.32.0"),
+        checkpoint=Checkpoint(model="org/model", precision=precision),
         client_version="headroom-runner 0.1.0",
         started_at="2026-11-30T15:00:00Z",
     )
@@ -35,7 +37,7 @@ PINNED: dict[str, Any] = dict(samples=20, mean_running=256.0, mean_waiting=3000.
 
 def stored_run(bytes_per_s: float, *, gpu_name: str = "NVIDIA H200") -> Benchmark:
     benchmark = make_benchmark(state="running", points_total=1)
-    queue = schema.QueueSummary(
+    queue = QueueSummary(
         **PINNED, mean_waiting_capacity=2900.0, mean_waiting_deferred=100.0,
         prefix_cache_queries=8000.0, prefix_cache_hits=6000.0,
         read_bytes_per_gpu_s=bytes_per_s, write_bytes_per_gpu_s=0.0,
@@ -119,10 +121,10 @@ def test_an_unknown_gpu_or_cpu_engine_says_there_is_no_peak_instead_of_a_number(
 
 def test_a_cpu_engines_own_estimates_never_read_per_gpu(owner_client):
     benchmark = make_benchmark(state="running", points_total=1)
-    queue = schema.QueueSummary(**PINNED, read_bytes_per_gpu_s=3.2e10, flops_per_gpu_s=5e10)
+    queue = QueueSummary(**PINNED, read_bytes_per_gpu_s=3.2e10, flops_per_gpu_s=5e10)
     provenance = gpu_provenance("").model_copy(update={
-        "hardware": schema.Hardware(host="cpu-host"),
-        "engine": schema.EngineInfo(launch_style="cpu", version="0.32.0")})
+        "hardware": Hardware(host="cpu-host"),
+        "engine": EngineInfo(launch_style="cpu", version="0.32.0")})
     store(benchmark, max_num_seqs=4, num_requests=16, throughput=400.0, median_e2el_ms=900.0,
           update={"queue": queue, "provenance": provenance})
     Benchmark.objects.filter(pk=benchmark.pk).update(state="succeeded")

@@ -11,8 +11,9 @@ from django.test import Client
 
 from benchmarks.models import Comparison
 from judgement import judge
-from runner import schema
-from runner.responses import token_digest
+from runner.client.responses import token_digest
+from runner.schema.plan import OUTPUT_TEXTS_KEPT, WorkloadSpec
+from runner.schema.records import RequestRecord
 from tests.dashboard.factories import make_requests
 from tests.reports.helpers import make_report
 
@@ -21,11 +22,11 @@ from .helpers import store, sweep
 pytestmark = pytest.mark.django_db
 
 REQUESTS = 10
-KEPT = schema.WorkloadSpec(keep_outputs=True)
+KEPT = WorkloadSpec(keep_outputs=True)
 
 
 def with_outputs(diverge: dict[int, int] | None = None,
-                 prompts: str = "p") -> list[schema.RequestRecord]:
+                 prompts: str = "p") -> list[RequestRecord]:
     """REQUESTS completed records with 4 output ids each; diverge maps an index to the token at
     which its ids change."""
     records = []
@@ -38,12 +39,12 @@ def with_outputs(diverge: dict[int, int] | None = None,
             "output_ids": ids,
             "prompt_digest": token_digest([ord(c) for c in f"{prompts}{record.index}"]),
             "output_text": f"answer {record.index}{'!' if cut is not None else ''}"
-            if record.index < schema.OUTPUT_TEXTS_KEPT else None,
+            if record.index < OUTPUT_TEXTS_KEPT else None,
         }))
     return records
 
 
-def stored(benchmark, seqs: int, records, workload: schema.WorkloadSpec = KEPT):
+def stored(benchmark, seqs: int, records, workload: WorkloadSpec = KEPT):
     return store(benchmark, max_num_seqs=seqs, num_requests=64, throughput=1000.0 + seqs,
                  median_e2el_ms=500.0, update={"workload": workload, "requests": records})
 
@@ -86,7 +87,7 @@ def test_the_tolerance_comes_from_the_settings(owner_client, settings):
 
 def test_points_that_kept_no_outputs_are_said_not_compared(owner_client):
     benchmark = sweep()
-    before = stored(benchmark, 8, with_outputs(), workload=schema.WorkloadSpec())
+    before = stored(benchmark, 8, with_outputs(), workload=WorkloadSpec())
     after = stored(benchmark, 64, with_outputs())
     html = comparison_page(owner_client, before, after).content.decode()
     assert "Outputs were not compared: the baseline did not keep its outputs" in html
@@ -120,7 +121,7 @@ def test_a_report_states_parity_and_ticks_the_acceptance_row(owner):
 
 def test_a_report_without_kept_outputs_leaves_the_row_unmeasured(owner):
     benchmark = sweep()
-    plain = schema.WorkloadSpec()
+    plain = WorkloadSpec()
     before = stored(benchmark, 8, make_requests(REQUESTS), workload=plain)
     after = stored(benchmark, 64, make_requests(REQUESTS), workload=plain)
     report = make_report(benchmark, owner, baseline_point=before, candidate_point=after,
@@ -158,4 +159,4 @@ def test_parity_reads_a_few_stored_columns_never_the_records(monkeypatch):
     assert set(outputs.outputs) == set(range(REQUESTS)) - {1, 3}
     assert outputs.completed_without_ids == 1
     assert outputs.outputs[0] == KeptOutput(records[0].prompt_digest, records[0].output_ids)
-    assert texts == {i: records[i].output_text for i in range(schema.OUTPUT_TEXTS_KEPT)}
+    assert texts == {i: records[i].output_text for i in range(OUTPUT_TEXTS_KEPT)}

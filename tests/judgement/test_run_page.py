@@ -8,7 +8,10 @@ import pytest
 
 from benchmarks.models import Benchmark, OperatingPoint
 from judgement import judge
-from runner import schema
+from runner.schema.engine_config import EngineConfig
+from runner.schema.plan import LoadSpec, WorkloadSpec
+from runner.schema.result import ReplicaResult, Window, point_key
+from runner.schema.samples import QueueSummary
 from tests.dashboard.factories import make_benchmark
 
 from .helpers import point, store, sweep
@@ -167,8 +170,8 @@ def test_repeats_show_the_lowest_as_capacity_with_the_spread(owner_client):
 
 def _replica_point(benchmark, replicas=2, output_tokens=256):
     per_replica = [
-        schema.ReplicaResult(replica=i, base_url=f"http://127.0.0.1:{8000 + i}",
-                             window=schema.Window(start=0.0, end=9.5 + i * 0.5),
+        ReplicaResult(replica=i, base_url=f"http://127.0.0.1:{8000 + i}",
+                             window=Window(start=0.0, end=9.5 + i * 0.5),
                              metrics=None)
         for i in range(replicas)
     ]
@@ -176,7 +179,7 @@ def _replica_point(benchmark, replicas=2, output_tokens=256):
         benchmark, max_num_seqs=256, num_requests=8000, throughput=3800.0,
         median_e2el_ms=5000.0, completed=8000 * replicas,  # each replica was sent the load
         update={"replicas": replicas, "per_replica": per_replica,
-                "workload": schema.WorkloadSpec(output_tokens=output_tokens)},
+                "workload": WorkloadSpec(output_tokens=output_tokens)},
     )
 
 
@@ -248,15 +251,15 @@ def test_an_slo_without_any_limit_is_refused(owner_client):
 def _node_point(benchmark, num_requests, throughput, median_e2el_ms, repeat=0, replicas=8):
     """An 8-replica node run of sweep()'s seqs=256 config, pinned on every replica (8 x 256
     running, 8 x 1,500 waiting), keyed apart from the single-replica point of the same load."""
-    single_key = schema.point_key(schema.EngineConfig(max_num_seqs=256),
-                                  schema.LoadSpec(shape="burst", num_requests=num_requests),
+    single_key = point_key(EngineConfig(max_num_seqs=256),
+                                  LoadSpec(shape="burst", num_requests=num_requests),
                                   repeat)
     per_replica = [
-        schema.ReplicaResult(replica=i, base_url=f"http://127.0.0.1:{8000 + i}",
-                             window=schema.Window(start=0.0, end=10.0), metrics=None)
+        ReplicaResult(replica=i, base_url=f"http://127.0.0.1:{8000 + i}",
+                             window=Window(start=0.0, end=10.0), metrics=None)
         for i in range(replicas)
     ]
-    queue = schema.QueueSummary(samples=160, mean_running=256.0 * replicas,
+    queue = QueueSummary(samples=160, mean_running=256.0 * replicas,
                                 mean_waiting=1500.0 * replicas, peak_running=256.0,
                                 peak_waiting=3000.0, peak_kv_usage=0.5, preemptions=0.0)
     return store(benchmark, max_num_seqs=256, num_requests=num_requests, throughput=throughput,

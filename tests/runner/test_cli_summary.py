@@ -6,8 +6,11 @@ import re
 
 import pytest
 
-from runner.schema import ClientHealth, EngineConfig, LoadSpec, PointResult, QueueSummary
-from runner.summary import print_summary
+from runner.measure.summary import print_summary
+from runner.schema.engine_config import EngineConfig
+from runner.schema.plan import LoadSpec
+from runner.schema.result import ClientHealth, PointResult
+from runner.schema.samples import QueueSummary
 from tests import factories
 from tests.runner.test_results_and_import import make_point
 

@@ -11,18 +11,16 @@ from itertools import pairwise
 import numpy as np
 import pytest
 
-from runner import loadgen, metrics, results
-from runner.importer import load_result_file
+from runner import results
+from runner.client import workers
+from runner.client.workers import record_batches
+from runner.importer.files import load_result_file
+from runner.measure import metrics
 from runner.results import ResultFileError, append_point, finished_keys, read_points
-from runner.schema import (
-    EngineConfig,
-    Float64Array,
-    Int32Array,
-    LoadSpec,
-    PointResult,
-    RequestRecord,
-    ragged_fields,
-)
+from runner.schema.engine_config import EngineConfig
+from runner.schema.plan import LoadSpec
+from runner.schema.records import Float64Array, Int32Array, RequestRecord, ragged_fields
+from runner.schema.result import PointResult
 from tests import factories
 
 
@@ -93,13 +91,13 @@ def test_pickled_records_keep_their_arrays_as_raw_bytes():
 
 
 def test_client_workers_send_records_in_bounded_batches(monkeypatch):
-    monkeypatch.setattr(loadgen, "RECORD_BATCH_VALUES", 500)
+    monkeypatch.setattr(workers, "RECORD_BATCH_VALUES", 500)
     made = records(40, 100)
-    batches = loadgen.record_batches(made)
+    batches = record_batches(made)
     assert [r for batch in batches for r in batch] == made and len(batches) > 3
     for batch in batches:
         assert sum(len(r.chunk_times) + 1 for r in batch[:-1]) < 500
-    assert loadgen.record_batches([]) == []
+    assert record_batches([]) == []
 
 
 # -- result files -----------------------------------------------------------------------------

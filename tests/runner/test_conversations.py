@@ -13,21 +13,22 @@ from pathlib import Path
 
 import pytest
 
-from runner import conversations
-from runner.cli import EXIT_BAD_INPUT, build_parser, main, plan_from_bench_args
-from runner.loadgen import Target, plan_jobs, run_load, send_offsets
-from runner.schema import (
-    Checkpoint,
-    ClientSpec,
-    EngineConfig,
-    LoadSpec,
-    PointResult,
-    RequestRecord,
-    SweepPlan,
-    WorkloadSpec,
+from runner.cli.commands import EXIT_BAD_INPUT, plan_from_bench_args
+from runner.cli.parser import build_parser, main
+from runner.client.schedule import Target, plan_jobs, send_offsets
+from runner.client.workers import run_load
+from runner.measure.summary import print_summary
+from runner.schema.engine_config import Checkpoint, EngineConfig
+from runner.schema.plan import ClientSpec, LoadSpec, SweepPlan, WorkloadSpec
+from runner.schema.records import RequestRecord
+from runner.schema.result import PointResult
+from runner.workloads import conversations
+from runner.workloads.prompts import (
+    DatasetError,
+    Prompt,
+    WorkloadError,
+    build_prompts,
 )
-from runner.summary import print_summary
-from runner.workloads import DatasetError, Prompt, WorkloadError, build_prompts
 from tests.factories import metrics
 from tests.runner.fakeserver import FakeVllm
 

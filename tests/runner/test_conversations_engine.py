@@ -17,19 +17,12 @@ import random
 
 import pytest
 
-from runner.conversations import conversation_file
-from runner.schema import (
-    Checkpoint,
-    ClientSpec,
-    EngineConfig,
-    EngineLaunch,
-    LoadSpec,
-    PointResult,
-    SweepPlan,
-    WorkloadSpec,
-)
+from runner.schema.engine_config import Checkpoint, EngineConfig, EngineLaunch
+from runner.schema.plan import ClientSpec, LoadSpec, SweepPlan, WorkloadSpec
+from runner.schema.result import PointResult
 from runner.sweep import run_plan
-from runner.workloads import RANDOM_WORDS, server_token_counter
+from runner.workloads.conversations import conversation_file
+from runner.workloads.prompts import RANDOM_WORDS, server_token_counter
 from tests.runner.test_traces_engine import SHARED_CONFIG, prefix_cache
 
 pytestmark = pytest.mark.engine

@@ -20,15 +20,9 @@ import httpx
 import pytest
 from pydantic import ValidationError
 
-from runner.engine import (
-    HTTP_TIMEOUT_S,
-    STOP_GRACE_S,
-    EngineError,
-    build_command,
-    engines,
-    start_engine,
-)
-from runner.schema import Checkpoint, EngineConfig, EngineLaunch
+from runner.engine.command import EngineError, build_command
+from runner.engine.process import HTTP_TIMEOUT_S, STOP_GRACE_S, engines, start_engine
+from runner.schema.engine_config import Checkpoint, EngineConfig, EngineLaunch
 
 REPO = Path(__file__).resolve().parents[2]
 REVISION = "0123456789abcdef0123456789abcdef01234567"
@@ -348,7 +342,7 @@ def test_ctrl_c_while_engines_start_stops_them_and_leaves_no_process(tiny_model,
         assert len(processes_marked(marker)) >= 3
 
         runner.send_signal(signal.SIGINT)
-        # The stop's designed worst case (runner/engine.py): a /health poll in flight, the
+        # The stop's designed worst case (runner/engine/): a /health poll in flight, the
         # guard's grace and the wait for it, the group's SIGKILL and its wait; plus slack for
         # a busy host.
         _, stderr = runner.communicate(timeout=HTTP_TIMEOUT_S + STOP_GRACE_S + 10 + 10 + 20)
@@ -365,7 +359,7 @@ def test_ctrl_c_while_engines_start_stops_them_and_leaves_no_process(tiny_model,
 # The guard, on a fake engine (fast): stubborn and escaping children are still taken down
 # ---------------------------------------------------------------------------------------------
 
-GUARD = REPO / "runner" / "guard.py"
+GUARD = REPO / "runner" / "engine" / "guard.py"
 # Ignores SIGTERM, starts one child that also ignores it and one that leaves the process
 # group (setsid), then either waits or exits with status 3 leaving both behind.
 FAKE_ENGINE = textwrap.dedent(

@@ -11,9 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from runner.engine import MFU_METRICS_FLAG, build_command, refused_mfu_metrics_flag
-from runner.sampler import histogram_percentile, parse_metrics, summarize
-from runner.schema import Checkpoint, EngineConfig, EngineLaunch, EngineSample
+from runner.engine.command import MFU_METRICS_FLAG, build_command
+from runner.engine.process import refused_mfu_metrics_flag
+from runner.measure.sampler import histogram_percentile, parse_metrics, summarize
+from runner.schema.engine_config import Checkpoint, EngineConfig, EngineLaunch
+from runner.schema.records import EngineSample
 
 DATA = Path(__file__).parent / "data"
 

@@ -16,21 +16,13 @@ import httpx
 import orjson
 import pytest
 
-from runner.engine import MFU_METRICS_FLAG
-from runner.sampler import FILTERED_METRICS_PATH, QueueSampler, parse_metrics
-from runner.schema import (
-    Checkpoint,
-    ClientSpec,
-    EngineConfig,
-    EngineLaunch,
-    LoadSpec,
-    PointResult,
-    SweepPlan,
-    WorkloadKind,
-    WorkloadSpec,
-)
+from runner.engine.command import MFU_METRICS_FLAG
+from runner.measure.sampler import FILTERED_METRICS_PATH, QueueSampler, parse_metrics
+from runner.schema.engine_config import Checkpoint, EngineConfig, EngineLaunch
+from runner.schema.plan import ClientSpec, LoadSpec, SweepPlan, WorkloadKind, WorkloadSpec
+from runner.schema.result import PointResult
 from runner.sweep import run_plan
-from runner.workloads import CASE_STUDY_GUIDE, server_token_counter
+from runner.workloads.prompts import CASE_STUDY_GUIDE, server_token_counter
 
 pytestmark = pytest.mark.engine
 

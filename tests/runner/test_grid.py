@@ -8,7 +8,8 @@ import pydantic
 import pytest
 
 from runner import grid
-from runner.schema import KV_CACHE_DTYPES, EngineConfig
+from runner.schema.engine_config import EngineConfig
+from runner.schema.flags import KV_CACHE_DTYPES
 
 
 def labels(result: grid.Grid) -> list[str]:

@@ -18,8 +18,9 @@ import pytest
 
 from analysis.convert import from_point_result
 from analysis.verdicts import verdicts_for_sweep
-from runner.engine import RunningEngine
-from runner.schema import EngineConfig, PointResult
+from runner.engine.process import RunningEngine
+from runner.schema.engine_config import EngineConfig
+from runner.schema.result import PointResult
 from runner.sweep import run_plan
 from tests.analysis.ground_truth.classes import (
     KV_CAPACITY,

@@ -1,4 +1,4 @@
-"""Keep-alive connections of runner/httpstream.py against a real local server (fakeserver.py).
+"""Keep-alive connections of runner/client/httpstream.py against a real local server (fakeserver.py).
 
 The server's `peers` (the client port of each generation request) counts connections: one port
 is one TCP connection.
@@ -14,11 +14,13 @@ from typing import Any
 import pytest
 import uvloop
 
-from runner import httpstream
-from runner.loadgen import Target, plan_jobs, run_job, run_load
-from runner.responses import ResponseCollector, request_body
-from runner.schema import ClientSpec, LoadSpec, WorkloadSpec
-from runner.workloads import Prompt, build_prompts
+from runner.client import httpstream
+from runner.client.job import run_job
+from runner.client.responses import ResponseCollector, request_body
+from runner.client.schedule import Target, plan_jobs
+from runner.client.workers import run_load
+from runner.schema.plan import ClientSpec, LoadSpec, WorkloadSpec
+from runner.workloads.prompts import Prompt, build_prompts
 from tests.runner.fakeserver import FakeVllm
 
 WORKLOAD = WorkloadSpec(output_tokens=4)

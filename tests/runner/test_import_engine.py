@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from runner.importer import ImportFileError, from_vllm_bench
-from runner.schema import EngineConfig, EngineInfo, PointResult
+from runner.importer.vllm_bench import from_vllm_bench
+from runner.importer.vllm_document import ImportFileError
+from runner.schema.engine_config import EngineConfig
+from runner.schema.result import EngineInfo, PointResult
 from tests.runner.test_results_and_import import vllm_bench_032
 
 

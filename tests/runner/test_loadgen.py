@@ -12,21 +12,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from runner import loadgen
-from runner.loadgen import (
-    NO_FULL_COLLECTION,
-    STEAL_BLAME_SHARE,
-    Target,
-    cpu_steal_s,
-    merge_health,
-    plan_jobs,
-    run_load,
-    send_offsets,
-    steal_share,
-)
-from runner.responses import chunk_token_counts, request_body
-from runner.schema import ClientSpec, LoadSpec, WorkloadSpec
-from runner.workloads import Prompt, build_prompts
+from runner.client import workers
+from runner.client.health import STEAL_BLAME_SHARE, cpu_steal_s, merge_health, steal_share
+from runner.client.job import NO_FULL_COLLECTION
+from runner.client.responses import chunk_token_counts, request_body
+from runner.client.schedule import Target, plan_jobs, send_offsets
+from runner.client.workers import _worker_main, run_load
+from runner.schema.plan import ClientSpec, LoadSpec, WorkloadSpec
+from runner.workloads.prompts import Prompt, build_prompts
 from tests.runner.fakeserver import FakeVllm
 
 FAST_CLIENT = ClientSpec(request_timeout_s=10, stall_timeout_s=0.5)
@@ -204,7 +197,7 @@ def test_the_collector_runs_no_full_collection_and_skips_the_old_heap_while_load
 
 
 def _worker_noting_the_collector(*args):
-    """runner.loadgen._worker_main, noting the collector's state in the file named by
+    """runner.client.workers._worker_main, noting the collector's state in the file named by
     HEADROOM_TEST_GC_NOTES each time it says ready (before t0) or sends records (after)."""
     events, notes = args[5], Path(os.environ["HEADROOM_TEST_GC_NOTES"])
 
@@ -215,7 +208,7 @@ def _worker_noting_the_collector(*args):
                     f.write(f"{message[0]} {gc.get_freeze_count()} {gc.get_threshold()[2]}\n")
             events.put(message)
 
-    loadgen._worker_main(*args[:5], NotingEvents(), *args[6:])
+    _worker_main(*args[:5], NotingEvents(), *args[6:])
 
 
 def test_each_client_worker_quiets_its_collector_before_it_is_ready(fake_vllm, monkeypatch, tmp_path):
@@ -223,7 +216,7 @@ def test_each_client_worker_quiets_its_collector_before_it_is_ready(fake_vllm, m
     over by then; the records go back after the load, with the collector as it was."""
     notes = tmp_path / "gc-notes"
     monkeypatch.setenv("HEADROOM_TEST_GC_NOTES", str(notes))
-    monkeypatch.setattr(loadgen, "_worker_main", _worker_noting_the_collector)
+    monkeypatch.setattr(workers, "_worker_main", _worker_noting_the_collector)
     client = FAST_CLIENT.model_copy(update={"processes": 2})
     outcome = run(fake_vllm, WorkloadSpec(output_tokens=3), LoadSpec(num_requests=4), client=client)
     assert all(r.ok for r in outcome.records) and outcome.health.processes == 2

@@ -12,8 +12,9 @@ import statistics
 
 import pytest
 
-from runner.metrics import aggregate, itls, token_itls, tpots, window_of
-from runner.schema import RequestRecord, WorkloadSpec
+from runner.measure.metrics import aggregate, itls, token_itls, tpots, window_of
+from runner.schema.plan import WorkloadSpec
+from runner.schema.records import RequestRecord
 
 WORKLOAD = WorkloadSpec(output_tokens=4, ignore_eos=True)
 

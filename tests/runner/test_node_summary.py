@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from runner.schema import QueueSummary
+from runner.schema.samples import QueueSummary
 from runner.sweep import _node_queue
 
 # Three replicas whose values differ so that a sum, a peak and a mean of them all differ.

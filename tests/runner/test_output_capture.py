@@ -11,9 +11,9 @@ import orjson
 import pytest
 from pydantic import ValidationError
 
-from runner.responses import OutputCapture, ResponseCollector, request_body, token_digest
-from runner.schema import OUTPUT_TEXT_MAX_CHARS, WorkloadSpec
-from runner.workloads import Prompt
+from runner.client.responses import OutputCapture, ResponseCollector, request_body, token_digest
+from runner.schema.plan import OUTPUT_TEXT_MAX_CHARS, WorkloadSpec
+from runner.workloads.prompts import Prompt
 
 PROMPT_IDS = [289, 459, 83, 265, 268, 299, 86, 77, 264, 72]
 COMPLETIONS_STREAM = [

@@ -15,17 +15,9 @@ from pathlib import Path
 import pytest
 
 from analysis.parity import KeptOutput, PointOutputs, compare_outputs
-from runner.schema import (
-    OUTPUT_TEXTS_KEPT,
-    Checkpoint,
-    ClientSpec,
-    EngineConfig,
-    EngineLaunch,
-    LoadSpec,
-    PointResult,
-    SweepPlan,
-    WorkloadSpec,
-)
+from runner.schema.engine_config import Checkpoint, EngineConfig, EngineLaunch
+from runner.schema.plan import OUTPUT_TEXTS_KEPT, ClientSpec, LoadSpec, SweepPlan, WorkloadSpec
+from runner.schema.result import PointResult
 from runner.sweep import run_plan
 
 pytestmark = pytest.mark.engine

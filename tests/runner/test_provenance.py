@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from datetime import UTC, datetime, timedelta
 
-from runner.provenance import collect_hardware, package_versions, parse_gpu_csv, utc_now
+from runner.engine.provenance import collect_hardware, package_versions, parse_gpu_csv, utc_now
 
 
 def test_it_parses_nvidia_smi_csv_with_or_without_units():

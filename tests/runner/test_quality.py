@@ -1,4 +1,4 @@
-"""The quality set (runner.quality): its file refused line by line, its two rules at their edges,
+"""The quality set (runner.measure.quality): its file refused line by line, its two rules at their edges,
 and its scoring against the small local server, where a failing request is a row, not a crash."""
 
 from __future__ import annotations
@@ -10,25 +10,22 @@ from pathlib import Path
 import pydantic
 import pytest
 
-from runner.cli import build_parser, main, plan_from_bench_args
-from runner.quality import QualitySet, judge, load_quality, parse_items, score_quality
-from runner.schema import (
+from runner.cli.commands import plan_from_bench_args
+from runner.cli.parser import build_parser, main
+from runner.measure.quality import QualitySet, judge, load_quality, parse_items, score_quality
+from runner.schema.engine_config import Checkpoint, EngineConfig, EngineLaunch
+from runner.schema.plan import (
     QUALITY_EXCERPT_CHARS,
     QUALITY_MAX_ITEMS,
-    Checkpoint,
     ClientSpec,
-    EngineConfig,
-    EngineLaunch,
     LoadSpec,
-    PointResult,
-    QualityResult,
-    QualityRow,
     QualitySpec,
     SweepPlan,
     WorkloadSpec,
 )
+from runner.schema.result import PointResult, QualityResult, QualityRow
 from runner.sweep import run_plan
-from runner.workloads import DatasetError
+from runner.workloads.prompts import DatasetError
 from tests.runner.fakeserver import FakeVllm
 
 

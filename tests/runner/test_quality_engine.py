@@ -16,9 +16,9 @@ import json
 
 import pytest
 
-from runner.cli import main
+from runner.cli.parser import main
 from runner.results import read_points
-from runner.schema import EngineConfig
+from runner.schema.engine_config import EngineConfig
 
 pytestmark = pytest.mark.engine
 

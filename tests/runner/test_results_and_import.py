@@ -10,14 +10,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from runner.importer import (
-    ImportFileError,
-    from_vllm_bench,
-    iter_result_file_into,
-    load_result_file,
-)
+from runner.importer.files import iter_result_file_into, load_result_file
+from runner.importer.vllm_bench import from_vllm_bench
+from runner.importer.vllm_document import ImportFileError
 from runner.results import ResultFileError, append_point, finished_keys, read_points
-from runner.schema import EngineConfig, LoadSpec, PointResult, RequestRecord
+from runner.schema.engine_config import EngineConfig
+from runner.schema.plan import LoadSpec
+from runner.schema.records import RequestRecord
+from runner.schema.result import PointResult
 from tests import factories
 
 DATA = Path(__file__).parent / "data"
@@ -154,9 +154,9 @@ class BatchSizes:
 
 
 def test_it_reads_a_runs_download_a_point_and_a_request_batch_at_a_time(tmp_path, monkeypatch):
-    import runner.downloads
+    import runner.importer.downloads
 
-    monkeypatch.setattr(runner.downloads, "BATCH_RECORDS", 4)
+    monkeypatch.setattr(runner.importer.downloads, "BATCH_RECORDS", 4)
     points = [with_requests(make_point(4), 10), with_requests(make_point(32), 3)]
     path = tmp_path / "run.json"
     path.write_text(download_of(*points))

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from runner import sampler as names
-from runner.sampler import (
+from runner.measure import sampler as names
+from runner.measure.sampler import (
     FILTERED_METRICS_PATH,
     SCRAPED_SAMPLES,
     QueueSampler,
@@ -19,7 +19,7 @@ from runner.sampler import (
     parse_metrics,
     summarize,
 )
-from runner.schema import EngineSample
+from runner.schema.records import EngineSample
 
 DATA = Path(__file__).parent / "data"
 

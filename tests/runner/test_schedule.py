@@ -20,9 +20,12 @@ import vllm.benchmarks.serve as vllm_serve
 from pydantic import ValidationError
 from vllm.benchmarks.datasets import SampleRequest
 
-from runner.loadgen import Target, plan_jobs, run_load, send_offsets
-from runner.schema import ClientSpec, LoadSpec, PointResult, RequestRecord, WorkloadSpec
-from runner.workloads import Prompt, build_prompts
+from runner.client.schedule import Target, plan_jobs, send_offsets
+from runner.client.workers import run_load
+from runner.schema.plan import ClientSpec, LoadSpec, WorkloadSpec
+from runner.schema.records import RequestRecord
+from runner.schema.result import PointResult
+from runner.workloads.prompts import Prompt, build_prompts
 from tests.runner.fakeserver import FakeVllm
 from tests.runner.test_results_and_import import make_point
 

@@ -7,23 +7,13 @@ import os
 import pytest
 from pydantic import ValidationError
 
-from runner.cli import (
-    build_parser,
-    main,
-    plan_from_bench_args,
-    print_summary,
-    validate_plan,
-)
-from runner.schema import (
-    Checkpoint,
-    ClientSpec,
-    EngineConfig,
-    EngineLaunch,
-    LoadSpec,
-    QueueSummary,
-    SweepPlan,
-    Window,
-)
+from runner.cli.commands import plan_from_bench_args, validate_plan
+from runner.cli.parser import build_parser, main
+from runner.measure.summary import print_summary
+from runner.schema.engine_config import Checkpoint, EngineConfig, EngineLaunch
+from runner.schema.plan import ClientSpec, LoadSpec, SweepPlan
+from runner.schema.result import Window
+from runner.schema.samples import QueueSummary
 from runner.sweep import plan_points
 from tests.runner.test_results_and_import import make_point
 
@@ -337,12 +327,14 @@ def test_every_engine_setting_is_a_bench_flag_whose_value_reaches_the_plan(setti
 def test_a_setting_added_to_the_engine_config_becomes_a_bench_flag_untouched(monkeypatch):
     from pydantic import Field
 
-    import runner.cli
+    import runner.cli.commands
+    import runner.cli.parser
 
     class Extended(EngineConfig):
         max_num_partial_prefills: int | None = Field(default=None, gt=0, description="at once")
 
-    monkeypatch.setattr(runner.cli, "EngineConfig", Extended)
+    monkeypatch.setattr(runner.cli.parser, "EngineConfig", Extended)
+    monkeypatch.setattr(runner.cli.commands, "EngineConfig", Extended)
     args = build_parser().parse_args(
         ["bench", "--model", "m", "--out", "r.jsonl", "--max-num-partial-prefills", "2"]
     )
@@ -394,7 +386,7 @@ def test_the_label_names_each_setting_that_differs_from_its_default_in_the_old_o
 
 
 def test_what_the_runner_launches_is_recorded_as_vllm():
-    from runner.schema import EngineInfo
+    from runner.schema.result import EngineInfo
 
     assert EngineInfo(launch_style="cpu").name == "vllm"
 
@@ -406,7 +398,7 @@ def test_what_the_runner_launches_is_recorded_as_vllm():
      ("", None), (None, None)],
 )
 def test_an_engine_name_is_spelled_one_way(written, name):
-    from runner.schema import EngineInfo
+    from runner.schema.result import EngineInfo
 
     assert EngineInfo(launch_style="attach", name=written).name == name
 

@@ -11,11 +11,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from runner.cli import CliError, load_plan
-from runner.downloads import MAX_VALUE_BYTES
-from runner.importer import ImportFileError, load_result_file
+from runner.cli.commands import CliError, load_plan
+from runner.importer.downloads import MAX_VALUE_BYTES
+from runner.importer.files import load_result_file
+from runner.importer.vllm_document import ImportFileError
 from runner.plan_text import MAX_PLAN_DEPTH
-from runner.schema import EngineConfig, LoadSpec, SweepPlan
+from runner.schema.engine_config import EngineConfig
+from runner.schema.plan import LoadSpec, SweepPlan
 from tests.runner.test_results_and_import import (
     download_of,
     make_point,

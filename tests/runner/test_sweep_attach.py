@@ -9,19 +9,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from runner import sweep
-from runner.cli import main
-from runner.engine import RunningEngine
+from runner.cli.parser import main
+from runner.engine.process import RunningEngine
 from runner.results import read_points
-from runner.schema import (
-    Checkpoint,
-    ClientSpec,
-    EngineConfig,
-    EngineInfo,
-    EngineLaunch,
-    LoadSpec,
-    SweepPlan,
-    WorkloadSpec,
-)
+from runner.schema.engine_config import Checkpoint, EngineConfig, EngineLaunch
+from runner.schema.plan import ClientSpec, LoadSpec, SweepPlan, WorkloadSpec
+from runner.schema.result import EngineInfo
 from runner.sweep import run_plan
 
 

@@ -18,16 +18,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from runner.schema import (
-    Checkpoint,
-    ClientSpec,
-    EngineConfig,
-    EngineLaunch,
-    LoadSpec,
-    PointResult,
-    SweepPlan,
-    WorkloadSpec,
-)
+from runner.schema.engine_config import Checkpoint, EngineConfig, EngineLaunch
+from runner.schema.plan import ClientSpec, LoadSpec, SweepPlan, WorkloadSpec
+from runner.schema.result import PointResult
 from runner.sweep import run_plan
 from tests.runner.test_engine import processes_marked
 

@@ -1,4 +1,4 @@
-"""GPU telemetry and energy per point (runner/telemetry.py), on recorded readings.
+"""GPU telemetry and energy per point (runner/py), on recorded readings.
 
 The NVML readings go through NvmlSource on a stand-in for nvidia-ml-py that answers the
 recorded values in NVML's own units (mW, mJ, bytes); the dcgm-exporter pages are the exporter's
@@ -22,25 +22,21 @@ import psutil
 import pydantic
 import pytest
 
-from runner import telemetry
-from runner.engine import RunningEngine
-from runner.schema import (
-    EngineConfig,
-    EngineInfo,
-    EngineLaunch,
-    PointResult,
-    TelemetrySample,
-    Window,
-)
-from runner.telemetry import (
+from runner.engine.process import RunningEngine
+from runner.measure import telemetry as telemetry_module
+from runner.measure.telemetry import (
     DcgmSource,
     NvmlSource,
     ProcessGroupCpu,
+    TelemetryReadError,
     TelemetrySampler,
     open_telemetry,
     parse_dcgm,
-    summarize_telemetry,
 )
+from runner.measure.telemetry_summary import record_telemetry, summarize_telemetry
+from runner.schema.engine_config import EngineConfig, EngineLaunch
+from runner.schema.result import EngineInfo, PointResult, Window
+from runner.schema.samples import TelemetrySample
 from tests import factories
 
 MIB = 1024 * 1024
@@ -331,7 +327,7 @@ def test_dcgm_energy_and_gauges_over_the_window_for_the_points_gpu_only(dcgm):
 
 def test_a_dcgm_page_without_the_points_gpu_is_a_failed_reading(dcgm):
     source = DcgmSource(dcgm.url, {7: 0})
-    with pytest.raises(telemetry.TelemetryReadError, match="point's GPUs"):
+    with pytest.raises(TelemetryReadError, match="point's GPUs"):
         source.read(time.monotonic)
     source.close()
 
@@ -367,7 +363,7 @@ def engine(replica: int = 0, style: str = "serve") -> RunningEngine:
 
 @pytest.fixture
 def no_nvml(monkeypatch):
-    monkeypatch.setattr(telemetry, "NVML_MODULE", "headroom_test_no_such_module")
+    monkeypatch.setattr(telemetry_module, "NVML_MODULE", "headroom_test_no_such_module")
 
 
 def test_without_nvml_or_an_exporter_the_point_says_no_gpu_telemetry_was_taken(no_nvml):
@@ -375,7 +371,7 @@ def test_without_nvml_or_an_exporter_the_point_says_no_gpu_telemetry_was_taken(n
     sampler.start()
     assert sampler.stop() == [] and sampler.source is None
     point = factories.point_result(window=WINDOW)
-    telemetry.record_telemetry(point, sampler, [], t0=T0)
+    record_telemetry(point, sampler, [], t0=T0)
     summary = point.telemetry
     assert summary.source is None and summary.gpus == [] and summary.cpu == []
     assert summary.energy_j is None and summary.joules_per_output_token is None
@@ -389,7 +385,7 @@ def test_the_readings_are_rebased_on_the_points_t0_and_summarized_with_its_token
     point = factories.point_result(window=WINDOW, metrics=factories.metrics(
         total_output_tokens=1350))
     raw = [s.model_copy(update={"t": s.t + T0}) for s in nvml_samples()]
-    telemetry.record_telemetry(point, TelemetrySampler(None, 0.5), raw, t0=T0)
+    record_telemetry(point, TelemetrySampler(None, 0.5), raw, t0=T0)
     assert [s.t for s in point.telemetry_samples] == [-0.5, 0.5, 1.5, 2.5]
     assert point.telemetry.joules_per_output_token == pytest.approx(0.5)
 
@@ -498,7 +494,7 @@ def test_a_process_groups_cpu_time_keeps_what_an_exited_process_used():
 
 def test_a_group_with_no_process_left_is_a_failed_reading():
     source = ProcessGroupCpu(psutil, {0: 2**22 + 12345})  # no such process group
-    with pytest.raises(telemetry.TelemetryReadError, match="process group"):
+    with pytest.raises(TelemetryReadError, match="process group"):
         source.read(time.monotonic)
 
 

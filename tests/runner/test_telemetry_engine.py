@@ -12,15 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from runner.schema import (
-    ClientSpec,
-    EngineConfig,
-    EngineLaunch,
-    LoadSpec,
-    PointResult,
-    SweepPlan,
-    WorkloadSpec,
-)
+from runner.schema.engine_config import EngineConfig, EngineLaunch
+from runner.schema.plan import ClientSpec, LoadSpec, SweepPlan, WorkloadSpec
+from runner.schema.result import PointResult
 from runner.sweep import _build_prompts, _measure_point, _PointContext, plan_points
 
 pytestmark = pytest.mark.engine

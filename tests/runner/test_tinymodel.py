@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from runner.tinymodel import EOS, MARKER, build_tiny_model, weights_digest
+from runner.engine.tinymodel import EOS, MARKER, build_tiny_model, weights_digest
 
 
 @pytest.fixture(autouse=True)

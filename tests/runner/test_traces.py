@@ -14,29 +14,23 @@ import orjson
 import pytest
 from pydantic import ValidationError
 
-from runner.cli import CliError, build_parser, plan_from_bench_args
-from runner.loadgen import plan_jobs, send_offsets, send_schedule
-from runner.metrics import short_responses
-from runner.responses import request_body
-from runner.schema import (
-    ClientSpec,
-    LoadSpec,
-    PointResult,
-    RequestRecord,
-    SweepPlan,
-    WorkloadSpec,
-)
-from runner.traces import (
+from runner.cli.commands import CliError, plan_from_bench_args
+from runner.cli.parser import build_parser
+from runner.client.responses import request_body
+from runner.client.schedule import plan_jobs, send_offsets, send_schedule
+from runner.measure.metrics import short_responses
+from runner.schema.plan import ClientSpec, LoadSpec, SweepPlan, WorkloadSpec
+from runner.schema.records import RequestRecord
+from runner.schema.result import PointResult
+from runner.workloads.prompts import Prompt, WorkloadError, build_prompts
+from runner.workloads.trace_prompts import annotate_point, length_histogram, sample_lengths
+from runner.workloads.traces import (
     TraceError,
-    annotate_point,
     check_source,
-    length_histogram,
     load_source,
     read_length_log,
     read_trace,
-    sample_lengths,
 )
-from runner.workloads import Prompt, WorkloadError, build_prompts
 from tests.runner.test_results_and_import import make_point
 
 BURSTGPT_HEADER = "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type"
@@ -299,7 +293,7 @@ def test_a_trace_starting_late_is_replayed_from_its_first_request(tmp_path):
 
 
 def test_the_client_workers_keep_every_trace_time(tmp_path):
-    from runner.loadgen import Target
+    from runner.client.schedule import Target
 
     prompts = trace_prompts(tmp_path, MOONCAKE_ROWS)
     load = LoadSpec(shape="trace", num_requests=5, speed=0.5, max_concurrency=4)

@@ -20,16 +20,9 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from runner.schema import (
-    Checkpoint,
-    ClientSpec,
-    EngineConfig,
-    EngineLaunch,
-    LoadSpec,
-    PointResult,
-    SweepPlan,
-    WorkloadSpec,
-)
+from runner.schema.engine_config import Checkpoint, EngineConfig, EngineLaunch
+from runner.schema.plan import ClientSpec, LoadSpec, SweepPlan, WorkloadSpec
+from runner.schema.result import PointResult
 from runner.sweep import run_plan
 
 pytestmark = pytest.mark.engine

@@ -3,7 +3,7 @@
 The same recorded SSE streams, with the same arrival times, go through vLLM 0.32's request
 functions (`vllm/benchmarks/lib/endpoint_request_func.py`) and `calculate_metrics`
 (`vllm/benchmarks/serve.py`) from the installed package, and through Headroom's
-ResponseCollector and `runner.metrics.aggregate`. Both clocks are scripted, so nothing here
+ResponseCollector and `runner.measure.metrics.aggregate`. Both clocks are scripted, so nothing here
 depends on timing: every shared key must come out equal.
 """
 
@@ -23,10 +23,11 @@ pytest.importorskip("vllm.benchmarks.serve")
 from vllm.benchmarks import serve as vllm_serve
 from vllm.benchmarks.lib import endpoint_request_func as vllm_requests
 
-from runner import httpstream
-from runner.metrics import aggregate
-from runner.responses import ResponseCollector
-from runner.schema import RequestRecord, WorkloadSpec
+from runner.client import httpstream
+from runner.client.responses import ResponseCollector
+from runner.measure.metrics import aggregate
+from runner.schema.plan import WorkloadSpec
+from runner.schema.records import RequestRecord
 
 # Keys both write; each must be equal.
 SHARED_COUNTS = ("completed", "failed")

@@ -7,18 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from runner.loadgen import Target, run_load
-from runner.schema import (
-    Checkpoint,
-    ClientSpec,
-    EngineConfig,
-    EngineLaunch,
-    LoadSpec,
-    SweepPlan,
-    WorkloadSpec,
-)
+from runner.client.schedule import Target
+from runner.client.workers import run_load
+from runner.schema.engine_config import Checkpoint, EngineConfig, EngineLaunch
+from runner.schema.plan import ClientSpec, LoadSpec, SweepPlan, WorkloadSpec
 from runner.sweep import run_plan
-from runner.workloads import (
+from runner.workloads.prompts import (
     DatasetError,
     WorkloadError,
     build_prompts,

@@ -17,7 +17,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from benchmarks.models import Checkpoint, Runtime
-from runner.tinymodel import weights_digest
+from runner.engine.tinymodel import weights_digest
 
 # The role that can do everything the demo shows (benchmarks/migrations/0009): launch, import,
 # choose, compare, report, and approve checkpoints and runtimes in the admin.

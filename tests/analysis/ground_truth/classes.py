@@ -21,16 +21,9 @@ from itertools import pairwise
 from pathlib import Path
 
 from analysis.convert import at_cap_share, load_fell_short
-from runner.schema import (
-    Checkpoint,
-    ClientSpec,
-    EngineConfig,
-    EngineLaunch,
-    LoadSpec,
-    PointResult,
-    SweepPlan,
-    WorkloadSpec,
-)
+from runner.schema.engine_config import Checkpoint, EngineConfig, EngineLaunch
+from runner.schema.plan import ClientSpec, LoadSpec, SweepPlan, WorkloadSpec
+from runner.schema.result import PointResult
 
 # The kinds a ground-truth point may be labelled with: the limits a class builds to bind.
 KINDS = ("scheduler_cap", "token_budget", "kv_capacity", "step_time", "underloaded",

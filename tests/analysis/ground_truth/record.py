@@ -8,7 +8,7 @@ analysis.convert.from_point_result does not read (per-request records, engine
 samples, telemetry readings), and the recorder proves it judges the same as the full one.
 
 Record on an otherwise idle host: every CPU engine binds its worker to CPU 0
-(runner.engine._cpu_env), so a second engine running beside the recorder's slows its steps.
+(runner.engine.command._cpu_env), so a second engine running beside the recorder's slows its steps.
 A run whose evidence fails writes nothing, so the fixtures already there stay.
 """
 
@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from analysis.convert import from_point_result
-from runner.schema import PointResult
+from runner.schema.result import PointResult
 from runner.sweep import run_plan
 from tests.analysis.ground_truth.classes import (
     CLASSES,

@@ -37,16 +37,17 @@ from typing import Any
 import numpy as np
 import orjson
 
-from runner.metrics import e2els, summary_ms, ttfts
-from runner.schema import (
-    ConversationSummary,
-    LoadSpec,
-    PointResult,
-    RequestRecord,
-    TurnSummary,
-    WorkloadSpec,
+from runner.measure.metrics import e2els, summary_ms, ttfts
+from runner.schema.plan import LoadSpec, WorkloadSpec
+from runner.schema.records import RequestRecord
+from runner.schema.result import ConversationSummary, PointResult, TurnSummary
+from runner.workloads.prompts import (
+    DatasetError,
+    Prompt,
+    WorkloadError,
+    dataset_file,
+    read_file_lines,
 )
-from runner.workloads import DatasetError, Prompt, WorkloadError, dataset_file, read_file_lines
 
 Message = dict[str, str]
 

@@ -39,18 +39,17 @@ import orjson
 import pydantic
 from pydantic import ConfigDict, Field, StrictInt, StrictStr, field_validator
 
-from runner.endpoint import NO_CREDENTIALS, Credentials, redact
-from runner.schema import (
+from runner.engine.endpoint import NO_CREDENTIALS, Credentials, redact
+from runner.schema.base import Schema
+from runner.schema.plan import (
     QUALITY_EXCERPT_CHARS,
     QUALITY_MAX_ITEMS,
-    QualityResult,
-    QualityRow,
     QualityRule,
     QualitySpec,
-    Schema,
     WorkloadSpec,
 )
-from runner.workloads import DatasetError, dataset_file, read_file_lines
+from runner.schema.result import QualityResult, QualityRow
+from runner.workloads.prompts import DatasetError, dataset_file, read_file_lines
 
 # What an error row keeps of a server's answer: enough to read its message.
 ERROR_BODY_CHARS = 200
@@ -102,7 +101,8 @@ def judge(rule: QualityRule, expected: str, answer: str) -> bool:
 def load_quality(spec: QualitySpec | None, data_dir: Path | None) -> QualitySet | None:
     """The spec's file read and checked (DatasetError naming file:line); None without a spec.
 
-    The file follows a dataset's rule (runner.workloads.dataset_file): with a data directory,
+    The file follows a dataset's rule (runner.workloads.prompts.dataset_file): with a data
+    directory,
     a name inside it; without one, a path the operator gave.
     """
     if spec is None:

@@ -36,8 +36,8 @@ import httpx
 import numpy as np
 import orjson
 
-from runner.endpoint import NO_CREDENTIALS, Credentials
-from runner.schema import WorkloadSpec
+from runner.engine.endpoint import NO_CREDENTIALS, Credentials
+from runner.schema.plan import WorkloadSpec
 
 # Rule of thumb for English prose under common BPE tokenizers; used only without a token counter.
 APPROX_CHARS_PER_TOKEN = 4.0
@@ -119,7 +119,7 @@ class Prompt:
     tokens: PromptTokens | None = None
     max_tokens: int | None = None  # this request's own; None: the workload's output_tokens
     arrival_s: float | None = None  # trace time after the first request's; None: no trace
-    # A conversation turn (runner.conversations): messages are the turn's own (its user
+    # A conversation turn (runner.workloads.conversations): messages are the turn's own (its user
     # message, after any system message before it); the history is prepended when it is sent.
     conversation: int | None = None
     turn: int | None = None  # 1: the conversation's first user turn
@@ -151,11 +151,11 @@ def build_prompts(
     when one is given (dataset_file). Trace and lengths prompts are token ids: count_tokens
     must then also be a TokenSource (server_token_counter's is)."""
     if workload.kind in ("trace", "lengths"):
-        from runner import traces  # traces builds on this module's Prompt and file rules
+        from runner.workloads.trace_prompts import source_prompts
 
-        return traces.source_prompts(workload, n, count_tokens, data_dir)
+        return source_prompts(workload, n, count_tokens, data_dir)
     if workload.kind == "conversation":
-        from runner import conversations  # builds on this module's Prompt and file rules
+        from runner.workloads import conversations
 
         return conversations.conversation_prompts(workload, n, data_dir)
     if workload.kind == "case_study":

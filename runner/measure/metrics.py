@@ -33,15 +33,9 @@ from typing import Any
 
 import numpy as np
 
-from runner.schema import (
-    CompactArray,
-    Float64Array,
-    Int32Array,
-    Metrics,
-    RequestRecord,
-    Window,
-    WorkloadSpec,
-)
+from runner.schema.plan import WorkloadSpec
+from runner.schema.records import CompactArray, Float64Array, Int32Array, RequestRecord
+from runner.schema.result import Metrics, Window
 
 PERCENTILES = (90, 95, 99)
 STATISTICS = ("mean", "median", "std", *(f"p{p}" for p in PERCENTILES))

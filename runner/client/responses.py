@@ -1,6 +1,6 @@
 """One request's wire format: the JSON body sent, and the SSE events read back into a record.
 
-Split from runner/loadgen.py (which schedules requests and processes) so the per-request rules
+Split from runner/loadgen/ (which schedules requests and processes) so the per-request rules
 (what counts as a content chunk, how tokens are assigned to chunks) read in one place.
 """
 
@@ -13,15 +13,10 @@ from typing import Any
 
 import orjson
 
-from runner import httpstream
-from runner.schema import (
-    OUTPUT_TEXT_MAX_CHARS,
-    Float64Array,
-    Int32Array,
-    RequestRecord,
-    WorkloadSpec,
-)
-from runner.workloads import Prompt
+from runner.client import httpstream
+from runner.schema.plan import OUTPUT_TEXT_MAX_CHARS, WorkloadSpec
+from runner.schema.records import Float64Array, Int32Array, RequestRecord
+from runner.workloads.prompts import Prompt
 
 
 def request_body(workload: WorkloadSpec, model: str, prompt: Prompt) -> bytes:

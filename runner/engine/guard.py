@@ -1,6 +1,7 @@
 """A tiny watchdog that runs one engine and takes it down when the runner goes away.
 
-    python -m runner.guard --watch RUNNER_PID [--grace S] [--cleanup JSON_ARGV] -- ENGINE ARGV...
+    python -m runner.engine.guard --watch RUNNER_PID [--grace S] [--cleanup JSON_ARGV] -- ENGINE
+    ARGV...
 
 Why a separate process: nothing inside the runner can act once the runner is SIGKILLed (or the
 OOM killer takes it), and a vLLM engine left behind holds a GPU and a port until someone kills it
@@ -79,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m runner.guard")
+    parser = argparse.ArgumentParser(prog="python -m runner.engine.guard")
     parser.add_argument("--watch", type=int, required=True, help="pid of the runner")
     parser.add_argument("--grace", type=float, default=10.0, help="seconds from SIGTERM to SIGKILL")
     parser.add_argument("--cleanup", default=None, help="JSON argv to run after the engine stops")

@@ -22,8 +22,9 @@ from urllib.parse import urlencode
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from runner.endpoint import NO_CREDENTIALS, Credentials
-from runner.schema import EngineSample, QueueSummary
+from runner.engine.endpoint import NO_CREDENTIALS, Credentials
+from runner.schema.records import EngineSample
+from runner.schema.samples import QueueSummary
 
 RUNNING = "vllm:num_requests_running"
 WAITING = "vllm:num_requests_waiting"

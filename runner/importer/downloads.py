@@ -25,7 +25,8 @@ import ijson
 from pydantic import ValidationError
 
 from runner.results import BATCH_RECORDS, BATCH_VALUES, ResultFileError, SinkT, first_error
-from runner.schema import PointResult, RequestRecord, ragged_fields
+from runner.schema.records import RequestRecord, ragged_fields
+from runner.schema.result import PointResult
 
 # How a download begins (the view writes the summary first); spaces are allowed, so a download
 # saved again pretty-printed still reads as one.

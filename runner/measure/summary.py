@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from runner.schema import PointResult
+from runner.schema.result import PointResult
 
 
 def slo_text(slos: dict[str, float]) -> str:
@@ -161,7 +161,7 @@ def _queue_table(points: Sequence[PointResult], notes: _Notes) -> Table:
 
 
 def _turn_table(point: PointResult) -> tuple[Table, str]:
-    """A conversation workload's point by turn number (runner.conversations), with its
+    """A conversation workload's point by turn number (runner.workloads.conversations), with its
     conversations' time under it: later turns carry the conversation so far, so their prompts
     grow and their TTFT shows what the prefix cache saved."""
     talks = point.conversations
