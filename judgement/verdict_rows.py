@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from analysis import AnalysisError, sentences, verdicts
+from analysis import AnalysisError, diagnosis, sentences, verdicts
 from analysis.types import PointFigures, SweepSummary, Verdict
 from runner.schema import QueueSummary
 
@@ -82,8 +82,8 @@ def step_story(before: Verdict, after: Verdict) -> sentences.Sentence:
 
 
 def ladder_diagnoses(found: VerdictRows) -> tuple[str, ...]:
-    """Each engine config's diagnosis over its load ladder (verdicts.diagnose_ladders)."""
-    return verdicts.diagnose_ladders(list(found.by_key.values()))
+    """Each engine config's diagnosis over its load ladder (diagnosis.diagnose_ladders)."""
+    return diagnosis.diagnose_ladders(list(found.by_key.values()))
 
 
 @dataclass(frozen=True)
