@@ -12,6 +12,7 @@ Modules:
 - repeats: capacity estimate from repeats (the lowest) with its spread
 - scaling: node throughput and scaling efficiency against a single-replica reference
 - verdicts: which engine limit binds at a point, and what a sweep changed
+- diagnosis: each engine config's limits along its load ladder
 """
 
 from analysis.errors import AnalysisError

@@ -50,11 +50,11 @@ peak and the per-step tokens with one replica's cap and budget.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from itertools import pairwise
 from typing import Any
 
-from analysis import sentences
+from analysis import causes, sentences
 from analysis.errors import AnalysisError
 from analysis.selection import DEFAULT_THROUGHPUT_GAIN_PCT
 from analysis.types import (
@@ -415,7 +415,7 @@ def _setting_order(value: Any) -> tuple[int, float, str]:
     return (1, 0.0, str(value))
 
 
-def _config_order(v: Verdict) -> tuple[Any, ...]:
+def config_order(v: Verdict) -> tuple[Any, ...]:
     return (*(_setting_order(value) for _, value in v.settings), v.config_label)
 
 
@@ -452,10 +452,10 @@ def _step(a: Verdict, b: Verdict, axes: Sequence[str] = ()) -> SweepStep:
         to_kind=b.kind,
         from_throughput=a.output_throughput,
         to_throughput=b.output_throughput,
-        sentence=sentences.sweep_step_sentence(
+        sentence=causes.sweep_step_sentence(
             [(c.setting, c.before, c.after) for c in changes], a.kind, b.kind, held=held
         ),
-        story=sentences.story_sentence(
+        story=causes.story_sentence(
             load=_loads_text(a, b), changes=[(c.setting, c.before, c.after) for c in changes],
             sides=_sides(changes), throughputs=(a.output_throughput, b.output_throughput),
             causes=(cause(a), cause(b)), flat_pct=SATURATION_GAIN_PCT, raised_a_limit=raised,
@@ -465,7 +465,7 @@ def _step(a: Verdict, b: Verdict, axes: Sequence[str] = ()) -> SweepStep:
 
 def cause(v: Verdict) -> sentences.Sentence:
     """The verdict's cause in a clause, with its figure and the ladder's saturation."""
-    return sentences.cause_sentence(v.kind, v.evidence, v.partial)
+    return causes.cause_sentence(v.kind, v.evidence, v.partial)
 
 
 def step_between(a: Verdict, b: Verdict) -> SweepStep:
@@ -563,76 +563,7 @@ def summarize_sweep_change(
             by_config[v.config_label] = v
     if len(by_config) < 2:
         raise AnalysisError(_no_summary_reason(sorted(by_config), missing or {}))
-    ordered = sorted(by_config.values(), key=_config_order)
+    ordered = sorted(by_config.values(), key=config_order)
     steps = tuple(_sweep_steps(ordered))
     overall = steps[0] if len(steps) == 1 else _step(ordered[0], ordered[-1])
     return SweepSummary(steps=steps, overall=overall, sentence=overall.sentence)
-
-
-# Verdicts that say nothing of which limit binds under load, left out of a ladder's diagnosis.
-NO_LIMIT_KINDS = frozenset({"underloaded", "unclear", "client_bound"})
-
-
-def diagnose_ladders(verdicts: Sequence[Verdict]) -> tuple[str, ...]:
-    """One sentence per engine config over its load ladder (its points on the fewest replicas,
-    in load order): the limit that bound at its loaded levels, where it changed and on what
-    evidence, and from where the ladder was saturated.
-
-    "seqs=4: the scheduler cap at every loaded level (burst 16 to burst 128); saturated from
-    burst 32 on"; "seqs=16: no limit (underloaded) at burst 16 (nothing waits); the scheduler
-    cap from burst 64 on (running sits at max_num_seqs while requests wait)". Levels whose
-    verdict names no limit (unclear, client-bound) are named apart, with their kind, so a
-    change is never read into a point that could not be judged.
-    """
-    by_config: dict[str, list[Verdict]] = {}
-    for v in verdicts:
-        by_config.setdefault(v.config_label, []).append(v)
-    sentences_out = []
-    for label, group in sorted(by_config.items(), key=lambda item: _config_order(item[1][0])):
-        fewest = min(int(v.evidence.get("replicas", 1)) for v in group)
-        ladder = sorted((v for v in group if int(v.evidence.get("replicas", 1)) == fewest),
-                        key=lambda v: (v.offered_concurrency, v.key))
-        sentences_out.append(f"{label}: {_ladder_text(ladder)}")
-    return tuple(sentences_out)
-
-
-def _runs(
-    ladder: Sequence[Verdict], kind_of: Callable[[Verdict], str]
-) -> list[tuple[str, list[str]]]:
-    """Consecutive load levels of one kind, in ladder order, each level named once."""
-    runs: list[tuple[str, list[str]]] = []
-    for v in ladder:
-        where, kind = v.load_label or v.key, kind_of(v)
-        if runs and runs[-1][0] == kind:
-            if where not in runs[-1][1]:
-                runs[-1][1].append(where)
-        else:
-            runs.append((kind, [where]))
-    return runs
-
-
-def _span(loads: Sequence[str], last: bool) -> str:
-    if len(loads) == 1:
-        return f"at {loads[0]}"
-    return f"from {loads[0]} on" if last else f"from {loads[0]} to {loads[-1]}"
-
-
-def _ladder_text(ladder: Sequence[Verdict]) -> str:
-    runs = _runs(ladder, lambda v: v.kind)
-    if len(runs) == 1 and runs[0][0] not in NO_LIMIT_KINDS:
-        (kind, loads), = runs
-        span = f"{loads[0]} to {loads[-1]}" if len(loads) > 1 else loads[0]
-        text = f"{sentences.KIND_PHRASES[kind]} at every loaded level ({span})"
-    else:
-        parts = []
-        for i, (kind, loads) in enumerate(runs):
-            why = sentences.KIND_EVIDENCE.get(kind)
-            parts.append(f"{sentences.KIND_PHRASES[kind]} {_span(loads, i == len(runs) - 1)}"
-                         + (f" ({why})" if why else ""))
-        text = "; ".join(parts)
-    symptom = _runs(ladder, lambda v: "saturated" if v.evidence.get("saturated") else "")
-    saturated = [(loads, i == len(symptom) - 1) for i, (kind, loads) in enumerate(symptom)
-                 if kind]
-    if saturated:
-        text += "; saturated " + " and ".join(_span(loads, last) for loads, last in saturated)
-    return text

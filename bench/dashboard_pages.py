@@ -32,7 +32,7 @@ it once, when it starts).
 
 The run page must never decode request records: the script counts calls into the storage
 decoder and the queries on the PointData table while the page renders: one may ask which
-points have samples (judgement.judge.queue_charts), none may read a blob column.
+points have samples (judgement.queues.queue_charts), none may read a blob column.
 
 --quick runs every step on a point of QUICK's size and 60 runs, each timing once (the fresh
 processes for the first page only), and exits 0 whatever the timings (they say nothing at that

@@ -18,9 +18,10 @@ which counts every page the process ever had resident, C allocations included) i
   RequestEncoder (take) and the blob written out; with --db, store_point into PostgreSQL in a
   transaction rolled back after;
 - web: the run page's judgement of the point, which reads the Point row's aggregates only
-  (judgement.judge.point_result -> figures), and output parity's read of the blob
-  (storage.request_columns of judge._PARITY_FIELDS: what a comparison page reads per request);
-  with --db, the blob read from PostgreSQL as judge._kept reads it (points.stored_requests);
+  (judgement.figures.point_result -> figures), and output parity's read of the blob
+  (storage.request_columns of judgement.comparisons._PARITY_FIELDS: what a comparison page
+  reads per request); with --db, the blob read from PostgreSQL as judgement.comparisons._kept
+  reads it (points.stored_requests);
 - download: the point as the JSON download streams it (dashboard.views._point_json, its
   requests from storage.iter_requests: a block of records at a time); with --db, the stored
   point read back from PostgreSQL as run_json reads it (views._stored_point_json: the blob in
@@ -274,11 +275,11 @@ def stage_web(requests: int, chunks: int, folder: Path, db: bool = False) -> dic
     _django()
     from analysis.convert import from_point_result
     from benchmarks import storage
-    from judgement import judge
+    from judgement.comparisons import _PARITY_FIELDS
     from runner.schema.result import Metrics
 
     started = time.perf_counter()
-    if db:  # as judge._kept reads it
+    if db:  # as _kept reads it
         from benchmarks.models import Point
         from benchmarks.points import stored_requests
 
@@ -288,12 +289,12 @@ def stage_web(requests: int, chunks: int, folder: Path, db: bool = False) -> dic
         blob = (folder / "requests.blob").read_bytes()
     read = time.perf_counter()
     if hasattr(storage, "request_columns"):
-        columns = storage.request_columns(blob, judge._PARITY_FIELDS)
+        columns = storage.request_columns(blob, _PARITY_FIELDS)
         assert len(columns.values["index"]) == requests
     else:  # before: output parity decoded the records
         assert len(storage.decode_requests(blob)) == requests
     decoded = time.perf_counter()
-    # The run page's judgement: judge.point_result() is the Point row without its records.
+    # The run page's judgement: point_result() is the Point row without its records.
     figures = from_point_result(_point(requests, chunks, folder, []))
     assert figures is not None and Metrics.model_validate_json(
         (folder / "metrics.json").read_text()).completed == requests

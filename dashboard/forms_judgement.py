@@ -14,7 +14,16 @@ from django.db.models import Q
 
 from benchmarks.models import Benchmark, ExternalReference, OperatingPoint, Point
 from dashboard.form_fields import declared_field
-from judgement import judge
+from judgement.figures import figures_by_key, parse_spec
+from judgement.operating_point import shown_operating_point
+from judgement.rows import load_points
+from judgement.vocabulary import (
+    DEFAULT_LATENCY_GROWTH_PCT,
+    DEFAULT_THROUGHPUT_GAIN_PCT,
+    LATENCY_FIELDS,
+    LATENCY_LABELS,
+    REFERENCE_UNITS,
+)
 
 RECENT_RUNS_FOR_CHOICES = 20
 
@@ -39,18 +48,18 @@ class RunPointChoiceField(forms.ModelChoiceField):
 
 
 def _slo_label(field: str) -> str:
-    return f"{judge.LATENCY_LABELS[field]}: at most"
+    return f"{LATENCY_LABELS[field]}: at most"
 
 
 class OperatingPointForm(forms.Form):
     method = forms.ChoiceField(choices=OperatingPoint.Method.choices, initial="knee")
     throughput_gain_pct = forms.FloatField(
         label="Knee: next step adds less than (% throughput)",
-        initial=judge.DEFAULT_THROUGHPUT_GAIN_PCT, min_value=0, required=False,
+        initial=DEFAULT_THROUGHPUT_GAIN_PCT, min_value=0, required=False,
     )
     latency_growth_pct = forms.FloatField(
         label="Knee: while median latency grows more than (%)",
-        initial=judge.DEFAULT_LATENCY_GROWTH_PCT, min_value=0, required=False,
+        initial=DEFAULT_LATENCY_GROWTH_PCT, min_value=0, required=False,
     )
     min_tokens_per_user = forms.FloatField(
         label="Pareto: at least (tokens/s per user)", min_value=0, required=False,
@@ -63,13 +72,13 @@ class OperatingPointForm(forms.Form):
     def __init__(self, *args: Any, benchmark: Benchmark, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         declared_field(self, "point", forms.ModelChoiceField).queryset = benchmark.points.all()
-        for name in judge.LATENCY_FIELDS:
+        for name in LATENCY_FIELDS:
             self.fields[f"slo_{name}"] = forms.FloatField(
                 label=f"SLO: {_slo_label(name)}", min_value=0, required=False
             )
 
     def slo_fields(self) -> list[forms.BoundField]:
-        return [self[f"slo_{name}"] for name in judge.LATENCY_FIELDS]
+        return [self[f"slo_{name}"] for name in LATENCY_FIELDS]
 
     def clean(self) -> dict[str, Any]:
         super().clean()
@@ -95,7 +104,7 @@ class OperatingPointForm(forms.Form):
     def limits(self) -> dict[str, float]:
         return {
             name: self.cleaned_data[f"slo_{name}"]
-            for name in judge.LATENCY_FIELDS
+            for name in LATENCY_FIELDS
             if self.cleaned_data.get(f"slo_{name}") is not None
         }
 
@@ -176,8 +185,8 @@ class ComparisonForm(forms.Form):
         return data
 
     def _operating_point(self, side: str, run: Benchmark) -> Point | None:
-        figs, _ = judge.figures_by_key(judge.load_points(run))
-        shown = judge.shown_operating_point(run, list(figs.values()))
+        figs, _ = figures_by_key(load_points(run))
+        shown = shown_operating_point(run, list(figs.values()))
         if shown.key is None:
             self.add_error(f"{side}_run", f"{run.name} has no operating point: {shown.error}")
             return None
@@ -192,7 +201,7 @@ class ExternalReferenceForm(forms.ModelForm):
     so its messages show next to the fields here.
     """
 
-    unit = forms.ChoiceField(choices=[(u, u) for u in judge.REFERENCE_UNITS])
+    unit = forms.ChoiceField(choices=[(u, u) for u in REFERENCE_UNITS])
     url = forms.URLField(max_length=1000, assume_scheme="https")
 
     class Meta:
@@ -224,7 +233,7 @@ class ExternalReferenceForm(forms.ModelForm):
 
     def clean_workload_spec(self) -> str:
         spec = self.cleaned_data["workload_spec"]
-        if judge.parse_spec(spec) is None:
+        if parse_spec(spec) is None:
             raise forms.ValidationError(
                 'Write the spec as "1000 in / 1000 out" (or "63-66 in / 256 out") so it can be '
                 "matched with a local run."

@@ -35,7 +35,7 @@ from dashboard.forms_catalog import (
     NodeForm,
     RuntimeForm,
 )
-from judgement import judge
+from judgement.costs import node_price, stale_price
 from runner.engine.command import EngineError, Unreachable
 from runner.engine.endpoint import NO_CREDENTIALS, redact
 from runner.engine.process import probe
@@ -160,8 +160,8 @@ def nodes(request: HttpRequest) -> HttpResponse:
     """Each node with its GPU-hour price as the cost figures read it, and whether it is old."""
     rows = []
     for node in Node.objects.all():
-        price = judge.node_price(node)
-        rows.append({"node": node, "price": price, "stale": judge.stale_price(price)})
+        price = node_price(node)
+        rows.append({"node": node, "price": price, "stale": stale_price(price)})
     return render(request, "catalog/nodes.html", {"section": "nodes", "rows": rows})
 
 

@@ -1,6 +1,6 @@
 """Pages of the judgement layer: operating point, saved comparisons, external references, and
-the judgement sections of the run page. Views only call judgement.judge, which calls the
-pure functions in analysis; an judge.AnalysisError is shown as its message, never a 500.
+the judgement sections of the run page. Views only call the judgement package, which calls
+the pure functions in analysis; an AnalysisError is shown as its message, never a 500.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_safe
 
 from benchmarks.models import Benchmark, Comparison, ExternalReference, Point
+from benchmarks.operating_points import save_operating_point
 from dashboard.forms_judgement import (
     ComparisonForm,
     ExternalReferenceForm,
@@ -25,7 +26,25 @@ from dashboard.forms_judgement import (
     point_label,
 )
 from dashboard.http import AuthenticatedHttpRequest
-from judgement import charts, judge
+from judgement import charts
+from judgement.capacity import capacity_rows
+from judgement.charts import chart_overlay, references_for_chart
+from judgement.comparisons import (
+    compare_points,
+    compare_saved,
+    compare_with_reference,
+    output_parity,
+)
+from judgement.costs import node_price, point_costs, stale_price, worth_of
+from judgement.engine_work import engine_work
+from judgement.figures import figures_by_key, replica_figures
+from judgement.operating_point import frontier as pareto_frontier
+from judgement.operating_point import select, shown_operating_point
+from judgement.queues import queue_charts
+from judgement.rows import load_points, scaling_reference_choices
+from judgement.scaling import node_scaling_refusal, scaling_for
+from judgement.verdict_rows import evidence_items, ladder_diagnoses, sweep_change, verdict_rows
+from judgement.vocabulary import AnalysisError
 
 # Reading any of these pages needs only a login; storing a choice needs these.
 CHOOSE_OPERATING_POINT = "benchmarks.add_operatingpoint"
@@ -67,7 +86,7 @@ def _scaling_sections(request: HttpRequest, points: list[Point]) -> list[dict[st
         section: dict[str, Any] = {
             "point": point,
             "param": f"scaling_ref_{point.pk}",
-            "choices": judge.scaling_reference_choices(point),
+            "choices": scaling_reference_choices(point),
             "result": None,
             "error": None,
             "reference": _point_or_none(request.GET.get(f"scaling_ref_{point.pk}")),
@@ -77,12 +96,12 @@ def _scaling_sections(request: HttpRequest, points: list[Point]) -> list[dict[st
             if point.window_start is not None and point.window_end is not None
             else None
         )
-        section["per_replica"] = judge.replica_figures(point)
-        section["refusal"] = judge.node_scaling_refusal(point)
+        section["per_replica"] = replica_figures(point)
+        section["refusal"] = node_scaling_refusal(point)
         if section["refusal"] is None and section["reference"] is not None:
             try:
-                section["result"] = judge.scaling_for(point, section["reference"])
-            except judge.AnalysisError as exc:
+                section["result"] = scaling_for(point, section["reference"])
+            except AnalysisError as exc:
                 section["error"] = str(exc)
         sections.append(section)
     return sections
@@ -94,21 +113,21 @@ def _point_label(point: Point) -> str:
 
 def run_detail_context(request: HttpRequest, benchmark: Benchmark) -> dict[str, Any]:
     """What the run page adds for the judgement layer (called by dashboard.views.run_detail)."""
-    points = judge.load_points(benchmark)
+    points = load_points(benchmark)
     if not points:
         return {"judgement": None}
-    figs, unreadable = judge.figures_by_key(points)
+    figs, unreadable = figures_by_key(points)
     fig_list = list(figs.values())
-    shown = judge.shown_operating_point(benchmark, fig_list)
-    found = judge.verdict_rows(fig_list)
-    summary, summary_error = judge.sweep_change(found, fig_list)
-    frontier = judge.frontier(fig_list)
+    shown = shown_operating_point(benchmark, fig_list)
+    found = verdict_rows(fig_list)
+    summary, summary_error = sweep_change(found, fig_list)
+    frontier = pareto_frontier(fig_list)
     spec = next((f.workload for f in fig_list if f.workload is not None), None)
-    refs = judge.references_for_chart(spec)
+    refs = references_for_chart(spec)
     by_key = {p.key: p for p in points}
-    costs = judge.point_costs(benchmark, points, figs)
-    price = judge.node_price(benchmark.node)
-    work = {key: judge.engine_work(fig) for key, fig in figs.items()}
+    costs = point_costs(benchmark, points, figs)
+    price = node_price(benchmark.node)
+    work = {key: engine_work(fig) for key, fig in figs.items()}
     # A CPU engine has no GPU: its throughput is per engine.
     cpu_only = all(f.hardware is not None and f.hardware.cpu_engine for f in fig_list)
     pareto_unit = "CPU engine" if fig_list and cpu_only else "GPU"
@@ -118,7 +137,7 @@ def run_detail_context(request: HttpRequest, benchmark: Benchmark) -> dict[str, 
             "cost": costs.get(p.key),
             "engine_work": work.get(p.key),
             "verdict": found.by_key.get(p.key),
-            "evidence": judge.evidence_items(found.by_key.get(p.key)),
+            "evidence": evidence_items(found.by_key.get(p.key)),
             "no_verdict": found.missing.get(p.key) or unreadable.get(p.key),
             "selected": p.key == shown.key,
             "on_frontier": p.key in frontier.keys,
@@ -132,7 +151,7 @@ def run_detail_context(request: HttpRequest, benchmark: Benchmark) -> dict[str, 
             "selected_point": by_key.get(shown.key) if shown.key else None,
             "form": OperatingPointForm(benchmark=benchmark),
             "summary": summary,
-            "ladders": judge.ladder_diagnoses(found),
+            "ladders": ladder_diagnoses(found),
             "summary_error": summary_error,
             "verdict_error": found.error,
             "frontier_error": frontier.error,
@@ -141,10 +160,10 @@ def run_detail_context(request: HttpRequest, benchmark: Benchmark) -> dict[str, 
                 frontier.points, frontier.keys, {p.key: _point_label(p) for p in points},
                 pareto_unit,
             ),
-            "queue": judge.queue_charts(points, figs),
-            "capacity": judge.capacity_rows(fig_list),
+            "queue": queue_charts(points, figs),
+            "capacity": capacity_rows(fig_list),
             "price": price,
-            "stale_price": judge.stale_price(price),
+            "stale_price": stale_price(price),
             # Why points have no cost, each reason once (a CPU sweep's every point shares one).
             "cost_reasons": sorted({c.reason for c in costs.values() if c.reason}),
             # The two % of peak columns only when some point has a GPU figure to show (a CPU
@@ -156,7 +175,7 @@ def run_detail_context(request: HttpRequest, benchmark: Benchmark) -> dict[str, 
             "scaling": _scaling_sections(request, points),
             "references": refs,
             "unreadable": unreadable,
-            "overlay": judge.chart_overlay(
+            "overlay": chart_overlay(
                 points, figs, shown.key, refs, [field for field, _ in charts.LATENCY_METRICS]
             ),
         }
@@ -176,14 +195,14 @@ def operating_point(request: HttpRequest, code: UUID) -> HttpResponse:
     benchmark = _get_benchmark_for_user(request, code)
     form = OperatingPointForm(request.POST or None, benchmark=benchmark)
     if request.method == "POST" and form.is_valid():
-        points = judge.load_points(benchmark)
-        figs = list(judge.figures_by_key(points)[0].values())
+        points = load_points(benchmark)
+        figs = list(figures_by_key(points)[0].values())
         try:
-            chosen = judge.select(form.cleaned_data["method"], form.params(), figs)
-        except judge.AnalysisError as exc:
+            chosen = select(form.cleaned_data["method"], form.params(), figs)
+        except AnalysisError as exc:
             form.add_error(None, f"Cannot select: {exc}.")
         else:
-            judge.save_operating_point(benchmark, chosen, points, request.user)
+            save_operating_point(benchmark, chosen, points, request.user)
             messages.success(request, f"Operating point: {chosen.chosen_key}.")
             return redirect(f"{_run_url(benchmark)}#operating-point")
     ctx = {
@@ -229,8 +248,8 @@ def comparison_new(request: AuthenticatedHttpRequest) -> HttpResponse:
         baseline = form.cleaned_data["baseline_point"]
         candidate = form.cleaned_data["candidate_point"]
         try:
-            judge.compare_points(baseline, candidate)
-        except judge.AnalysisError as exc:
+            compare_points(baseline, candidate)
+        except AnalysisError as exc:
             form.add_error(None, f"Cannot compare these points: {exc}.")
         else:
             with transaction.atomic():
@@ -251,10 +270,10 @@ def comparison_new(request: AuthenticatedHttpRequest) -> HttpResponse:
 @require_safe
 def comparison_detail(request: HttpRequest, code: UUID) -> HttpResponse:
     comparison = _get_comparison_for_user(request, code)
-    result, error = judge.compare_saved(comparison)
-    worth = None if result is None else judge.worth_of(
+    result, error = compare_saved(comparison)
+    worth = None if result is None else worth_of(
         comparison.baseline_point, comparison.candidate_point, result)
-    parity = judge.output_parity(comparison.baseline_point, comparison.candidate_point)
+    parity = output_parity(comparison.baseline_point, comparison.candidate_point)
     ctx = {"comparison": comparison, "result": result, "error": error, "worth": worth,
            "parity": parity}
     return render(request, "judgement/comparison_detail.html", ctx)
@@ -304,6 +323,6 @@ def reference_compare(request: HttpRequest, pk: int) -> HttpResponse:
     point = None
     if form.is_bound and form.is_valid():
         point = form.cleaned_data["point"]
-        result, error = judge.compare_with_reference(point, ref)
+        result, error = compare_with_reference(point, ref)
     ctx = {"reference": ref, "form": form, "point": point, "result": result, "error": error}
     return render(request, "judgement/reference_compare.html", ctx)

@@ -12,9 +12,17 @@ from typing import Any
 
 import numpy as np
 
-from analysis.types import LATENCY_LABELS, ParetoPoint
+from analysis.types import (
+    LATENCY_LABELS,
+    UNIT_OUTPUT_TPS_PER_GPU,
+    ParetoPoint,
+    PointFigures,
+    WorkloadShape,
+)
 from benchmarks import storage
-from benchmarks.models import Point
+from benchmarks.models import ExternalReference, Point
+from judgement.figures import parse_spec
+from judgement.rows import references
 from runner.schema.result import LengthComparison, LengthHistogram
 
 # Every latency a curve can be drawn against, labelled with its family (analysis.types).
@@ -180,3 +188,51 @@ def lengths_figure(points: Iterable[Point]) -> dict[str, Any] | None:
             _length_panel("Output tokens (max_tokens sent)", comparison.output_tokens),
         ],
     }
+
+
+def chart_overlay(
+    points: Sequence[Point],
+    figs: Mapping[str, PointFigures],
+    selected_key: str | None,
+    refs: Sequence[ExternalReference],
+    latency_fields: Sequence[str],
+) -> dict[str, Any]:
+    """The selected point and dated reference lines, in the curve chart's axes (output tokens/s
+    against each latency metric). The Pareto frontier has its own axes (charts.pareto_figure):
+    joined here, in throughput-against-latency order, it zigzags."""
+    by_key = {p.key: p for p in points}
+
+    def xy(keys: Sequence[str]) -> dict[str, Any]:
+        chosen = [by_key[k] for k in keys if k in by_key]
+        return {
+            "keys": [p.key for p in chosen],
+            "y": [p.output_throughput for p in chosen],
+            "x": {f: [getattr(p, f) for p in chosen] for f in latency_fields},
+        }
+
+    devices = {f.gpu_count for f in figs.values()}
+    lines = []
+    for ref in refs:
+        value, label = ref.value, f"{ref.source} ({ref.recorded_on.isoformat()})"
+        if ref.unit == UNIT_OUTPUT_TPS_PER_GPU:
+            if len(devices) != 1:
+                continue  # points on different device counts: no single line is right
+            (count,) = devices
+            value *= count
+            label += f": {ref.value:g} per GPU x {count}"
+        if ref.no_longer_listed_on:
+            label += f", no longer listed since {ref.no_longer_listed_on.isoformat()}"
+        lines.append({"y": value, "label": label})
+    return {
+        "selected": xy([selected_key] if selected_key else []),
+        "references": lines,
+    }
+
+
+def references_for_chart(benchmark_spec: WorkloadShape | None) -> list[ExternalReference]:
+    """References recorded for the same workload spec as the run (others share no axis)."""
+    if benchmark_spec is None:
+        return []
+    return [
+        r for r in references() if parse_spec(r.workload_spec) == benchmark_spec
+    ]

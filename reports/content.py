@@ -1,6 +1,6 @@
 """What a report shows, as plain numbers and sentences: build_report_content(report).
 
-Every figure comes from judgement.judge, through the same calls the run page makes (the
+Every figure comes from the judgement package, through the same calls the run page makes (the
 default operating point, the verdicts, the comparisons and the scaling); the report only
 chooses what to show and words it (reports/wording.py). This module builds the comparisons:
 the headline, the comparison table, the node scaling and the references; reports/sections.py
@@ -22,7 +22,10 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from benchmarks.models import ExternalReference, Point
-from judgement import judge
+from judgement.comparisons import compare_points, compare_with_reference, output_parity
+from judgement.costs import worth_of
+from judgement.scaling import scaling_for
+from judgement.vocabulary import UNIT_OUTPUT_TPS_PER_GPU, AnalysisError
 from reports import facts
 from reports.models import Item, Report
 from reports.page import Headline, ReferenceRow, ReportContent, Side, TableRow
@@ -68,12 +71,12 @@ def _side(point: Point, label: str) -> Side:
 
 def build_report_content(report: Report, generated_at: datetime | None = None,
                          version: int | None = None) -> ReportContent:
-    """The whole page from the stored rows, as of now. Raises judge.AnalysisError when the two
+    """The whole page from the stored rows, as of now. Raises AnalysisError when the two
     headline points cannot be compared (e.g. one has no latency data)."""
     baseline, candidate = report.baseline_point, report.candidate_point
     build = Build(report=report, sweeps=Sweeps(), points=report_points(report))
-    build.comparison = judge.compare_points(baseline, candidate)
-    build.parity = judge.output_parity(baseline, candidate).parity
+    build.comparison = compare_points(baseline, candidate)
+    build.parity = output_parity(baseline, candidate).parity
     content = ReportContent(
         title=report.title,
         language=report.language,
@@ -181,7 +184,7 @@ def _worth(build: Build, generated_at: datetime | None) -> list[str]:
     """What the tuning is worth, as the comparison page says it: each setting at its capacity
     in the figures this build read, with the price's age as of the day the report is built."""
     report = build.report
-    worth = judge.worth_of(
+    worth = worth_of(
         report.baseline_point, report.candidate_point, build.comparison,
         today=timezone.localdate(generated_at) if generated_at else timezone.localdate(),
         figures_of=lambda benchmark: list(build.sweeps.of(benchmark)[1].values()),
@@ -258,8 +261,8 @@ def _capacity_row(build: Build, node: Point, reference: Point) -> TableRow:
         shows += " " + _("Capacity, the lowest of %(count)s valid repeats: %(value)s.") % {
             "count": estimate.repeats, "value": tokens_per_s(estimate.capacity)}
     try:
-        differs = differs_text(judge.compare_points(reference, node))
-    except judge.AnalysisError:
+        differs = differs_text(compare_points(reference, node))
+    except AnalysisError:
         differs = _("Replicas: 1 → %(n)s.") % {"n": outcome.n_replicas}
     return TableRow(
         comparison=_("Node capacity: %(n)s replicas, one common window") % {
@@ -281,8 +284,8 @@ def scaling_problem(node: Point, reference: Point) -> str | None:
     if node.replicas < 2:
         return "The node run must have at least two replicas."
     try:
-        judge.scaling_for(node, reference)
-    except (judge.AnalysisError, ValueError) as exc:
+        scaling_for(node, reference)
+    except (AnalysisError, ValueError) as exc:
         return str(exc)
     return None
 
@@ -294,8 +297,8 @@ def _scaling(content: ReportContent, build: Build) -> None:
         return
     content.sources.update(scaling_point=node.pk, scaling_reference=reference.pk)
     try:
-        outcome = judge.scaling_for(node, reference)
-    except (judge.AnalysisError, ValueError):
+        outcome = scaling_for(node, reference)
+    except (AnalysisError, ValueError):
         content.scaling_missing = _("The chosen node run cannot be compared with its reference.")
         return
     build.scaling = outcome
@@ -334,7 +337,7 @@ def _compared_at_same_spec(build: Build, row: ExternalReference) -> tuple[Any, A
     spec, or (None, None); the flag says whether the reference could be compared at all."""
     comparable = False
     for label, point in build.points:
-        result, _error = judge.compare_with_reference(point, row)
+        result, _error = compare_with_reference(point, row)
         if result is None:
             continue
         comparable = True
@@ -371,7 +374,7 @@ def _references(content: ReportContent, build: Build) -> list[ReferenceRow]:
         if not comparable:
             continue  # the reference itself cannot be compared (its unit): nothing to show
         compared[str(row.pk)] = chosen[1].pk if chosen else None
-        unit = (_("output tokens/s per GPU") if row.unit == judge.UNIT_OUTPUT_TPS_PER_GPU
+        unit = (_("output tokens/s per GPU") if row.unit == UNIT_OUTPUT_TPS_PER_GPU
                 else _("output tokens/s"))
         common: dict[str, Any] = {
             "source": row.source, "url": row.url, "recorded_on": day(row.recorded_on),

@@ -2,7 +2,7 @@
 
 Only a short list of named facts leaves this module. Hostnames, base URLs, engine commands, log
 paths and tails, user names and notes stay in the row: a report never needs them. The figures
-themselves come from judgement.judge (its one mapping from a row to a result), not here.
+themselves come from judgement.figures (its one mapping from a row to a result), not here.
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ from django.utils import timezone
 
 from benchmarks.models import Benchmark, Caveat, Comparison, ExternalReference, Point
 from dashboard.form_fields import declared_field
-from judgement import judge
+from judgement.comparisons import compare_points
+from judgement.vocabulary import AnalysisError
 from reports import publishing
 from reports.content import scaling_problem
 from reports.models import Item, Report, ReportCaveat
@@ -128,8 +129,8 @@ class ReportForm(forms.ModelForm):
                 self.add_error("candidate_point", "Choose a different point than the baseline.")
             else:
                 try:
-                    judge.compare_points(baseline, candidate)
-                except judge.AnalysisError as exc:
+                    compare_points(baseline, candidate)
+                except AnalysisError as exc:
                     self.add_error("baseline_point", f"These points cannot be compared: {exc}")
         if Item.NODE_SCALING in items:
             self._clean_scaling(data)

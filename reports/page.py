@@ -134,7 +134,8 @@ class ReportContent:
     parity_flagged: bool = False
     caveats: list[tuple[str, str]] = field(default_factory=list)
     # What the tuning is worth in money and GPUs, with the price's date and any note beside it
-    # (judge.worth_of's sentences, translated); empty in versions published before it existed.
+    # (judgement.costs.worth_of's sentences, translated); empty in versions published before
+    # it existed.
     worth: list[str] = field(default_factory=list)
     # Everything the charts draw (json_script): raw numbers and translated axis titles.
     figures: dict[str, Any] = field(default_factory=dict)

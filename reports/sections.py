@@ -11,7 +11,12 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
 from benchmarks.models import Point, PointData
-from judgement import charts, judge
+from judgement import charts
+from judgement.capacity import capacity_of as setting_capacity
+from judgement.figures import figures as point_figures
+from judgement.operating_point import operating_point_sentence, shown_operating_point
+from judgement.verdict_rows import cause, step_story
+from judgement.vocabulary import CapacityEstimate, Verdict
 from reports import facts
 from reports.page import AcceptanceRow, MethodRow, QueueSide, ReportContent
 from reports.rows import Build
@@ -34,14 +39,14 @@ def curve(content: ReportContent, build: Build) -> None:
     benchmark = build.report.benchmark
     points, figs = build.sweeps.single_replica(benchmark)
     by_key = {p.key: p for p in build.sweeps.of(benchmark)[0]}
-    shown = judge.shown_operating_point(benchmark, figs)
+    shown = shown_operating_point(benchmark, figs)
     selected = by_key.get(shown.key) if shown.key else None
     if shown.error is not None:
         content.curve_sentence = _no_operating_point_sentence()
     else:
         # The run page's own sentence (judge), in the report's language.
         content.curve_sentence = _public_sentence(
-            judge.operating_point_sentence(shown), by_key).translated(_)
+            operating_point_sentence(shown), by_key).translated(_)
     content.sources["curve_points"] = [p.pk for p in points]
     content.sources["operating_point"] = shown.stored.pk if shown.stored else None
     content.sources["operating_point_point"] = selected.pk if selected else None
@@ -84,7 +89,7 @@ def _no_operating_point_sentence() -> str:
 # --- queue evidence ------------------------------------------------------------------------------
 
 
-def _verdict(point: Point, build: Build) -> judge.Verdict | None:
+def _verdict(point: Point, build: Build) -> Verdict | None:
     return build.sweeps.verdicts(point.benchmark).by_key.get(point.key)
 
 
@@ -92,7 +97,7 @@ def _verdict_text(point: Point, build: Build) -> str:
     """The point's cause with the figure that shows it, as the run page's story says it."""
     found = _verdict(point, build)
     if found is not None:
-        return judge.cause(found).translated(_)
+        return cause(found).translated(_)
     figs = build.sweeps.figures(point)
     if figs is not None and figs.queue_samples == 0:
         return _("not determined (no engine samples)")
@@ -128,7 +133,7 @@ def queue(content: ReportContent, build: Build) -> None:
     content.figures["queue"] = figures
     before, after = _verdict(baseline, build), _verdict(candidate, build)
     if before is not None and after is not None:
-        content.queue_story = judge.step_story(before, after).translated(_)
+        content.queue_story = step_story(before, after).translated(_)
 
 
 # --- methodology -------------------------------------------------------------------------------
@@ -137,7 +142,7 @@ def queue(content: ReportContent, build: Build) -> None:
 def _devices(point: Point, build: Build) -> int:
     """Devices the point used (replicas x tensor parallel), as the judgement layer counts them."""
     figs = build.sweeps.figures(point)
-    return figs.gpu_count if figs is not None else judge.figures(point).gpu_count
+    return figs.gpu_count if figs is not None else point_figures(point).gpu_count
 
 
 def _hardware_text(point: Point, build: Build) -> str:
@@ -360,7 +365,7 @@ def _network(before: Point, after: Point) -> AcceptanceRow:
 def _prefix_cache_text(point: Point, build: Build) -> str:
     """Whether the engine reused shared prompt prefixes, and how much of the prompts it found
     cached: the case study repeats one text, so its throughput depends on it."""
-    figs = build.sweeps.figures(point) or judge.figures(point)
+    figs = build.sweeps.figures(point) or point_figures(point)
     setting = dict(figs.other_settings).get("enable_prefix_caching")
     words = {True: _("on"), False: _("off"), None: _("the engine's default")}[setting]
     if figs.prefix_cache_hit_rate is None:
@@ -369,12 +374,12 @@ def _prefix_cache_text(point: Point, build: Build) -> str:
         "setting": words, "share": percent(figs.prefix_cache_hit_rate * 100)}
 
 
-def capacity_of(point: Point, build: Build) -> judge.CapacityEstimate | None:
+def capacity_of(point: Point, build: Build) -> CapacityEstimate | None:
     """The capacity estimate of the point's setting, grouped as the run page groups repeats."""
     figures = build.sweeps.figures(point)
     if figures is None:
         return None
-    return judge.capacity_of(figures, list(build.sweeps.of(point.benchmark)[1].values()))
+    return setting_capacity(figures, list(build.sweeps.of(point.benchmark)[1].values()))
 
 
 def _repeats_text(point: Point, build: Build) -> str:

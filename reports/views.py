@@ -24,7 +24,7 @@ from django.utils import timezone, translation
 from django.views.decorators.http import require_POST, require_safe
 
 from benchmarks.models import AuditEvent, Benchmark, Comparison
-from judgement import judge
+from judgement.vocabulary import AnalysisError
 from reports import pdf, publishing
 from reports.content import build_report_content
 from reports.forms import ReportForm
@@ -162,7 +162,7 @@ def report_preview(request: HttpRequest, code: UUID) -> HttpResponse:
             try:
                 ctx.update(_report_context(build_report_content(report), language,
                                            _static_assets()))
-            except judge.AnalysisError as exc:
+            except AnalysisError as exc:
                 ctx["draft_error"] = str(exc)
         return render(request, "reports/preview.html", ctx)
 
@@ -182,7 +182,7 @@ def report_publish(request: HttpRequest, code: UUID) -> HttpResponse:
             version = publishing.publish(report, request.user)
             AuditEvent.objects.record(request.user, AuditEvent.Action.PUBLISHED, report,
                                       detail=f"version {version.number}")
-    except judge.AnalysisError as exc:
+    except AnalysisError as exc:
         messages.error(request, f"Not published: {exc}.")
         return redirect("report_preview", code=report.code)
     preview = f"{reverse('report_preview', args=[report.code])}?version={version.number}"
@@ -255,7 +255,7 @@ def _frozen(report: Report, version: ReportVersion | None) -> ReportVersion | No
         return version
     try:
         return publishing.first_version(report)
-    except judge.AnalysisError:
+    except AnalysisError:
         return None
 
 

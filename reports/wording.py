@@ -16,7 +16,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from benchmarks.models import Point
-from judgement import judge
+from judgement.vocabulary import pct_decimals
 from reports import facts
 
 FACTOR_LABELS = {
@@ -50,15 +50,15 @@ def num(value: float | None, decimals: int = 0) -> str:
 
 def percent(value: float | None) -> str:
     """A share or level in percent (KV use, efficiency, spread), with the run page's
-    decimals (judge.pct_decimals) in the active language's number format."""
-    return "-" if value is None else f"{num(value, judge.pct_decimals(value))}%"
+    decimals (pct_decimals) in the active language's number format."""
+    return "-" if value is None else f"{num(value, pct_decimals(value))}%"
 
 
 def pct(value: float | None) -> str:
     """A signed change in percent."""
     if value is None:
         return "-"
-    sign = "+" if round(value, judge.pct_decimals(value)) > 0 else ""
+    sign = "+" if round(value, pct_decimals(value)) > 0 else ""
     return f"{sign}{percent(value)}"
 
 

@@ -49,7 +49,7 @@ def test_the_copied_tree_keeps_every_contract(tree: Path):
 
 @pytest.mark.parametrize(("module", "imports"), [
     ("runner/misplaced.py", "benchmarks.models"),
-    ("analysis/misplaced.py", "judgement.judge"),
+    ("analysis/misplaced.py", "judgement.figures"),
     ("benchmarks/misplaced.py", "dashboard.views"),
     ("judgement/misplaced.py", "reports.content"),
     ("dashboard/misplaced.py", "demo.run"),

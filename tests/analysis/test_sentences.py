@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from analysis.sentences import join_names, num, pct, sweep_step_sentence
+from analysis.causes import sweep_step_sentence
+from analysis.sentences import join_names, num, pct
 
 
 def test_percentages_keep_one_decimal_and_two_below_one_percent():

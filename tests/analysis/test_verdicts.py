@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from analysis.diagnosis import diagnose_ladders
 from analysis.errors import AnalysisError
 from analysis.types import WorkloadShape
 from analysis.verdicts import (
-    diagnose_ladders,
     summarize_sweep_change,
     verdict,
     verdicts_for_sweep,

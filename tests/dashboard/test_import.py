@@ -378,10 +378,11 @@ def a_judged_run():
 def what_the_run_page_shows(benchmark):
     """Each point in full, its figures, its verdict (or why it has none) and its caveats."""
     from benchmarks.points import METRIC_FIELDS, point_to_result
-    from judgement import judge
+    from judgement.figures import figures_by_key
+    from judgement.verdict_rows import verdict_rows
 
     points = list(benchmark.points.all())
-    found = judge.verdict_rows(list(judge.figures_by_key(points)[0].values()))
+    found = verdict_rows(list(figures_by_key(points)[0].values()))
     return {
         p.key: {
             "point": point_to_result(p),

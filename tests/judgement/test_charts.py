@@ -323,11 +323,11 @@ def test_a_reference_label_on_the_curve_is_escaped_too():
     import datetime
 
     from benchmarks.models import ExternalReference
-    from judgement import judge
+    from judgement.charts import chart_overlay
 
     ref = ExternalReference(source="<img src=x onerror=alert(1)>", value=1000.0,
                             unit="output tokens/s",
                             recorded_on=datetime.date(2026, 1, 2), url="https://example.com/")
-    overlay = judge.chart_overlay([], {}, None, [ref], ["median_e2el_ms"])
+    overlay = chart_overlay([], {}, None, [ref], ["median_e2el_ms"])
     (line,) = charts.plotly_data(overlay)["references"]
     assert line["label"].startswith("&lt;img src=x onerror=alert(1)&gt; (2026-01-02)")

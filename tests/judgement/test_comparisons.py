@@ -8,7 +8,7 @@ import pytest
 from django.test import Client
 
 from benchmarks.models import Comparison, ExternalReference
-from judgement.judge import save_demo_comparison
+from demo.comparison import save_demo_comparison
 from runner.schema.engine_config import Checkpoint
 from runner.schema.plan import WorkloadSpec
 from runner.schema.result import EngineInfo, Hardware, Provenance, ReplicaResult, Window
@@ -215,12 +215,12 @@ FULL_REFERENCE = {
 
 def test_a_reference_keeps_every_fixed_factor_and_a_labelled_latency(owner_client):
     from analysis.types import Reference, WorkloadShape
-    from judgement import judge
+    from judgement.figures import reference
 
     assert owner_client.post("/references/new/", FULL_REFERENCE).status_code == 302
     row = ExternalReference.objects.get()
     # The adapter passes every recorded factor on; a dropped one would read "not recorded".
-    assert judge.reference(row) == Reference(
+    assert reference(row) == Reference(
         name="Vendor blog", value=1200.0, unit="output tokens/s per GPU",
         recorded_on=datetime.date(2026, 10, 1), gpu_sku="NVIDIA H200", gpu_count=1,
         runtime="vllm", runtime_version="0.11.0", checkpoint="nvidia/Qwen3-30B-A3B-NVFP4",
@@ -319,9 +319,9 @@ def _full_provenance(host: str = "test-host", version: str = "0.32.0") -> Proven
 
 def _reference_like(local_point, **overrides) -> ExternalReference:
     """A reference stating each fixed factor exactly as the local point records it."""
-    from judgement import judge
+    from judgement.figures import measured
 
-    facts = judge.measured(local_point).facts
+    facts = measured(local_point).facts
     fields = {
         "source": "Same setup", "url": "https://example.com/same",
         "recorded_on": datetime.date(2026, 10, 1), "value": 1050.0, "gpu_name": facts.gpu_sku,

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from analysis import cost
 from benchmarks.models import Benchmark, Comparison, Node, Point
-from judgement import judge
 from runner.schema.engine_config import Checkpoint
 from runner.schema.result import EngineInfo, Hardware, Provenance
 from tests.dashboard.factories import make_benchmark, make_node
@@ -82,9 +82,9 @@ def test_a_cpu_sweep_has_no_cost_and_says_why_once(owner_client):
     response = owner_client.get(f"/runs/{benchmark.code}/")
     costs = [r["cost"] for r in response.context["judgement"]["rows"]]
     assert costs and all(c.per_million is None for c in costs)
-    assert {c.reason for c in costs} == {judge.cost.CPU_ENGINE}
+    assert {c.reason for c in costs} == {cost.CPU_ENGINE}
     body = page_text(response)
-    assert body.count("Points without a figure: " + judge.cost.CPU_ENGINE + ".") == 1
+    assert body.count("Points without a figure: " + cost.CPU_ENGINE + ".") == 1
 
 
 def test_an_unpriced_node_names_itself_as_the_reason(owner_client):
@@ -100,7 +100,7 @@ def test_an_invalid_point_gets_no_cost(owner_client):
                    median_e2el_ms=4000.0, failed=5, update={"provenance": gpu_provenance()})
     assert broken.valid is False
     rows = owner_client.get(f"/runs/{benchmark.code}/").context["judgement"]["rows"]
-    assert rows[0]["cost"].reason == judge.cost.INVALID_RUN
+    assert rows[0]["cost"].reason == cost.INVALID_RUN
 
 
 # --- comparison page ---------------------------------------------------------------------------

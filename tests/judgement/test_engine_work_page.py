@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from benchmarks.models import Benchmark
-from judgement import judge
+from judgement.engine_work import engine_work
 from runner.schema.engine_config import Checkpoint
 from runner.schema.result import EngineInfo, Hardware, Provenance
 from runner.schema.samples import QueueSummary
@@ -136,4 +136,4 @@ def test_a_cpu_engines_own_estimates_never_read_per_gpu(owner_client):
 
 
 def test_engine_work_of_an_unreadable_point_is_none():
-    assert judge.engine_work(None) is None
+    assert engine_work(None) is None

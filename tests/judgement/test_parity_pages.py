@@ -10,7 +10,8 @@ from django.conf import settings
 from django.test import Client
 
 from benchmarks.models import Comparison
-from judgement import judge
+from judgement.comparisons import _kept
+from judgement.vocabulary import PARITY_TEMPLATES
 from runner.client.responses import token_digest
 from runner.schema.plan import OUTPUT_TEXTS_KEPT, WorkloadSpec
 from runner.schema.records import RequestRecord
@@ -135,7 +136,7 @@ def test_a_report_without_kept_outputs_leaves_the_row_unmeasured(owner):
 def test_every_parity_sentence_has_a_korean_translation_with_its_placeholders():
     catalog = gettext_module.translation(
         "django", localedir=str(settings.LOCALE_PATHS[0]), languages=["ko"])._catalog
-    for template in (*judge.PARITY_TEMPLATES, "Output parity"):
+    for template in (*PARITY_TEMPLATES, "Output parity"):
         assert template in catalog, template
         assert sorted(re.findall(r"%\((\w+)\)s", catalog[template])) == \
             sorted(re.findall(r"%\((\w+)\)s", template)), template
@@ -155,7 +156,7 @@ def test_parity_reads_a_few_stored_columns_never_the_records(monkeypatch):
         raise AssertionError("parity decoded the point's records")
 
     monkeypatch.setattr(storage, "decode_requests", refuse)
-    outputs, texts = judge._kept(point)
+    outputs, texts = _kept(point)
     assert set(outputs.outputs) == set(range(REQUESTS)) - {1, 3}
     assert outputs.completed_without_ids == 1
     assert outputs.outputs[0] == KeptOutput(records[0].prompt_digest, records[0].output_ids)

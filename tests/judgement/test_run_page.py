@@ -7,7 +7,7 @@ import html
 import pytest
 
 from benchmarks.models import Benchmark, OperatingPoint
-from judgement import judge
+from judgement.verdict_rows import EvidenceItem
 from runner.schema.engine_config import EngineConfig
 from runner.schema.plan import LoadSpec, WorkloadSpec
 from runner.schema.result import ReplicaResult, Window, point_key
@@ -40,7 +40,7 @@ def test_each_point_gets_a_verdict_with_its_evidence_numbers(owner_client):
     pinned = rows[point(benchmark, 256, 4000).key]
     # mean running 256 of max_num_seqs 256 with 3000 waiting: the scheduler cap binds.
     assert pinned["verdict"].kind == "scheduler_cap"
-    assert judge.EvidenceItem(label="mean waiting", value=3000.0, kind="number") in (
+    assert EvidenceItem(label="mean waiting", value=3000.0, kind="number") in (
         pinned["evidence"]
     )
     assert rows[point(benchmark, 512, 4000).key]["verdict"].kind == "step_time"

@@ -11,8 +11,12 @@ import pytest
 from django.test import Client
 
 from benchmarks.models import Benchmark, ExternalReference, Point
+from benchmarks.operating_points import save_operating_point
 from benchmarks.points import store_point
-from judgement import judge
+from judgement.figures import figures, figures_by_key
+from judgement.operating_point import select
+from judgement.scaling import scaling_for
+from judgement.verdict_rows import step_story, verdict_rows
 from runner.schema.plan import WorkloadSpec
 from tests.dashboard import factories
 from tests.reports.conftest import make_sweep, point, point_result
@@ -58,8 +62,8 @@ def test_the_trade_off_sentence_quotes_the_measured_step_not_the_knee_thresholds
     _ladder(benchmark, 64, KNEE_LADDER)
     if stored:
         points = list(benchmark.points.all())
-        figs = list(judge.figures_by_key(points)[0].values())
-        judge.save_operating_point(benchmark, judge.select("knee", {}, figs), points)
+        figs = list(figures_by_key(points)[0].values())
+        save_operating_point(benchmark, select("knee", {}, figs), points)
     report = make_report(benchmark, owner, baseline_point=point(benchmark, 64, 16),
                          candidate_point=point(benchmark, 64, 32), scaling_point=None,
                          scaling_reference=None, items=["headline", "curves"])
@@ -175,7 +179,7 @@ def test_every_percentage_on_the_page_follows_the_run_pages_precision(sweep, own
         article = body.split('<script id="report-figures"')[0]
         found = re.findall(r"[\d.,]+%", article)
         assert len(found) > 8
-        # One decimal, two below 1% (judge.pct_decimals), so a sub-1% step never reads "+0%".
+        # One decimal, two below 1% (pct_decimals), so a sub-1% step never reads "+0%".
         for value in found:
             number = float(value.rstrip("%").replace(",", ""))
             decimals = 2 if abs(number) < 1 else 1
@@ -232,7 +236,7 @@ def test_node_scaling_counts_every_gpu_of_a_tensor_parallel_replica(owner):
     benchmark = _benchmark(owner)
     reference = _gpu_point(benchmark, 64, tp=2, throughput=20000.0)
     node = _gpu_point(benchmark, 64, tp=2, replicas=2, throughput=40000.0)
-    result = judge.scaling_for(node, reference)
+    result = scaling_for(node, reference)
     assert (result.gpus_per_replica, result.total_gpus) == (2, 4)
     assert result.throughput_per_gpu == 10000.0
     assert result.ideal_throughput == 40000.0
@@ -258,10 +262,10 @@ def test_the_queue_evidence_tells_the_step_as_the_run_pages_story_does(sweep, ow
         "own step time bound, with mean running up +100.0% over the previous load level for "
         "+39.6% output.")
     # From the function the run page's story uses, on the same verdicts.
-    found = judge.verdict_rows([judge.figures(p) for p in sweep.points.all()]).by_key
+    found = verdict_rows([figures(p) for p in sweep.points.all()]).by_key
     before = found[point(sweep, 8, 32).key]
     after = found[point(sweep, 64, 32).key]
-    assert story == str(judge.step_story(before, after))
+    assert story == str(step_story(before, after))
 
 
 def test_the_korean_report_tells_the_same_step_in_korean(sweep, owner):

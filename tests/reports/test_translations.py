@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gettext as gettext_module
+import importlib
 import re
 
 import pytest
@@ -61,14 +62,14 @@ def test_a_korean_report_with_every_item_has_no_untranslated_sentence(sweep, own
     assert missing == []
 
 
-@pytest.mark.parametrize("templates", ["OPERATING_POINT_TEMPLATES", "STORY_TEMPLATES"])
-def test_every_template_the_run_page_writes_has_a_korean_translation(templates):
-    from analysis import sentences
-
+@pytest.mark.parametrize(("module", "templates"), [
+    ("analysis.sentences", "OPERATING_POINT_TEMPLATES"), ("analysis.causes", "STORY_TEMPLATES")])
+def test_every_template_the_run_page_writes_has_a_korean_translation(module, templates):
     catalog = _catalog()
-    missing = [t for t in getattr(sentences, templates) if t not in catalog]
+    written = getattr(importlib.import_module(module), templates)
+    missing = [t for t in written if t not in catalog]
     assert missing == []
-    for template in getattr(sentences, templates):
+    for template in written:
         # The same placeholders, so the values fill the Korean as they fill the English.
         assert sorted(re.findall(r"%\((\w+)\)s", catalog[template])) == \
             sorted(re.findall(r"%\((\w+)\)s", template)), template

@@ -10,7 +10,9 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from benchmarks.models import AuditEvent, ExternalReference, OperatingPoint, Point
-from judgement import judge
+from benchmarks.operating_points import save_operating_point
+from judgement.figures import figures_by_key
+from judgement.operating_point import select
 from reports import publishing
 from reports.content import build_report_content
 from reports.models import ReportCaveat, ReportVersion, token_digest
@@ -164,8 +166,8 @@ def test_publishing_version_1_of_a_report_from_before_versions_keeps_the_link_se
 
 def test_the_version_keeps_the_ids_of_the_rows_its_figures_came_from(sweep, owner):
     points = list(sweep.points.all())
-    figs = judge.figures_by_key([p for p in points if p.replicas == 1])[0]
-    judge.save_operating_point(sweep, judge.select("knee", {}, list(figs.values())),
+    figs = figures_by_key([p for p in points if p.replicas == 1])[0]
+    save_operating_point(sweep, select("knee", {}, list(figs.values())),
                                    points)
     reference = _reference()
     report = make_report(sweep, owner, references=[reference])

@@ -1,7 +1,7 @@
 """python manage.py finish_demo CODE : after the demo sweep, save its comparison and a report.
 
 Waits for the run to end. If it succeeded, saves the comparison of the smallest and the best
-max_num_seqs setting (judgement.judge.save_demo_comparison) and builds an English customer
+max_num_seqs setting (demo.comparison.save_demo_comparison) and builds an English customer
 report from it through the report form, exactly as an engineer would, then prints both links.
 """
 
@@ -15,7 +15,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
 from benchmarks.models import AuditEvent, Benchmark
-from judgement.judge import compare_points, save_demo_comparison
+from demo.comparison import save_demo_comparison
+from judgement.comparisons import compare_points
 from reports.forms import DEFAULT_ITEMS, ReportForm
 
 POLL_S = 2

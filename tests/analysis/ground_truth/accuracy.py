@@ -10,9 +10,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from analysis.convert import from_point_result
+from analysis.diagnosis import diagnose_ladders
 from analysis.sentences import KIND_PHRASES
 from analysis.types import Verdict
-from analysis.verdicts import diagnose_ladders, verdicts_for_sweep
+from analysis.verdicts import verdicts_for_sweep
 from tests.analysis.ground_truth.classes import CLASSES, GroundTruthClass
 from tests.analysis.ground_truth.record import read_recording, recordings
 

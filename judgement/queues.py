@@ -1,0 +1,39 @@
+"""Which points get a queue chart on the run page, and why the others do not."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from analysis import sentences
+from analysis.types import PointFigures
+from benchmarks.models import Point
+from judgement.rows import points_with_samples
+
+
+@dataclass(frozen=True)
+class QueueCharts:
+    """Which points get a queue chart (stored engine samples to draw), and why the others
+    do not, grouped by reason in the order the points come: never an empty plot."""
+
+    drawn: list[Point]
+    missing: list[tuple[str, list[Point]]]
+
+
+def queue_charts(points: Sequence[Point], figs: Mapping[str, PointFigures]) -> QueueCharts:
+    """A point's chart is drawn from its stored samples (PointData), so that is what decides;
+    the reason for a point without them reads its source and its queue summary."""
+    stored = points_with_samples(points)
+    drawn: list[Point] = []
+    missing: dict[str, list[Point]] = {}
+    for p in points:
+        if p.pk in stored:
+            drawn.append(p)
+            continue
+        fig = figs.get(p.key)
+        summarized = fig.queue_samples if fig is not None else int(p.queue.get("samples") or 0)
+        why = sentences.no_queue_chart_sentence(
+            imported=p.source == "vllm-bench-import", summary_samples=summarized
+        )
+        missing.setdefault(why, []).append(p)
+    return QueueCharts(drawn=drawn, missing=list(missing.items()))

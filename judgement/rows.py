@@ -1,0 +1,41 @@
+"""Every query the judgement layer makes, each a named read: the other modules take rows from
+here (or from the data layer's own reads, benchmarks.operating_points) and never write."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from benchmarks.models import Benchmark, ExternalReference, Point, PointData
+
+
+def load_points(benchmark: Benchmark) -> list[Point]:
+    return list(benchmark.points.all())
+
+
+def points_with_samples(points: Sequence[Point]) -> set[int]:
+    """The pks of the points with stored engine samples (PointData) to draw a queue chart from."""
+    return set(
+        PointData.objects.filter(point__in=list(points), sample_count__gt=0).values_list(
+            "point_id", flat=True
+        )
+    )
+
+
+def references() -> list[ExternalReference]:
+    return list(ExternalReference.objects.all())
+
+
+def scaling_reference_choices(node_point: Point, limit: int = 200) -> list[Point]:
+    """Single-replica valid points with the same workload spec, newest first."""
+    spec = node_point.workload
+    return list(
+        Point.objects.filter(
+            replicas=1,
+            valid=True,
+            workload__input_tokens_min=spec.get("input_tokens_min"),
+            workload__input_tokens_max=spec.get("input_tokens_max"),
+            workload__output_tokens=spec.get("output_tokens"),
+        )
+        .select_related("benchmark")
+        .order_by("-id")[:limit]
+    )
