@@ -18,7 +18,8 @@ from django.core.validators import RegexValidator
 from django.utils import timezone
 
 from benchmarks import outbound, vault
-from benchmarks.models import REVISION_REGEX, Checkpoint, Endpoint, Node, Runtime
+from benchmarks.models import Checkpoint, Endpoint, Node, Runtime
+from benchmarks.models.catalog import REVISION_REGEX
 from runner import schema
 from runner.endpoint import Credentials, check_header, normalize_base_url, origin
 

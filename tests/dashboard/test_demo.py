@@ -18,8 +18,8 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
-from demo.management.commands.launch_demo_sweep import DEMO_FORM
 from dashboard.forms import LaunchForm
+from demo.management.commands.launch_demo_sweep import DEMO_FORM
 from demo.run import (
     Children,
     Stages,
