@@ -16,6 +16,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from analysis import caveats
 from benchmarks.models.catalog import (
     LARGEST_FINITE_FLOAT,
     Checkpoint,
@@ -454,9 +455,9 @@ class Caveat(models.Model):
     """A limit on what a number means, shown next to it: on a whole run or on one point."""
 
     class Kind(models.TextChoices):
-        SCOPE = "scope"
-        METHOD = "method"
-        LIMITATION = "limitation"
+        SCOPE = caveats.SCOPE
+        METHOD = caveats.METHOD
+        LIMITATION = caveats.LIMITATION
 
     benchmark = models.ForeignKey(
         Benchmark, models.CASCADE, null=True, blank=True, related_name="caveats"
