@@ -34,7 +34,7 @@ from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_POST, require_safe
 from kombu.exceptions import OperationalError as BrokerError
 
-from benchmarks import estimates, lifecycle, plans, storage, tasks
+from benchmarks import estimates, launch_rules, lifecycle, plans, storage, tasks
 from benchmarks.models import (
     AuditEvent,
     Benchmark,
@@ -54,7 +54,8 @@ from benchmarks.points import (
     telemetry_cells,
 )
 from dashboard import plan_files, uploads, views_judgement
-from dashboard.forms import ImportForm, LaunchForm
+from dashboard.forms_import import ImportForm
+from dashboard.forms_launch import LaunchForm
 from dashboard.http import AuthenticatedHttpRequest
 from judgement import charts
 from runner import schema
@@ -269,7 +270,7 @@ def run_again(request: HttpRequest, code: UUID) -> HttpResponse:
     on_form = _plan_on_form(benchmark)
     initial = {**on_form.initial, "node": benchmark.node_id}
     runtime = benchmark.runtime
-    if runtime is not None and runtime.approved and runtime.engine in Runtime.LAUNCHABLE:
+    if runtime is not None and launch_rules.is_launchable_runtime(runtime):
         initial.setdefault("runtime", runtime.pk)  # a plan names its runtime only by image
     if benchmark.endpoint_id:
         initial["registered_endpoint"] = benchmark.endpoint_id
