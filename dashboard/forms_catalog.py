@@ -20,12 +20,9 @@ from django.utils import timezone
 from benchmarks import outbound, vault
 from benchmarks.models import Checkpoint, Endpoint, Node, Runtime
 from benchmarks.models.catalog import REVISION_REGEX
+from dashboard.access import CHANGE_CHECKPOINT, CHANGE_RUNTIME, TRUST_CHECKPOINT
 from runner import schema
 from runner.endpoint import Credentials, check_header, normalize_base_url, origin
-
-CHANGE_CHECKPOINT = "benchmarks.change_checkpoint"
-TRUST_CHECKPOINT = "benchmarks.trust_checkpoint"
-CHANGE_RUNTIME = "benchmarks.change_runtime"
 
 # A docker image digest as `docker images --digests` prints it (the only algorithm in use).
 DIGEST_REGEX = r"^sha256:[0-9a-f]{64}$"

@@ -17,6 +17,15 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_safe
 
 from benchmarks.models import Benchmark, Comparison, ExternalReference, Point
+from dashboard.access import (
+    ADD_REFERENCE,
+    CHOOSE_OPERATING_POINT,
+    EDIT_REFERENCE,
+    SAVE_COMPARISON,
+    AuthenticatedHttpRequest,
+    get_benchmark_for_user,
+    get_comparison_for_user,
+)
 from dashboard.forms_judgement import (
     ComparisonForm,
     ExternalReferenceForm,
@@ -24,27 +33,7 @@ from dashboard.forms_judgement import (
     ReferenceCompareForm,
     point_label,
 )
-from dashboard.http import AuthenticatedHttpRequest
 from judgement import charts, judge
-
-# Reading any of these pages needs only a login; storing a choice needs these.
-CHOOSE_OPERATING_POINT = "benchmarks.add_operatingpoint"
-SAVE_COMPARISON = "benchmarks.add_comparison"
-ADD_REFERENCE = "benchmarks.add_externalreference"
-EDIT_REFERENCE = "benchmarks.change_externalreference"
-
-
-def _get_benchmark_for_user(request: HttpRequest, code: UUID) -> Benchmark:
-    """Every logged-in teammate sees every run (as dashboard.views)."""
-    queryset = Benchmark.objects.select_related("node", "runtime", "checkpoint", "workload")
-    return get_object_or_404(queryset, code=code)
-
-
-def _get_comparison_for_user(request: HttpRequest, code: UUID) -> Comparison:
-    queryset = Comparison.objects.select_related(
-        "baseline_point__benchmark__node", "candidate_point__benchmark__node", "created_by"
-    )
-    return get_object_or_404(queryset, code=code)
 
 
 def _point_or_none(value: str | None) -> Point | None:
@@ -173,7 +162,7 @@ def operating_point(request: HttpRequest, code: UUID) -> HttpResponse:
     """GET: the current choice, its history and the form; POST: choose and store."""
     if request.method == "POST" and not request.user.has_perm(CHOOSE_OPERATING_POINT):
         raise PermissionDenied  # the history stays readable to everyone logged in
-    benchmark = _get_benchmark_for_user(request, code)
+    benchmark = get_benchmark_for_user(request, code)
     form = OperatingPointForm(request.POST or None, benchmark=benchmark)
     if request.method == "POST" and form.is_valid():
         points = judge.load_points(benchmark)
@@ -250,7 +239,7 @@ def comparison_new(request: AuthenticatedHttpRequest) -> HttpResponse:
 @login_required
 @require_safe
 def comparison_detail(request: HttpRequest, code: UUID) -> HttpResponse:
-    comparison = _get_comparison_for_user(request, code)
+    comparison = get_comparison_for_user(request, code)
     result, error = judge.compare_saved(comparison)
     worth = None if result is None else judge.worth_of(
         comparison.baseline_point, comparison.candidate_point, result)
