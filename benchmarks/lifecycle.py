@@ -14,7 +14,8 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from benchmarks.models import Benchmark, Node, heartbeat_cutoff
+from benchmarks.models import Benchmark, Node
+from benchmarks.models.catalog import heartbeat_cutoff
 
 log = logging.getLogger(__name__)
 State = Benchmark.State

@@ -5,12 +5,11 @@ from __future__ import annotations
 from typing import Any, cast
 
 import pydantic
-from django.conf import settings
 
+from benchmarks import launch_rules
 from benchmarks.models import Benchmark, Checkpoint, Endpoint, Node, Runtime, Workload
 from runner.schema.engine_config import Checkpoint as CheckpointSpec
 from runner.schema.engine_config import EngineConfig, EngineLaunch, LaunchStyle
-from runner.schema.flags import check_code_loading, check_model_source
 from runner.schema.plan import Endpoint as EndpointKind
 from runner.schema.plan import LoadSpec, SweepPlan, TraceLonger, WorkloadKind, WorkloadSpec
 
@@ -182,22 +181,24 @@ def launchable_plan(benchmark: Benchmark, *, launch_style: str) -> SweepPlan:
         raise PlanRefused("the stored plan attaches to a server, but the run names no registered "
                           "endpoint: only a registered endpoint is measured without an engine")
     checkpoint, runtime, node = benchmark.checkpoint, benchmark.runtime, benchmark.node
-    if checkpoint is None or not checkpoint.approved:
+    if checkpoint is None or not launch_rules.is_launchable_checkpoint(checkpoint):
         raise PlanRefused(f"checkpoint {checkpoint} is not approved for launching")
-    if runtime is None or not runtime.approved or runtime.engine not in Runtime.LAUNCHABLE:
+    if runtime is None or not launch_rules.is_launchable_runtime(runtime):
         raise PlanRefused(f"runtime {runtime} is not an approved vLLM runtime")
     if node is None:
         raise PlanRefused("the run names no node")
     try:
         plan = SweepPlan.model_validate(benchmark.plan)
         expected = engine_launch(node, runtime).model_copy(update={"style": launch_style})
-        check_model_source(plan.checkpoint.model, settings.HEADROOM_MODEL_DIRS)
-        for config in plan.engine_configs:
-            check_code_loading(config.extra_args, trusted=checkpoint.trusted)
     except pydantic.ValidationError as exc:
         raise PlanRefused(f"the stored plan is not valid: {pydantic_message(exc)}") from None
     except ValueError as exc:
         raise PlanRefused(str(exc)) from None
+    problem = launch_rules.model_source_problem(plan.checkpoint.model) or (
+        launch_rules.code_loading_problem(plan.engine_configs, trusted=checkpoint.trusted)
+    )
+    if problem:
+        raise PlanRefused(problem)
     _check_same_checkpoint(plan.checkpoint, checkpoint_spec(checkpoint))
     _check_same_launch(plan.launch, expected)
     return plan
@@ -231,9 +232,9 @@ def attach_plan(benchmark: Benchmark) -> SweepPlan:
     if plan.launch != expected:
         raise PlanRefused(f"the stored plan's launch is not attach to {endpoint.base_url}, the "
                           f"address registered for the endpoint {endpoint.name}")
-    if plan.replicas != 1:
+    if plan.replicas != launch_rules.ENDPOINT_REPLICAS:
         raise PlanRefused("an endpoint is one server: the plan has one replica")
-    if plan.engine_configs != [EngineConfig()]:
+    if plan.engine_configs != launch_rules.endpoint_engine_configs():
         raise PlanRefused("an endpoint runs its own settings: the plan's one engine config is "
                           "blank")
     approved = endpoint_checkpoint_spec(endpoint)

@@ -14,9 +14,7 @@ from django.db import connection, transaction
 from django.db.models import F, Field, Q
 from django.db.models.functions import Greatest
 
-from analysis.checks import failed_checks
-from analysis.convert import quality_caveat, queue_gap_fraction
-from analysis.verdicts import sparse_queue_samples
+from analysis.caveats import automatic_caveats
 from benchmarks import storage
 from benchmarks.models import Benchmark, Caveat, Point, PointData
 from runner.schema.result import Metrics, PointResult, Window
@@ -31,9 +29,6 @@ TELEMETRY_FIELDS = (
     "mean_cores_busy",
 )  # fmt: skip
 TELEMETRY_CSV_COLUMNS = tuple(f"telemetry_{name}" for name in TELEMETRY_FIELDS)
-# The caveat code beside a quality score that says nothing (analysis.convert
-# quality_caveat); the run page shows it next to the score.
-QUALITY_CAVEAT = "quality-cpu-engine"
 
 
 def telemetry_cells(stored: dict[str, object]) -> list[object]:
@@ -41,92 +36,6 @@ def telemetry_cells(stored: dict[str, object]) -> list[object]:
     point stored before telemetry existed gives empty cells, not an error)."""
     summary = TelemetrySummary.model_validate(stored or {})
     return [getattr(summary, name) for name in TELEMETRY_FIELDS]
-
-
-def automatic_caveats(result: PointResult) -> list[tuple[str, str, str]]:
-    """(code, kind, text) for what limits this point's meaning; shown next to its numbers."""
-    caveats: list[tuple[str, str, str]] = []
-    style = result.provenance.engine.launch_style if result.provenance else None
-    if style == "cpu":
-        caveats.append(
-            (
-                "cpu-engine",
-                Caveat.Kind.LIMITATION,
-                "CPU engine stands in for a GPU: the shape of the curves is real, "
-                "the absolute numbers say nothing about GPU throughput.",
-            )
-        )
-    quality = quality_caveat(result)
-    if quality is not None:
-        caveats.append((QUALITY_CAVEAT, Caveat.Kind.LIMITATION, quality))
-    if result.client.saturated:
-        reasons = "; ".join(result.client.reasons) or "client CPU or event-loop lag"
-        caveats.append(
-            (
-                "client-saturated",
-                Caveat.Kind.METHOD,
-                f"Client saturated ({reasons}): per-token timings may be distorted.",
-            )
-        )
-    nap = result.client.idle_nap_us
-    if nap > 0:
-        caveats.append(
-            (
-                "client-nap",
-                Caveat.Kind.METHOD,
-                f"The client napped {nap:g} µs on idle event-loop passes instead of waiting for "
-                "the server's next bytes (it spares a co-located API server the wake-ups): every "
-                f"arrival stamp, and so TTFT, ITL and TPOT, can be late by up to {nap:g} µs plus "
-                "about 50 µs of timer slack.",
-            )
-        )
-    gap = queue_gap_fraction(result)  # None for imports: they carry no engine samples
-    if sparse_queue_samples(gap):
-        consequence = (
-            "the running and waiting figures rest on too few samples to show the queue"
-            if result.queue.samples
-            else "the point has no running and waiting figures"
-        )
-        caveats.append(
-            (
-                "sparse-queue-samples",
-                Caveat.Kind.METHOD,
-                f"The engine's /metrics answered {result.queue.samples} time(s) in this "
-                f"{result.metrics.duration:.1f} s point and {gap:.0%} of it passed without a "
-                f"sample: {consequence}. Longer points (more requests or output tokens) give "
-                "firmer evidence.",
-            )
-        )
-    metrics = result.metrics
-    if not metrics.valid:
-        caveats.append(
-            (
-                "invalid-point",
-                Caveat.Kind.LIMITATION,
-                f"Not a valid run: {metrics.failed} failed and {metrics.short_responses} short "
-                f"responses of {metrics.completed + metrics.failed} requests.",
-            )
-        )
-    failed = failed_checks(result)
-    if failed:
-        caveats.append(
-            (
-                "inconsistent-aggregates",
-                Caveat.Kind.METHOD,
-                "The stored aggregates disagree, so this point is left out of capacity and "
-                "operating-point choices: " + " ".join(check.sentence for check in failed),
-            )
-        )
-    if result.source == "vllm-bench-import":
-        caveats.append(
-            (
-                "vllm-bench-import",
-                Caveat.Kind.SCOPE,
-                "Imported from vllm bench serve: no engine queue samples, provenance only as "
-                "far as the file records it.",
-            )
-        )
-    return caveats
 
 
 def store_point(

@@ -18,14 +18,12 @@ from django.core.validators import RegexValidator
 from django.utils import timezone
 
 from benchmarks import outbound, vault
-from benchmarks.models import REVISION_REGEX, Checkpoint, Endpoint, Node, Runtime
+from benchmarks.models import Checkpoint, Endpoint, Node, Runtime
+from benchmarks.models.catalog import REVISION_REGEX
+from dashboard.access import CHANGE_CHECKPOINT, CHANGE_RUNTIME, TRUST_CHECKPOINT
 from runner.engine.endpoint import Credentials, check_header, normalize_base_url, origin
 from runner.schema.engine_config import EngineLaunch
 from runner.schema.flags import KV_CACHE_DTYPES, check_command_value, check_model_source
-
-CHANGE_CHECKPOINT = "benchmarks.change_checkpoint"
-TRUST_CHECKPOINT = "benchmarks.trust_checkpoint"
-CHANGE_RUNTIME = "benchmarks.change_runtime"
 
 # A docker image digest as `docker images --digests` prints it (the only algorithm in use).
 DIGEST_REGEX = r"^sha256:[0-9a-f]{64}$"

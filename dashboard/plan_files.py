@@ -21,9 +21,9 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.template.defaultfilters import filesizeformat
 
-from benchmarks import plans
-from benchmarks.models import Checkpoint, Endpoint, Runtime, Workload
-from dashboard.forms import (
+from benchmarks import launch_rules, plans
+from benchmarks.models import Endpoint, Workload
+from dashboard.launch_fields import (
     BOOL_AXIS,
     ENGINE_SETTINGS,
     FILE_WORKLOAD_FIELDS,
@@ -278,7 +278,9 @@ def _axis_initial(setting: EngineSetting, values: list[Any]) -> str:
 def _checkpoint(plan: SweepPlan) -> PlanOnForm:
     """The approved checkpoint row the plan names (model, revision, precision, KV dtype)."""
     spec = plan.checkpoint
-    rows = Checkpoint.objects.filter(approved=True, repo=spec.model, revision=spec.revision or "")
+    rows = launch_rules.launchable_checkpoints().filter(
+        repo=spec.model, revision=spec.revision or ""
+    )
     if spec.precision:
         rows = rows.filter(precision=spec.precision)
     kv_dtypes = {config.kv_cache_dtype or "" for config in plan.engine_configs}
@@ -308,7 +310,7 @@ def _runtime(launch: EngineLaunch) -> PlanOnForm:
     """The approved vLLM runtime whose image (and digest) the plan's launch names."""
     if launch.image is None:
         return PlanOnForm()
-    rows = Runtime.objects.filter(approved=True, engine__in=Runtime.LAUNCHABLE).exclude(image="")
+    rows = launch_rules.launchable_runtimes().exclude(image="")
     found = [r for r in rows if (f"{r.image}@{r.digest}" if r.digest else r.image) == launch.image]
     if len(found) != 1:
         return PlanOnForm(left_out=[f"launch.image {launch.image}: no single approved vLLM "

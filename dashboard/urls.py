@@ -1,16 +1,16 @@
 from django.urls import path
 
-from dashboard import views, views_catalog, views_judgement
+from dashboard import views, views_catalog, views_imports, views_judgement, views_launch
 
 urlpatterns = [
     path("runs/", views.runs, name="runs"),
-    path("runs/new/", views.run_new, name="run_new"),
-    path("runs/new/plan/", views.run_new_from_plan, name="run_new_from_plan"),
-    path("runs/import/", views.run_import, name="run_import"),
-    path("runs/imports/<uuid:code>/", views.run_import_status, name="run_import_status"),
+    path("runs/new/", views_launch.run_new, name="run_new"),
+    path("runs/new/plan/", views_launch.run_new_from_plan, name="run_new_from_plan"),
+    path("runs/import/", views_imports.run_import, name="run_import"),
+    path("runs/imports/<uuid:code>/", views_imports.run_import_status, name="run_import_status"),
     path(
         "runs/imports/<uuid:code>/progress.json",
-        views.run_import_progress,
+        views_imports.run_import_progress,
         name="run_import_progress",
     ),
     path("runs/<uuid:code>/", views.run_detail, name="run_detail"),
@@ -24,7 +24,7 @@ urlpatterns = [
     path("runs/<uuid:code>.json", views.run_json, name="run_json"),
     path("runs/<uuid:code>.csv", views.run_csv, name="run_csv"),
     path("runs/<uuid:code>/plan.yaml", views.run_plan_yaml, name="run_plan_yaml"),
-    path("runs/<uuid:code>/again/", views.run_again, name="run_again"),
+    path("runs/<uuid:code>/again/", views_launch.run_again, name="run_again"),
     # The judgement layer (dashboard/views_judgement.py).
     path(
         "runs/<uuid:code>/operating-point/",

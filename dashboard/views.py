@@ -1,11 +1,11 @@
-"""Server-rendered pages and the small JSON views they poll. Every page needs a login; what
-else each action needs is a permission (the roles are in benchmarks/migrations/0009)."""
+"""The run pages: the list, a run's page and the small JSON views it polls, its downloads, the
+audit log. Every page needs a login; what else each action needs is a permission
+(dashboard.access)."""
 
 from __future__ import annotations
 
 import csv
 import json
-import logging
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -13,7 +13,6 @@ from urllib.parse import urlencode
 from uuid import UUID
 
 import pydantic
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
 from django.core.exceptions import PermissionDenied
@@ -28,22 +27,17 @@ from django.http import (
     JsonResponse,
     StreamingHttpResponse,
 )
-from django.shortcuts import get_object_or_404, redirect, render
-from django.urls import reverse
-from django.views.decorators.csrf import csrf_exempt, csrf_protect
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST, require_safe
-from kombu.exceptions import OperationalError as BrokerError
 
-from benchmarks import estimates, lifecycle, plans, storage, tasks
+from benchmarks import estimates, lifecycle, storage
 from benchmarks.models import (
     AuditEvent,
     Benchmark,
     Caveat,
     Checkpoint,
-    Node,
     Point,
     PointData,
-    ResultImport,
     Runtime,
 )
 from benchmarks.points import (
@@ -53,47 +47,19 @@ from benchmarks.points import (
     stored_requests,
     telemetry_cells,
 )
-from dashboard import plan_files, uploads, views_judgement
-from dashboard.forms import ImportForm, LaunchForm
-from dashboard.http import AuthenticatedHttpRequest
+from dashboard import plan_files, views_judgement
+from dashboard.access import (
+    VIEW_AUDIT,
+    can_cancel,
+    get_benchmark_for_user,
+)
 from judgement import charts
 from runner.schema.plan import SweepPlan
 from runner.schema.records import RequestRecord
 from runner.schema.result import PointResult
 
-log = logging.getLogger(__name__)
-
 RUNS_PER_PAGE = 50
 AUDIT_EVENTS_PER_PAGE = 100
-
-LAUNCH = "benchmarks.launch_benchmark"
-CANCEL_ANY = "benchmarks.cancel_any_benchmark"
-IMPORT = "benchmarks.import_results"
-VIEW_ANY_IMPORT = "benchmarks.view_resultimport"
-VIEW_AUDIT = "benchmarks.view_auditevent"
-
-
-def _get_benchmark_for_user(request: HttpRequest, code: UUID) -> Benchmark:
-    """Every logged-in teammate sees every run: Headroom is a team's shared lab notebook."""
-    queryset = Benchmark.objects.select_related("node", "runtime", "checkpoint", "workload")
-    return get_object_or_404(queryset, code=code)
-
-
-def _get_import_for_user(request: AuthenticatedHttpRequest, code: UUID) -> ResultImport:
-    """An upload's import is its uploader's; another's needs view_resultimport (superusers).
-    Anyone else gets a 404: the page names a file that someone else chose to upload."""
-    queryset = ResultImport.objects.select_related("benchmark")
-    if not request.user.has_perm(VIEW_ANY_IMPORT):
-        queryset = queryset.filter(created_by=request.user)
-    return get_object_or_404(queryset, code=code)
-
-
-def can_cancel(user, benchmark: Benchmark) -> bool:
-    """A launcher cancels their own runs; another's takes cancel_any_benchmark as well, so a
-    teammate cannot free a shared GPU by stopping someone else's sweep."""
-    if not user.has_perm(LAUNCH):
-        return False
-    return benchmark.created_by_id == user.pk or user.has_perm(CANCEL_ANY)
 
 
 @login_required
@@ -134,254 +100,9 @@ def runs(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
-@permission_required(LAUNCH, raise_exception=True)
-def run_new(request: HttpRequest) -> HttpResponse:
-    """The launch form. A valid POST first shows what it would launch and an estimate of its
-    cost (runs/confirm.html); only that page's Launch (confirm=1) creates and enqueues the run.
-    The estimate is worked out again at that moment, never read back from the posted page."""
-    form = LaunchForm(request.POST or None)
-    changing = request.POST.get("change") == "1"  # the confirmation page's Change
-    if request.method == "POST" and not changing and form.is_valid():
-        estimate = form.estimate()
-        if request.POST.get("confirm") != "1":
-            return _confirm_page(request, form, estimate)
-        benchmark = _launch(request, form, estimate)
-        if benchmark is not None:
-            node: Node = form.cleaned_data["node"]  # the launched run's node
-            messages.success(request, f"Queued on {node.queue}.")
-            offline = node.offline_note()
-            if offline:
-                messages.warning(request, offline)
-            return redirect("run_detail", code=benchmark.code)
-    return _launch_page(request, form, plan_files.PlanFileForm())
-
-
-def _launch(
-    request: HttpRequest, form: LaunchForm, estimate: estimates.Estimate
-) -> Benchmark | None:
-    """Create the run with its estimate and its record, then enqueue it; None (and an error on
-    the form) when the broker is unreachable, with nothing left behind."""
-    with transaction.atomic():  # committed: a worker can always find the row
-        benchmark = form.save(request.user, estimate)
-        AuditEvent.objects.record(request.user, AuditEvent.Action.LAUNCHED, benchmark)
-    try:
-        tasks.enqueue_benchmark(benchmark)
-    except BrokerError as exc:
-        # Nothing half-created: the queued row would never run, so it goes, and so does
-        # the record of a launch that did not happen.
-        log.error("broker unreachable at submit: %s", exc)
-        with transaction.atomic():
-            AuditEvent.objects.about(benchmark).delete()
-            benchmark.delete()
-        form.add_error(
-            None,
-            "The task queue (broker) is unreachable, so nothing was launched. "
-            f"Check that Redis is running at {settings.CELERY_BROKER_URL.split('@')[-1]}.",
-        )
-        return None
-    return benchmark
-
-
-# Fields the confirmation page does not carry back: Django's own token is rendered fresh, and
-# the page's buttons add their own confirm / change.
-_NOT_CARRIED = frozenset({"csrfmiddlewaretoken", "confirm", "change"})
-
-
-def _confirm_page(
-    request: HttpRequest, form: LaunchForm, estimate: estimates.Estimate
-) -> HttpResponse:
-    """What the launch would run and cost; its buttons post every submitted field again."""
-    plan: SweepPlan = form.cleaned_data["plan"]
-    node: Node = form.cleaned_data["node"]
-    carried = [
-        (name, value)
-        for name, values in request.POST.lists()
-        if name not in _NOT_CARRIED
-        for value in values
-    ]
-    ctx = {
-        "form": form,
-        "plan": plan,
-        "node": node,
-        "endpoint": form.cleaned_data.get("registered_endpoint"),
-        "size": estimates.plan_size(plan),
-        "estimate": estimate,
-        "wall": estimates.duration_label(estimate.wall_s),
-        "gpu_hours": None if estimate.gpu_hours is None
-        else estimates.gpu_hours_label(estimate.gpu_hours),
-        "plan_notes": form.cleaned_data.get("plan_notes") or [],
-        "offline_note": node.offline_note(),
-        "carried": carried,
-    }
-    return render(request, "runs/confirm.html", ctx)
-
-
-def _launch_page(
-    request: HttpRequest,
-    form: LaunchForm,
-    plan_form: plan_files.PlanFileForm,
-    plan_left_out: list[str] | None = None,
-    plan_source: str = "file",
-) -> HttpResponse:
-    ctx = {
-        "form": form,
-        "nodes": Node.objects.all(),
-        "plan_form": plan_form,
-        "plan_left_out": plan_left_out,
-        "plan_source": plan_source,
-    }
-    status = 400 if form.errors or plan_form.errors else 200
-    return render(request, "runs/new.html", ctx, status=status)
-
-
-@csrf_exempt  # checked by _run_new_from_plan, once the upload handler is in place (run_import)
-@login_required
-@require_POST
-@permission_required(LAUNCH, raise_exception=True)
-def run_new_from_plan(request: HttpRequest) -> HttpResponse:
-    """A plan file laid onto the launch form for review; it never launches anything itself.
-    The file is received under PLAN_FILE_MAX_BYTES by the import page's bounded handler."""
-    handler = uploads.ResultFileUploadHandler(request, limit=plan_files.PLAN_FILE_MAX_BYTES)
-    request.upload_handlers = [handler]
-    return _run_new_from_plan(request, handler)
-
-
-@csrf_protect
-def _run_new_from_plan(
-    request: HttpRequest, handler: uploads.ResultFileUploadHandler
-) -> HttpResponse:
-    plan_form = plan_files.PlanFileForm(request.POST, request.FILES, refused=handler.refusal)
-    if not plan_form.is_valid():
-        return _launch_page(request, LaunchForm(), plan_form)
-    on_form = plan_files.plan_on_form(plan_form.cleaned_data["plan_file"])
-    messages.info(request, f"Filled in from {plan_form.file_name}: review, then launch.")
-    return _launch_page(request, LaunchForm(initial=on_form.initial), plan_files.PlanFileForm(),
-                        on_form.left_out)
-
-
-@login_required
-@require_safe
-@permission_required(LAUNCH, raise_exception=True)
-def run_again(request: HttpRequest, code: UUID) -> HttpResponse:
-    """The launch form filled in from a launched run's plan, on its node (and endpoint), to
-    change and launch; like a plan file, it never launches anything itself."""
-    benchmark = _get_benchmark_for_user(request, code)
-    if benchmark.source != Benchmark.Source.LAUNCHED:
-        raise Http404("An imported run ran elsewhere: it has no plan to run again.")
-    on_form = _plan_on_form(benchmark)
-    initial = {**on_form.initial, "node": benchmark.node_id}
-    runtime = benchmark.runtime
-    if runtime is not None and runtime.approved and runtime.engine in Runtime.LAUNCHABLE:
-        initial.setdefault("runtime", runtime.pk)  # a plan names its runtime only by image
-    if benchmark.endpoint_id:
-        initial["registered_endpoint"] = benchmark.endpoint_id
-    form = LaunchForm(initial=initial)
-    messages.info(request, f"Filled in from {benchmark.name}: change what you need, then launch.")
-    return _launch_page(request, form, plan_files.PlanFileForm(), on_form.left_out,
-                        plan_source="plan of this run")
-
-
-def _plan_on_form(benchmark: Benchmark) -> plan_files.PlanOnForm:
-    try:
-        plan = SweepPlan.model_validate(benchmark.plan)
-    except pydantic.ValidationError as exc:
-        # A plan stored by an older schema: the form starts blank and says why.
-        why = plans.pydantic_message(exc)
-        return plan_files.PlanOnForm(left_out=[f"the stored plan no longer reads: {why}"])
-    return plan_files.plan_on_form(plan)
-
-
-@csrf_exempt  # checked by _run_import: the CSRF check reads the body, so it must come after
-@login_required
-@permission_required(IMPORT, raise_exception=True)
-def run_import(request: AuthenticatedHttpRequest) -> HttpResponse:
-    """The upload form. Its handler enforces the size limit as the body arrives, so it is put in
-    place before anything reads the body: hence csrf_protect on the view behind this one, as
-    Django's documentation does for upload handlers that a view installs."""
-    handler = uploads.ResultFileUploadHandler(request)
-    request.upload_handlers = [handler]
-    return _run_import(request, handler)
-
-
-@csrf_protect
-def _run_import(
-    request: AuthenticatedHttpRequest, handler: uploads.ResultFileUploadHandler
-) -> HttpResponse:
-    posted = request.method == "POST"
-    form = ImportForm(
-        request.POST if posted else None, request.FILES if posted else None,
-        refused=handler.refusal,
-    )  # fmt: skip
-    if posted and form.is_valid():
-        result_import = _queue_import(request, form)
-        if result_import is not None:
-            return redirect("run_import_status", code=result_import.code)
-    return render(request, "runs/import.html", {"form": form}, status=400 if form.errors else 200)
-
-
-def _queue_import(request: AuthenticatedHttpRequest, form: ImportForm) -> ResultImport | None:
-    """Keep the received file under its import's generated name, then enqueue the import.
-
-    The web never parses the file: a worker does (benchmarks.imports.run_result_import).
-    """
-    upload = form.cleaned_data["file"]
-    with transaction.atomic():  # committed: a worker can always find the row and its file
-        result_import = ResultImport.objects.create(
-            created_by=request.user,
-            file_name=upload.name[:255],
-            size=upload.size,
-            name=form.cleaned_data["name"],
-            stated=form.cleaned_data["stated"].model_dump(exclude_none=True),
-        )
-        upload.keep(result_import.stored_path)
-    try:
-        tasks.enqueue_import(result_import)
-    except BrokerError as exc:
-        # As for a launch: an import nobody will run is not left behind, nor is its file.
-        log.error("broker unreachable at import: %s", exc)
-        result_import.stored_path.unlink(missing_ok=True)
-        result_import.delete()
-        form.add_error(
-            None,
-            "The task queue (broker) is unreachable, so nothing was imported. "
-            f"Check that Redis is running at {settings.CELERY_BROKER_URL.split('@')[-1]}.",
-        )
-        return None
-    return result_import
-
-
-def _import_status(result_import: ResultImport) -> dict[str, object]:
-    """What the status page shows and its progress.json returns."""
-    run = result_import.benchmark
-    return {
-        "state": result_import.state,
-        "final": result_import.is_final,
-        "progress": result_import.progress,
-        "error_message": result_import.error_message,
-        "run_url": reverse("run_detail", kwargs={"code": run.code}) if run else None,
-    }
-
-
-@login_required
-@require_safe
-@permission_required(IMPORT, raise_exception=True)
-def run_import_status(request: AuthenticatedHttpRequest, code: UUID) -> HttpResponse:
-    result_import = _get_import_for_user(request, code)
-    ctx = {"result_import": result_import, "status": _import_status(result_import)}
-    return render(request, "runs/import_status.html", ctx)
-
-
-@login_required
-@require_safe
-@permission_required(IMPORT, raise_exception=True)
-def run_import_progress(request: AuthenticatedHttpRequest, code: UUID) -> JsonResponse:
-    return JsonResponse(_import_status(_get_import_for_user(request, code)))
-
-
-@login_required
 @require_safe
 def run_detail(request: HttpRequest, code: UUID) -> HttpResponse:
-    benchmark = _get_benchmark_for_user(request, code)
+    benchmark = get_benchmark_for_user(request, code)
     points = list(benchmark.points.defer("provenance", "per_replica"))
     caveats = Caveat.objects.filter(Q(benchmark=benchmark) | Q(point__benchmark=benchmark))
     point_caveats: dict[int, list[Caveat]] = defaultdict(list)
@@ -442,7 +163,7 @@ def run_progress(request: HttpRequest, code: UUID) -> JsonResponse:
     # An open run page polls this: a run whose worker died ends here even if no worker is
     # left to reap it (lifecycle.reap_stale: one read, a conditional UPDATE only when stale).
     lifecycle.reap_stale()
-    b = _get_benchmark_for_user(request, code)
+    b = get_benchmark_for_user(request, code)
     return JsonResponse(
         {
             "state": b.state,
@@ -463,7 +184,7 @@ def run_progress(request: HttpRequest, code: UUID) -> JsonResponse:
 @login_required
 @require_safe
 def point_samples(request: HttpRequest, code: UUID, point_id: int) -> JsonResponse:
-    benchmark = _get_benchmark_for_user(request, code)
+    benchmark = get_benchmark_for_user(request, code)
     # Only the samples columns: the request records of a big point stay on disk.
     data = PointData.objects.filter(point__benchmark=benchmark, point_id=point_id)
     blobs = data.values_list("samples", "telemetry").first()
@@ -478,7 +199,7 @@ def point_samples(request: HttpRequest, code: UUID, point_id: int) -> JsonRespon
 @login_required
 @require_POST
 def run_cancel(request: HttpRequest, code: UUID) -> HttpResponse:
-    benchmark = _get_benchmark_for_user(request, code)
+    benchmark = get_benchmark_for_user(request, code)
     if not can_cancel(request.user, benchmark):
         raise PermissionDenied
     with transaction.atomic():
@@ -517,7 +238,7 @@ def _benchmark_summary(benchmark: Benchmark) -> dict[str, object]:
 @require_safe
 def run_json(request: HttpRequest, code: UUID) -> StreamingHttpResponse:
     """The run and every point in full (runner.schema.result.PointResult), point by point."""
-    benchmark = _get_benchmark_for_user(request, code)
+    benchmark = get_benchmark_for_user(request, code)
 
     def body() -> Iterator[str]:
         head = json.dumps({"benchmark": _benchmark_summary(benchmark)}, cls=DjangoJSONEncoder)
@@ -571,7 +292,7 @@ def _point_json(
 @require_safe
 def run_plan_yaml(request: HttpRequest, code: UUID) -> HttpResponse:
     """The run's plan as the file `python -m runner sweep` runs (runner.cli.commands.load_plan)."""
-    benchmark = _get_benchmark_for_user(request, code)
+    benchmark = get_benchmark_for_user(request, code)
     if benchmark.source != Benchmark.Source.LAUNCHED:
         raise Http404("An imported run ran elsewhere: it has no plan to download.")
     response = HttpResponse(plan_files.plan_yaml(benchmark.plan),
@@ -610,7 +331,7 @@ def _csv_cell(value: object) -> object:
 @require_safe
 def run_csv(request: HttpRequest, code: UUID) -> StreamingHttpResponse:
     """One row per point with every aggregate, for a spreadsheet."""
-    benchmark = _get_benchmark_for_user(request, code)
+    benchmark = get_benchmark_for_user(request, code)
     writer = csv.writer(_Echo())
     caveats: dict[int, list[str]] = defaultdict(list)
     for point_id, caveat_code in Caveat.objects.filter(point__benchmark=benchmark).values_list(

@@ -14,7 +14,6 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
-from django.core.exceptions import PermissionDenied
 from django.db import models, transaction
 from django.forms import ModelForm
 from django.http import HttpRequest, HttpResponse
@@ -26,10 +25,17 @@ from benchmarks import outbound, vault
 from benchmarks.admin import AUDITED_FLAGS
 from benchmarks.models import AuditEvent, Checkpoint, Endpoint, Node, Runtime
 from benchmarks.tasks import endpoint_credentials
-from dashboard.forms_catalog import (
+from dashboard.access import (
+    ADD_CHECKPOINT,
+    ADD_ENDPOINT,
+    ADD_RUNTIME,
     CHANGE_CHECKPOINT,
+    CHANGE_ENDPOINT,
+    CHANGE_NODE,
     CHANGE_RUNTIME,
-    TRUST_CHECKPOINT,
+    get_checkpoint_for_user,
+)
+from dashboard.forms_catalog import (
     CheckpointForm,
     EndpointForm,
     NodeForm,
@@ -40,27 +46,12 @@ from runner.engine.command import EngineError, Unreachable
 from runner.engine.endpoint import NO_CREDENTIALS, redact
 from runner.engine.process import probe
 
-ADD_CHECKPOINT = "benchmarks.add_checkpoint"
-ADD_RUNTIME = "benchmarks.add_runtime"
-CHANGE_NODE = "benchmarks.change_node"
-ADD_ENDPOINT = "benchmarks.add_endpoint"
-CHANGE_ENDPOINT = "benchmarks.change_endpoint"
-
 # What an approval or a trust is given to: changing one of these on an approved (or trusted)
 # row gives it to something else, so the save is recorded as if the box had been ticked anew.
 LAUNCH_FIELDS = {
     Checkpoint: ("repo", "revision", "precision", "kv_cache_dtype"),
     Runtime: ("engine", "other_engine", "version", "image", "digest"),
 }
-
-
-def _get_checkpoint_for_user(request: HttpRequest, pk: int) -> Checkpoint:
-    """A checkpoint to edit. A trusted one only by someone who may trust: pointing its repo
-    or revision at other weights would carry the trust to them (as CheckpointAdmin refuses)."""
-    checkpoint = get_object_or_404(Checkpoint, pk=pk)
-    if checkpoint.trusted and not request.user.has_perm(TRUST_CHECKPOINT):
-        raise PermissionDenied
-    return checkpoint
 
 
 def _record_approvals(user: Any, row: models.Model, form: ModelForm) -> None:
@@ -112,7 +103,7 @@ def checkpoint_new(request: HttpRequest) -> HttpResponse:
 @login_required
 @permission_required(CHANGE_CHECKPOINT, raise_exception=True)
 def checkpoint_edit(request: HttpRequest, pk: int) -> HttpResponse:
-    checkpoint = _get_checkpoint_for_user(request, pk)
+    checkpoint = get_checkpoint_for_user(request, pk)
     form = CheckpointForm(request.POST or None, instance=checkpoint, user=request.user)
     if request.method == "POST" and form.is_valid():
         _save_catalog_form(request, form)

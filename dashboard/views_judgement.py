@@ -18,6 +18,15 @@ from django.views.decorators.http import require_safe
 
 from benchmarks.models import Benchmark, Comparison, ExternalReference, Point
 from benchmarks.operating_points import save_operating_point
+from dashboard.access import (
+    ADD_REFERENCE,
+    CHOOSE_OPERATING_POINT,
+    EDIT_REFERENCE,
+    SAVE_COMPARISON,
+    AuthenticatedHttpRequest,
+    get_benchmark_for_user,
+    get_comparison_for_user,
+)
 from dashboard.forms_judgement import (
     ComparisonForm,
     ExternalReferenceForm,
@@ -25,7 +34,6 @@ from dashboard.forms_judgement import (
     ReferenceCompareForm,
     point_label,
 )
-from dashboard.http import AuthenticatedHttpRequest
 from judgement import charts
 from judgement.capacity import capacity_rows
 from judgement.charts import chart_overlay, references_for_chart
@@ -45,25 +53,6 @@ from judgement.rows import load_points, scaling_reference_choices
 from judgement.scaling import node_scaling_refusal, scaling_for
 from judgement.verdict_rows import evidence_items, ladder_diagnoses, sweep_change, verdict_rows
 from judgement.vocabulary import AnalysisError
-
-# Reading any of these pages needs only a login; storing a choice needs these.
-CHOOSE_OPERATING_POINT = "benchmarks.add_operatingpoint"
-SAVE_COMPARISON = "benchmarks.add_comparison"
-ADD_REFERENCE = "benchmarks.add_externalreference"
-EDIT_REFERENCE = "benchmarks.change_externalreference"
-
-
-def _get_benchmark_for_user(request: HttpRequest, code: UUID) -> Benchmark:
-    """Every logged-in teammate sees every run (as dashboard.views)."""
-    queryset = Benchmark.objects.select_related("node", "runtime", "checkpoint", "workload")
-    return get_object_or_404(queryset, code=code)
-
-
-def _get_comparison_for_user(request: HttpRequest, code: UUID) -> Comparison:
-    queryset = Comparison.objects.select_related(
-        "baseline_point__benchmark__node", "candidate_point__benchmark__node", "created_by"
-    )
-    return get_object_or_404(queryset, code=code)
 
 
 def _point_or_none(value: str | None) -> Point | None:
@@ -192,7 +181,7 @@ def operating_point(request: HttpRequest, code: UUID) -> HttpResponse:
     """GET: the current choice, its history and the form; POST: choose and store."""
     if request.method == "POST" and not request.user.has_perm(CHOOSE_OPERATING_POINT):
         raise PermissionDenied  # the history stays readable to everyone logged in
-    benchmark = _get_benchmark_for_user(request, code)
+    benchmark = get_benchmark_for_user(request, code)
     form = OperatingPointForm(request.POST or None, benchmark=benchmark)
     if request.method == "POST" and form.is_valid():
         points = load_points(benchmark)
@@ -269,7 +258,7 @@ def comparison_new(request: AuthenticatedHttpRequest) -> HttpResponse:
 @login_required
 @require_safe
 def comparison_detail(request: HttpRequest, code: UUID) -> HttpResponse:
-    comparison = _get_comparison_for_user(request, code)
+    comparison = get_comparison_for_user(request, code)
     result, error = compare_saved(comparison)
     worth = None if result is None else worth_of(
         comparison.baseline_point, comparison.candidate_point, result)

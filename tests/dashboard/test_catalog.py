@@ -17,8 +17,10 @@ from django.test import Client
 from django.utils import timezone
 
 from benchmarks.models import AuditEvent, Checkpoint, Node, Runtime
-from dashboard.forms import BatchDefaults, LaunchForm, vllm_batch_defaults
 from dashboard.forms_catalog import NodeForm
+from dashboard.forms_launch import LaunchForm
+from dashboard.launch_fields import vllm_batch_defaults
+from runner.engine.vllm_defaults import BatchDefaults
 from tests.dashboard.conftest import grant_role
 from tests.dashboard.factories import REVISION, make_checkpoint, make_node, make_runtime
 

@@ -16,7 +16,8 @@ from django.contrib.messages import get_messages
 from django.utils import timezone
 
 from benchmarks import lifecycle, tasks
-from benchmarks.models import Benchmark, BenchmarkQuerySet, Node
+from benchmarks.models import Benchmark, Node
+from benchmarks.models.runs import BenchmarkQuerySet
 from benchmarks.points import store_point
 
 from .factories import (

@@ -18,7 +18,7 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
-from dashboard.forms import LaunchForm
+from dashboard.forms_launch import LaunchForm
 from demo.management.commands.launch_demo_sweep import DEMO_FORM
 from demo.run import (
     Children,

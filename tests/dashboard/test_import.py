@@ -312,7 +312,7 @@ def test_an_imported_checkpoint_and_runtime_are_records_the_launch_form_does_not
     owner_client
 ):
     from benchmarks.models import Checkpoint, Runtime
-    from dashboard.forms import LaunchForm
+    from dashboard.forms_launch import LaunchForm
 
     document = {**VLLM_BENCH, "model_id": "attacker-org/evil-remote-code-model",
                 "engine": "vllm", "version": "0.32.0"}

@@ -11,7 +11,7 @@ from django.conf import settings
 
 from benchmarks.models import Benchmark, Checkpoint, Workload
 from config.celery import app as celery_app
-from dashboard.forms import LaunchForm
+from dashboard.forms_launch import LaunchForm
 
 from .factories import launch_form_data, make_checkpoint, make_node, make_runtime
 from .test_settings import start_settings
@@ -216,7 +216,7 @@ def test_a_broker_that_is_down_gets_a_clear_message_and_leaves_nothing_behind(
 
 
 def test_every_engine_setting_has_a_cli_flag_and_a_form_field():
-    from dashboard.forms import LaunchForm
+    from dashboard.forms_launch import LaunchForm
     from runner.cli.parser import build_parser
     from runner.schema.engine_config import EngineConfig
 
@@ -279,7 +279,7 @@ def test_a_bad_engine_setting_gets_an_error_on_its_field(
 
 
 def test_only_vllm_runtimes_are_offered_and_another_engine_is_refused(owner_client, node):
-    from dashboard.forms import LaunchForm
+    from dashboard.forms_launch import LaunchForm
 
     trtllm = make_runtime(engine="tensorrt-llm", version="0.18.0")
     vllm = make_runtime()
@@ -309,7 +309,7 @@ CODE_LOADING_ARGS = (
 
 
 def test_only_approved_checkpoints_and_runtimes_are_offered():
-    from dashboard.forms import LaunchForm
+    from dashboard.forms_launch import LaunchForm
 
     approved = make_checkpoint()
     make_checkpoint(repo="attacker-org/evil-remote-code-model", approved=False)

@@ -18,7 +18,8 @@ from django.utils.html import escape
 from benchmarks import plans
 from benchmarks.models import Benchmark, Workload
 from dashboard import plan_files
-from dashboard.forms import WORKLOAD_PRESETS, LaunchForm
+from dashboard.forms_launch import LaunchForm
+from dashboard.launch_fields import WORKLOAD_PRESETS
 from runner.cli.commands import load_plan
 from runner.plan_text import MAX_PLAN_DEPTH
 from runner.schema.engine_config import EngineConfig

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from django.utils.html import escape
 
+from analysis import caveats
 from analysis.sentences import QUALITY_ON_CPU_ENGINE
 from benchmarks import points
 from benchmarks.models import Benchmark, Caveat, Point
@@ -131,7 +132,7 @@ def test_a_score_on_the_cpu_engine_carries_the_judgement_layers_caveat(
         result.provenance.hardware = result.provenance.hardware.model_copy(
             update={"gpu_count": 1, "gpu_name": "NVIDIA H200"})
     stored = points.store_point(make_benchmark(state="succeeded"), result)
-    texts = list(Caveat.objects.filter(point=stored, code=points.QUALITY_CAVEAT)
+    texts = list(Caveat.objects.filter(point=stored, code=caveats.QUALITY_CAVEAT)
                  .values_list("text", flat=True))
     assert texts == ([QUALITY_ON_CPU_ENGINE] if caveat else [])
 

@@ -25,7 +25,7 @@ from benchmarks import imports, tasks
 from benchmarks.cpu_limit import cpu_time_limit
 from benchmarks.imports import ImportFileError, ImportProgress, import_points
 from benchmarks.models import AuditEvent, Benchmark, Point, ResultImport
-from dashboard import views
+from dashboard import views_imports
 from runner.importer.files import MAX_JSON_DEPTH
 
 from .conftest import grant_role
@@ -77,7 +77,7 @@ def post_raw(user, body: bytes):
     request._stream = LimitedStream(stream, len(body))
     request.user = user
     request._dont_enforce_csrf_checks = True  # as the test client does
-    return views.run_import(request), stream
+    return views_imports.run_import(request), stream
 
 
 def test_a_body_over_the_limit_is_refused_before_its_file_is_read(owner, small_limit, settings):

@@ -15,7 +15,7 @@ from django.db import transaction
 
 from benchmarks import tasks
 from benchmarks.models import AuditEvent, Checkpoint, Node, Runtime
-from dashboard.forms import LaunchForm
+from dashboard.forms_launch import LaunchForm
 
 # Small enough to finish in a few minutes on two cores, large enough to show the effect: at
 # max_num_seqs 4 most of each burst waits; at 64 the engine admits it.

@@ -1,4 +1,4 @@
-"""The launch form (/runs/new/) and the import form, with an error on the field that is wrong."""
+"""The launch form (/runs/new/), with an error on the field that is wrong."""
 
 from __future__ import annotations
 
@@ -10,219 +10,35 @@ from django import forms
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.template.defaultfilters import filesizeformat
 
-from benchmarks import estimates, plans
-from benchmarks.imports import StatedFacts
-from benchmarks.models import Benchmark, Checkpoint, Endpoint, Node, Runtime, Workload
+from benchmarks import estimates, launch_rules, plans
+from benchmarks.models import Benchmark, Endpoint, Node, Workload
 from dashboard.form_fields import declared_field
-from runner import grid
-from runner.engine.vllm_defaults import BatchDefaults, batch_defaults
-from runner.measure import quality
-from runner.schema.engine_config import EngineConfig, EngineSetting
-from runner.schema.flags import check_code_loading, check_model_source, parse_goodput
-from runner.schema.plan import TOKEN_ID_KINDS, QualitySpec, SweepPlan
-from runner.workloads import conversations
-from runner.workloads.prompts import (
-    DatasetError,
-    WorkloadError,
-    dataset_file,
-    dataset_names,
+from dashboard.launch_fields import (
+    BOOL_AXIS,
+    ENGINE_SETTINGS,
+    MAX_CONFIGS,
+    MAX_LEVELS,
+    MAX_REPEATS,
+    NO_EXTRA_FLAGS,
+    WORKLOAD_FIELDS,
+    WORKLOAD_PRESETS,
+    WORKLOAD_ROW_FIELDS,
+    ApprovedCheckpointField,
+    LaunchableRuntimeField,
+    NodeChoiceField,
+    batch_defaults_note,
+    engine_setting_field,
+    parse_axis,
+    parse_numbers,
+    vllm_batch_defaults,
 )
-from runner.workloads.traces import check_source
-
-MAX_REPEATS = 10
-MAX_LEVELS = 20
-# Engine configs one launch may start, after the combinations vLLM refuses are left out: each
-# is an engine start (minutes on a GPU) before its first point.
-MAX_CONFIGS = 20
-
-# Workload presets. "case-study" is the engagement Headroom was built from: about 2,000 requests
-# queued at once, 63-66 input tokens, 256 output tokens forced with ignore_eos, temperature 0,
-# thinking off. "reference-1k-1k" matches the vendors' published 1,000 in / 1,000 out spec.
-WORKLOAD_PRESETS: dict[str, dict[str, Any]] = {
-    "case-study": {
-        "prompt_source": "case_study",
-        "input_tokens_min": 63,
-        "input_tokens_max": 66,
-        "output_tokens": 256,
-        "request_count": 2000,
-        "temperature": 0.0,
-        "ignore_eos": True,
-        "thinking": False,
-        "endpoint": "chat",
-        "stream": True,
-        "load_shape": "burst",
-        "dataset_path": "",
-    },
-    "reference-1k-1k": {
-        "prompt_source": "random",
-        "input_tokens_min": 1000,
-        "input_tokens_max": 1000,
-        "output_tokens": 1000,
-        "request_count": 1000,
-        "temperature": 0.0,
-        "ignore_eos": True,
-        "thinking": False,
-        "endpoint": "completions",
-        "stream": True,
-        "load_shape": "burst",
-        "dataset_path": "",
-    },
-}
-WORKLOAD_FIELDS = tuple(WORKLOAD_PRESETS["case-study"])
-# What a launch stores on its Workload row: the preset's fields and the switches that apply to
-# any preset.
-# The file workloads' own options, each blank (or its default) for every other source.
-FILE_WORKLOAD_FIELDS = ("trace_span_s", "trace_longer", "conversation_turns_max")
-WORKLOAD_ROW_FIELDS = (*WORKLOAD_FIELDS, "keep_outputs", *FILE_WORKLOAD_FIELDS)
-# Every engine setting is a grid axis on the form: one value is shared by every config, several
-# make one config per combination (runner.grid).
-ENGINE_SETTINGS = EngineConfig.settings()
-# A bool axis: unset, one state, or both (two configs).
-BOTH = "both"
-BOOL_AXIS = {"": [], "true": [True], "false": [False], BOTH: [True, False]}
-# The extra-flags line that stands for "no extra flags" among several variants.
-NO_EXTRA_FLAGS = "(none)"
-
-
-class ApprovedChoiceField(forms.ModelChoiceField):
-    """A choice among the rows that may be launched; another row gets a message saying why not.
-
-    Rows an import created name what ran elsewhere; they wait for someone allowed to approve
-    them, since a launched checkpoint's weights and runtime's image run on a GPU node.
-    """
-
-    def to_python(self, value: Any) -> Any:
-        try:
-            return super().to_python(value)
-        except ValidationError:
-            other = self._any_row(value)
-            if other is None:
-                raise
-            raise ValidationError(self.refusal(other), code="not_launchable") from None
-
-    def _any_row(self, value: Any) -> Any:
-        if self.queryset is None:
-            return None
-        try:
-            return self.queryset.model.objects.filter(pk=int(value)).first()
-        except (TypeError, ValueError):
-            return None
-
-    def refusal(self, row: Any) -> str:
-        return (
-            f"{row} is not approved for launching yet: someone allowed to manage "
-            f"{row._meta.verbose_name_plural} approves it first."
-        )
-
-
-class ApprovedCheckpointField(ApprovedChoiceField):
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(queryset=Checkpoint.objects.filter(approved=True), **kwargs)
-
-
-class LaunchableRuntimeField(ApprovedChoiceField):
-    """An approved vLLM runtime: the runner launches only vLLM; other engines' runs are imported."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        launchable = Runtime.objects.filter(approved=True, engine__in=Runtime.LAUNCHABLE)
-        super().__init__(queryset=launchable, **kwargs)
-
-    def refusal(self, row: Any) -> str:
-        if row.engine not in Runtime.LAUNCHABLE:
-            return (
-                f"{row} cannot be launched: Headroom launches only vLLM runtimes (import the "
-                "results of other engines instead)."
-            )
-        return super().refusal(row)
-
-
-def engine_setting_field(setting: EngineSetting) -> forms.Field:
-    """A form field for one EngineConfig field, an axis of the grid: its flag as label, its
-    description as help. Values are parsed and checked in LaunchForm._clean_axes."""
-    common: dict[str, Any] = {"label": setting.flag, "required": False}
-    if setting.kind is bool:
-        # Unset leaves the engine's own default, which is not "off".
-        choices = [("", "engine default"), ("true", "on"), ("false", "off"),
-                   (BOTH, "on and off (two configs)")]
-        return forms.ChoiceField(choices=choices, help_text=setting.description, **common)
-    if setting.default is not None:
-        common["initial"] = str(setting.default)
-    return forms.CharField(
-        max_length=300,
-        help_text=f"{setting.description}; several values, one config each",
-        **common,
-    )
-
-
-def parse_axis(setting: EngineSetting, text: str) -> list[Any]:
-    """'4, 16 64' -> [4, 16, 64] for an int setting; words for a str one. Each value is checked
-    alone against the setting's own rule; ValidationError names the value."""
-    items = text.replace(",", " ").split()
-    if len(items) > MAX_CONFIGS:
-        raise ValidationError(f"At most {MAX_CONFIGS} values.")
-    values: list[Any] = []
-    for item in items:
-        try:
-            value = setting.kind(item)
-        except ValueError:
-            kind = {int: "a whole number", float: "a number"}.get(setting.kind, "a value")
-            raise ValidationError(f"{item!r} is not {kind}.") from None
-        try:
-            EngineConfig(**{setting.name: value})
-        except pydantic.ValidationError as exc:
-            message = exc.errors()[0]["msg"].removeprefix("Value error, ")
-            raise ValidationError(f"{item}: {message}.") from None
-        values.append(value)
-    if len(set(values)) != len(values):
-        raise ValidationError("Each value once, please.")
-    return values
-
-
-def vllm_batch_defaults(node: Node) -> BatchDefaults | None:
-    """What vLLM would pick on this node (one engine, tensor parallel 1), the starting point of
-    a max_num_seqs grid; None when the node's worker reported no GPU memory."""
-    return batch_defaults(cpu_engine=node.launch_style == Node.LaunchStyle.CPU,
-                          gpu_memory_mib=node.gpu_memory_mib, gpu_name=node.gpu_name)
-
-
-def batch_defaults_note(node: Node) -> str:
-    defaults = vllm_batch_defaults(node)
-    if defaults is None:
-        return f"{node.queue}: GPU memory not reported; blank settings leave vLLM's choice."
-    return (
-        f"{node.queue}: vLLM's own defaults there are --max-num-seqs {defaults.max_num_seqs}, "
-        f"--max-num-batched-tokens {defaults.max_num_batched_tokens}."
-    )
-
-
-class NodeChoiceField(forms.ModelChoiceField):
-    def label_from_instance(self, node: Node) -> str:
-        status = "" if node.is_alive() else " - no worker heartbeat"
-        return f"{node.queue}: {node.hardware_label()}{status}"
-
-
-def parse_numbers(text: str, *, integers: bool, limit: int) -> list[float]:
-    """'256, 512 1024' -> [256, 512, 1024]; ValidationError names the bad item."""
-    items = text.replace(",", " ").split()
-    if not items:
-        raise ValidationError("Enter at least one value.")
-    if len(items) > limit:
-        raise ValidationError(f"At most {limit} values.")
-    values: list[float] = []
-    for item in items:
-        try:
-            value = int(item) if integers else float(item)
-        except ValueError:
-            kind = "a whole number" if integers else "a number"
-            raise ValidationError(f"{item!r} is not {kind}.") from None
-        if value <= 0:
-            raise ValidationError(f"{item} must be greater than zero.")
-        values.append(value)
-    if len(set(values)) != len(values):
-        raise ValidationError("Each value once, please.")
-    return values
+from runner import grid
+from runner.measure import quality
+from runner.schema.engine_config import EngineConfig
+from runner.schema.flags import parse_goodput
+from runner.schema.plan import QualitySpec, SweepPlan
+from runner.workloads.prompts import DatasetError, dataset_file, dataset_names
 
 
 class LaunchForm(forms.Form):
@@ -449,16 +265,10 @@ class LaunchForm(forms.Form):
         if endpoint is not None:
             self._clean_endpoint_run(data, endpoint, workload)
             return data
-        node = data.get("node")
-        if node and data.get("replicas") and data["replicas"] > node.max_replicas():
-            self.add_error(
-                "replicas", f"{node.queue} has {node.max_replicas()} GPU(s): at most that many."
-            )
-        runtime = data.get("runtime")
-        if node and runtime and node.launch_style == "docker" and not runtime.image:
-            self.add_error(
-                "runtime", f"{node.queue} starts engines from an image; pick one with it."
-            )
+        for problem in launch_rules.node_problems(
+            data.get("node"), data.get("runtime"), data.get("replicas")
+        ):
+            self.add_error(problem.about, problem.message)
         self._check_checkpoint(data)
         levels = self._clean_levels(data, workload)
         configs = self._clean_engine_configs(data)
@@ -497,16 +307,9 @@ class LaunchForm(forms.Form):
         self._check_source(data["plan"])
 
     def _check_source(self, plan: SweepPlan) -> None:
-        """A trace, length log or conversation file is read now, as the worker will read it
-        (the node has the same data directory): a bad row or a file too short for a load is
-        refused here."""
-        try:
-            check_source(plan.workload, settings.HEADROOM_DATA_DIR, plan.loads)
-            conversations.check_conversations(
-                plan.workload, settings.HEADROOM_DATA_DIR, plan.loads
-            )
-        except WorkloadError as exc:
-            self.add_error("dataset_path", f"{exc}.")
+        problem = launch_rules.source_problem(plan)
+        if problem:
+            self.add_error("dataset_path", problem)
 
     def _clean_launch_rows(self, data: dict[str, Any]) -> Endpoint | None:
         """The registered endpoint, whose node, checkpoint and runtime the run takes; without
@@ -537,8 +340,9 @@ class LaunchForm(forms.Form):
                 self.add_error(bound.name, "A registered endpoint runs its own settings: leave "
                                            "this blank (the server's are recorded as it reports "
                                            "them).")
-        if data.get("replicas") not in (None, 1):
-            self.add_error("replicas", f"{endpoint.name} is one server: 1 replica.")
+        replicas_problem = launch_rules.endpoint_replicas_problem(endpoint, data.get("replicas"))
+        if replicas_problem:
+            self.add_error("replicas", replicas_problem)
         levels = self._clean_levels(data, workload)
         if levels is None or self.errors:
             return
@@ -549,10 +353,10 @@ class LaunchForm(forms.Form):
                 runtime=endpoint.runtime,
                 checkpoint=endpoint.checkpoint,
                 workload=workload,
-                engine_configs=[EngineConfig()],
+                engine_configs=launch_rules.endpoint_engine_configs(),
                 load_levels=levels,
                 repeats=data["repeats"],
-                replicas=1,
+                replicas=launch_rules.ENDPOINT_REPLICAS,
                 goodput=data.get("goodput") or {},
                 endpoint=endpoint,
             )
@@ -564,15 +368,10 @@ class LaunchForm(forms.Form):
         data["plan_notes"] = []
 
     def _check_checkpoint(self, data: dict[str, Any]) -> None:
-        """Its model must be one this deployment may load, and only a trusted one may run
-        flags that load code or read files on the node."""
         checkpoint = data.get("checkpoint")
-        if checkpoint is None:
-            return
-        try:
-            check_model_source(checkpoint.repo, settings.HEADROOM_MODEL_DIRS)
-        except ValueError as exc:
-            self.add_error("checkpoint", f"{exc}.")
+        problem = launch_rules.model_source_problem(checkpoint.repo) if checkpoint else None
+        if problem:
+            self.add_error("checkpoint", f"{problem}.")
 
     def _check_code_loading(
         self, data: dict[str, Any], configs: list[EngineConfig]
@@ -581,28 +380,19 @@ class LaunchForm(forms.Form):
         if checkpoint is None:
             return
         field = "engine_config_list" if data.get("engine_config_list") else "extra_args"
-        for config in configs:
-            try:
-                check_code_loading(config.extra_args, trusted=checkpoint.trusted)
-            except ValueError as exc:
-                self.add_error(field, f"{exc}.")
-                return
+        problem = launch_rules.code_loading_problem(configs, trusted=checkpoint.trusted)
+        if problem:
+            self.add_error(field, f"{problem}.")
 
     def _check_gpus(self, data: dict[str, Any], configs: list[EngineConfig]) -> None:
-        """Every config's replicas must fit the node: the widest tensor-parallel one decides."""
-        node, replicas = data.get("node"), data.get("replicas")
-        tp = max(config.tensor_parallel_size for config in configs)
-        if not node or not node.gpu_count or not replicas or "replicas" in self.errors:
+        if "replicas" in self.errors:
             return
-        if replicas * tp > node.gpu_count:
+        problem = launch_rules.gpus_problem(data.get("node"), data.get("replicas"), configs)
+        if problem:
             field = "engine_config_list" if data.get("engine_config_list") else (
                 "tensor_parallel_size"
             )
-            self.add_error(
-                field,
-                f"{replicas} replica(s) x {tp} GPUs each need {replicas * tp} GPUs; "
-                f"{node.queue} has {node.gpu_count}.",
-            )
+            self.add_error(field, problem)
 
     def _clean_workload(self, data: dict[str, Any]) -> Workload | None:
         preset = data.get("workload_preset")
@@ -616,65 +406,23 @@ class LaunchForm(forms.Form):
         values["conversation_turns_max"] = data.get("conversation_turns_max")
         values["trace_span_s"] = data.get("trace_span_s")
         values["trace_longer"] = data.get("trace_longer") or Workload.TraceLonger.TRUNCATE
-        for name in ("prompt_source", "input_tokens_min", "input_tokens_max", "output_tokens",
-                     "request_count", "temperature", "endpoint", "load_shape"):
+        for name in launch_rules.CUSTOM_WORKLOAD_REQUIRED:
             if values[name] in (None, "") and name not in self.errors:
                 self.add_error(name, "Required for a custom workload.")
         if self.errors:
             return None
-        if values["input_tokens_max"] < values["input_tokens_min"]:
-            self.add_error("input_tokens_max", "Must be at least the minimum input tokens.")
-        if values["thinking"] and values["endpoint"] != "chat":
-            self.add_error("thinking", "Thinking is a chat template switch: use the chat endpoint.")
-        if values["prompt_source"] == "dataset" and not values["dataset_path"]:
-            self.add_error("dataset_path",
-                           "A dataset workload needs a JSONL file from the data directory.")
-        self._check_file_workload(values)
+        for problem in launch_rules.custom_workload_problems(values):
+            self.add_error(problem.about, problem.message)
         if self.errors:
             return None
         return self._check_parity(Workload(name="custom", **values, keep_outputs=keep_outputs))
 
     def _check_parity(self, workload: Workload) -> Workload | None:
-        if workload.keep_outputs and workload.temperature != 0:
-            self.add_error("keep_outputs", "Outputs are compared between points only at "
-                                           "temperature 0 (greedy decoding).")
+        problem = launch_rules.parity_problem(workload)
+        if problem is not None:
+            self.add_error(problem.about, problem.message)
             return None
         return workload
-
-    def _check_file_workload(self, values: dict[str, Any]) -> None:
-        """A trace or length log needs its file and sends token ids (completions); a
-        conversation file is replayed on the chat endpoint; a trace load replays a trace's
-        times."""
-        source = values["prompt_source"]
-        if source in TOKEN_ID_KINDS:
-            if not values["dataset_path"]:
-                self.add_error("dataset_path", "A trace or request-length log workload needs "
-                                               "its file from the data directory.")
-            if values["endpoint"] != Workload.Endpoint.COMPLETIONS:
-                self.add_error("endpoint", "Trace and request-length prompts are token ids: "
-                                           "use /v1/completions.")
-        if source == Workload.PromptSource.CONVERSATION:
-            if not values["dataset_path"]:
-                self.add_error("dataset_path", "A conversation workload needs its JSONL file "
-                                               "from the data directory.")
-            if values["endpoint"] != Workload.Endpoint.CHAT:
-                self.add_error("endpoint", "Conversations are replayed as chat messages (the "
-                                           "conversation so far, then the next user turn): use "
-                                           "/v1/chat/completions.")
-        if source != Workload.PromptSource.TRACE:
-            if values["trace_span_s"] is not None:
-                self.add_error("trace_span_s", "A span is of a trace's time: leave this blank, "
-                                               "or choose a trace as the prompt source.")
-            if values["trace_longer"] != Workload.TraceLonger.TRUNCATE:
-                self.add_error("trace_longer", "Only a trace workload can be longer than a "
-                                               "load: leave the default.")
-        turns_max = values["conversation_turns_max"]
-        if turns_max is not None and source != Workload.PromptSource.CONVERSATION:
-            self.add_error("conversation_turns_max", "Turns are capped only in a conversation "
-                                                     "workload: leave this blank.")
-        if values["load_shape"] == Workload.LoadShape.TRACE and source != "trace":
-            self.add_error("load_shape", "Trace replay sends at a trace's own times: choose a "
-                                         "trace as the prompt source.")
 
     def _clean_levels(self, data: dict[str, Any], workload: Workload) -> list[float] | None:
         if "load_levels" not in data:
@@ -806,97 +554,3 @@ def _with_quality(plan: SweepPlan, name: str | None) -> SweepPlan:
     if not name:
         return plan
     return plan.model_copy(update={"quality": QualitySpec(path=name)})
-
-
-class ImportForm(forms.Form):
-    """The file, and what the engineer states about the run where the file does not say.
-
-    Each stated value fills only what the file lacks (benchmarks.imports.apply_stated).
-    """
-
-    file = forms.FileField(
-        help_text="Headroom result lines (JSONL), a run's JSON download, or a vllm bench serve "
-        "result"
-    )
-    name = forms.CharField(max_length=200, required=False)
-
-    gpu_name = forms.CharField(
-        label="GPU", max_length=200, required=False, help_text="e.g. NVIDIA H200"
-    )
-    gpu_count = forms.IntegerField(
-        label="GPU count", min_value=1, required=False, help_text="GPUs on the host that served"
-    )
-    engine = forms.ChoiceField(
-        label="Runtime",
-        choices=[("", "not stated")] + Runtime.Engine.choices,
-        required=False,
-        help_text="the serving engine that ran",
-    )
-    other_engine = forms.CharField(
-        label="Engine name", max_length=50, required=False, help_text="for another engine, e.g. tgi"
-    )
-    engine_version = forms.CharField(label="Runtime version", max_length=50, required=False)
-    engine_image = forms.CharField(
-        label="Runtime image",
-        max_length=300,
-        required=False,
-        help_text="e.g. nvcr.io/nvidia/tritonserver:25.01-trtllm-python-py3",
-    )
-    checkpoint = forms.CharField(
-        label="Checkpoint", max_length=300, required=False, help_text="Hub repo id"
-    )
-    revision = forms.CharField(
-        label="Checkpoint revision", required=False, help_text="the 40-hex commit that ran"
-    )
-    precision = forms.CharField(
-        label="Precision", max_length=50, required=False, help_text="e.g. bf16, FP8, NVFP4"
-    )
-
-    STATED_FIELDS = (
-        "gpu_name", "gpu_count", "engine", "other_engine", "engine_version", "engine_image",
-        "checkpoint", "revision", "precision",
-    )
-
-    def __init__(self, *args: Any, refused: str = "", **kwargs: Any) -> None:
-        """refused: why the upload handler did not take the file (dashboard/uploads.py)."""
-        super().__init__(*args, **kwargs)
-        self.refused = refused
-        file = self.fields["file"]
-        if refused:
-            file.required = False  # its error is the refusal, not "This field is required."
-        # static/js/import.js refuses a larger file before sending it.
-        file.widget.attrs["data-max-bytes"] = str(settings.HEADROOM_MAX_UPLOAD_BYTES)
-        file.help_text = (
-            f"{file.help_text}, at most {filesizeformat(settings.HEADROOM_MAX_UPLOAD_BYTES)}"
-        )
-
-    def stated_fields(self) -> list[forms.BoundField]:
-        return [self[name] for name in self.STATED_FIELDS]
-
-    def clean_file(self) -> Any:
-        if self.refused:
-            raise ValidationError(self.refused)
-        return self.cleaned_data["file"]
-
-    def clean(self) -> dict[str, Any]:
-        super().clean()
-        data = self.cleaned_data
-        engine, other = data.get("engine"), data.get("other_engine")
-        problem = Runtime.engine_naming_problem(engine, other)
-        if problem:
-            self.add_error("other_engine", problem)
-        if self.errors:
-            return data
-        values = {name: data.get(name) for name in self.STATED_FIELDS if name != "other_engine"}
-        if engine == Runtime.Engine.OTHER:
-            values["engine"] = other
-        try:
-            data["stated"] = StatedFacts(**values)
-        except pydantic.ValidationError as exc:
-            for error in exc.errors():
-                name = str(error["loc"][0]) if error["loc"] else None
-                field = "other_engine" if name == "engine" else name
-                message = error["msg"].removeprefix("Value error, ")
-                message = f"{message[:1].upper()}{message[1:]}."
-                self.add_error(field if field in self.fields else None, message)
-        return data

@@ -1,0 +1,111 @@
+"""Which caveats a point gets, and the sentence each one says.
+
+A caveat marks what limits a point's meaning (a CPU engine, a saturated client, aggregates that
+disagree); it is stored with the point and shown next to its numbers. Pure: benchmarks.points
+stores what these rules return.
+"""
+
+from __future__ import annotations
+
+from analysis.checks import failed_checks
+from analysis.convert import quality_caveat, queue_gap_fraction
+from analysis.verdicts import sparse_queue_samples
+from runner.schema.result import PointResult
+
+# What a caveat is about (benchmarks.models Caveat.Kind takes its values from these).
+SCOPE = "scope"
+METHOD = "method"
+LIMITATION = "limitation"
+
+# The caveat code beside a quality score that says nothing (analysis.convert
+# quality_caveat); the run page shows it next to the score.
+QUALITY_CAVEAT = "quality-cpu-engine"
+
+# (code, kind, text) of one caveat.
+AutomaticCaveat = tuple[str, str, str]
+
+
+def automatic_caveats(result: PointResult) -> list[AutomaticCaveat]:
+    """(code, kind, text) for what limits this point's meaning; shown next to its numbers."""
+    caveats: list[AutomaticCaveat] = []
+    style = result.provenance.engine.launch_style if result.provenance else None
+    if style == "cpu":
+        caveats.append(
+            (
+                "cpu-engine",
+                LIMITATION,
+                "CPU engine stands in for a GPU: the shape of the curves is real, "
+                "the absolute numbers say nothing about GPU throughput.",
+            )
+        )
+    quality = quality_caveat(result)
+    if quality is not None:
+        caveats.append((QUALITY_CAVEAT, LIMITATION, quality))
+    if result.client.saturated:
+        reasons = "; ".join(result.client.reasons) or "client CPU or event-loop lag"
+        caveats.append(
+            (
+                "client-saturated",
+                METHOD,
+                f"Client saturated ({reasons}): per-token timings may be distorted.",
+            )
+        )
+    nap = result.client.idle_nap_us
+    if nap > 0:
+        caveats.append(
+            (
+                "client-nap",
+                METHOD,
+                f"The client napped {nap:g} µs on idle event-loop passes instead of waiting for "
+                "the server's next bytes (it spares a co-located API server the wake-ups): every "
+                f"arrival stamp, and so TTFT, ITL and TPOT, can be late by up to {nap:g} µs plus "
+                "about 50 µs of timer slack.",
+            )
+        )
+    gap = queue_gap_fraction(result)  # None for imports: they carry no engine samples
+    if sparse_queue_samples(gap):
+        consequence = (
+            "the running and waiting figures rest on too few samples to show the queue"
+            if result.queue.samples
+            else "the point has no running and waiting figures"
+        )
+        caveats.append(
+            (
+                "sparse-queue-samples",
+                METHOD,
+                f"The engine's /metrics answered {result.queue.samples} time(s) in this "
+                f"{result.metrics.duration:.1f} s point and {gap:.0%} of it passed without a "
+                f"sample: {consequence}. Longer points (more requests or output tokens) give "
+                "firmer evidence.",
+            )
+        )
+    metrics = result.metrics
+    if not metrics.valid:
+        caveats.append(
+            (
+                "invalid-point",
+                LIMITATION,
+                f"Not a valid run: {metrics.failed} failed and {metrics.short_responses} short "
+                f"responses of {metrics.completed + metrics.failed} requests.",
+            )
+        )
+    failed = failed_checks(result)
+    if failed:
+        caveats.append(
+            (
+                "inconsistent-aggregates",
+                METHOD,
+                "The stored aggregates disagree, so this point is left out of capacity and "
+                "operating-point choices: " + " ".join(check.sentence for check in failed),
+            )
+        )
+    if result.source == "vllm-bench-import":
+        caveats.append(
+            (
+                "vllm-bench-import",
+                SCOPE,
+                "Imported from vllm bench serve: no engine queue samples, provenance only as "
+                "far as the file records it.",
+            )
+        )
+    return caveats
