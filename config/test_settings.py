@@ -22,7 +22,7 @@ from config.settings import *  # noqa: F403 - production's settings, then the te
 
 # Axes' switch for test suites (its documentation): its backend refuses authenticate() calls that
 # carry no request, which Client.login() and direct authenticate() calls in tests make. The
-# lockout tests (tests/dashboard/test_settings.py) turn it back on.
+# lockout tests (tests/config/test_settings.py) turn it back on.
 AXES_ENABLED = False
 
 # Printed PDFs are kept on disk; a test run keeps its own out of var/.

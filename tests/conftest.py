@@ -1,10 +1,14 @@
-"""Fixtures every test package shares: headless Debian Chromium (never a downloaded browser)."""
+"""Fixtures every test package shares: the personas, the worker side, the migrations' helpers
+(tests/personas.py, tests/workers.py, tests/migrations.py) and headless Debian Chromium (never a
+downloaded browser)."""
 
 from __future__ import annotations
 
 import os
 
 import pytest
+
+pytest_plugins = ["tests.personas", "tests.workers", "tests.migrations"]
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -29,3 +33,19 @@ def chromium():
         finally:
             browser.close()
     os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+
+
+@pytest.fixture
+def browser_page(chromium):
+    """A page in headless Chromium."""
+    return chromium.new_page()
+
+
+@pytest.fixture
+def logged_in_page(browser_page, live_server, owner):
+    """browser_page after logging in as the owner (an engineer)."""
+    browser_page.goto(f"{live_server.url}/accounts/login/")
+    browser_page.fill("#id_username", "owner")
+    browser_page.fill("#id_password", "owner-password")
+    browser_page.click("button[type=submit]")
+    return browser_page

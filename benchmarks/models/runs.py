@@ -335,7 +335,7 @@ class Point(models.Model):
     window_end = models.FloatField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
-    # runner.schema.result.Metrics, field for field (tests/dashboard/test_models.py checks it).
+    # runner.schema.result.Metrics, field for field (tests/benchmarks/test_models.py checks it).
     # vLLM's names and definitions:
     duration = models.FloatField()
     completed = models.PositiveIntegerField()

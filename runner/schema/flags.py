@@ -32,7 +32,7 @@ NAMED_ENGINE_FLAGS = {
 # Extra flags a user may add, each with the values it takes in vLLM 0.32's argparser: 0 (a
 # switch), 1, or "+" (one or more). A flag outside this list is refused before any engine starts,
 # so a typo costs a clear message instead of a minute of engine start-up and a log to read.
-# tests/runner/test_engine_flags.py checks every entry against vLLM's own parser.
+# tests/runner/engine/test_engine_flags.py checks every entry against vLLM's own parser.
 # --swap-space, --disable-log-requests, --cuda-graph-sizes, --max-num-partial-prefills and
 # --calculate-kv-scales no longer exist there; use --no-enable-log-requests and
 # --cudagraph-capture-sizes / --max-cudagraph-capture-size instead.
@@ -92,7 +92,7 @@ CODE_LOADING_FLAGS = frozenset(
 )
 
 # vLLM 0.32's KV-cache dtypes (CacheDType in vllm/config/cache.py): another name makes the engine
-# refuse to start, so it is refused here; tests/runner/test_engine_flags.py compares the lists.
+# refuse to start, so it is refused here; tests/runner/engine/test_engine_flags.py compares the lists.
 KV_CACHE_DTYPES = (
     "auto", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla",
     "nvfp4_ds_mla", "turboquant_k8v4", "turboquant_4bit_nc", "turboquant_k3v4_nc",

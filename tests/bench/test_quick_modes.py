@@ -20,8 +20,8 @@ import pytest
 from django.db import connection
 
 from runner.engine.tinymodel import build_tiny_model
+from tests.repository import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 BENCH_TIMEOUT_S = 300
 # An engine start is about a minute on 2 cores; peer_vllm's --time-limit stops it sooner.
 ENGINE_BENCH_TIMEOUT_S = 600

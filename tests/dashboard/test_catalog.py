@@ -21,8 +21,8 @@ from dashboard.forms_catalog import NodeForm
 from dashboard.forms_launch import LaunchForm
 from dashboard.launch_fields import vllm_batch_defaults
 from runner.engine.vllm_defaults import BatchDefaults
-from tests.dashboard.conftest import grant_role
-from tests.dashboard.factories import REVISION, make_checkpoint, make_node, make_runtime
+from tests.personas import grant_role
+from tests.rows import REVISION, make_checkpoint, make_node, make_runtime
 
 pytestmark = pytest.mark.django_db
 

@@ -27,8 +27,7 @@ from benchmarks.points import store_point
 from runner.schema.engine_config import Checkpoint as CheckpointSpec
 from runner.schema.engine_config import EngineConfig, EngineLaunch
 from runner.schema.plan import LoadSpec, SweepPlan
-
-from .factories import (
+from tests.rows import (
     launch_form_data,
     make_benchmark,
     make_checkpoint,
@@ -36,6 +35,7 @@ from .factories import (
     make_point_result,
     make_runtime,
 )
+
 from .test_launch import SWEEP
 from .test_plan_files import form_post
 
@@ -310,7 +310,7 @@ def test_on_a_cpu_node_the_page_says_no_gpus_instead_of_a_number(owner_client, l
 
 
 def test_launch_on_the_page_posts_every_field_back_and_launches_with_the_estimate(launches):
-    from tests.dashboard.conftest import grant_role
+    from tests.personas import grant_role
 
     user = grant_role(make_user("launcher"))
     client = Client(enforce_csrf_checks=True)  # the page's token must be a working one

@@ -15,7 +15,7 @@ from benchmarks.models import Benchmark, Point
 from runner.schema.engine_config import Checkpoint, EngineConfig
 from runner.schema.plan import LoadSpec, SweepPlan, WorkloadSpec
 from runner.schema.result import ConversationSummary, PointResult, TurnSummary
-from tests.dashboard.factories import (
+from tests.rows import (
     make_benchmark,
     make_checkpoint,
     make_node,

@@ -9,8 +9,7 @@ import pytest
 from django.test import Client
 
 from benchmarks.models import Benchmark, Checkpoint, EngineStart, Node, PointData, Runtime
-
-from .conftest import wait_until_final
+from tests.workers import wait_until_final
 
 pytestmark = [pytest.mark.engine, pytest.mark.django_db(transaction=True)]
 

@@ -23,11 +23,12 @@ from dashboard.forms_catalog import EndpointForm
 from runner.engine.process import RunningEngine, measure_rtt
 from runner.schema.engine_config import Checkpoint, EngineConfig, EngineLaunch
 from runner.schema.plan import SweepPlan
-from tests.dashboard.conftest import grant_role, wait_until_final
-from tests.dashboard.factories import make_checkpoint, make_node, make_runtime, make_workload
-from tests.dashboard.listener import Listener
+from tests.listener import Listener
+from tests.personas import grant_role
+from tests.rows import make_checkpoint, make_node, make_runtime, make_workload
 from tests.runner.bearerproxy import BearerProxy
 from tests.runner.fakeserver import FakeVllm
+from tests.workers import wait_until_final
 
 KEY = "sk-live-7f3a9c1e5b2d4086"
 TENANT = "tenant-secret-91d2"  # a header value is a secret too
@@ -42,7 +43,7 @@ TENANT = "tenant-secret-91d2"  # a header value is a secret too
 def fleet_networks(settings) -> None:
     """The endpoints here are on a lab fleet's private range or are this host's test servers on
     loopback: both named, as a deployment names its fleet's ranges (by default both are
-    refused, tests/dashboard/test_outbound.py)."""
+    refused, tests/benchmarks/test_outbound.py)."""
     settings.HEADROOM_OUTBOUND_NETWORKS = ["public", "10.0.0.0/8", "127.0.0.0/8"]
 
 

@@ -13,8 +13,8 @@ import pytest
 from django.test import Client
 
 from benchmarks.models import Benchmark, Checkpoint, Node, Runtime
+from tests.workers import wait_until_final
 
-from .conftest import wait_until_final
 from .test_end_to_end import RUN_TIMEOUT_S, tiny_form
 
 pytestmark = [pytest.mark.engine, pytest.mark.django_db(transaction=True)]

@@ -9,8 +9,7 @@ import pytest
 
 from benchmarks.points import point_to_result, store_point
 from runner.schema.result import PointResult
-
-from .factories import make_benchmark, make_point_result
+from tests.rows import make_benchmark, make_point_result
 
 pytestmark = pytest.mark.django_db
 

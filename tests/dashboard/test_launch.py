@@ -12,9 +12,8 @@ from django.conf import settings
 from benchmarks.models import Benchmark, Checkpoint, Workload
 from config.celery import app as celery_app
 from dashboard.forms_launch import LaunchForm
-
-from .factories import launch_form_data, make_checkpoint, make_node, make_runtime
-from .test_settings import start_settings
+from tests.config.test_settings import start_settings
+from tests.rows import launch_form_data, make_checkpoint, make_node, make_runtime
 
 pytestmark = pytest.mark.django_db
 

@@ -12,8 +12,8 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from benchmarks.models import Node
-from tests.dashboard.factories import make_node
 from tests.dashboard.test_catalog import client_for, person
+from tests.rows import make_node
 
 pytestmark = pytest.mark.django_db
 

@@ -36,15 +36,15 @@ from benchmarks.models import (
     Runtime,
 )
 from reports.models import Report
-from tests.dashboard.conftest import grant_role
-from tests.dashboard.factories import (
+from tests.personas import grant_role
+from tests.reports.conftest import make_sweep, point
+from tests.reports.helpers import make_report
+from tests.rows import (
     REVISION,
     make_benchmark,
     make_node,
     make_point_result,
 )
-from tests.reports.conftest import make_sweep, point
-from tests.reports.helpers import make_report
 
 pytestmark = pytest.mark.django_db
 
@@ -515,7 +515,7 @@ def engineer():
 
 
 def launch_form(node) -> dict[str, Any]:
-    from tests.dashboard.factories import launch_form_data
+    from tests.rows import launch_form_data
 
     return launch_form_data(node)
 

@@ -24,7 +24,7 @@ from runner.cli.commands import load_plan
 from runner.plan_text import MAX_PLAN_DEPTH
 from runner.schema.engine_config import EngineConfig
 from runner.schema.plan import LoadSpec, SweepPlan
-from tests.dashboard.factories import (
+from tests.rows import (
     REVISION,
     make_benchmark,
     make_checkpoint,

@@ -16,7 +16,6 @@ from benchmarks import points
 from benchmarks.models import Benchmark, Caveat, Point
 from runner.schema.plan import QualitySpec, SweepPlan
 from runner.schema.result import PointResult, QualityResult, QualityRow
-from tests.dashboard.factories import make_benchmark, make_point_result
 from tests.dashboard.test_endpoints import (
     KEY,
     launch_data,
@@ -30,6 +29,7 @@ from tests.dashboard.test_endpoints import fleet_networks as fleet_networks
 from tests.dashboard.test_endpoints import proxy as proxy
 from tests.dashboard.test_endpoints import run_inline as run_inline
 from tests.dashboard.test_trace_launch import trace_form
+from tests.rows import make_benchmark, make_point_result
 
 ITEMS = [
     {"prompt": "a", "expected": "tok tok", "max_tokens": 2},  # the fake answers " tok tok"

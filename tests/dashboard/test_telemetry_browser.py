@@ -6,9 +6,8 @@ import pytest
 
 from benchmarks.models import Benchmark
 from benchmarks.points import store_point
-
-from .factories import make_benchmark, make_point_result
-from .test_telemetry import CPU_READINGS, gpu_point, with_telemetry
+from tests.benchmarks.test_telemetry import CPU_READINGS, gpu_point, with_telemetry
+from tests.rows import make_benchmark, make_point_result
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

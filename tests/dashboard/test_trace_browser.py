@@ -7,8 +7,8 @@ import pytest
 
 from benchmarks.models import Benchmark
 from benchmarks.points import store_point
+from tests.rows import make_benchmark
 
-from .factories import make_benchmark
 from .test_trace_launch import lengths_point
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

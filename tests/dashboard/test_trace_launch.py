@@ -14,14 +14,14 @@ from benchmarks.models import Benchmark, Point
 from judgement import charts
 from runner.schema.plan import SweepPlan
 from runner.schema.result import LengthComparison, LengthHistogram, PointResult
-from tests.dashboard.factories import (
+from tests.dashboard.test_plan_files import download, form_post, upload
+from tests.rows import (
     make_benchmark,
     make_checkpoint,
     make_node,
     make_point_result,
     make_runtime,
 )
-from tests.dashboard.test_plan_files import download, form_post, upload
 
 pytestmark = pytest.mark.django_db
 

@@ -27,10 +27,9 @@ from benchmarks.imports import ImportFileError, ImportProgress, import_points
 from benchmarks.models import AuditEvent, Benchmark, Point, ResultImport
 from dashboard import views_imports
 from runner.importer.files import MAX_JSON_DEPTH
-
-from .conftest import grant_role
-from .factories import make_point_result
-from .test_import import VLLM_BENCH, results_jsonl, status_page
+from tests.benchmarks.test_import import VLLM_BENCH, results_jsonl, status_page
+from tests.personas import grant_role
+from tests.rows import make_point_result
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("run_imports_inline")]
 

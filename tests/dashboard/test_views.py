@@ -12,8 +12,7 @@ from django.test import Client
 from benchmarks.models import Benchmark
 from benchmarks.points import store_point
 from runner.schema.result import PointResult
-
-from .factories import make_benchmark, make_node, make_point_result
+from tests.rows import make_benchmark, make_node, make_point_result
 
 pytestmark = pytest.mark.django_db
 

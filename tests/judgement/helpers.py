@@ -10,7 +10,7 @@ from runner.schema.engine_config import EngineConfig
 from runner.schema.plan import LoadSpec
 from runner.schema.result import point_key
 from runner.schema.samples import QueueSummary
-from tests.dashboard.factories import make_benchmark, make_point_result
+from tests.rows import make_benchmark, make_point_result
 
 # (max_num_seqs, requests in the burst, output tok/s, median E2E ms, mean running, mean waiting)
 # Knee by hand, each config walked on its own (2% / 20%):

@@ -13,7 +13,7 @@ from judgement import charts
 from runner.schema.engine_config import EngineConfig
 from runner.schema.plan import LoadSpec
 from runner.schema.result import ReplicaResult, Window, point_key
-from tests.dashboard.factories import make_benchmark
+from tests.rows import make_benchmark
 
 from .helpers import SWEEP, point, store, sweep
 

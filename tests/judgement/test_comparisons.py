@@ -12,7 +12,7 @@ from demo.comparison import save_demo_comparison
 from runner.schema.engine_config import Checkpoint
 from runner.schema.plan import WorkloadSpec
 from runner.schema.result import EngineInfo, Hardware, Provenance, ReplicaResult, Window
-from tests.dashboard.factories import REVISION, make_benchmark, make_point_result
+from tests.rows import REVISION, make_benchmark, make_point_result
 
 from .helpers import point, store, sweep
 
@@ -52,7 +52,7 @@ def test_a_comparison_is_saved_from_two_points_and_shows_before_and_after(owner_
 
 
 def test_a_comparison_names_the_runtime_version_when_it_differs(owner_client):
-    from tests.dashboard.factories import make_node
+    from tests.rows import make_node
 
     first, second = sweep(), sweep(node=make_node("gpu-b"))
     baseline = _with_version(first, "0.10.0", 2500.0)
@@ -376,7 +376,7 @@ def _node_run(benchmark, *, version: str, workload: WorkloadSpec, throughput: fl
 
 
 def test_two_node_runs_at_different_specs_give_no_percentage(owner_client):
-    from tests.dashboard.factories import make_node
+    from tests.rows import make_node
 
     first, second = sweep(), sweep(node=make_node("gpu-b"))
     baseline = _node_run(first, version="0.10.0", workload=WorkloadSpec(),  # 63-66 / 256

@@ -14,7 +14,7 @@ from analysis import cost
 from benchmarks.models import Benchmark, Comparison, Node, Point
 from runner.schema.engine_config import Checkpoint
 from runner.schema.result import EngineInfo, Hardware, Provenance
-from tests.dashboard.factories import make_benchmark, make_node
+from tests.rows import make_benchmark, make_node
 
 from .helpers import store, sweep
 

@@ -13,7 +13,7 @@ from judgement.engine_work import engine_work
 from runner.schema.engine_config import Checkpoint
 from runner.schema.result import EngineInfo, Hardware, Provenance
 from runner.schema.samples import QueueSummary
-from tests.dashboard.factories import make_benchmark
+from tests.rows import make_benchmark
 
 from .helpers import store
 

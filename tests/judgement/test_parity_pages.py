@@ -15,8 +15,8 @@ from judgement.vocabulary import PARITY_TEMPLATES
 from runner.client.responses import token_digest
 from runner.schema.plan import OUTPUT_TEXTS_KEPT, WorkloadSpec
 from runner.schema.records import RequestRecord
-from tests.dashboard.factories import make_requests
 from tests.reports.helpers import make_report
+from tests.rows import make_requests
 
 from .helpers import store, sweep
 

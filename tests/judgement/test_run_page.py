@@ -12,7 +12,7 @@ from runner.schema.engine_config import EngineConfig
 from runner.schema.plan import LoadSpec, WorkloadSpec
 from runner.schema.result import ReplicaResult, Window, point_key
 from runner.schema.samples import QueueSummary
-from tests.dashboard.factories import make_benchmark
+from tests.rows import make_benchmark
 
 from .helpers import point, store, sweep
 

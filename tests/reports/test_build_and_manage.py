@@ -157,18 +157,18 @@ def test_references_are_shown_with_their_recording_dates(sweep, owner_client):
     assert "Differs: GPU: NVIDIA H200 → CPU only (Test CPU)" in body
 
 
-def test_my_reports_lists_only_mine(sweep, owner, outsider, owner_client):
+def test_my_reports_lists_only_mine(sweep, owner, teammate, owner_client):
     mine = make_report(sweep, owner, title="Mine")
-    make_report(sweep, outsider, title="Theirs")
+    make_report(sweep, teammate, title="Theirs")
     body = owner_client.get("/reports/").content.decode()
     assert "Mine" in body and "Theirs" not in body
     assert f"/reports/{mine.code}/" in body
 
 
-def test_an_outsider_can_neither_preview_nor_revoke_my_report(sweep, owner, outsider):
+def test_an_outsider_can_neither_preview_nor_revoke_my_report(sweep, owner, teammate):
     report = make_report(sweep, owner)
     client = Client()
-    client.force_login(outsider)
+    client.force_login(teammate)
     assert client.get(f"/reports/{report.code}/").status_code == 404
     assert client.post(f"/reports/{report.code}/revoke/").status_code == 404
     report.refresh_from_db()

@@ -6,7 +6,7 @@ import pytest
 from django.test import Client
 
 from reports.models import Report, ReportVersion, token_digest
-from tests.dashboard.conftest import migrate
+from tests.migrations import migrate
 from tests.reports.helpers import make_report
 
 pytestmark = pytest.mark.django_db(transaction=True)

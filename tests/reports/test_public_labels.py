@@ -11,7 +11,7 @@ from benchmarks.models import Benchmark, ExternalReference, Point
 from benchmarks.points import store_point
 from reports.facts import public_engine_label, public_point_key
 from runner.schema.result import point_key
-from tests.dashboard import factories
+from tests import rows as factories
 from tests.reports.conftest import SECRET_HOST, SWEEP, point_result
 from tests.reports.helpers import make_report
 

@@ -18,7 +18,7 @@ from judgement.operating_point import select
 from judgement.scaling import scaling_for
 from judgement.verdict_rows import step_story, verdict_rows
 from runner.schema.plan import WorkloadSpec
-from tests.dashboard import factories
+from tests import rows as factories
 from tests.reports.conftest import make_sweep, point, point_result
 from tests.reports.helpers import make_report
 

@@ -192,11 +192,11 @@ def test_revoking_closes_the_link_of_every_version_and_stops_new_ones(sweep, own
     assert report.versions.count() == 2
 
 
-def test_only_the_owner_can_publish_and_only_by_post(sweep, owner, outsider, owner_client):
+def test_only_the_owner_can_publish_and_only_by_post(sweep, owner, teammate, owner_client):
     report = make_report(sweep, owner)
     assert owner_client.get(f"/reports/{report.code}/publish/").status_code == 405
     client = Client()
-    client.force_login(outsider)
+    client.force_login(teammate)
     assert client.post(f"/reports/{report.code}/publish/").status_code == 404
     assert report.versions.count() == 1
 
@@ -236,8 +236,8 @@ def test_reissuing_a_link_kills_the_old_one_and_the_new_one_shows_the_same_versi
 
 
 def test_a_later_version_can_be_reissued_too_and_no_other_link_changes(
-        sweep, owner, outsider, owner_client):
-    theirs = make_report(sweep, outsider)
+        sweep, owner, teammate, owner_client):
+    theirs = make_report(sweep, teammate)
     report = make_report(sweep, owner)
     second = publishing.publish(report, owner)
     new = _reissued_token(owner_client.post(f"/reports/{report.code}/versions/2/reissue/"))
@@ -249,12 +249,12 @@ def test_a_later_version_can_be_reissued_too_and_no_other_link_changes(
 
 
 def test_only_the_owner_reissues_only_by_post_and_only_a_live_report(
-        sweep, owner, outsider, owner_client):
+        sweep, owner, teammate, owner_client):
     report = make_report(sweep, owner)
     url = f"/reports/{report.code}/versions/1/reissue/"
     assert owner_client.get(url).status_code == 405
     client = Client()
-    client.force_login(outsider)
+    client.force_login(teammate)
     assert client.post(url).status_code == 404
     assert owner_client.post(f"/reports/{report.code}/versions/2/reissue/").status_code == 404
     owner_client.post(f"/reports/{report.code}/revoke/")

@@ -22,7 +22,7 @@ from runner.schema.engine_config import Checkpoint, EngineConfig, EngineLaunch
 from runner.schema.plan import ClientSpec, LoadSpec, SweepPlan, WorkloadSpec
 from runner.schema.result import PointResult
 from runner.sweep import run_plan
-from tests.runner.test_engine import processes_marked
+from tests.runner.engine.test_engine import processes_marked
 
 pytestmark = pytest.mark.engine
 

@@ -32,8 +32,8 @@ from tests.analysis.ground_truth.classes import (
     GroundTruthClass,
     evidence_problems,
 )
+from tests.repository import ROOT
 
-REPO = Path(__file__).resolve().parents[3]
 SPIN = "while True: pass"
 
 
@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("name", choices=[*CLASSES, "all"])
     parser.add_argument("--repeat", type=int, default=3)
-    default_model = os.environ.get("HEADROOM_TINY_MODEL", str(REPO / "var" / "tiny-model"))
+    default_model = os.environ.get("HEADROOM_TINY_MODEL", str(ROOT / "var" / "tiny-model"))
     parser.add_argument("--model", type=Path, default=Path(default_model))
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -142,7 +142,7 @@ def main(argv: list[str] | None = None) -> None:
     for name in names:
         with tempfile.TemporaryDirectory(prefix=f"ground-truth-{name}-") as workdir:
             for path in record(CLASSES[name], args.model, args.repeat, Path(workdir)):
-                print(f"wrote {path.relative_to(REPO)} ({path.stat().st_size:,} bytes)")
+                print(f"wrote {path.relative_to(ROOT)} ({path.stat().st_size:,} bytes)")
 
 
 if __name__ == "__main__":

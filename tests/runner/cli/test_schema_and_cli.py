@@ -1,0 +1,435 @@
+"""Bad plans and flags are refused with a clear message before any engine starts."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from pydantic import ValidationError
+
+from runner.cli.commands import plan_from_bench_args, validate_plan
+from runner.cli.parser import build_parser, main
+from runner.measure.summary import print_summary
+from runner.schema.engine_config import Checkpoint, EngineConfig, EngineLaunch
+from runner.schema.plan import ClientSpec, LoadSpec, SweepPlan
+from runner.schema.result import Window
+from runner.schema.samples import QueueSummary
+from runner.sweep import plan_points
+from tests.runner.importer.test_results_and_import import make_point
+
+PLAN_YAML = """
+name: seqs
+checkpoint: {model: var/tiny-model}
+engine_configs:
+  - {max_num_seqs: 4}
+  - {max_num_seqs: 32}
+loads:
+  - {shape: burst, num_requests: 64}
+  - {shape: concurrency, concurrency: 8, num_requests: 64}
+workload: {input_tokens_min: 20, input_tokens_max: 24, output_tokens: 32}
+repeats: 2
+"""
+
+
+def test_it_rejects_unknown_engine_flag():
+    with pytest.raises(ValidationError, match="unknown engine flag --max-num-seq"):
+        EngineConfig(extra_args=["--max-num-seq", "8"])
+
+
+def test_it_rejects_a_named_flag_passed_as_extra():
+    with pytest.raises(ValidationError, match="has its own field"):
+        EngineConfig(extra_args=["--max-num-seqs=8"])
+
+
+def test_it_rejects_negative_max_num_seqs():
+    with pytest.raises(ValidationError, match="greater than 0"):
+        EngineConfig(max_num_seqs=-1)
+
+
+def test_it_rejects_batched_tokens_below_max_num_seqs():
+    with pytest.raises(ValidationError, match="vLLM refuses to start"):
+        EngineConfig(max_num_seqs=512, max_num_batched_tokens=256)
+
+
+def test_it_rejects_a_revision_that_is_not_a_commit():
+    with pytest.raises(ValidationError, match="40-hex"):
+        Checkpoint(model="Qwen/Qwen3-30B-A3B", revision="main")
+    assert Checkpoint(model="m", revision="a" * 40).revision == "a" * 40
+
+
+def test_attach_and_docker_styles_need_their_address_and_image():
+    with pytest.raises(ValidationError, match="base_url"):
+        EngineLaunch(style="attach")
+    with pytest.raises(ValidationError, match="image"):
+        EngineLaunch(style="docker")
+
+
+def test_it_orders_points_per_config_by_rising_load_then_repeat():
+    plan = SweepPlan(
+        checkpoint=Checkpoint(model="m"),
+        engine_configs=[EngineConfig(max_num_seqs=4), EngineConfig(max_num_seqs=32)],
+        loads=[LoadSpec(num_requests=64), LoadSpec(shape="concurrency", concurrency=8, num_requests=64)],
+        repeats=2,
+    )
+    keys = [p.key for p in plan_points(plan)]
+    assert keys[:4] == [
+        "seqs=4|concurrency 8 x 64|r0",
+        "seqs=4|concurrency 8 x 64|r1",
+        "seqs=4|burst 64|r0",
+        "seqs=4|burst 64|r1",
+    ]
+    assert len(keys) == len(set(keys)) == 8
+
+
+def test_dry_run_prints_the_plan_without_starting_anything(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")  # rich would fold the table at pytest's width
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(PLAN_YAML)
+    assert main(["sweep", str(plan), "--out", str(tmp_path / "r.jsonl"), "--dry-run"]) == 0
+    printed = capsys.readouterr().out
+    assert "seqs=32|burst 64|r1" in printed
+    assert not (tmp_path / "r.jsonl").exists()
+
+
+def test_a_bad_plan_gets_one_clear_line_and_exit_status_2(tmp_path, capsys):
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(PLAN_YAML.replace("max_num_seqs: 4", "max_num_seqs: four"))
+    assert main(["sweep", str(plan), "--out", str(tmp_path / "r.jsonl"), "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert "engine_configs.0.max_num_seqs" in err
+
+
+def test_a_plan_that_is_not_yaml_is_named(tmp_path, capsys):
+    plan = tmp_path / "plan.yaml"
+    plan.write_text("checkpoint: [unclosed")
+    assert main(["sweep", str(plan), "--out", str(tmp_path / "r.jsonl")]) == 2
+    assert "not valid YAML" in capsys.readouterr().err
+
+
+def test_bench_refuses_an_unknown_engine_flag_before_starting_an_engine(tmp_path, capsys):
+    status = main(
+        [
+            "bench",
+            "--model",
+            "var/tiny-model",
+            "--engine-arg=--no-such-flag",
+            "--out",
+            str(tmp_path / "r.jsonl"),
+        ]
+    )
+    assert status == 2
+    assert "unknown engine flag --no-such-flag" in capsys.readouterr().err
+
+
+def test_bench_refuses_client_cpus_this_host_does_not_have_before_starting_an_engine(
+    tmp_path, capsys
+):
+    out = tmp_path / "r.jsonl"
+    missing = str(max(os.sched_getaffinity(0)) + 1)
+    assert main(["bench", "--model", "var/tiny-model", "--client-cpus", missing, "--out", str(out)]) == 2
+    assert f"client cpus [{missing}] are not available here" in capsys.readouterr().err
+    assert main(["bench", "--model", "var/tiny-model", "--client-cpus", "one", "--out", str(out)]) == 2
+    assert "--client-cpus takes CPU numbers" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_the_client_idle_nap_goes_into_the_plan_off_unless_asked_for():
+    assert bench_plan().client.idle_nap_us == 0
+    assert bench_plan("--client-idle-nap-us", "150").client.idle_nap_us == 150
+    assert bench_plan("--client-idle-nap-us", "1000").client.idle_nap_us == 1000
+
+
+@pytest.mark.parametrize("value", ["-1", "1000.5", "nan", "inf", "fast"])
+def test_it_refuses_a_client_idle_nap_outside_0_to_1000_us(capsys, value):
+    assert (
+        f"argument --client-idle-nap-us: expected microseconds from 0 to 1000, got '{value}'"
+        in refused(capsys, "--client-idle-nap-us", value)
+    )
+    if value != "fast":  # a plan file refuses the same numbers
+        with pytest.raises(ValidationError, match="idle_nap_us"):
+            ClientSpec(idle_nap_us=float(value))
+
+
+def test_client_cpus_must_be_distinct_and_not_negative():
+    with pytest.raises(ValidationError, match="distinct CPU numbers"):
+        ClientSpec(cpus=[1, 1])
+    with pytest.raises(ValidationError, match="distinct CPU numbers"):
+        ClientSpec(cpus=[-1])
+
+
+def test_node_needs_at_least_two_replicas(tmp_path, capsys):
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(PLAN_YAML)
+    assert main(["node", str(plan), "--replicas", "1", "--out", str(tmp_path / "n.jsonl")]) == 2
+    assert "at least 2" in capsys.readouterr().err
+
+
+def test_import_of_a_foreign_file_is_refused_with_its_name(tmp_path, capsys):
+    foreign = tmp_path / "notes.json"
+    foreign.write_text('{"title": "meeting notes"}')
+    status = main(["import-vllm-bench", str(foreign), "--out", str(tmp_path / "i.jsonl")])
+    assert status == 2
+    assert "notes.json: not a vllm bench serve result" in capsys.readouterr().err
+
+
+def test_the_summary_says_why_a_point_has_no_queue_figures(capsys):
+    # A 0.4 s point that fell between two scrapes, and a 2 s point that was sampled.
+    unsampled = make_point(4).model_copy(
+        update={"window": Window(start=0.0, end=0.4), "queue": QueueSummary(max_gap_s=0.4)}
+    )
+    sampled = make_point(32).model_copy(
+        update={"window": Window(start=0.0, end=2.0), "queue": QueueSummary(samples=4)}
+    )
+
+    print_summary([unsampled, sampled])
+
+    out = capsys.readouterr().out
+    assert "seqs=4|burst 8|r0: no /metrics sample fell inside its 0.40 s window" in out
+    assert "seqs=32|burst 8|r0:" not in out
+
+
+def bench_plan(*flags: str) -> SweepPlan:
+    """The plan `bench` would run for these flags, without running it."""
+    args = build_parser().parse_args(["bench", "--model", "m", "--out", "r.jsonl", *flags])
+    return validate_plan(plan_from_bench_args(args), source="command line")
+
+
+def refused(capsys, *flags: str) -> str:
+    """The error argparse gives for these bench flags; it exits with status 2."""
+    with pytest.raises(SystemExit) as exit_:
+        main(["bench", "--model", "m", "--out", "r.jsonl", "--dry-run", *flags])
+    assert exit_.value.code == 2
+    return capsys.readouterr().err
+
+
+def test_goodput_takes_vllms_key_ms_pairs_into_the_plan():
+    plan = bench_plan("--goodput", "ttft:500", "tpot:50", "e2el:5000.5")
+    assert plan.goodput == {"ttft": 500.0, "tpot": 50.0, "e2el": 5000.5}
+    assert bench_plan().goodput == {}
+
+
+def test_it_refuses_a_goodput_pair_without_a_colon(capsys):
+    assert "argument --goodput: expected KEY:MS such as ttft:500, got 'ttft=5'" in refused(
+        capsys, "--goodput", "ttft=5"
+    )
+
+
+def test_it_refuses_a_goodput_pair_whose_ms_is_not_a_number(capsys):
+    assert "argument --goodput: expected KEY:MS such as ttft:500, got 'ttft:5ms'" in (
+        refused(capsys, "--goodput", "ttft:5ms")
+    )
+
+
+def test_it_refuses_an_unknown_goodput_key(capsys):
+    err = refused(capsys, "--goodput", "itl:5")
+    assert "argument --goodput: unknown goodput metric 'itl': use ttft, tpot, e2el" in err
+
+
+@pytest.mark.parametrize("value", ["-1", "nan", "inf"])
+def test_it_refuses_a_negative_or_not_finite_goodput_value(capsys, value):
+    err = refused(capsys, "--goodput", f"tpot:{value}")
+    assert "argument --goodput: goodput tpot:" in err
+    assert "must be a finite number >= 0" in err
+
+
+def test_it_refuses_a_goodput_key_given_twice(capsys):
+    assert "argument --goodput: ttft is given twice" in refused(
+        capsys, "--goodput", "ttft:5", "ttft:6"
+    )
+
+
+def test_max_concurrency_caps_a_rate_or_burst_load():
+    rate = bench_plan("--shape", "rate", "--rate", "4", "--max-concurrency", "8").loads[0]
+    assert (rate.rate, rate.max_concurrency) == (4.0, 8)
+    assert bench_plan("--max-concurrency", "8").loads[0].max_concurrency == 8
+
+
+def test_it_refuses_max_concurrency_on_a_concurrency_load(tmp_path, capsys):
+    flags = ["--shape", "concurrency", "--concurrency", "4", "--max-concurrency", "2"]
+    assert main(["bench", "--model", "m", "--out", str(tmp_path / "r.jsonl"), *flags]) == 2
+    assert "--max-concurrency caps a rate or burst load" in capsys.readouterr().err
+
+
+def test_burstiness_may_be_infinite():
+    load = bench_plan("--shape", "rate", "--rate", "2", "--burstiness", "inf").loads[0]
+    assert load.burstiness == float("inf")
+    assert bench_plan("--shape", "rate", "--rate", "2").loads[0].burstiness == 1.0
+
+
+@pytest.mark.parametrize("value", ["nan", "0", "-2", "fast"])
+@pytest.mark.parametrize("flag", ["--rate", "--burstiness"])
+def test_rate_and_burstiness_refuse_nan_zero_negative_and_words(capsys, flag, value):
+    err = refused(capsys, "--shape", "rate", "--rate", "1", flag, value)
+    assert f"argument {flag}: expected a" in err
+    assert repr(value) in err
+
+
+def test_an_infinite_rate_is_refused_with_a_pointer_to_the_burst_shape(capsys):
+    err = refused(capsys, "--shape", "rate", "--rate", "inf")
+    assert "argument --rate: expected a finite number > 0, got 'inf'" in err
+    assert "use --shape burst" in err
+
+
+def test_it_refuses_rate_flags_that_the_load_shape_would_ignore(tmp_path, capsys):
+    out = str(tmp_path / "r.jsonl")
+    assert main(["bench", "--model", "m", "--out", out, "--rate", "2"]) == 2
+    assert "--rate needs --shape rate" in capsys.readouterr().err
+    assert main(["bench", "--model", "m", "--out", out, "--burstiness", "2"]) == 2
+    assert "--burstiness shapes the gaps of a rate load" in capsys.readouterr().err
+
+
+def test_bench_sets_tensor_parallel_size_and_prefix_caching():
+    config = bench_plan("--tensor-parallel-size", "2", "--enable-prefix-caching").engine_configs[0]
+    assert (config.tensor_parallel_size, config.enable_prefix_caching) == (2, True)
+    assert bench_plan("--no-enable-prefix-caching").engine_configs[0].enable_prefix_caching is False
+    default = bench_plan().engine_configs[0]
+    assert (default.tensor_parallel_size, default.enable_prefix_caching) == (1, None)
+
+
+def test_it_refuses_a_tensor_parallel_size_below_one(capsys):
+    assert "argument --tensor-parallel-size: must be > 0, got '0'" in refused(
+        capsys, "--tensor-parallel-size", "0"
+    )
+
+
+def test_bench_dry_run_prints_the_point_and_its_goodput_slos_without_starting_anything(
+    tmp_path, capsys, monkeypatch
+):
+    monkeypatch.setenv("COLUMNS", "200")
+    out = tmp_path / "r.jsonl"
+    flags = ["--shape", "rate", "--rate", "4", "--max-concurrency", "8", "--max-num-seqs", "4"]
+    command = ["bench", "--model", "m", "--out", str(out), "--dry-run", *flags]
+    assert main([*command, "--goodput", "ttft:500", "e2el:5000"]) == 0
+    printed = capsys.readouterr().out
+    assert "seqs=4|rate 4.0/s x 64 (max 8 in flight)|r0" in printed
+    assert "goodput SLOs: ttft <= 500 ms, e2el <= 5000 ms" in printed
+    assert not out.exists()
+
+
+# ---------------------------------------------------------------------------------------------
+# Engine settings: one definition (EngineConfig's fields) for flags, form fields and labels
+# ---------------------------------------------------------------------------------------------
+
+SETTING_VALUES = {int: ("3", 3), float: ("0.5", 0.5), str: ("fp8", "fp8")}
+
+
+@pytest.mark.parametrize("setting", EngineConfig.settings(), ids=lambda s: s.name)
+def test_every_engine_setting_is_a_bench_flag_whose_value_reaches_the_plan(setting):
+    if setting.kind is bool:
+        assert getattr(bench_plan(setting.flag).engine_configs[0], setting.name) is True
+        off = f"--no-{setting.flag.removeprefix('--')}"
+        assert getattr(bench_plan(off).engine_configs[0], setting.name) is False
+        return
+    text, value = SETTING_VALUES[setting.kind]
+    assert getattr(bench_plan(setting.flag, text).engine_configs[0], setting.name) == value
+
+
+def test_a_setting_added_to_the_engine_config_becomes_a_bench_flag_untouched(monkeypatch):
+    from pydantic import Field
+
+    import runner.cli.commands
+    import runner.cli.parser
+
+    class Extended(EngineConfig):
+        max_num_partial_prefills: int | None = Field(default=None, gt=0, description="at once")
+
+    monkeypatch.setattr(runner.cli.parser, "EngineConfig", Extended)
+    monkeypatch.setattr(runner.cli.commands, "EngineConfig", Extended)
+    args = build_parser().parse_args(
+        ["bench", "--model", "m", "--out", "r.jsonl", "--max-num-partial-prefills", "2"]
+    )
+    assert plan_from_bench_args(args)["engine_configs"][0]["max_num_partial_prefills"] == 2
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--gpu-memory-utilization", "1.5"], "argument --gpu-memory-utilization: must be <= 1"),
+        (["--gpu-memory-utilization", "0"], "argument --gpu-memory-utilization: must be > 0"),
+        (["--gpu-memory-utilization", "nan"], "argument --gpu-memory-utilization: must be > 0"),
+        (["--max-num-seqs", "0"], "argument --max-num-seqs: must be > 0, got '0'"),
+        (["--block-size", "2.5"], "argument --block-size: expected a whole number, got '2.5'"),
+    ],
+)
+def test_an_engine_flag_is_held_to_its_fields_bounds_before_anything_starts(capsys, flags, message):
+    assert message in refused(capsys, *flags)
+
+
+def test_a_new_settings_own_flag_is_refused_as_an_extra_flag():
+    # --seed is an allowed extra flag until a field of that name makes it a setting.
+    class Seeded(EngineConfig):
+        seed: int | None = None
+
+    assert EngineConfig(extra_args=["--seed", "1"]).extra_args == ["--seed", "1"]
+    with pytest.raises(ValidationError, match="--seed has its own field"):
+        Seeded(extra_args=["--seed", "1"])
+
+
+def test_the_label_names_each_setting_that_differs_from_its_default_in_the_old_order():
+    config = EngineConfig(
+        max_num_seqs=8, max_num_batched_tokens=64, gpu_memory_utilization=0.5,
+        kv_cache_dtype="fp8", max_model_len=512, block_size=16, enable_prefix_caching=True,
+        tensor_parallel_size=2, stream_interval=2, num_gpu_blocks_override=100,
+        extra_args=["--enforce-eager"],
+    )
+    # Point keys are made from labels: an old results file must resume with the same keys.
+    assert config.label() == (
+        "seqs=8,tokens=64,mem=0.5,kv=fp8,len=512,block=16,prefix=True,stream=2,blocks=100,"
+        "tp=2,--enforce-eager"
+    )
+    assert EngineConfig(tensor_parallel_size=1).label() == "defaults"
+
+
+# ---------------------------------------------------------------------------------------------
+# The engine that served a point
+# ---------------------------------------------------------------------------------------------
+
+
+def test_what_the_runner_launches_is_recorded_as_vllm():
+    from runner.schema.result import EngineInfo
+
+    assert EngineInfo(launch_style="cpu").name == "vllm"
+
+
+@pytest.mark.parametrize(
+    "written, name",
+    [("vLLM", "vllm"), ("TensorRT-LLM", "tensorrt-llm"), ("trtllm", "tensorrt-llm"),
+     ("tensorrt_llm", "tensorrt-llm"), ("SGLang", "sglang"), (" LMDeploy ", "LMDeploy"),
+     ("", None), (None, None)],
+)
+def test_an_engine_name_is_spelled_one_way(written, name):
+    from runner.schema.result import EngineInfo
+
+    assert EngineInfo(launch_style="attach", name=written).name == name
+
+
+def test_the_metrics_scrape_interval_is_a_bench_flag_with_the_plans_default():
+    # A CPU engine's points last about a second: 0.1 s there, 0.5 s elsewhere.
+    assert bench_plan().sample_interval_s == 0.1
+    assert bench_plan("--launch", "serve").sample_interval_s == 0.5
+    assert bench_plan("--sample-interval", "5").sample_interval_s == 5.0
+    assert bench_plan("--launch", "serve", "--sample-interval", "0.1").sample_interval_s == 0.1
+
+
+def test_a_plan_that_names_its_scrape_interval_keeps_it_on_any_launch():
+    base = {"checkpoint": {"model": "m"}, "engine_configs": [{}], "loads": [{"num_requests": 1}]}
+    assert SweepPlan.model_validate(base).sample_interval_s == 0.1  # the default launch: cpu
+    assert SweepPlan.model_validate({**base, "sample_interval_s": 0.5}).sample_interval_s == 0.5
+    served = {**base, "launch": {"style": "serve"}}
+    assert SweepPlan.model_validate(served).sample_interval_s == 0.5
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf"])
+def test_the_scrape_interval_refuses_what_would_never_or_always_scrape(capsys, value):
+    err = refused(capsys, "--sample-interval", value)
+    assert "argument --sample-interval: expected a finite number > 0" in err
+
+
+def test_a_code_loading_flag_needs_the_operator_to_vouch_for_the_checkpoint(tmp_path, capsys):
+    flag = "--engine-arg=--trust-remote-code"
+    assert main(["bench", "--model", "m", "--out", str(tmp_path / "r.jsonl"), "--dry-run",
+                 flag]) == 2
+    assert "--trust-remote-code" in capsys.readouterr().err
+    plan = bench_plan(flag, "--trusted-checkpoint")
+    assert plan.checkpoint.trusted and plan.engine_configs[0].extra_args == ["--trust-remote-code"]
+    assert bench_plan().checkpoint.trusted is False
