@@ -285,8 +285,8 @@ CHILD_RUNNER = textwrap.dedent(
     """
     import signal, sys, time
     from pathlib import Path
-    from runner.engine import engines
-    from runner.schema import Checkpoint, EngineConfig, EngineLaunch
+    from runner.engine.process import engines
+    from runner.schema.engine_config import Checkpoint, EngineConfig, EngineLaunch
 
     # A shell starts a background job (`.ci/run &`, `nohup make test &`) with SIGINT ignored,
     # and Python then installs no KeyboardInterrupt handler, so a Ctrl-C test run that way
