@@ -1,2 +1,1 @@
-"""`python -m runner`: the command line's parser and its commands, without the dashboard.
-"""
+"""`python -m runner`: the command line's parser and its commands, without the dashboard."""

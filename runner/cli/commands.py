@@ -1,5 +1,4 @@
-"""What each `python -m runner` command does: read the plan, run it, print what was measured.
-"""
+"""What each `python -m runner` command does: read the plan, run it, print what was measured."""
 
 from __future__ import annotations
 
@@ -37,7 +36,6 @@ class CliError(Exception):
     """A problem with what the user gave us; printed as one clear line, exit status 2."""
 
 
-
 def credentials_from_args(args: argparse.Namespace, plan: SweepPlan) -> Credentials:
     """The attached server's key from the environment variable --api-key-env names."""
     name = getattr(args, "api_key_env", None)
@@ -54,7 +52,6 @@ def credentials_from_args(args: argparse.Namespace, plan: SweepPlan) -> Credenti
         raise CliError(
             f"--api-key-env {name}: the key must be printable ASCII on one line"
         ) from None
-
 
 
 def cmd_build_tiny_model(args: argparse.Namespace) -> int:

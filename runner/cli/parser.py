@@ -1,5 +1,4 @@
-"""`python -m runner`: the command line's arguments, and main.
-"""
+"""`python -m runner`: the command line's arguments, and main."""
 
 from __future__ import annotations
 
@@ -143,7 +142,6 @@ def _add_api_key_argument(parser: argparse.ArgumentParser | argparse._ArgumentGr
         help="attach launch: send the API key held in environment variable NAME as "
         "Authorization: Bearer (the key itself never goes on the command line)",
     )  # fmt: skip
-
 
 
 def _add_engine_setting(group: argparse._ArgumentGroup, setting: EngineSetting) -> None:
@@ -381,7 +379,6 @@ def _add_output_arguments(parser: argparse.ArgumentParser) -> None:
 # ---------------------------------------------------------------------------------------------
 # Commands
 # ---------------------------------------------------------------------------------------------
-
 
 
 def _raise_keyboard_interrupt(signum: int, frame: object) -> None:

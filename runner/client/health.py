@@ -1,5 +1,4 @@
-"""Whether the client kept up: CPU saturation, loop lag and CPU steal per job.
-"""
+"""Whether the client kept up: CPU saturation, loop lag and CPU steal per job."""
 
 from __future__ import annotations
 
@@ -24,14 +23,12 @@ STEAL_BLAME_SHARE = 0.02
 PROC_STAT = "/proc/stat"
 
 
-
 @dataclass
 class JobStats:
     cpu_seconds: float = 0.0
     wall_seconds: float = 0.0
     lags_ms: list[float] = field(default_factory=list)
     steal_share: float | None = None  # None: the kernel does not report steal
-
 
 
 def cpu_steal_s(proc_stat: str = PROC_STAT) -> dict[int, float]:
@@ -124,8 +121,3 @@ def merge_health(
         reasons=reasons,
         idle_nap_us=idle_nap_us,
     )
-
-
-# ---------------------------------------------------------------------------------------------
-# Entry point
-# ---------------------------------------------------------------------------------------------

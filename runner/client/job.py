@@ -1,5 +1,4 @@
-"""One client process's job on an asyncio loop: send each request on time, record the reply.
-"""
+"""One client process's job on an asyncio loop: send each request on time, record the reply."""
 
 from __future__ import annotations
 
@@ -22,7 +21,6 @@ from runner.workloads import conversations
 # The oldest generation's threshold while a load runs: full collections wait until it ends.
 NO_FULL_COLLECTION = 1 << 30
 CANCEL_POLL_S = 0.05
-
 
 
 @dataclass
@@ -113,7 +111,6 @@ async def _send(
 # ---------------------------------------------------------------------------------------------
 # One job on one event loop
 # ---------------------------------------------------------------------------------------------
-
 
 
 async def _tick_loop_lag(lags_ms: list[float]) -> None:
@@ -354,8 +351,3 @@ def run_job_blocking(
         return loop.run_until_complete(run_job(job, workload, client, t0, is_cancelled, on_done))
     finally:
         loop.close()
-
-
-# ---------------------------------------------------------------------------------------------
-# Health
-# ---------------------------------------------------------------------------------------------

@@ -1,5 +1,4 @@
-"""When each request is sent: arrival offsets, and the jobs each client process runs.
-"""
+"""When each request is sent: arrival offsets, and the jobs each client process runs."""
 
 from __future__ import annotations
 
@@ -213,8 +212,3 @@ def _plan_conversations(
 def _share(total: int, parts: int, w: int) -> int:
     """Worker w's part of total slots split over parts workers; the first ones get the rest."""
     return total // parts + (w < total % parts)
-
-
-# ---------------------------------------------------------------------------------------------
-# One request
-# ---------------------------------------------------------------------------------------------

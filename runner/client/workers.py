@@ -1,5 +1,4 @@
-"""The load generator: run a point's jobs in worker processes and collect every record.
-"""
+"""The load generator: run a point's jobs in worker processes and collect every record."""
 
 from __future__ import annotations
 
@@ -32,14 +31,12 @@ START_DELAY_S = 0.25
 READY_TIMEOUT_S = 120.0
 
 
-
 PROGRESS_INTERVAL_S = 0.1
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 # Chunk times per message of records from a client worker to the parent (record_batches).
 RECORD_BATCH_VALUES = 1 << 20
 # How long a dead worker's result may still be in flight in the queue before it counts as lost.
 DEAD_WORKER_GRACE_S = 2.0
-
 
 
 def run_load(

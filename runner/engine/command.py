@@ -1,5 +1,4 @@
-"""The vLLM command a config starts: flags, replicas' GPUs, environment.
-"""
+"""The vLLM command a config starts: flags, replicas' GPUs, environment."""
 
 from __future__ import annotations
 
@@ -50,7 +49,6 @@ class EngineCommand:
     argv: list[str]
     env: dict[str, str]  # set on top of the runner's environment
     container: str | None = None  # docker style: the container name, for docker stop / rm -f
-
 
 
 def served_model_name(checkpoint: Checkpoint) -> str:
@@ -207,8 +205,3 @@ def _cpu_env(launch: EngineLaunch, replica: int) -> dict[str, str]:
         "VLLM_CPU_OMP_THREADS_BIND": str(replica % cores),
         "HF_HUB_OFFLINE": "1",
     }
-
-
-# ---------------------------------------------------------------------------------------------
-# Start and stop
-# ---------------------------------------------------------------------------------------------

@@ -1,2 +1,1 @@
-"""Reading result files: Headroom's own JSONL, a run's download, and `vllm bench serve` files.
-"""
+"""Reading result files: Headroom's own JSONL, a run's download, and `vllm bench serve` files."""

@@ -1,5 +1,4 @@
-"""Read result files: Headroom's own JSONL, a run's JSON download, `vllm bench serve` results.
-"""
+"""Read result files: Headroom's own JSONL, a run's JSON download, `vllm bench serve` results."""
 
 from __future__ import annotations
 
@@ -38,7 +37,6 @@ STRING_OR_BRACKET = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"?|[\[\]{}]', re.DOTA
 # how much of a file's head is read to see it.
 HEADROOM_LINE_START = b'{"schema_version":'
 HEADROOM_HEAD_BYTES = 4096
-
 
 
 def load_result_file(
@@ -200,8 +198,3 @@ def _line_document(name: str, number: int, line: str) -> Any:
         ) from None
     except ImportFileError as exc:
         raise ImportFileError(f"{name}:{number}: {exc}") from None
-
-
-# ---------------------------------------------------------------------------------------------
-# One vllm bench document
-# ---------------------------------------------------------------------------------------------

@@ -1,5 +1,4 @@
-"""A `vllm bench serve` result as a Headroom point: its metrics, requests, load and workload.
-"""
+"""A `vllm bench serve` result as a Headroom point: its metrics, requests, load and workload."""
 
 from __future__ import annotations
 

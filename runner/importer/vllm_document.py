@@ -1,5 +1,4 @@
-"""The shape of a `vllm bench serve` file: its known keys, and what it says about its run.
-"""
+"""The shape of a `vllm bench serve` file: its known keys, and what it says about its run."""
 
 from __future__ import annotations
 
@@ -92,7 +91,6 @@ UNKNOWN_HOST = "unknown (not recorded by vllm bench)"
 UNKNOWN_MODEL = "unknown"
 
 
-
 class ImportFileError(ValueError):
     """A result file that cannot be read; the message says why and where."""
 
@@ -156,7 +154,6 @@ class BenchMetadata:
 # ---------------------------------------------------------------------------------------------
 # Files
 # ---------------------------------------------------------------------------------------------
-
 
 
 def _is_vllm_key(key: str) -> bool:

@@ -1,5 +1,4 @@
-"""What the hardware did during a point: GPU telemetry and energy, or the CPU engine's CPU use.
-"""
+"""What the hardware did during a point: GPU telemetry and energy, or the CPU engine's CPU use."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""A point's telemetry summary: energy, power and utilization over its window.
-"""
+"""A point's telemetry summary: energy, power and utilization over its window."""
 
 from __future__ import annotations
 

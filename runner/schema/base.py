@@ -20,12 +20,6 @@ SCHEMA_VERSION: Final = "headroom.result/1"
 REVISION_RE = re.compile(r"^[0-9a-f]{40}$")
 
 
-
 class Schema(BaseModel):
     # Unknown keys are refused: a foreign or misspelled file fails loudly instead of half-loading.
     model_config = ConfigDict(extra="forbid")
-
-
-# ---------------------------------------------------------------------------------------------
-# What to run
-# ---------------------------------------------------------------------------------------------

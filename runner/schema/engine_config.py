@@ -1,5 +1,4 @@
-"""What engine a plan starts: the checkpoint, the engine's settings and how it is launched.
-"""
+"""What engine a plan starts: the checkpoint, the engine's settings and how it is launched."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The allow-lists a plan is checked against: engine flags, launch environment, model sources.
-"""
+"""The allow-lists a plan is checked against: engine flags, launch environment, model sources."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""What a plan asks for: the workload, the load, the client, the quality check, the sweep.
-"""
+"""What a plan asks for: the workload, the load, the client, the quality check, the sweep."""
 
 from __future__ import annotations
 
@@ -393,8 +392,3 @@ class SweepPlan(Schema):
                 "'trace' with the trace file"
             )
         return self
-
-
-# ---------------------------------------------------------------------------------------------
-# What was measured
-# ---------------------------------------------------------------------------------------------

@@ -1,5 +1,4 @@
-"""What was measured per request and per engine sample, held compactly.
-"""
+"""What was measured per request and per engine sample, held compactly."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""A measured point as it is written: its metrics, health, quality, engine and provenance.
-"""
+"""A measured point as it is written: its metrics, health, quality, engine and provenance."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""What the engine's queue and the hardware did over a point's window.
-"""
+"""What the engine's queue and the hardware did over a point's window."""
 
 from __future__ import annotations
 

@@ -1,2 +1,1 @@
-"""What a point sends: prompts from the built-in workloads, datasets, conversations and traces.
-"""
+"""What a point sends: prompts from the built-in workloads, datasets, conversations and traces."""

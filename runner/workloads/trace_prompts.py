@@ -1,5 +1,4 @@
-"""Prompts from a trace or length log, and the notes comparing what was sent with the source.
-"""
+"""Prompts from a trace or length log, and the notes comparing what was sent with the source."""
 
 from __future__ import annotations
 

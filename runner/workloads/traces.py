@@ -370,8 +370,3 @@ def trace_where(source: SourceFile, workload: WorkloadSpec) -> str:
     if workload.trace_span_s is None:
         return f"the trace {source.name}"
     return f"the first {workload.trace_span_s:g} s of the trace {source.name}"
-
-
-# ---------------------------------------------------------------------------------------------
-# Prompts
-# ---------------------------------------------------------------------------------------------
