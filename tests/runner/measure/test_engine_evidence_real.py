@@ -70,8 +70,10 @@ def shared_prefix_dataset(engine, path: Path) -> Path:
 
 
 def workload(kind: WorkloadKind, **fields) -> WorkloadSpec:
+    # 64 tokens out keep the queue of 12 behind max_num_seqs 4 for about a second: with 16, a
+    # point could end between two 0.1 s samples and show no waiting at all.
     return WorkloadSpec(kind=kind, input_tokens_min=INPUT_MIN, input_tokens_max=INPUT_MAX,
-                        output_tokens=16, **fields)
+                        output_tokens=64, **fields)
 
 
 @pytest.fixture(scope="module")
