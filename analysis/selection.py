@@ -22,14 +22,11 @@ from analysis.types import (
     SelectionMethod,
 )
 
-# Defaults from the issue: the case study's knee added under 1% throughput for about +50%
-# median latency, so 2% / 20% catches it with margin and ignores run-to-run noise.
-DEFAULT_THROUGHPUT_GAIN_PCT = 2.0
-DEFAULT_LATENCY_GROWTH_PCT = 20.0
-
-# Two levels make one step, and one step cannot show where growth stops: the knee needs a step
-# that still pays off before the one that does not.
-MIN_KNEE_LEVELS = 3
+# The knee rule and the SLO test are the adaptive search's too (runner.search.rules), so the
+# search measures where this choice lies.
+from runner.schema.search import DEFAULT_LATENCY_GROWTH_PCT, DEFAULT_THROUGHPUT_GAIN_PCT
+from runner.search.levels import MIN_KNEE_LEVELS
+from runner.search.rules import knee_step, pct_change, within_limits
 
 
 def _chosen(
@@ -82,7 +79,7 @@ def _pct_change(before: float, after: float, what: str, key: str) -> float:
         raise AnalysisError(
             f"point {key} has {what} {before:g}; a change relative to it is undefined"
         )
-    return (after - before) / before * 100
+    return pct_change(before, after)
 
 
 def _require_latency(point: PointFigures, name: str) -> float:
@@ -190,7 +187,8 @@ def _knee_walk(
                 "latency_growth_pct": growth,
             }
         )
-        if gain < throughput_gain_pct and growth > latency_growth_pct:
+        if knee_step(gain, growth, max_gain_pct=throughput_gain_pct,
+                     min_growth_pct=latency_growth_pct):
             evidence = {
                 "knee_found": True,
                 "from_key": before.key,
@@ -260,7 +258,7 @@ def slo(points: Sequence[PointFigures], limits: Mapping[str, float]) -> Selectio
     values = {
         p.key: {metric: _require_latency(p, name) for metric, name in fields.items()} for p in valid
     }
-    within = [p for p in valid if all(values[p.key][m] <= limits[m] for m in limits)]
+    within = [p for p in valid if within_limits(values[p.key], limits)]
     if not within:
         best = join_best(values, limits)
         raise AnalysisError(f"no point meets the limits: {best}")

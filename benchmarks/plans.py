@@ -12,6 +12,7 @@ from runner.schema.engine_config import Checkpoint as CheckpointSpec
 from runner.schema.engine_config import EngineConfig, EngineLaunch, LaunchStyle
 from runner.schema.plan import Endpoint as EndpointKind
 from runner.schema.plan import LoadSpec, SweepPlan, TraceLonger, WorkloadKind, WorkloadSpec
+from runner.schema.search import SearchSpec
 
 
 def workload_spec(workload: Workload) -> WorkloadSpec:
@@ -110,6 +111,7 @@ def build_plan(
     replicas: int,
     goodput: dict[str, float] | None = None,
     endpoint: Endpoint | None = None,
+    search: SearchSpec | None = None,
 ) -> SweepPlan:
     """Raises pydantic.ValidationError when the combination is not runnable.
 
@@ -128,6 +130,7 @@ def build_plan(
             repeats=repeats,
             replicas=replicas,
             goodput=goodput or {},
+            search=search,
         )
     if checkpoint.kv_cache_dtype:
         # The checkpoint row says which KV dtype was served; every config runs with it.
@@ -145,11 +148,15 @@ def build_plan(
         repeats=repeats,
         replicas=replicas,
         goodput=goodput or {},
+        search=search,
     )
 
 
 def points_total(plan: SweepPlan) -> int:
-    return len(plan.engine_configs) * len(plan.loads) * plan.repeats
+    """The grid's points; a search measures at most these, or its budget."""
+    grid = len(plan.engine_configs) * len(plan.loads) * plan.repeats
+    budget = plan.search.point_budget if plan.search else None
+    return min(grid, budget) if budget else grid
 
 
 # ---------------------------------------------------------------------------------------------

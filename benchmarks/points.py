@@ -19,6 +19,7 @@ from benchmarks import storage
 from benchmarks.models import Benchmark, Caveat, Point, PointData
 from runner.schema.result import Metrics, PointResult, Window
 from runner.schema.samples import TelemetrySummary
+from runner.search.observation import Observation, observe
 
 METRIC_FIELDS: tuple[str, ...] = tuple(Metrics.model_fields)
 # The telemetry summary's point-level figures, one CSV column each (telemetry_<field>); the
@@ -88,6 +89,7 @@ def _store_point(
                 result.conversations.model_dump(mode="json") if result.conversations else None
             ),
             quality=result.quality.model_dump(mode="json") if result.quality else None,
+            search=result.search.model_dump(mode="json") if result.search else None,
             **metrics,
         )
         _insert_point_data({
@@ -270,5 +272,12 @@ def point_to_result(
             "lengths": point.lengths,
             "conversations": point.conversations,
             "quality": point.quality,
+            "search": point.search,
         }
     )
+
+
+def stored_observations(benchmark: Benchmark) -> dict[str, Observation]:
+    """A resumed search's stored points as the search reads them, by key."""
+    return {point.key: observe(point_to_result(point, records=False))
+            for point in benchmark.points.all()}

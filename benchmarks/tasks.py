@@ -25,9 +25,10 @@ from django.utils import timezone
 from benchmarks import imports, lifecycle, plans, storage, vault
 from benchmarks.beats import RowBeat
 from benchmarks.models import Benchmark, Endpoint, EngineStart, ResultImport
-from benchmarks.points import store_point
+from benchmarks.points import store_point, stored_observations
 from runner.engine.endpoint import NO_CREDENTIALS, Credentials, redact
 from runner.engine.provenance import collect_hardware
+from runner.schema.search import SearchRecord
 from runner.sweep import Cancelled, Progress, run_plan
 
 log = logging.getLogger(__name__)
@@ -115,8 +116,9 @@ def execute_benchmark(benchmark_id: int) -> str:
         return State.FAILED
     workdir = settings.HEADROOM_WORK_DIR / str(benchmark.code)
     workdir.mkdir(parents=True, exist_ok=True)
-    # Points already stored (a resumed run) are not measured again.
+    # Points already stored (a resumed run) are not measured again; a search reads them.
     skip_keys = frozenset(benchmark.points.values_list("key", flat=True))
+    known = stored_observations(benchmark) if plan.search is not None and skip_keys else {}
     cancel = threading.Event()
     with RunMonitor(benchmark_id, cancel) as monitor:
         try:
@@ -125,6 +127,8 @@ def execute_benchmark(benchmark_id: int) -> str:
                 on_engine_started=lambda seconds: record_engine_start(benchmark, seconds),
                 data_dir=settings.HEADROOM_DATA_DIR,  # a plan's dataset is named inside it
                 credentials=credentials,
+                on_search=lambda record: record_search(benchmark_id, record),
+                known=known,
             ):
                 # The records are the point's largest part (docs/performance.md, "Memory of
                 # large points"): given up to the encoder, they are freed a block at a time as
@@ -159,8 +163,14 @@ def execute_benchmark(benchmark_id: int) -> str:
                 error_detail=detail,
             )
             return State.FAILED
-    lifecycle.finish(benchmark_id, State.SUCCEEDED, note="all points measured")
+    note = "all points measured" if plan.search is None else "search finished"
+    lifecycle.finish(benchmark_id, State.SUCCEEDED, note=note)
     return State.SUCCEEDED
+
+
+def record_search(benchmark_id: int, record: SearchRecord) -> None:
+    """Keep the search's record on the run as it goes: the page shows it while it runs."""
+    Benchmark.objects.filter(pk=benchmark_id).update(search=record.model_dump(mode="json"))
 
 
 def record_engine_start(benchmark: Benchmark, seconds: float) -> None:

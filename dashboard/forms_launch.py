@@ -33,6 +33,7 @@ from dashboard.launch_fields import (
     parse_numbers,
     vllm_batch_defaults,
 )
+from dashboard.search_fields import SearchFields
 from runner import grid
 from runner.measure import quality
 from runner.schema.engine_config import EngineConfig
@@ -41,7 +42,7 @@ from runner.schema.plan import QualitySpec, SweepPlan
 from runner.workloads.prompts import DatasetError, dataset_file, dataset_names
 
 
-class LaunchForm(forms.Form):
+class LaunchForm(SearchFields):
     name = forms.CharField(max_length=200, required=False, help_text="optional; a label for lists")
     node = NodeChoiceField(
         queryset=Node.objects.all(),
@@ -262,6 +263,7 @@ class LaunchForm(forms.Form):
         if workload is None:
             return data
         data["workload"] = workload
+        data["search_spec"] = self.search_spec(data)
         if endpoint is not None:
             self._clean_endpoint_run(data, endpoint, workload)
             return data
@@ -299,6 +301,7 @@ class LaunchForm(forms.Form):
                 repeats=data["repeats"],
                 replicas=data["replicas"],
                 goodput=data.get("goodput") or {},
+                search=data["search_spec"],
             )
         except pydantic.ValidationError as exc:
             self.add_error(None, plans.pydantic_message(exc))
@@ -359,6 +362,7 @@ class LaunchForm(forms.Form):
                 replicas=launch_rules.ENDPOINT_REPLICAS,
                 goodput=data.get("goodput") or {},
                 endpoint=endpoint,
+                search=data["search_spec"],
             )
         except pydantic.ValidationError as exc:
             self.add_error(None, plans.pydantic_message(exc))

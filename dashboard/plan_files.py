@@ -32,6 +32,7 @@ from dashboard.launch_fields import (
     NO_EXTRA_FLAGS,
     WORKLOAD_PRESETS,
 )
+from dashboard.search_fields import GRID
 from runner import grid
 from runner.cli.commands import CliError, validate_plan
 from runner.engine.endpoint import normalize_base_url
@@ -39,6 +40,7 @@ from runner.plan_text import read_plan_data
 from runner.schema.base import Schema
 from runner.schema.engine_config import EngineConfig, EngineLaunch, EngineSetting
 from runner.schema.plan import QualitySpec, SweepPlan, default_sample_interval
+from runner.schema.search import SearchSpec
 from runner.workloads.prompts import dataset_names
 
 # A plan is a few kilobytes even with twenty configs and twenty loads; a bigger file is not one.
@@ -125,6 +127,7 @@ def plan_on_form(plan: SweepPlan) -> PlanOnForm:
     result.add(_loads(plan, workload))
     result.add(_engine_configs(plan.engine_configs))
     result.add(_quality(plan.quality))
+    result.add(_search(plan.search))
     endpoint = _registered_endpoint(plan)
     if endpoint is None:
         result.add(_checkpoint(plan))
@@ -368,6 +371,24 @@ def _quality(spec: QualitySpec | None) -> PlanOnForm:
     if spec.max_tokens != default:
         result.left_out.append(f"quality.max_tokens {spec.max_tokens}: not on the form; a launch "
                                f"uses the default {default}")
+    return result
+
+
+def _search(spec: SearchSpec | None) -> PlanOnForm:
+    """The search fields; the knee rule's thresholds have none (a launch uses the defaults)."""
+    if spec is None:
+        return PlanOnForm(initial={"search": GRID})
+    result = PlanOnForm(initial={
+        "search": spec.objective,
+        "search_tolerance_pct": spec.tolerance_pct,
+        "search_point_budget": spec.point_budget,
+        "search_limits": " ".join(f"{name}:{_number(ms)}" for name, ms in spec.limits.items()),
+    })
+    for name in ("throughput_gain_pct", "latency_growth_pct"):
+        default = SearchSpec.model_fields[name].default
+        if getattr(spec, name) != default:
+            result.left_out.append(f"search.{name}: not on the form; a launch uses the default "
+                                   f"{_json(default)}")
     return result
 
 

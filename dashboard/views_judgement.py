@@ -51,6 +51,7 @@ from judgement.operating_point import select, shown_operating_point
 from judgement.queues import queue_charts
 from judgement.rows import load_points, scaling_reference_choices
 from judgement.scaling import node_scaling_refusal, scaling_for
+from judgement.search import search_view
 from judgement.verdict_rows import evidence_items, ladder_diagnoses, sweep_change, verdict_rows
 from judgement.vocabulary import AnalysisError
 
@@ -137,6 +138,7 @@ def run_detail_context(request: HttpRequest, benchmark: Benchmark) -> dict[str, 
         "judgement": {
             "rows": rows,
             "shown": shown,
+            "search": search_view(benchmark, points, fig_list, shown),
             "selected_point": by_key.get(shown.key) if shown.key else None,
             "form": OperatingPointForm(benchmark=benchmark),
             "summary": summary,

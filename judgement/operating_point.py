@@ -8,10 +8,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import pydantic
+
 from analysis import AnalysisError, repeats, selection, sentences
 from analysis.types import ParetoPoint, PointFigures, Selection
 from benchmarks.models import Benchmark, OperatingPoint
 from benchmarks.operating_points import current_operating_point
+from runner.schema.search import SearchSpec
 
 
 def candidates(figs: Sequence[PointFigures]) -> list[PointFigures]:
@@ -93,10 +96,11 @@ def shown_operating_point(benchmark: Benchmark, figs: Sequence[PointFigures]) ->
             stored=stored,
             error=None,
         )
+    method, params = default_selection(benchmark)
     try:
-        chosen = select(OperatingPoint.Method.KNEE, {}, figs)
+        chosen = select(method, params, figs)
     except AnalysisError as exc:
-        return Shown(None, "knee", "", "", {}, {}, None, str(exc))
+        return Shown(None, method, "", "", {}, {}, None, str(exc))
     return Shown(
         chosen.chosen_key,
         chosen.method,
@@ -107,6 +111,22 @@ def shown_operating_point(benchmark: Benchmark, figs: Sequence[PointFigures]) ->
         None,
         None,
     )
+
+
+def default_selection(benchmark: Benchmark) -> tuple[str, dict[str, Any]]:
+    """What the page shows before anyone chooses: the knee, or what the run's search looked
+    for (its SLO limits, or its knee thresholds), so an adaptive run's page shows its answer."""
+    stored = (benchmark.plan or {}).get("search")
+    if not stored:
+        return OperatingPoint.Method.KNEE, {}
+    try:
+        spec = SearchSpec.model_validate(stored)
+    except pydantic.ValidationError:
+        return OperatingPoint.Method.KNEE, {}
+    if spec.objective == "slo":
+        return OperatingPoint.Method.SLO, {"limits": dict(spec.limits)}
+    return OperatingPoint.Method.KNEE, {"throughput_gain_pct": spec.throughput_gain_pct,
+                                        "latency_growth_pct": spec.latency_growth_pct}
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,9 @@ With `plan.replicas > 1` every point is a node run: N independent engines (one p
 tensor-parallel group), one client process per replica, all released at one common instant.
 Node throughput is all completed output tokens over ONE common window, from the first request
 sent to the last completion, never the sum of per-replica rates.
+
+With `plan.search` set the sweep is adaptive (runner.search): the search names each engine
+config to start and each point to measure, and the grid's other points are never measured.
 """
 
 from __future__ import annotations
@@ -16,8 +19,9 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -39,6 +43,9 @@ from runner.schema.plan import LoadSpec, SweepPlan
 from runner.schema.records import EngineSample
 from runner.schema.result import Hardware, PointResult, Provenance, ReplicaResult, point_key
 from runner.schema.samples import QueueSummary
+from runner.schema.search import SearchRecord, SearchStep
+from runner.search.observation import Observation, observe
+from runner.search.search import Request, Search, ladder
 from runner.workloads import conversations
 from runner.workloads.prompts import Prompt, build_prompts, token_counter_for
 from runner.workloads.trace_prompts import annotate_point
@@ -83,7 +90,7 @@ class SweepIncomplete(Exception):
 
 def plan_points(plan: SweepPlan) -> list[PlannedPoint]:
     """Every point of the plan in run order: per config, loads ascending, then repeats."""
-    loads = sorted(plan.loads, key=lambda load: (load.offered_concurrency(), load.num_requests))
+    loads = ladder(plan.loads)
     return [
         PlannedPoint(config, load, repeat)
         for config in plan.engine_configs
@@ -102,6 +109,8 @@ def run_plan(
     on_engine_started: Callable[[float], None] | None = None,
     data_dir: Path | None = None,
     credentials: Credentials = NO_CREDENTIALS,
+    on_search: Callable[[SearchRecord], None] | None = None,
+    known: Mapping[str, Observation] | None = None,
 ) -> Iterator[PointResult]:
     """Run every point of the plan not in skip_keys, yielding each one as soon as it finishes.
 
@@ -118,71 +127,52 @@ def run_plan(
     never recorded (the plan is stored and downloadable; these are secrets).
     on_engine_started: called in the caller's thread, once per engine config started, with the
     seconds its replicas took to start (started_s); never for an attached server.
+    A plan with a search (runner.search) measures only the points the search asks for, each
+    with its SearchStep; on_search gets the search's record after every point and engine
+    config, and once more at the end; known: a resumed search's stored points, by key, read
+    instead of measured (skip_keys is for a grid).
     """
     check_client_cpus(plan.client)
-    source = check_source(plan.workload, data_dir, plan.loads, plan.warmup_requests)
-    talks = conversations.check_conversations(
-        plan.workload, data_dir, plan.loads, plan.warmup_requests
+    inputs = _Inputs(
+        source=check_source(plan.workload, data_dir, plan.loads, plan.warmup_requests),
+        talks=conversations.check_conversations(
+            plan.workload, data_dir, plan.loads, plan.warmup_requests
+        ),
+        quality=load_quality(plan.quality, data_dir),
+        hardware=_hardware(plan),
+        packages=package_versions(),
+        data_dir=data_dir,
+        credentials=credentials,
     )
-    quality = load_quality(plan.quality, data_dir)
     cancel = cancel or threading.Event()
     report = on_progress or (lambda progress: None)
     on_started = on_engine_started or (lambda seconds: None)
+    if plan.search is not None:
+        yield from _run_search(plan, workdir, inputs, known or {}, cancel, report, on_started,
+                               on_search or (lambda record: None))
+        return
     todo = [p for p in plan_points(plan) if p.key not in skip_keys]
     total = len(todo)
     done = 0
     failures: list[str] = []
-    prompts: list[Prompt] | None = None
-    hardware = _hardware(plan)
-    packages = package_versions()
 
     for config in _unique_configs(todo):
         group = [p for p in todo if p.config is config]
         if cancel.is_set():
             raise Cancelled()
         report(Progress(done, total, 0, 0, f"starting engine {config.label()}"))
-        log_dir = workdir / "logs" / _slug(config.label())
         measured = 0
         try:
-            with engines(
-                plan.launch, plan.checkpoint, config, replicas=plan.replicas, log_dir=log_dir,
-                credentials=credentials,
-            ) as running:
-                start_s = started_s(running)
-                if start_s is not None:
-                    on_started(start_s)
-                if prompts is None:
-                    prompts = _build_prompts(plan, running[0], data_dir)
-                _warm_up(plan, running, prompts, cancel)
+            with _started(plan, config, workdir, inputs, cancel, on_started) as (running, prompts):
                 for planned in group:
                     if cancel.is_set():
                         raise Cancelled()
                     context = _PointContext(plan, planned, done, total, report)
-                    point = _measure_point(context, running, prompts, cancel)
-                    annotate_point(point, source)
-                    conversations.annotate_point(point, talks)
-                    if quality is not None:  # after the window: the eval never shares it
-                        report(Progress(done, total, 0, 0, f"quality set on {planned.key}"))
-                        point.quality = score_quality(
-                            quality, running[0].base_url, running[0].served_model,
-                            plan.workload, timeout_s=plan.client.request_timeout_s,
-                            credentials=running[0].credentials, cancel=cancel,
-                        )
-                    point.provenance = Provenance(
-                        hardware=hardware,
-                        engine=running[0].info,
-                        checkpoint=plan.checkpoint,
-                        packages=packages,
-                        client_version=f"headroom-runner {__version__}",
-                        started_at=context.started_at,
-                        finished_at=utc_now(),
-                    )
+                    point = _finished_point(context, running, prompts, inputs, cancel)
                     done += 1
                     measured += 1
                     yield point
-                    dead = [e.replica for e in running if not e.alive()]
-                    if dead:
-                        raise EngineError(f"engine replica(s) {dead} exited during the point")
+                    _check_alive(running)
                     report(Progress(done, total, 0, 0, f"finished {planned.key}"))
         except EngineError as exc:
             log.warning("engine config %s failed: %s", config.label(), exc)
@@ -190,6 +180,148 @@ def run_plan(
             done += len(group) - measured  # the config's remaining points cannot be measured
     if failures:
         raise SweepIncomplete(failures)
+
+
+@dataclass(frozen=True)
+class _Inputs:
+    """What a plan reads before any engine starts, and what every point of it records."""
+
+    source: Any
+    talks: Any
+    quality: Any
+    hardware: Hardware
+    packages: dict[str, str]
+    data_dir: Path | None
+    credentials: Credentials
+    prompts: list[list[Prompt]] = field(default_factory=list)  # built once, on the first engine
+
+
+@contextmanager
+def _started(
+    plan: SweepPlan,
+    config: EngineConfig,
+    workdir: Path,
+    inputs: _Inputs,
+    cancel: threading.Event,
+    on_started: Callable[[float], None],
+) -> Iterator[tuple[list[RunningEngine], list[Prompt]]]:
+    """One config's engines, started and warmed up, with the plan's prompts."""
+    log_dir = workdir / "logs" / _slug(config.label())
+    with engines(
+        plan.launch, plan.checkpoint, config, replicas=plan.replicas, log_dir=log_dir,
+        credentials=inputs.credentials,
+    ) as running:
+        start_s = started_s(running)
+        if start_s is not None:
+            on_started(start_s)
+        if not inputs.prompts:
+            inputs.prompts.append(_build_prompts(plan, running[0], inputs.data_dir))
+        prompts = inputs.prompts[0]
+        _warm_up(plan, running, prompts, cancel)
+        yield running, prompts
+
+
+def _finished_point(
+    context: _PointContext,
+    running: list[RunningEngine],
+    prompts: list[Prompt],
+    inputs: _Inputs,
+    cancel: threading.Event,
+) -> PointResult:
+    """One point measured, with its trace, conversation and quality figures and provenance."""
+    plan, planned = context.plan, context.planned
+    point = _measure_point(context, running, prompts, cancel)
+    annotate_point(point, inputs.source)
+    conversations.annotate_point(point, inputs.talks)
+    if inputs.quality is not None:  # after the window: the eval never shares it
+        context.report(Progress(context.done, context.total, 0, 0,
+                                f"quality set on {planned.key}"))
+        point.quality = score_quality(
+            inputs.quality, running[0].base_url, running[0].served_model,
+            plan.workload, timeout_s=plan.client.request_timeout_s,
+            credentials=running[0].credentials, cancel=cancel,
+        )
+    point.provenance = Provenance(
+        hardware=inputs.hardware,
+        engine=running[0].info,
+        checkpoint=plan.checkpoint,
+        packages=inputs.packages,
+        client_version=f"headroom-runner {__version__}",
+        started_at=context.started_at,
+        finished_at=utc_now(),
+    )
+    return point
+
+
+def _check_alive(running: list[RunningEngine]) -> None:
+    dead = [e.replica for e in running if not e.alive()]
+    if dead:
+        raise EngineError(f"engine replica(s) {dead} exited during the point")
+
+
+def _run_search(
+    plan: SweepPlan,
+    workdir: Path,
+    inputs: _Inputs,
+    known: Mapping[str, Observation],
+    cancel: threading.Event,
+    report: Callable[[Progress], None],
+    on_started: Callable[[float], None],
+    on_search: Callable[[SearchRecord], None],
+) -> Iterator[PointResult]:
+    """An adaptive sweep (runner.search): the search names each config to start and each
+    point to measure. A point in `known` (a resumed run's stored points) is read, not
+    measured again; a config whose points are all known is not started."""
+    search = Search(plan)
+    budget = plan.search.point_budget if plan.search else None
+    total = min(len(plan_points(plan)), budget or len(plan_points(plan)))
+    failures: list[str] = []
+    while (step := search.next_config()) is not None:
+        config = plan.engine_configs[step[0]]
+        request = _next_unknown(search, config, known)
+        if request is None:
+            continue
+        if cancel.is_set():
+            raise Cancelled()
+        report(Progress(search.points_measured(), total, 0, 0,
+                        f"starting engine {config.label()} ({step[1]})"))
+        try:
+            with _started(plan, config, workdir, inputs, cancel, on_started) as (running, prompts):
+                search.config_started(started_s(running))
+                while request is not None:
+                    if cancel.is_set():
+                        raise Cancelled()
+                    planned = PlannedPoint(config, search.loads[request.level], request.repeat)
+                    context = _PointContext(plan, planned, request.order - 1, total, report)
+                    point = _finished_point(context, running, prompts, inputs, cancel)
+                    point.search = SearchStep(order=request.order, phase=request.phase,
+                                              reason=request.reason)
+                    search.observe(request, observe(point))
+                    yield point
+                    _check_alive(running)
+                    on_search(search.record())
+                    request = _next_unknown(search, config, known)
+        except EngineError as exc:
+            log.warning("engine config %s failed: %s", config.label(), exc)
+            failures.append(f"{config.label()}: {exc}")
+            search.config_failed(str(exc))
+        on_search(search.record())
+    search.finish()
+    on_search(search.record())
+    if failures:
+        raise SweepIncomplete(failures)
+
+
+def _next_unknown(
+    search: Search, config: EngineConfig, known: Mapping[str, Observation]
+) -> Request | None:
+    """The search's next point for the running config, after feeding it the known ones."""
+    while (request := search.next_point()) is not None:
+        key = point_key(config, search.loads[request.level], request.repeat)
+        if key not in known:
+            return request
+        search.observe(request, known[key])
+    return None
 
 
 def started_s(running: list[RunningEngine]) -> float | None:

@@ -203,6 +203,9 @@ class Benchmark(models.Model):
     endpoint = models.ForeignKey(Endpoint, models.PROTECT, null=True, blank=True)
     workload = models.ForeignKey(Workload, models.PROTECT)
     plan = models.JSONField(help_text="The runner.schema.plan.SweepPlan this run launched")
+    # An adaptive sweep's record as it goes (runner.schema.search.SearchRecord): each config's
+    # status and reason, and the costs; None for a grid.
+    search = models.JSONField(null=True, blank=True)
     # Engine configs the launch form left out of the plan because vLLM would refuse them, each
     # as a sentence naming the config and the rule (shown on the run page).
     plan_notes = models.JSONField(default=list, blank=True)
@@ -419,6 +422,9 @@ class Point(models.Model):
     # The plan's quality set scored on this point (runner.schema QualityResult: the score and a
     # row per item); None: no quality set ran.
     quality = models.JSONField(null=True, blank=True)
+    # Why an adaptive sweep measured this point, and when (runner.schema.search.SearchStep);
+    # None: a grid point.
+    search = models.JSONField(null=True, blank=True)
 
     class Meta:
         # Measurement order, which is the plan's order: engine configs as the user listed them

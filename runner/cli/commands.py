@@ -20,12 +20,14 @@ from runner.importer.files import load_result_file
 from runner.importer.vllm_document import ImportFileError
 from runner.measure.summary import print_summary, slo_text
 from runner.plan_text import PlanTextError, read_plan_data
-from runner.results import ResultFileError, append_point, finished_keys
+from runner.results import ResultFileError, append_point, finished_keys, read_points
 from runner.schema.engine_config import EngineConfig
 from runner.schema.plan import (
     SweepPlan,
 )
 from runner.schema.result import PointResult
+from runner.schema.search import SearchRecord
+from runner.search.observation import Observation, observe
 
 console = Console(stderr=True)
 EXIT_BAD_INPUT = 2
@@ -71,7 +73,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    plan = load_plan(args.plan)
+    plan = with_search_args(load_plan(args.plan), args)
     if args.dry_run:
         print_plan(plan)
         return 0
@@ -118,6 +120,26 @@ def load_plan(path: Path) -> SweepPlan:
     except PlanTextError as exc:
         raise CliError(str(exc)) from None
     return validate_plan(data, source=str(path))
+
+
+def with_search_args(plan: SweepPlan, args: argparse.Namespace) -> SweepPlan:
+    """The plan with the search the flags ask for; without --search the flags are refused
+    (they would be silently ignored) and the plan's own search stands."""
+    if args.search is None:
+        given = [flag for flag, value in (("--tolerance", args.tolerance),
+                                           ("--point-budget", args.point_budget),
+                                           ("--slo", args.slo)) if value]
+        if given:
+            raise CliError(f"{', '.join(given)} set an adaptive search: add --search knee or "
+                           "--search slo")
+        return plan
+    search: dict[str, Any] = {"objective": args.search, "limits": dict(args.slo)}
+    if args.tolerance is not None:
+        search["tolerance_pct"] = args.tolerance
+    if args.point_budget is not None:
+        search["point_budget"] = args.point_budget
+    return validate_plan({**plan.model_dump(mode="json"), "search": search},
+                         source="--search flags")
 
 
 def validate_plan(data: dict[str, Any], *, source: str) -> SweepPlan:
@@ -251,7 +273,9 @@ def print_plan(plan: SweepPlan) -> None:
     slos = slo_text(plan.goodput) if plan.goodput else "none"
     table = Table(
         title=Text(f"plan {plan.name}: {plan.checkpoint.model} ({plan.launch.style})"),
-        caption=Text(f"goodput SLOs: {slos}"),
+        caption=Text(f"goodput SLOs: {slos}" + (
+            f"; adaptive search for the {plan.search.describe()}: these are its candidates, "
+            "it measures only where the answer can change" if plan.search else "")),
     )
     for column in ("#", "key", "engine config", "load", "repeat", "replicas"):
         table.add_column(column)
@@ -298,6 +322,12 @@ def run_and_report(plan: SweepPlan, args: argparse.Namespace, *, resume: bool) -
         raise CliError(f"cannot resume: {exc}") from None
     workdir = args.workdir or args.out.parent / f"{args.out.stem}-work"
     total = sum(1 for p in plan_points(plan) if p.key not in skip)
+    known: dict[str, Observation] = {}
+    searches: list[SearchRecord] = []
+    if plan.search is not None:
+        # A search reads the points it already has rather than skipping them blind.
+        known = {p.key: observe(p) for p in read_points(args.out).points} if skip else {}
+        total = min(total, plan.search.point_budget or total)
     if skip:
         console.print(f"resuming: {len(skip)} point(s) already in {args.out}, {total} to go")
     points: list[PointResult] = []
@@ -324,7 +354,8 @@ def run_and_report(plan: SweepPlan, args: argparse.Namespace, *, resume: bool) -
         failures: list[str] = []
         try:
             for point in run_plan(
-                plan, workdir, skip_keys=skip, on_progress=show, credentials=credentials
+                plan, workdir, skip_keys=skip, on_progress=show, credentials=credentials,
+                on_search=searches.append, known=known,
             ):
                 append_point(args.out, point)
                 points.append(point)
@@ -338,9 +369,31 @@ def run_and_report(plan: SweepPlan, args: argparse.Namespace, *, resume: bool) -
         print_summary(points)
         print_quality(points)
         console.print(f"{len(points)} point(s) appended to {args.out}")
+    if searches:
+        search_path = args.out.with_suffix(".search.json")
+        search_path.write_text(searches[-1].model_dump_json(indent=1) + "\n", encoding="utf-8")
+        print_search(searches[-1])
+        console.print(f"the search's record written to {search_path}")
     for failure in failures:
         print(f"not measured: {failure}", file=sys.stderr)
     return EXIT_INCOMPLETE if failures else 0
+
+
+def print_search(record: SearchRecord) -> None:
+    """What the search did with each engine config, and what it cost beside the grid."""
+    table = Table(title=Text(f"adaptive search: {record.spec.describe()}"))
+    for column in ("engine config", "search", "points", "answer tok/s", "why"):
+        table.add_column(column)
+    for cell in record.cells:
+        answer = "-" if cell.answer is None else f"{cell.answer:.1f}"
+        table.add_row(*(Text(v) for v in (cell.label, cell.status, str(cell.points), answer,
+                                          cell.reason)))
+    Console().print(table)
+    share = (f" ({100 * record.spent_s / record.grid_estimate_s:.0f}%)"
+             if record.grid_estimate_s else "")
+    console.print(f"{record.points_measured} of {record.grid_points} points; engine time "
+                  f"{record.spent_s:.0f} s{share} against about {record.grid_estimate_s:.0f} s "
+                  "for the full grid")
 
 
 def print_quality(points: list[PointResult]) -> None:

@@ -30,6 +30,7 @@ from runner.schema.plan import (
     SAMPLE_INTERVAL_S,
     WorkloadKind,
 )
+from runner.schema.search import DEFAULT_TOLERANCE_PCT, SEARCH_LATENCY_FIELDS
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -80,6 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_api_key_argument(sweep)
     sweep.add_argument("--resume", action="store_true", help="skip points already in --out")
     sweep.add_argument("--dry-run", action="store_true", help="print the points and exit")
+    _add_search_arguments(sweep)
     sweep.set_defaults(handler=cmd_sweep)
 
     node = commands.add_parser(
@@ -99,6 +101,37 @@ def build_parser() -> argparse.ArgumentParser:
     importer.add_argument("--out", type=Path, required=True, help="Headroom results file (JSONL)")
     importer.set_defaults(handler=cmd_import)
     return parser
+
+
+def _add_search_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group(
+        "adaptive search", "measure only where the answer can change (the plan's configs and "
+        "loads are the candidates, its repeats the most one point gets); overrides the plan's "
+        "own search"
+    )
+    group.add_argument("--search", choices=["knee", "slo"],
+                       help="search for the saturation knee, or for the highest throughput "
+                       "within the --slo limits")
+    group.add_argument("--tolerance", type=_positive_number(allow_inf=False), metavar="PCT",
+                       help=f"locate the answer to within PCT%% of its throughput "
+                       f"(default {DEFAULT_TOLERANCE_PCT:g})")
+    group.add_argument("--point-budget", type=_positive_int, metavar="N",
+                       help="measure at most N points")
+    group.add_argument("--slo", type=_latency_limit, action="append", default=[],
+                       metavar="NAME:MS", help="a latency limit of the SLO search, e.g. "
+                       "p99_ttft_ms:500 (repeatable)")
+
+
+def _latency_limit(text: str) -> tuple[str, float]:
+    name, _, value = text.partition(":")
+    if name not in SEARCH_LATENCY_FIELDS:
+        raise argparse.ArgumentTypeError(
+            f"{name!r} is not a latency the search can limit: {', '.join(SEARCH_LATENCY_FIELDS)}"
+        )
+    try:
+        return name, _positive_number(allow_inf=False)(value)
+    except argparse.ArgumentTypeError as exc:
+        raise argparse.ArgumentTypeError(f"{text}: {exc}") from None
 
 
 def _add_engine_arguments(parser: argparse.ArgumentParser) -> None:

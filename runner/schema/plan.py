@@ -15,6 +15,7 @@ from pydantic import (
 from runner.schema.base import Schema
 from runner.schema.engine_config import Checkpoint, EngineConfig, EngineLaunch
 from runner.schema.flags import check_code_loading, check_goodput
+from runner.schema.search import SearchSpec
 
 WorkloadKind = Literal["case_study", "random", "dataset", "trace", "lengths", "conversation"]
 Endpoint = Literal["completions", "chat"]
@@ -362,6 +363,9 @@ class SweepPlan(Schema):
     goodput: dict[str, float] = Field(default_factory=dict)
     # A small evaluation file scored beside every point; None: none.
     quality: QualitySpec | None = None
+    # An adaptive sweep (runner.search): engine_configs and loads are its candidates and
+    # repeats the most one point gets; None: every point of the grid, as listed.
+    search: SearchSpec | None = None
 
     @field_validator("goodput")
     @classmethod

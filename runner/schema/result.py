@@ -15,6 +15,7 @@ from runner.schema.engine_config import Checkpoint, EngineConfig, LaunchStyle
 from runner.schema.plan import LoadSpec, QualityRule, WorkloadSpec
 from runner.schema.records import EngineSample, RequestRecord
 from runner.schema.samples import QueueSummary, TelemetrySample, TelemetrySummary
+from runner.schema.search import SearchStep
 
 
 class Metrics(Schema):
@@ -390,6 +391,8 @@ class PointResult(Schema):
     conversations: ConversationSummary | None = None
     # The plan's quality set scored on this point (replica 0, after the window); None: none.
     quality: QualityResult | None = None
+    # An adaptive sweep's reason for measuring this point (runner.search); None: a grid point.
+    search: SearchStep | None = None
 
 
 def point_key(config: EngineConfig, load: LoadSpec, repeat: int) -> str:

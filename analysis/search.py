@@ -1,0 +1,48 @@
+"""An adaptive sweep's answer and its interval, from the search's record and the repeats of the
+chosen point.
+
+The interval spans the chosen point's repeats, from the lowest to the highest, widened by the
+search's tolerance: the search located the answer to within it, so an unmeasured level or an
+unstarted config may differ from the measured answer by that much under its assumptions. A
+point measured once is widened by the repeats' pooled spread elsewhere in the run as well.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from analysis.errors import AnalysisError
+from runner.schema.search import SearchRecord
+
+
+@dataclass(frozen=True)
+class Interval:
+    low: float
+    high: float
+    repeats: int
+    basis: str
+
+    def contains(self, value: float) -> bool:
+        return self.low <= value <= self.high
+
+
+def answer_interval(record: SearchRecord, capacity_values: Sequence[float]) -> Interval | None:
+    """The interval around the answer (output tokens/s); None without a valid repeat."""
+    values = [v for v in capacity_values if math.isfinite(v)]
+    if not values:
+        return None
+    if any(v < 0 for v in values):
+        raise AnalysisError(f"a throughput cannot be negative: {values}")
+    tolerance = record.spec.tolerance_pct / 100
+    widen = tolerance
+    basis = (f"the chosen point's {len(values)} repeats, widened by the search's "
+             f"{record.spec.tolerance_pct:g}% tolerance")
+    if len(values) == 1:
+        noise = (record.noise_pct or 0.0) / 100
+        widen += noise
+        basis = (f"one measurement, widened by the {record.spec.tolerance_pct:g}% tolerance"
+                 + (f" and the run's {record.noise_pct:.1f}% repeat spread" if noise else
+                    "; no repeat in the run measured its spread"))
+    return Interval(min(values) * (1 - widen), max(values) * (1 + widen), len(values), basis)

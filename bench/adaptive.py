@@ -1,0 +1,231 @@
+"""The adaptive sweep against the full grid: the same answer for a fraction of the engine time?
+
+    .venv/bin/python bench/adaptive.py record --name cpu-a --seqs 2,4,8 --tokens 64,128,256
+    .venv/bin/python bench/adaptive.py replay                 # every grid in bench/grids/
+    .venv/bin/python bench/adaptive.py live --name cpu-c ...  # grid, then search, one run
+
+record: runs a whole grid (every engine config x load level x repeat) on vLLM CPU engines
+serving the tiny model, through the runner's own run_plan, and writes what a search reads of
+each point (runner.search.replay.RecordedGrid) with each config's engine start, as measured.
+
+replay: the search replayed on each recorded grid as an oracle: every point the search asks for
+is answered by the recorded point, its real noise and repeats included, and every engine start
+by the recorded start. For each grid and objective (the knee; an SLO on p99 TTFT set from the
+grid's own figures) it prints the grid's answer, the search's, their difference, whether the
+grid's answer lies inside the search's interval, and the engine time (starts plus points) the
+search used against the grid's.
+
+live: records a grid, then runs the adaptive search on the same configs and loads, on the same
+host right after, and prints both answers and both engine times as measured; the grid is kept
+as a recorded grid too.
+
+Targets: the answer within 2% of the grid's on every grid, the grid's answer inside the search's
+interval, the search's engine time at most 30% of the grid's on grids of 9 or more configs and
+never more than the grid's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from runner.engine.provenance import utc_now  # noqa: E402
+from runner.schema.engine_config import Checkpoint, EngineConfig, EngineLaunch  # noqa: E402
+from runner.schema.plan import ClientSpec, LoadSpec, SweepPlan, WorkloadSpec  # noqa: E402
+from runner.schema.search import SearchRecord, SearchSpec  # noqa: E402
+from runner.search.replay import (  # noqa: E402
+    RecordedGrid,
+    RecordedPoint,
+    grid_answer,
+    replay,
+)
+from runner.sweep import Progress, run_plan  # noqa: E402
+
+GRIDS = ROOT / "bench" / "grids"
+# The SLO objective's limit: p99 TTFT at this multiple of the grid's lowest, so that some
+# levels of every config meet it and some do not.
+SLO_FACTOR = 4.0
+
+
+def _numbers(text: str) -> list[int]:
+    return [int(part) for part in text.split(",") if part.strip()]
+
+
+def grid_plan(args: argparse.Namespace) -> SweepPlan:
+    configs = [
+        EngineConfig(max_num_seqs=seqs, max_num_batched_tokens=tokens, max_model_len=1024)
+        for seqs in _numbers(args.seqs) for tokens in _numbers(args.tokens)
+    ]
+    shape, _, values = args.loads.partition(":")
+    if shape == "concurrency":
+        loads = [LoadSpec(shape="concurrency", concurrency=c, num_requests=max(2 * c, 4))
+                 for c in _numbers(values)]
+    else:
+        loads = [LoadSpec(shape="burst", num_requests=n) for n in _numbers(values)]
+    low, _, high = args.input_tokens.partition("-")
+    return SweepPlan(
+        name=args.name,
+        checkpoint=Checkpoint(model=str(args.model), served_model_name="tiny"),
+        launch=EngineLaunch(style="cpu", startup_timeout_s=400),
+        engine_configs=configs,
+        loads=loads,
+        workload=WorkloadSpec(kind="random", input_tokens_min=int(low),
+                              input_tokens_max=int(high or low),
+                              output_tokens=args.output_tokens),
+        client=ClientSpec(request_timeout_s=300, stall_timeout_s=120),
+        repeats=args.repeats,
+        warmup_requests=4,
+    )
+
+
+class StartClock:
+    """Which config each engine start belongs to: run_plan reports 'starting engine X' first."""
+
+    def __init__(self) -> None:
+        self.label = ""
+        self.starts: dict[str, float] = {}
+
+    def progress(self, progress: Progress) -> None:
+        if progress.note.startswith("starting engine "):
+            self.label = progress.note.removeprefix("starting engine ")
+
+    def started(self, seconds: float) -> None:
+        self.starts[self.label] = seconds
+
+
+def run(plan: SweepPlan, workdir: Path) -> tuple[list[RecordedPoint], dict[str, float]]:
+    clock = StartClock()
+    points = []
+    for point in run_plan(plan, workdir, on_progress=clock.progress,
+                          on_engine_started=clock.started):
+        points.append(RecordedPoint.of(point))
+        print(f"  {point.key}: {point.metrics.output_throughput:.1f} tok/s", flush=True)
+    return points, clock.starts
+
+
+def record(args: argparse.Namespace) -> RecordedGrid:
+    plan = grid_plan(args)
+    with tempfile.TemporaryDirectory(prefix="headroom-grid-") as workdir:
+        points, starts = run(plan, Path(workdir))
+    grid = RecordedGrid(name=args.name, recorded_at=utc_now(), host=platform.node(),
+                        plan=plan, engine_start_s=starts, points=points,
+                        notes=[f"vLLM CPU engine, tiny random-weight model, {args.loads}"])
+    out = GRIDS / f"{args.name}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(grid.model_dump_json(indent=1) + "\n")
+    print(f"wrote {out}: {len(points)} points, engine starts {sum(starts.values()):.0f} s, "
+          f"points {sum(p.wall_s for p in points):.0f} s")
+    return grid
+
+
+def objectives(grid: RecordedGrid) -> list[SearchSpec]:
+    """The knee, and an SLO on p99 TTFT that the grid's own figures make meaningful."""
+    ttfts = [p.latencies.get("p99_ttft_ms") for p in grid.points if p.valid]
+    lowest = min(t for t in ttfts if t)
+    return [SearchSpec(objective="knee"),
+            SearchSpec(objective="slo", limits={"p99_ttft_ms": round(lowest * SLO_FACTOR, 1)})]
+
+
+def judge(grid: RecordedGrid, spec: SearchSpec) -> dict[str, object]:
+    from analysis.search import answer_interval
+
+    full = grid_answer(grid, spec)
+    found = replay(grid, spec)
+    interval = answer_interval(found.record, found.capacity_values)
+    row: dict[str, object] = {
+        "grid": grid.name, "objective": spec.describe(), "configs": len(grid.plan.engine_configs),
+        "grid_answer": full.value, "grid_at": f"{full.config} | {full.level}",
+        "search_answer": found.answer, "search_at": f"{found.answer_config} | {found.answer_level}",
+        "points": f"{found.record.points_measured} of {len(grid.points)}",
+        "starts": sum(1 for c in found.record.cells if c.engine_start_s is not None),
+        "engine_time_pct": 100 * found.spent_s / grid.cost_s(),
+    }
+    if full.value and found.answer:
+        row["difference_pct"] = 100 * (found.answer - full.value) / full.value
+    if interval is not None and full.value is not None:
+        row["interval"] = [interval.low, interval.high]
+        row["grid_inside"] = interval.low <= full.value <= interval.high
+    return row
+
+
+def print_rows(rows: Sequence[dict[str, object]]) -> None:
+    for row in rows:
+        difference = row.get("difference_pct")
+        low_high = row.get("interval")
+        print(f"{row['grid']:<12} {row['objective']}")
+        print(f"    grid   {row['grid_answer']:.1f} tok/s at {row['grid_at']}")
+        print(f"    search {row['search_answer']:.1f} tok/s at {row['search_at']}"
+              + (f"  ({difference:+.2f}%)" if isinstance(difference, float) else ""))
+        if isinstance(low_high, list):
+            print(f"    interval {low_high[0]:.1f}-{low_high[1]:.1f}, grid's answer inside: "
+                  f"{row['grid_inside']}")
+        print(f"    {row['points']} points, {row['starts']} of {row['configs']} engines "
+              f"started, engine time {row['engine_time_pct']:.0f}% of the grid's")
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    paths = args.grids or sorted(GRIDS.glob("*.json"))
+    rows = []
+    for path in paths:
+        grid = RecordedGrid.model_validate_json(Path(path).read_text())
+        for spec in objectives(grid):
+            rows.append(judge(grid, spec))
+    print_rows(rows)
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1) + "\n")
+    return 0
+
+
+def cmd_live(args: argparse.Namespace) -> int:
+    grid = record(args)
+    spec = SearchSpec()
+    plan = grid.plan.model_copy(update={"search": spec})
+    records: list[SearchRecord] = []
+    with tempfile.TemporaryDirectory(prefix="headroom-search-") as workdir:
+        points = list(run_plan(plan, Path(workdir), on_search=records.append))
+    record_ = records[-1]
+    full = grid_answer(grid, spec)
+    best = max(record_.cells, key=lambda c: c.answer or -1.0)
+    print(f"grid   {full.value:.1f} tok/s at {full.config} | {full.level}; engine time "
+          f"{grid.cost_s():.0f} s")
+    print(f"search {best.answer or 0:.1f} tok/s at {best.label}; engine time "
+          f"{record_.spent_s:.0f} s ({100 * record_.spent_s / grid.cost_s():.0f}%), "
+          f"{len(points)} points")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    for name in ("record", "live"):
+        sub = commands.add_parser(name)
+        sub.add_argument("--name", required=True)
+        sub.add_argument("--seqs", default="2,4,8")
+        sub.add_argument("--tokens", default="64,128,256")
+        sub.add_argument("--loads", default="concurrency:1,2,4,8,16,32")
+        sub.add_argument("--input-tokens", default="60-68")
+        sub.add_argument("--output-tokens", type=int, default=32)
+        sub.add_argument("--repeats", type=int, default=2)
+        sub.add_argument("--model", default=str(ROOT / "var" / "tiny-model"))
+    replay_parser = commands.add_parser("replay")
+    replay_parser.add_argument("grids", nargs="*")
+    replay_parser.add_argument("--json")
+    args = parser.parse_args(argv)
+    if args.command == "record":
+        record(args)
+        return 0
+    if args.command == "live":
+        return cmd_live(args)
+    return cmd_replay(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,95 @@
+"""An adaptive sweep on the run page: the order it measured in and why, what it skipped, its
+answer with the interval, and what it cost beside what the full grid would have."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pydantic
+
+from analysis.repeats import setting_of
+from analysis.search import Interval, answer_interval
+from analysis.types import PointFigures
+from benchmarks.estimates import SECONDS_PER_HOUR, duration_label, gpu_hours_label, gpus_held
+from benchmarks.models import Benchmark, Point
+from judgement.operating_point import Shown
+from runner.schema.plan import SweepPlan
+from runner.schema.search import SearchCell, SearchRecord, SearchStep
+
+PHASES = {
+    "probe": "probe: the highest load first",
+    "refine": "refine: halving the interval that holds the answer",
+    "repeat": "repeat: a deciding point",
+}
+
+
+@dataclass(frozen=True)
+class StepRow:
+    step: SearchStep
+    point: Point
+
+    @property
+    def phase_label(self) -> str:
+        return PHASES[self.step.phase]
+
+
+@dataclass(frozen=True)
+class SearchView:
+    record: SearchRecord
+    steps: list[StepRow]
+    cells: list[SearchCell]
+    interval: Interval | None
+    answer_key: str | None
+    spent: str
+    grid: str
+    spent_gpu_hours: str | None  # None: a CPU engine or an attached server holds no GPU
+    grid_gpu_hours: str | None
+    share_pct: float | None  # the search's engine time over the grid's, in percent
+    started: int
+    error: str | None = None
+
+
+def search_view(
+    benchmark: Benchmark, points: Sequence[Point], figs: Sequence[PointFigures], shown: Shown
+) -> SearchView | None:
+    """None for a grid run (no search record)."""
+    if benchmark.search is None:
+        return None
+    try:
+        record = SearchRecord.model_validate(benchmark.search)
+        plan = SweepPlan.model_validate(benchmark.plan)
+    except pydantic.ValidationError as exc:
+        return SearchView(SearchRecord.model_construct(), [], [], None, None, "", "", None, None,
+                          None, 0, error=f"the stored search record cannot be read: {exc}")
+    steps = sorted(
+        (StepRow(SearchStep.model_validate(p.search), p) for p in points if p.search),
+        key=lambda row: row.step.order,
+    )
+    gpus = gpus_held(plan)
+    spent_s, grid_s = record.spent_s, record.grid_estimate_s
+    return SearchView(
+        record=record,
+        steps=steps,
+        cells=record.cells,
+        interval=_interval(record, figs, shown.key),
+        answer_key=shown.key,
+        spent=duration_label(spent_s),
+        grid=duration_label(grid_s),
+        spent_gpu_hours=gpu_hours_label(spent_s * gpus / SECONDS_PER_HOUR) if gpus else None,
+        grid_gpu_hours=gpu_hours_label(grid_s * gpus / SECONDS_PER_HOUR) if gpus else None,
+        share_pct=100 * spent_s / grid_s if grid_s > 0 else None,
+        started=sum(1 for cell in record.cells if cell.engine_start_s is not None),
+    )
+
+
+def _interval(
+    record: SearchRecord, figs: Sequence[PointFigures], key: str | None
+) -> Interval | None:
+    """Around the shown operating point: its valid repeats' throughputs (analysis.search)."""
+    chosen = next((f for f in figs if f.key == key), None)
+    if chosen is None:
+        return None
+    setting = setting_of(chosen)
+    values = [f.output_throughput for f in figs if f.valid and setting_of(f) == setting]
+    return answer_interval(record, values)

@@ -1,0 +1,260 @@
+"""The adaptive sweep's state: which config to start, which point to measure, when to stop.
+
+runner.sweep drives it: next_config() names the engine config to start (or None: done), then
+next_point() names its points one at a time until None, each observed as it is measured. A
+config's points all run on one engine start, because a start costs minutes on a GPU and a point
+seconds: the search finishes the running config before it starts another.
+
+Three rules decide what is measured:
+- per config, the levels of runner.search.levels: highest load first, then halving the
+  interval that holds the answer until it is located to within the tolerance;
+- across configs, a config is given up (pruned) once its bound, the most any of its levels
+  can deliver, falls short of the best config's answer by more than the tolerance, and the walk
+  of runner.search.walk leaves unstarted the configs its neighbours bound;
+- repeats go to the points that decide the answer: the best config's answer point (its
+  capacity needs a measured spread) and a deciding point inside the noise of its rule.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+from runner.schema.plan import LoadSpec, SweepPlan
+from runner.schema.search import CellStatus, SearchCell, SearchPhase, SearchRecord
+from runner.search.levels import LevelChoice, Levels
+from runner.search.observation import Observation
+from runner.search.walk import Walk
+
+
+def ladder(loads: list[LoadSpec]) -> list[LoadSpec]:
+    """The load levels in ascending order, as a grid sweep runs them."""
+    return sorted(loads, key=lambda load: (load.offered_concurrency(), load.num_requests))
+
+
+@dataclass(frozen=True)
+class Request:
+    config: int  # index into plan.engine_configs
+    level: int  # index into ladder(plan.loads)
+    repeat: int
+    order: int
+    phase: SearchPhase
+    reason: str
+
+
+class Search:
+    def __init__(self, plan: SweepPlan) -> None:
+        if plan.search is None:
+            raise ValueError("this plan has no search: it runs as a grid")
+        self.spec = plan.search
+        self.configs = plan.engine_configs
+        self.loads = ladder(plan.loads)
+        self.max_repeats = plan.repeats
+        labels = [load.label() for load in self.loads]
+        self.levels = [Levels(self.spec, labels) for _ in self.configs]
+        self.walk = Walk(self.configs, self.spec.tolerance)
+        self.status: list[CellStatus] = ["not_started"] * len(self.configs)
+        self.reasons = [""] * len(self.configs)
+        self.start_s: list[float | None] = [None] * len(self.configs)
+        self.current: int | None = None
+        self.budget_spent = False
+        self.finished = False
+
+    # -- what the walk and the pruning read -----------------------------------------------
+
+    def answer(self, config: int) -> float | None:
+        """A config's answer once it was searched to one (pruned or failed: None)."""
+        if self.status[config] != "searched":
+            return None
+        return self.levels[config].answer_value()
+
+    def best_other(self, config: int) -> float | None:
+        answers = [self.answer(c) for c in range(len(self.configs)) if c != config]
+        values = [a for a in answers if a is not None]
+        return max(values) if values else None
+
+    def points_measured(self) -> int:
+        return sum(levels.points() for levels in self.levels)
+
+    def noise(self) -> tuple[float, float]:
+        """(throughput, latency): the repeats' pooled relative spread, the median over the
+        levels measured more than once; the tolerance until any was."""
+        throughput, latency = [], []
+        names = ("median_e2el_ms", *self.spec.limits)
+        for levels in self.levels:
+            for repeats in levels.seen.values():
+                valid = [o for o in repeats if o.valid]
+                if len(valid) < 2:
+                    continue
+                throughput.append(_spread([o.output_throughput for o in valid]))
+                spreads = [_spread([o.latency(n) or 0.0 for o in valid]) for n in names]
+                latency.append(max(spreads))
+        prior = self.spec.tolerance
+        return (statistics.median(throughput) if throughput else prior,
+                statistics.median(latency) if latency else prior)
+
+    # -- the driver's calls -----------------------------------------------------------------
+
+    def next_config(self) -> tuple[int, str] | None:
+        """The next engine config to start and why, or None: the search is over."""
+        self._close_current()
+        if self._budget_left() <= 0:
+            self.budget_spent = self.spec.point_budget is not None and any(
+                s == "not_started" for s in self.status
+            )
+            return None
+        step = self.walk.next(self.answer)
+        if step is None:
+            return None
+        self.current = step.config
+        self.reasons[step.config] = step.reason
+        return step.config, step.reason
+
+    def config_started(self, seconds: float | None) -> None:
+        assert self.current is not None
+        self.start_s[self.current] = seconds
+
+    def config_failed(self, message: str) -> None:
+        """The running config's engine did not start or died: the walk treats it as short."""
+        assert self.current is not None
+        self.status[self.current] = "failed"
+        self.reasons[self.current] = message
+        self.current = None
+
+    def next_point(self) -> Request | None:
+        """The running config's next point, or None: its answer is located, or it is pruned."""
+        config = self.current
+        assert config is not None
+        levels = self.levels[config]
+        if self._budget_left() <= 0:
+            self.budget_spent = True
+            self.reasons[config] += "; the point budget ran out during its search"
+            return None
+        throughput_noise, latency_noise = self.noise()
+        best = self.best_other(config)
+        bound = levels.bound(throughput_noise)
+        if best is not None and bound is not None and bound < best * (1 - self.spec.tolerance):
+            self.status[config] = "pruned"
+            self.reasons[config] = (
+                f"its best load delivered {levels.peak():.1f} tok/s; even with the noise "
+                f"({throughput_noise:.1%}) that is short of the best config's {best:.1f} by more "
+                f"than the {self.spec.tolerance_pct:g}% tolerance, and no lower load delivers more"
+            )
+            self.current = None
+            return None
+        choice = levels.next() or self._repeat(config, throughput_noise, latency_noise)
+        if choice is None:
+            return None
+        return Request(config, choice.level, levels.count(choice.level),
+                       self.points_measured() + 1, choice.phase, choice.reason)
+
+    def observe(self, request: Request, observation: Observation) -> None:
+        self.levels[request.config].add(request.level, observation)
+
+    def finish(self) -> None:
+        self._close_current()
+        self.finished = True
+
+    # -- inside -----------------------------------------------------------------------------
+
+    def _repeat(
+        self, config: int, throughput_noise: float, latency_noise: float
+    ) -> LevelChoice | None:
+        levels = self.levels[config]
+        for call in levels.close_calls(throughput_noise, latency_noise):
+            if levels.count(call.level) < self.max_repeats:
+                return call
+        level = levels.answer()
+        if level is None or levels.count(level) >= self.max_repeats:
+            return None
+        value = levels.value(level) or 0.0
+        best = self.best_other(config)
+        margin = self.spec.tolerance + throughput_noise
+        if best is not None and value < best * (1 - margin):
+            return None  # it cannot be the answer: its capacity needs no spread
+        repeats = [o.output_throughput for o in levels.seen[level] if o.valid]
+        if len(repeats) >= 2 and _spread(repeats) <= self.spec.tolerance:
+            return None
+        why = ("the answer point of the best config so far: a repeat gives its capacity a "
+               "measured spread" if len(repeats) < 2 else
+               f"its repeats disagree by {_spread(repeats):.1%}, more than the tolerance")
+        return LevelChoice(level, "repeat", why)
+
+    def _budget_left(self) -> float:
+        budget = self.spec.point_budget
+        return float("inf") if budget is None else budget - self.points_measured()
+
+    def _close_current(self) -> None:
+        config = self.current
+        if config is None:
+            return
+        self.current = None
+        self.status[config] = "searched"
+        levels = self.levels[config]
+        level = levels.answer()
+        if level is None:
+            what = ("no measured level met the limits" if self.spec.objective == "slo"
+                    else "too few valid levels for the knee rule")
+            self.reasons[config] += f"; searched, {what}"
+        else:
+            self.reasons[config] += (f"; answer {levels.value(level):.1f} tok/s at "
+                                     f"{levels.labels[level]}")
+
+    def record(self) -> SearchRecord:
+        """What the run page shows: every config in plan order, and the costs so far."""
+        cells = []
+        for config, engine in enumerate(self.configs):
+            levels = self.levels[config]
+            status = self.status[config]
+            reason = self.reasons[config]
+            if config == self.current:
+                reason = reason or "being searched"
+            elif status == "not_started":
+                reason = ("the point budget was spent before it" if self.budget_spent
+                          else self.walk.why_not_started(config, self.answer))
+            cells.append(SearchCell(
+                label=engine.label(), status=status, reason=reason, points=levels.points(),
+                engine_start_s=self.start_s[config], answer=self.answer(config),
+            ))
+        observations = [o for levels in self.levels for r in levels.seen.values() for o in r]
+        starts = [s for s in self.start_s if s is not None]
+        noise = self.noise()[0] if self._repeated() else None
+        return SearchRecord(
+            spec=self.spec,
+            cells=cells,
+            points_measured=len(observations),
+            engine_start_s=sum(starts),
+            point_s=sum(o.wall_s for o in observations),
+            grid_points=len(self.configs) * len(self.loads) * self.max_repeats,
+            grid_estimate_s=self._grid_estimate_s(starts),
+            noise_pct=None if noise is None else noise * 100,
+            budget_spent=self.budget_spent,
+            finished=self.finished,
+        )
+
+    def _repeated(self) -> bool:
+        return any(len(r) > 1 for levels in self.levels for r in levels.seen.values())
+
+    def _grid_estimate_s(self, starts: list[float]) -> float:
+        """The full grid from this run's figures: every config at the mean start, every point
+        at the mean time of its level's measured points (the nearest measured level's for a
+        level never measured)."""
+        walls: dict[int, list[float]] = {}
+        for levels in self.levels:
+            for level, repeats in levels.seen.items():
+                walls.setdefault(level, []).extend(o.wall_s for o in repeats)
+        if not walls:
+            return 0.0
+        per_level = []
+        for level in range(len(self.loads)):
+            nearest = min(walls, key=lambda measured: (abs(measured - level), -measured))
+            per_level.append(statistics.fmean(walls[nearest]))
+        configs = len(self.configs)
+        start = statistics.fmean(starts) if starts else 0.0
+        return configs * start + configs * self.max_repeats * sum(per_level)
+
+
+def _spread(values: list[float]) -> float:
+    """(max - min) / mean; 0 for values that are all 0."""
+    mean = statistics.fmean(values)
+    return (max(values) - min(values)) / mean if mean > 0 else 0.0

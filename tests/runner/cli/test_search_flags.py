@@ -1,0 +1,43 @@
+"""`python -m runner sweep --search`: the flags that make a plan adaptive, and their errors."""
+
+from __future__ import annotations
+
+from runner.cli.parser import main
+
+from .test_schema_and_cli import PLAN_YAML
+
+
+def sweep(tmp_path, *flags: str) -> int:
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(PLAN_YAML)
+    return main(["sweep", str(plan), "--out", str(tmp_path / "r.jsonl"), "--dry-run", *flags])
+
+
+def test_a_knee_search_is_printed_as_the_plans_candidates(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "300")
+    assert sweep(tmp_path, "--search", "knee", "--tolerance", "3", "--point-budget", "5") == 0
+    printed = capsys.readouterr().out
+    assert "adaptive search for the saturation knee, to within 3%, at most 5 points" in printed
+
+
+def test_search_settings_without_a_search_are_refused_not_ignored(tmp_path, capsys):
+    assert sweep(tmp_path, "--tolerance", "3") == 2
+    assert "--tolerance set an adaptive search: add --search knee" in capsys.readouterr().err
+
+
+def test_an_slo_search_needs_a_limit(tmp_path, capsys):
+    assert sweep(tmp_path, "--search", "slo") == 2
+    assert "an SLO search needs at least one latency limit" in capsys.readouterr().err
+
+
+def test_an_unknown_latency_is_refused_by_name(tmp_path, capsys):
+    try:
+        sweep(tmp_path, "--search", "slo", "--slo", "p42_ttft_ms:500")
+    except SystemExit as exc:
+        assert exc.code == 2
+    assert "'p42_ttft_ms' is not a latency the search can limit" in capsys.readouterr().err
+
+
+def test_a_knee_search_takes_no_latency_limits(tmp_path, capsys):
+    assert sweep(tmp_path, "--search", "knee", "--slo", "p99_ttft_ms:500") == 2
+    assert "latency limits are for an SLO search" in capsys.readouterr().err

@@ -1,0 +1,220 @@
+"""The adaptive search replayed on grids whose answer is known: every point it asks for is the
+grid's own, so its answer can be set against the whole grid's."""
+
+from __future__ import annotations
+
+import pytest
+
+from analysis.search import answer_interval
+from runner.schema.engine_config import EngineConfig
+from runner.schema.search import SearchSpec
+from runner.search.replay import RecordedGrid, grid_answer, replay
+
+from .grids import recorded_grid, saturating
+
+KNEE = SearchSpec()
+
+
+def capacity_by_seqs_and_tokens(config: EngineConfig) -> float:
+    """A scheduler cap: capacity grows with max_num_seqs, a little with the token budget."""
+    return 20.0 * (config.max_num_seqs or 1) * (1 + (config.max_num_batched_tokens or 0) / 1000)
+
+
+def within(found: float | None, expected: float | None, tolerance: float = 0.02) -> bool:
+    assert found is not None and expected is not None
+    return abs(found - expected) <= tolerance * expected
+
+
+def test_the_knee_is_found_within_the_tolerance_for_under_a_third_of_the_grids_engine_time():
+    grid = recorded_grid(saturating(capacity_by_seqs_and_tokens))
+    full = grid_answer(grid, KNEE)
+    found = replay(grid, KNEE)
+
+    assert within(found.answer, full.value)
+    assert found.answer_config == full.config == "seqs=8,tokens=256"
+    assert found.spent_s <= 0.30 * grid.cost_s()
+    assert found.record.points_measured < len(grid.points)
+
+
+def test_every_config_is_accounted_for_and_the_unstarted_ones_say_which_config_bounds_them():
+    grid = recorded_grid(saturating(capacity_by_seqs_and_tokens))
+    record = replay(grid, KNEE).record
+
+    assert [c.label for c in record.cells] == [c.label() for c in grid.plan.engine_configs]
+    statuses = {c.label: c.status for c in record.cells}
+    assert statuses["seqs=8,tokens=256"] == "searched"
+    not_started = [c for c in record.cells if c.status == "not_started"]
+    assert not_started and all(c.engine_start_s is None and c.points == 0 for c in not_started)
+    smallest = next(c for c in record.cells if c.label == "seqs=2,tokens=64")
+    assert "did not beat the best" in smallest.reason
+
+
+def test_a_config_short_of_the_best_by_more_than_the_tolerance_is_pruned_after_its_probe():
+    grid = recorded_grid(saturating(capacity_by_seqs_and_tokens))
+    record = replay(grid, KNEE).record
+    pruned = [c for c in record.cells if c.status == "pruned"]
+
+    assert pruned, "the neighbours of the best config fall far short of it"
+    assert all(c.points == 1 for c in pruned)  # the highest load's probe, no more
+    assert all("short of the best config" in c.reason for c in pruned)
+
+
+def two_slices(capacity: dict[bool, float], per_request: dict[bool, float]) -> RecordedGrid:
+    """Prefix caching on and off: two slices the walk starts separately, one config each."""
+
+    def figures(config: EngineConfig, level: int, repeat: int) -> tuple[float, float]:
+        on = bool(config.enable_prefix_caching)
+        throughput = min(level * per_request[on], capacity[on])
+        return throughput, 1000.0 * max(1.0, level * per_request[on] / capacity[on])
+
+    grid = recorded_grid(figures, seqs=(8,), tokens=(256,))
+    configs = [EngineConfig(max_num_seqs=8, enable_prefix_caching=on) for on in (True, False)]
+    plan = grid.plan.model_copy(update={"engine_configs": configs})
+    points = []
+    for config in configs:
+        for load in plan.loads:
+            for repeat in range(plan.repeats):
+                throughput, latency = figures(config, load.concurrency or 0, repeat)
+                points.append(grid.points[0].model_copy(update={
+                    "config_label": config.label(), "load_label": load.label(),
+                    "repeat": repeat, "output_throughput": throughput,
+                    "latencies": {"median_e2el_ms": latency},
+                }))
+    return grid.model_copy(update={
+        "plan": plan, "points": points,
+        "engine_start_s": {c.label(): 30.0 for c in configs},
+    })
+
+
+def test_a_late_blooming_config_is_kept_and_wins():
+    # Caching on is far ahead at every load up to 8; caching off starts slow but saturates
+    # higher. A search that judged a config by its first low levels would give it up.
+    grid = two_slices(capacity={True: 100.0, False: 150.0}, per_request={True: 25.0, False: 5.0})
+    full = grid_answer(grid, KNEE)
+    found = replay(grid, KNEE)
+
+    late = next(c for c in found.record.cells if c.label == full.config)
+    assert late.status == "searched"
+    assert full.config == found.answer_config
+    assert within(found.answer, full.value)
+
+
+def test_a_config_within_the_tolerance_of_the_best_is_searched_not_pruned():
+    grid = two_slices(capacity={True: 100.0, False: 99.0}, per_request={True: 10.0, False: 10.0})
+    record = replay(grid, KNEE).record
+
+    assert [c.status for c in record.cells] == ["searched", "searched"]
+
+
+def test_the_walk_leaves_the_corner_when_a_smaller_setting_does_better():
+    # Past 128 tokens a step's prefill stalls decoding here: the best is not the corner.
+    def capacity(config: EngineConfig) -> float:
+        tokens = config.max_num_batched_tokens or 0
+        return 20.0 * (config.max_num_seqs or 1) * (1.5 if tokens == 128 else 1.0)
+
+    grid = recorded_grid(saturating(capacity))
+    full = grid_answer(grid, KNEE)
+    found = replay(grid, KNEE)
+
+    assert full.config == "seqs=8,tokens=128"
+    assert found.answer_config == full.config
+    assert within(found.answer, full.value)
+
+
+def slo_grid() -> RecordedGrid:
+    return recorded_grid(saturating(capacity_by_seqs_and_tokens))
+
+
+@pytest.mark.parametrize("limit_ms", [260.0, 300.0, 600.0, 1200.0])
+def test_the_slo_limit_is_found_within_the_tolerance(limit_ms):
+    spec = SearchSpec(objective="slo", limits={"p99_ttft_ms": limit_ms})
+    grid = slo_grid()
+    full = grid_answer(grid, spec)
+    found = replay(grid, spec)
+
+    assert within(found.answer, full.value)
+    assert found.spent_s < grid.cost_s()
+
+
+def test_a_budget_stops_the_search_and_says_so():
+    spec = SearchSpec(point_budget=3)
+    found = replay(recorded_grid(saturating(capacity_by_seqs_and_tokens)), spec)
+
+    assert found.record.points_measured == 3
+    assert found.record.budget_spent
+    assert any("budget" in c.reason for c in found.record.cells if c.status == "not_started")
+
+
+def noisy(figures, spread: dict[int, float]):
+    """Repeat 1 of a level lower by spread[level] (a share), as a slower run would be."""
+
+    def noisy_figures(config: EngineConfig, level: int, repeat: int) -> tuple[float, float]:
+        throughput, latency = figures(config, level, repeat)
+        if repeat == 1:
+            throughput *= 1 - spread.get(level, 0.0)
+        return throughput, latency
+
+    return noisy_figures
+
+
+def repeats_of(found) -> list[str]:
+    return [r.reason for r in found.requests if r.phase == "repeat"]
+
+
+def test_a_clear_answer_is_repeated_only_to_give_its_capacity_a_spread():
+    found = replay(recorded_grid(saturating(capacity_by_seqs_and_tokens), repeats=3), KNEE)
+
+    # The best config's answer point, once: its two repeats agree, and no decision was close.
+    assert repeats_of(found) == [
+        "the answer point of the best config so far: a repeat gives its capacity a measured "
+        "spread"
+    ]
+
+
+def test_a_knee_step_inside_the_noise_is_repeated():
+    # The step from 16 to 32 in flight gains 1.5% with latency +90%: the knee rule says knee
+    # (under 2%), but the probe's repeat reads 3% lower, so noise of that size could flip it.
+    def figures(config: EngineConfig, level: int, repeat: int) -> tuple[float, float]:
+        curve = {1: 20.0, 2: 40.0, 4: 80.0, 8: 130.0, 16: 157.0, 32: 159.4}
+        return curve[level], 1000.0 * {16: 1.0, 32: 1.9}.get(level, 1.0)
+
+    grid = recorded_grid(noisy(figures, {32: 0.03}), seqs=(8,), tokens=(256,), repeats=3)
+    found = replay(grid, KNEE)
+
+    assert any("the knee step" in reason for reason in repeats_of(found))
+
+
+def test_one_repeat_per_point_when_the_plan_asks_for_none():
+    found = replay(recorded_grid(saturating(capacity_by_seqs_and_tokens), repeats=1), KNEE)
+
+    assert repeats_of(found) == []
+    assert {r.repeat for r in found.requests} == {0}
+
+
+def test_the_interval_covers_the_full_grids_answer_on_a_noisy_grid():
+    figures = noisy(saturating(capacity_by_seqs_and_tokens), {16: 0.04, 32: 0.05})
+    grid = recorded_grid(figures)
+    full = grid_answer(grid, KNEE)
+    found = replay(grid, KNEE)
+    interval = answer_interval(found.record, found.capacity_values)
+
+    assert interval is not None and interval.repeats == 2
+    assert interval.contains(full.value or 0.0)
+    # The answer is the lowest repeat, as the run page's capacity.
+    assert found.answer == min(found.capacity_values)
+
+
+def test_the_interval_covers_a_slightly_better_config_the_walk_never_started():
+    # Two steps down the token budget is 1.5% better, behind a neighbour that is worse: the
+    # walk stops at the neighbour, and the interval (the tolerance) must still hold the grid's.
+    def capacity(config: EngineConfig) -> float:
+        return {64: 203.0, 128: 198.0, 256: 200.0}[config.max_num_batched_tokens or 0]
+
+    grid = recorded_grid(saturating(capacity), seqs=(8,))
+    full = grid_answer(grid, KNEE)
+    found = replay(grid, KNEE)
+    interval = answer_interval(found.record, found.capacity_values)
+
+    assert full.config == "seqs=8,tokens=64" and found.answer_config == "seqs=8,tokens=256"
+    assert interval is not None and interval.contains(full.value or 0.0)
+    assert within(found.answer, full.value)
