@@ -77,15 +77,17 @@ def iter_download_into(
         try:
             yield from _document(events, new_sink, where)
         except ijson.JSONError as exc:
-            raise ResultFileError(f"{where}: {_json_message(exc)}") from None
+            raise ResultFileError(f"{where}: {_json_message(exc, reader.ended)}") from None
 
 
-def _json_message(exc: Exception) -> str:
+def _json_message(exc: Exception, ended: bool) -> str:
+    """ended: the error came once the whole file was read, so the file stops mid-value (yajl
+    says "premature EOF", or "invalid string" for a cut inside a string)."""
     # yajl's message is its first line; the lines after it draw the place with a caret.
     text = exc.args[0] if exc.args else ""
     text = text.decode("utf-8", "replace") if isinstance(text, bytes) else str(text)
     reason = text.split("\n", 1)[0].strip()
-    if "premature EOF" in reason:
+    if ended or "premature EOF" in reason:
         return f"not valid JSON: {reason} (the file is cut short: was the download interrupted?)"
     return f"not valid JSON: {reason}"
 
@@ -99,6 +101,7 @@ class _ValueBoundedReader:
         self.handle = handle
         self.where = where
         self.unparsed = 0
+        self.ended = False  # the file has been read to its end
 
     def read(self, size: int = -1) -> bytes:
         if self.unparsed > MAX_VALUE_BYTES:
@@ -108,6 +111,7 @@ class _ValueBoundedReader:
             )
         chunk = self.handle.read(size)
         self.unparsed += len(chunk)
+        self.ended = self.ended or (not chunk and size != 0)
         return chunk
 
 

@@ -450,14 +450,18 @@ def test_a_download_with_a_bad_point_is_refused_naming_it_and_imports_nothing(
     assert Benchmark.objects.filter(source="imported").count() == 0
 
 
-def test_a_download_cut_short_is_refused_as_cut_short_and_imports_nothing(owner_client):
+@pytest.mark.parametrize("where", ["between values", "inside a string"])
+def test_a_download_cut_short_is_refused_as_cut_short_and_imports_nothing(owner_client, where):
     data = download(owner_client, a_judged_run())
-    file = SimpleUploadedFile("run.json", data[: len(data) // 2])
+    half = len(data) // 2
+    # The first comma after the middle ends a value; the first quote opens (or ends) a string.
+    cut = data.index(b",", half) + 1 if where == "between values" else data.index(b'"', half) + 2
+    file = SimpleUploadedFile("run.json", data[:cut])
     result_import, page = status_page(owner_client,
                                       owner_client.post("/runs/import/", {"file": file}))
     assert result_import.state == "failed"
     assert result_import.error_message.startswith("Cannot import run.json: points.")
-    assert "not valid JSON: parse error: premature EOF (the file is cut short" in (
+    assert "(the file is cut short: was the download interrupted?)" in (
         result_import.error_message)
     assert result_import.error_message in page
     assert not Benchmark.objects.filter(source="imported").exists()
