@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from benchmarks import lifecycle, tasks
 from benchmarks.models import Benchmark, EngineStart, Node
+from runner.schema.search import SearchCell, SearchRecord, SearchSpec
 from runner.sweep import Cancelled, Progress
 from tests.rows import make_benchmark, make_checkpoint, make_node, make_point_result
 
@@ -22,20 +23,24 @@ class FakeRunPlan:
     """Records its calls, reports the engine starts it is given, yields the points it is given,
     then does what `then` says."""
 
-    def __init__(self, points, then=None, starts=()):
+    def __init__(self, points, then=None, starts=(), searches=()):
         self.points = points
         self.then = then
         self.starts = starts
+        self.searches = searches  # one search record after each point
         self.calls = []
 
     def __call__(self, plan, workdir, *, skip_keys, cancel, on_progress, on_engine_started,
-                 data_dir, credentials=None):
-        self.calls.append({"plan": plan, "skip_keys": skip_keys, "data_dir": data_dir})
+                 data_dir, credentials=None, on_search=None, known=None):
+        self.calls.append({"plan": plan, "skip_keys": skip_keys, "data_dir": data_dir,
+                           "known": known})
         for seconds in self.starts:
             on_engine_started(seconds)
         for i, point in enumerate(self.points):
             on_progress(Progress(i, len(self.points), 5, 10, f"measuring {point.key}"))
             yield point
+            if i < len(self.searches):
+                on_search(self.searches[i])
         if self.then is not None:
             self.then(cancel)
 
@@ -167,6 +172,41 @@ def test_resuming_skips_the_points_already_stored(monkeypatch):
     fake = install(monkeypatch, FakeRunPlan([]))
     tasks.run_benchmark.apply(args=[benchmark.pk])
     assert fake.calls[0]["skip_keys"] == frozenset({stored.key})
+
+
+def with_search(benchmark):
+    spec = SearchSpec()
+    Benchmark.objects.filter(pk=benchmark.pk).update(
+        plan={**benchmark.plan, "search": spec.model_dump(mode="json")})
+    return spec
+
+
+def test_a_search_keeps_its_record_on_the_run_as_it_goes(monkeypatch):
+    benchmark = make_benchmark()
+    spec = with_search(benchmark)
+    record = SearchRecord(spec=spec, cells=[SearchCell(label="seqs=256", status="searched",
+                                                        reason="corner", points=1)],
+                          points_measured=1, finished=True)
+    install(monkeypatch, FakeRunPlan([make_point_result(max_num_seqs=256)], searches=[record]))
+    tasks.run_benchmark.apply(args=[benchmark.pk])
+    benchmark.refresh_from_db()
+    assert benchmark.state == "succeeded"
+    assert SearchRecord.model_validate(benchmark.search) == record
+    assert benchmark.progress_note == "search finished"
+
+
+def test_a_resumed_search_reads_its_stored_points_instead_of_skipping_them_blind(monkeypatch):
+    from benchmarks.points import store_point
+
+    benchmark = make_benchmark()
+    with_search(benchmark)
+    stored = store_point(benchmark, make_point_result(max_num_seqs=256, output_throughput=1234.0))
+    fake = install(monkeypatch, FakeRunPlan([]))
+    tasks.run_benchmark.apply(args=[benchmark.pk])
+    known = fake.calls[0]["known"]
+    assert list(known) == [stored.key]
+    assert known[stored.key].output_throughput == pytest.approx(1234.0)
+    assert known[stored.key].valid
 
 
 def test_progress_reported_by_the_runner_is_written_with_the_next_heartbeat():
