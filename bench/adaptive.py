@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/adaptive.py record --name cpu-a --seqs 2,4,8 --tokens 64,128,256
     .venv/bin/python bench/adaptive.py replay                 # every grid in bench/grids/
+    .venv/bin/python bench/adaptive.py replay --quick         # the first one
     .venv/bin/python bench/adaptive.py live --name cpu-c ...  # grid, then search, one run
 
 record: runs a whole grid (every engine config x load level x repeat) on vLLM CPU engines
@@ -53,6 +54,7 @@ GRIDS = ROOT / "bench" / "grids"
 # The SLO objective's limit: p99 TTFT at this multiple of the grid's lowest, so that some
 # levels of every config meet it and some do not.
 SLO_FACTOR = 4.0
+ENGINE_CPU, CLIENT_CPU = 0, 1
 
 
 def _numbers(text: str) -> list[int]:
@@ -66,7 +68,7 @@ def grid_plan(args: argparse.Namespace) -> SweepPlan:
     ]
     shape, _, values = args.loads.partition(":")
     if shape == "concurrency":
-        loads = [LoadSpec(shape="concurrency", concurrency=c, num_requests=max(2 * c, 4))
+        loads = [LoadSpec(shape="concurrency", concurrency=c, num_requests=max(3 * c, 6))
                  for c in _numbers(values)]
     else:
         loads = [LoadSpec(shape="burst", num_requests=n) for n in _numbers(values)]
@@ -74,13 +76,16 @@ def grid_plan(args: argparse.Namespace) -> SweepPlan:
     return SweepPlan(
         name=args.name,
         checkpoint=Checkpoint(model=str(args.model), served_model_name="tiny"),
-        launch=EngineLaunch(style="cpu", startup_timeout_s=400),
+        # The engine's compute thread on CPU 0, the client on CPU 1: on two cores, a client
+        # woken on the engine's core waits for it.
+        launch=EngineLaunch(style="cpu", startup_timeout_s=400,
+                            env={"VLLM_CPU_OMP_THREADS_BIND": str(ENGINE_CPU)}),
         engine_configs=configs,
         loads=loads,
         workload=WorkloadSpec(kind="random", input_tokens_min=int(low),
                               input_tokens_max=int(high or low),
                               output_tokens=args.output_tokens),
-        client=ClientSpec(request_timeout_s=300, stall_timeout_s=120),
+        client=ClientSpec(request_timeout_s=300, stall_timeout_s=120, cpus=[CLIENT_CPU]),
         repeats=args.repeats,
         warmup_requests=4,
     )
@@ -157,22 +162,33 @@ def judge(grid: RecordedGrid, spec: SearchSpec) -> dict[str, object]:
 
 
 def print_rows(rows: Sequence[dict[str, object]]) -> None:
+    """A Markdown table, as docs/performance.md shows it."""
+    print("| grid | configs | objective | grid's answer | search's answer | difference | "
+          "grid's answer in interval | points | engines started | engine time |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for row in rows:
         difference = row.get("difference_pct")
-        low_high = row.get("interval")
-        print(f"{row['grid']:<12} {row['objective']}")
-        print(f"    grid   {row['grid_answer']:.1f} tok/s at {row['grid_at']}")
-        print(f"    search {row['search_answer']:.1f} tok/s at {row['search_at']}"
-              + (f"  ({difference:+.2f}%)" if isinstance(difference, float) else ""))
-        if isinstance(low_high, list):
-            print(f"    interval {low_high[0]:.1f}-{low_high[1]:.1f}, grid's answer inside: "
-                  f"{row['grid_inside']}")
-        print(f"    {row['points']} points, {row['starts']} of {row['configs']} engines "
-              f"started, engine time {row['engine_time_pct']:.0f}% of the grid's")
+        inside = row.get("grid_inside")
+        cells = [
+            str(row["grid"]), str(row["configs"]), str(row["objective"]),
+            f"{_tok(row['grid_answer'])} at {row['grid_at']}",
+            f"{_tok(row['search_answer'])} at {row['search_at']}",
+            f"{difference:+.2f}%" if isinstance(difference, float) else "-",
+            "-" if inside is None else "yes" if inside else "no",
+            str(row["points"]), f"{row['starts']} of {row['configs']}",
+            f"{row['engine_time_pct']:.0f}% of the grid's",
+        ]
+        print("| " + " | ".join(cells) + " |")
+
+
+def _tok(value: object) -> str:
+    return f"{value:.0f} tok/s" if isinstance(value, float) else "none"
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
     paths = args.grids or sorted(GRIDS.glob("*.json"))
+    if args.quick:
+        paths = paths[:1]
     rows = []
     for path in paths:
         grid = RecordedGrid.model_validate_json(Path(path).read_text())
@@ -210,14 +226,15 @@ def main(argv: list[str] | None = None) -> int:
         sub.add_argument("--name", required=True)
         sub.add_argument("--seqs", default="2,4,8")
         sub.add_argument("--tokens", default="64,128,256")
-        sub.add_argument("--loads", default="concurrency:1,2,4,8,16,32")
+        sub.add_argument("--loads", default="concurrency:2,4,8,16,32")
         sub.add_argument("--input-tokens", default="60-68")
-        sub.add_argument("--output-tokens", type=int, default=32)
+        sub.add_argument("--output-tokens", type=int, default=64)
         sub.add_argument("--repeats", type=int, default=2)
         sub.add_argument("--model", default=str(ROOT / "var" / "tiny-model"))
     replay_parser = commands.add_parser("replay")
     replay_parser.add_argument("grids", nargs="*")
     replay_parser.add_argument("--json")
+    replay_parser.add_argument("--quick", action="store_true", help="the first grid only")
     args = parser.parse_args(argv)
     if args.command == "record":
         record(args)

@@ -266,6 +266,10 @@ def estimate(
     gpu_hours = None if note else wall_s / SECONDS_PER_HOUR * size.gpus_held
     basis = _basis(runs, where=where, start=start.basis if size.engine_starts else None,
                    defaulted_points=defaulted_points, fallback_rate=fallback_rate)
+    if plan.search is not None:
+        # What it measures is decided as it goes: the grid is the most it can cost.
+        basis = (f"An adaptive sweep: at most the full grid's cost, shown here. {basis}"
+                 )[:BASIS_MAX_CHARS]
     return Estimate(wall_s=wall_s, gpu_hours=gpu_hours, no_gpus_note=note, basis=basis)
 
 

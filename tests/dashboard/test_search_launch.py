@@ -36,6 +36,7 @@ def test_an_slo_search_goes_into_the_plan_with_its_settings(owner_client, node, 
         "throughput_gain_pct": 2.0, "latency_growth_pct": 20.0,
     }
     assert benchmark.points_total == 10  # at most its budget, not the grid's 24
+    assert benchmark.estimate_basis.startswith("An adaptive sweep: at most the full grid's cost")
     # Run again: the form comes back with the same search.
     initial = plan_on_form(SweepPlan.model_validate(benchmark.plan)).initial
     assert (initial["search"], initial["search_limits"]) == ("slo", "p99_ttft_ms:500")
@@ -43,7 +44,9 @@ def test_an_slo_search_goes_into_the_plan_with_its_settings(owner_client, node, 
 
 def test_a_grid_stays_a_grid(owner_client, node, launches):
     assert owner_client.post("/runs/new/", launch_form_data(node, **SWEEP)).status_code == 302
-    assert Benchmark.objects.get().plan["search"] is None
+    benchmark = Benchmark.objects.get()
+    assert benchmark.plan["search"] is None
+    assert "adaptive" not in benchmark.estimate_basis
 
 
 @pytest.mark.parametrize(
