@@ -16,6 +16,7 @@ class Observation:
     valid: bool
     wall_s: float  # what the point cost on the node, start to finish
     latencies: Mapping[str, float | None] = field(default_factory=dict)
+    preemptions: float | None = None  # vLLM's preemptions during the point; None: not read
 
     def latency(self, name: str) -> float | None:
         return self.latencies.get(name)
@@ -30,6 +31,7 @@ def observe(point: PointResult) -> Observation:
         valid=metrics.valid,
         wall_s=_wall_s(point),
         latencies={name: getattr(metrics, name) for name in SEARCH_LATENCY_FIELDS},
+        preemptions=point.queue.preemptions,
     )
 
 

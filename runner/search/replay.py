@@ -30,16 +30,19 @@ class RecordedPoint(Schema):
     valid: bool
     wall_s: float
     latencies: dict[str, float | None] = Field(default_factory=dict)
+    preemptions: float | None = None
 
     def observation(self) -> Observation:
-        return Observation(self.output_throughput, self.valid, self.wall_s, self.latencies)
+        return Observation(self.output_throughput, self.valid, self.wall_s, self.latencies,
+                           self.preemptions)
 
     @classmethod
     def of(cls, point: PointResult) -> RecordedPoint:
         seen = observe(point)
         return cls(config_label=point.engine_config.label(), load_label=point.load.label(),
                    repeat=point.repeat, output_throughput=seen.output_throughput,
-                   valid=seen.valid, wall_s=seen.wall_s, latencies=dict(seen.latencies))
+                   valid=seen.valid, wall_s=seen.wall_s, latencies=dict(seen.latencies),
+                   preemptions=seen.preemptions)
 
 
 class RecordedGrid(Schema):

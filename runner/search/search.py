@@ -24,7 +24,7 @@ from runner.schema.plan import LoadSpec, SweepPlan
 from runner.schema.search import CellStatus, SearchCell, SearchPhase, SearchRecord
 from runner.search.levels import LevelChoice, Levels
 from runner.search.observation import Observation
-from runner.search.walk import Walk
+from runner.search.walk import RISING_SETTINGS, Walk
 
 
 def ladder(loads: list[LoadSpec]) -> list[LoadSpec]:
@@ -52,7 +52,10 @@ class Search:
         self.max_repeats = plan.repeats
         labels = [load.label() for load in self.loads]
         self.levels = [Levels(self.spec, labels) for _ in self.configs]
-        self.walk = Walk(self.configs, self.spec.tolerance)
+        queue_bound = all("ttft" in name or "e2el" in name for name in self.spec.limits)
+        rising = RISING_SETTINGS if queue_bound else ()
+        self.walk = Walk(self.configs, self.spec.tolerance, rising=rising,
+                         preempted=self._preempted)
         self.status: list[CellStatus] = ["not_started"] * len(self.configs)
         self.reasons = [""] * len(self.configs)
         self.start_s: list[float | None] = [None] * len(self.configs)
@@ -72,6 +75,10 @@ class Search:
         answers = [self.answer(c) for c in range(len(self.configs)) if c != config]
         values = [a for a in answers if a is not None]
         return max(values) if values else None
+
+    def _preempted(self, config: int) -> bool:
+        return any((o.preemptions or 0) > 0
+                   for repeats in self.levels[config].seen.values() for o in repeats)
 
     def points_measured(self) -> int:
         return sum(levels.points() for levels in self.levels)

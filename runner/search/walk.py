@@ -7,6 +7,12 @@ these settings do: along max_num_seqs or the token budget, throughput rises and 
 therefore starts with every numeric setting at its largest value and stops along a setting at
 the first neighbour that does not beat the best. A setting that is not a number (on/off, extra
 flags) has no order: every value of it is a slice of its own, each started at its corner.
+
+For the knee, and for limits on TTFT or request latency (which count the wait in the queue),
+max_num_seqs is a rising setting: under a long queue fewer sequences at once cannot deliver
+more, nor sooner, so the walk never steps down it from the best config, unless that config
+preempted requests (its KV cache ran out, and fewer sequences may then do better). A limit on
+TPOT is another matter: fewer sequences make each step shorter.
 """
 
 from __future__ import annotations
@@ -18,6 +24,8 @@ from typing import Any
 from runner.schema.engine_config import EngineConfig
 
 EXTRA_FLAGS = "extra_args"
+# The settings along which a config's capacity only rises (the knee objective).
+RISING_SETTINGS = ("max_num_seqs",)
 
 
 @dataclass(frozen=True)
@@ -67,11 +75,22 @@ class Walk:
 
     answer(i): config i's answer (output tokens/s), or None when it has none (not searched,
     pruned, failed, no level met the limits): such a config never beats the best.
+    rising: the settings the walk never steps down from the best config, unless
+    preempted(config) says that config ran out of KV cache.
     """
 
-    def __init__(self, configs: Sequence[EngineConfig], tolerance: float) -> None:
+    def __init__(
+        self,
+        configs: Sequence[EngineConfig],
+        tolerance: float,
+        *,
+        rising: Sequence[str] = (),
+        preempted: Callable[[int], bool] = lambda config: False,
+    ) -> None:
         self.axes = grid_axes(configs)
         self.tolerance = tolerance
+        self.rising = set(rising)
+        self.preempted = preempted
         self.cells: list[Cell] = [
             tuple(axis.values.index(_value(config, axis.name)) for axis in self.axes)
             for config in configs
@@ -109,18 +128,25 @@ class Walk:
                 return self._start(corner, "every numeric setting at its largest value: "
                                    "throughput rises and then flattens along each")
         best = self.best(answer)
-        if best is None:
-            return None
-        top = answer(best) or 0.0
-        for slice_best in self._slice_bests(answer):
-            value = answer(slice_best)
-            if slice_best != best and (value is None or value < top * (1 - self.tolerance)):
+        # Until some config answers (none met the limits yet), the walk goes on from each.
+        bases = self._slice_bests(answer) if best is not None else list(self.started)
+        top = (answer(best) or 0.0) if best is not None else 0.0
+        for base in bases:
+            value = answer(base)
+            if best is not None and base != best and (
+                value is None or value < top * (1 - self.tolerance)
+            ):
                 continue  # a slice whose best cell falls short cannot hold the best one
-            for neighbour, axis in self._neighbours(slice_best):
+            for neighbour, axis in self._neighbours(base):
+                down = self.cells[neighbour] < self.cells[base]
+                if down and axis.name in self.rising and not self.preempted(base):
+                    continue
                 if neighbour not in self.started:
-                    step = "down" if self.cells[neighbour] < self.cells[slice_best] else "up"
-                    return self._start(neighbour, f"one step {step} {axis.name} from the "
-                                       f"best config so far ({self.describe(slice_best)})")
+                    what = "the best config so far" if best is not None else "a config"
+                    return self._start(neighbour, f"one step {'down' if down else 'up'} "
+                                       f"{axis.name} from {what} ({self.describe(base)})"
+                                       + ("" if best is not None else
+                                          ", since none has met the limits yet"))
         return None
 
     def _start(self, config: int, reason: str) -> WalkStep:
@@ -171,13 +197,21 @@ class Walk:
         ):
             return "its slice's largest config fell short of the best by more than the tolerance"
         bounding = [c for c in self.started if c != best and self._dominates(c, config)]
+        below = [axis.name for axis, mine, its in zip(self.axes, self.cells[config],
+                                                      self.cells[best], strict=True)
+                 if axis.name in self.rising and mine < its]
+        if not bounding and below and self._dominates(best, config):
+            return (f"a smaller {below[0]} than the best config ({self.describe(best)}) at no "
+                    "larger setting: with fewer sequences at once under the same queue it "
+                    "cannot deliver more, and the best config never preempted")
         if bounding:
             # The nearest one: the fewest steps away.
             near = min(bounding, key=lambda c: self._height(c) - self._height(config))
             shown = answer(near)
             figure = f" ({shown:.1f} tok/s)" if shown is not None else ""
-            return (f"no setting larger than {self.describe(near)}{figure}, which did not beat "
-                    f"the best ({self.describe(best)}): with smaller values it cannot either")
+            return (f"each of its settings is at most that of {self.describe(near)}{figure}, "
+                    f"which did not beat the best ({self.describe(best)}): with smaller "
+                    "settings it cannot either")
         return ("the walk from the best config stopped before it: every neighbour of the best "
                 "was measured and none beat it")
 

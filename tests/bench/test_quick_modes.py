@@ -196,3 +196,12 @@ def test_scrape_cost_quick_mode_times_both_metrics_pages(tiny_model, tmp_path):
     assert "both pages read the same sample" in done.stdout
     rows = table_rows(done.stdout, "| page | bytes |")
     assert [row.split("|")[1].strip() for row in rows] == ["whole", "filtered"]
+
+
+def test_adaptive_replay_quick_mode_judges_the_search_on_a_recorded_grid():
+    done = run_bench("adaptive.py", "replay", "--quick")
+    assert_ran(done)
+    rows = table_rows(done.stdout, "| grid | configs | objective |")
+    # The knee and the SLO objective on the first recorded grid.
+    assert len(rows) == 2
+    assert all("% of the grid's" in row for row in rows)

@@ -36,6 +36,7 @@ def recorded_grid(
     start_s: float = 30.0,
     point_s: float = 5.0,
     name: str = "synthetic",
+    preempts: Callable[[EngineConfig], bool] = lambda config: False,
 ) -> RecordedGrid:
     configs = [EngineConfig(max_num_seqs=s, max_num_batched_tokens=t)
                for s, t in product(seqs, tokens)]
@@ -48,7 +49,9 @@ def recorded_grid(
         points.append(RecordedPoint(
             config_label=config.label(), load_label=load.label(), repeat=repeat,
             output_throughput=throughput, valid=True, wall_s=point_s,
-            latencies={"median_e2el_ms": latency, "p99_ttft_ms": latency / 4},
+            latencies={"median_e2el_ms": latency, "p99_ttft_ms": latency / 4,
+                       "median_tpot_ms": latency / 4},
+            preemptions=12.0 if preempts(config) else 0.0,
         ))
     return RecordedGrid(name=name, recorded_at="2026-12-03T00:00:00Z", host="formula",
                         plan=plan, engine_start_s={c.label(): start_s for c in configs},

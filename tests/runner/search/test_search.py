@@ -46,7 +46,7 @@ def test_every_config_is_accounted_for_and_the_unstarted_ones_say_which_config_b
     not_started = [c for c in record.cells if c.status == "not_started"]
     assert not_started and all(c.engine_start_s is None and c.points == 0 for c in not_started)
     smallest = next(c for c in record.cells if c.label == "seqs=2,tokens=64")
-    assert "did not beat the best" in smallest.reason
+    assert "which did not beat the best" in smallest.reason
 
 
 def test_a_config_short_of_the_best_by_more_than_the_tolerance_is_pruned_after_its_probe():
@@ -121,19 +121,59 @@ def test_the_walk_leaves_the_corner_when_a_smaller_setting_does_better():
     assert within(found.answer, full.value)
 
 
+def test_the_knee_walk_never_starts_fewer_sequences_than_the_best_config():
+    record = replay(recorded_grid(saturating(capacity_by_seqs_and_tokens)), KNEE).record
+    started = {c.label for c in record.cells if c.engine_start_s is not None}
+
+    assert started <= {"seqs=8,tokens=64", "seqs=8,tokens=128", "seqs=8,tokens=256"}
+    fewer = next(c for c in record.cells if c.label == "seqs=4,tokens=256")
+    assert fewer.reason.startswith("a smaller max_num_seqs than the best config")
+
+
+def test_a_best_config_that_preempted_has_fewer_sequences_tried():
+    # At 8 sequences the KV cache runs out and vLLM preempts: 4 sequences do better.
+    def capacity(config: EngineConfig) -> float:
+        return {2: 40.0, 4: 100.0, 8: 70.0}[config.max_num_seqs or 0]
+
+    def preempts(config: EngineConfig) -> bool:
+        return config.max_num_seqs == 8
+
+    grid = recorded_grid(saturating(capacity), tokens=(256,), preempts=preempts)
+    full = grid_answer(grid, KNEE)
+    found = replay(grid, KNEE)
+
+    assert full.config == found.answer_config == "seqs=4,tokens=256"
+    assert within(found.answer, full.value)
+
+
 def slo_grid() -> RecordedGrid:
     return recorded_grid(saturating(capacity_by_seqs_and_tokens))
 
 
+@pytest.mark.parametrize("limit", ["p99_ttft_ms", "median_tpot_ms"])
 @pytest.mark.parametrize("limit_ms", [260.0, 300.0, 600.0, 1200.0])
-def test_the_slo_limit_is_found_within_the_tolerance(limit_ms):
-    spec = SearchSpec(objective="slo", limits={"p99_ttft_ms": limit_ms})
+def test_the_slo_limit_is_found_within_the_tolerance(limit, limit_ms):
+    spec = SearchSpec(objective="slo", limits={limit: limit_ms})
     grid = slo_grid()
     full = grid_answer(grid, spec)
     found = replay(grid, spec)
 
     assert within(found.answer, full.value)
     assert found.spent_s < grid.cost_s()
+
+
+def test_a_tpot_limit_tries_fewer_sequences_since_they_make_each_step_shorter():
+    # TPOT grows with the batch: only 2 or 4 sequences stay within 45 ms per token.
+    grid = recorded_grid(saturating(capacity_by_seqs_and_tokens), tokens=(256,))
+    seqs = {c.label(): c.max_num_seqs or 0 for c in grid.plan.engine_configs}
+    for point in grid.points:
+        point.latencies["median_tpot_ms"] = 10.0 * seqs[point.config_label]
+    spec = SearchSpec(objective="slo", limits={"median_tpot_ms": 45.0})
+    full = grid_answer(grid, spec)
+    found = replay(grid, spec)
+
+    assert full.config == found.answer_config == "seqs=4,tokens=256"
+    assert within(found.answer, full.value)
 
 
 def test_a_budget_stops_the_search_and_says_so():
