@@ -4,7 +4,7 @@ answer with the interval, and what it cost beside what the full grid would have.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pydantic
 
@@ -36,17 +36,17 @@ class StepRow:
 
 @dataclass(frozen=True)
 class SearchView:
-    record: SearchRecord
-    steps: list[StepRow]
-    cells: list[SearchCell]
-    interval: Interval | None
-    answer_key: str | None
-    spent: str
-    grid: str
-    spent_gpu_hours: str | None  # None: a CPU engine or an attached server holds no GPU
-    grid_gpu_hours: str | None
-    share_pct: float | None  # the search's engine time over the grid's, in percent
-    started: int
+    record: SearchRecord | None  # None: the stored record cannot be read (error says why)
+    steps: list[StepRow] = field(default_factory=list)
+    cells: list[SearchCell] = field(default_factory=list)
+    interval: Interval | None = None
+    answer_key: str | None = None
+    spent: str = ""
+    grid: str = ""
+    spent_gpu_hours: str | None = None  # None: a CPU engine or an attached server holds no GPU
+    grid_gpu_hours: str | None = None
+    share_pct: float | None = None  # the search's engine time over the grid's, in percent
+    started: int = 0
     error: str | None = None
 
 
@@ -60,8 +60,7 @@ def search_view(
         record = SearchRecord.model_validate(benchmark.search)
         plan = SweepPlan.model_validate(benchmark.plan)
     except pydantic.ValidationError as exc:
-        return SearchView(SearchRecord.model_construct(), [], [], None, None, "", "", None, None,
-                          None, 0, error=f"the stored search record cannot be read: {exc}")
+        return SearchView(None, error=f"the stored search record cannot be read: {exc}")
     steps = sorted(
         (StepRow(SearchStep.model_validate(p.search), p) for p in points if p.search),
         key=lambda row: row.step.order,

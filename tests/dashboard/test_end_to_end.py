@@ -16,6 +16,14 @@ pytestmark = [pytest.mark.engine, pytest.mark.django_db(transaction=True)]
 RUN_TIMEOUT_S = 900
 
 
+def tiny_rows(queue: str, model_dir: object) -> tuple[Node, Checkpoint, Runtime]:
+    """The worker's node, with an approved tiny-model checkpoint and vLLM runtime to launch."""
+    node = Node.objects.get(queue=queue)
+    checkpoint = Checkpoint.objects.create(repo=str(model_dir), approved=True)
+    runtime = Runtime.objects.create(engine="vllm", version="0.32.0", approved=True)
+    return node, checkpoint, runtime
+
+
 def tiny_form(node: Node, checkpoint: Checkpoint, runtime: Runtime) -> dict[str, object]:
     """One engine config, two burst levels of a small workload the tiny model serves quickly.
 

@@ -12,10 +12,10 @@ import re
 import pytest
 from django.test import Client
 
-from benchmarks.models import Benchmark, Checkpoint, Node, Runtime
+from benchmarks.models import Benchmark
 from tests.workers import wait_until_final
 
-from .test_end_to_end import RUN_TIMEOUT_S, tiny_form
+from .test_end_to_end import RUN_TIMEOUT_S, tiny_form, tiny_rows
 
 pytestmark = [pytest.mark.engine, pytest.mark.django_db(transaction=True)]
 
@@ -25,9 +25,7 @@ GRID = ["seqs=4,tokens=256", "seqs=4,tokens=2048", "seqs=16,tokens=256", "seqs=1
 def test_a_two_axis_grid_runs_every_combination_and_the_page_names_each_axis(
     celery_worker_queue, tiny_model_dir, owner
 ):
-    node = Node.objects.get(queue=celery_worker_queue)
-    checkpoint = Checkpoint.objects.create(repo=str(tiny_model_dir), approved=True)
-    runtime = Runtime.objects.create(engine="vllm", version="0.32.0", approved=True)
+    node, checkpoint, runtime = tiny_rows(celery_worker_queue, tiny_model_dir)
     client = Client()
     client.force_login(owner)
     # 32 requests of 128 tokens: a few seconds behind 4 sequences, long enough for samples.

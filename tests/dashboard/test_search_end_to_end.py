@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from benchmarks.models import Benchmark, Checkpoint, Node, Runtime
+from benchmarks.models import Benchmark
 from runner.schema.search import SearchRecord, SearchStep
 from tests.workers import wait_until_final
 
-from .test_end_to_end import RUN_TIMEOUT_S, tiny_form
+from .test_end_to_end import RUN_TIMEOUT_S, tiny_form, tiny_rows
 
 pytestmark = [pytest.mark.engine, pytest.mark.django_db(transaction=True)]
 
@@ -19,9 +19,7 @@ pytestmark = [pytest.mark.engine, pytest.mark.django_db(transaction=True)]
 def test_an_adaptive_sweep_starts_only_the_configs_that_can_win(
     celery_worker_queue, tiny_model_dir, owner
 ):
-    node = Node.objects.get(queue=celery_worker_queue)
-    checkpoint = Checkpoint.objects.create(repo=str(tiny_model_dir), approved=True)
-    runtime = Runtime.objects.create(engine="vllm", version="0.32.0", approved=True)
+    node, checkpoint, runtime = tiny_rows(celery_worker_queue, tiny_model_dir)
     client = Client()
     client.force_login(owner)
     form = {

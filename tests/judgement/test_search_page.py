@@ -76,3 +76,11 @@ def test_a_grid_run_has_no_search_section(owner_client):
     response = owner_client.get(f"/runs/{benchmark.code}/")
     assert response.context["judgement"]["search"] is None
     assert 'id="search"' not in response.content.decode()
+
+
+def test_an_unreadable_search_record_is_said_not_hidden(owner_client):
+    benchmark = adaptive_run()
+    Benchmark.objects.filter(pk=benchmark.pk).update(search={"spec": "knee"})
+    page = owner_client.get(f"/runs/{benchmark.code}/").content.decode()
+    assert 'id="search-error"' in page
+    assert "the stored search record cannot be read" in page
