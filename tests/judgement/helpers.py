@@ -10,6 +10,7 @@ from runner.schema.engine_config import EngineConfig
 from runner.schema.plan import LoadSpec
 from runner.schema.result import point_key
 from runner.schema.samples import QueueSummary
+from runner.schema.search import SearchCell, SearchRecord, SearchSpec, SearchStep
 from tests.rows import make_benchmark, make_point_result
 
 # (max_num_seqs, requests in the burst, output tok/s, median E2E ms, mean running, mean waiting)
@@ -62,3 +63,40 @@ def point(benchmark: Benchmark, max_num_seqs: int, num_requests: int, repeat: in
         key=point_key(EngineConfig(max_num_seqs=max_num_seqs),
                              LoadSpec(shape="burst", num_requests=num_requests), repeat)
     )
+
+
+# An adaptive run (an SLO search) on the same factories: its points, their steps and its record.
+ADAPTIVE_SPEC = SearchSpec(objective="slo", limits={"median_e2el_ms": 5000.0})
+# (seqs, burst, tok/s, median e2el ms, order, phase); 512@2000 is the fastest within 5 s.
+MEASURED = (
+    (512, 4000, 3020.0, 7000.0, 1, "probe"),
+    (512, 2000, 3000.0, 4100.0, 2, "refine"),
+    (512, 1000, 2100.0, 3900.0, 3, "refine"),
+    (256, 4000, 2610.0, 8000.0, 5, "probe"),
+)
+
+
+def adaptive_run() -> Benchmark:
+    benchmark = make_benchmark(state="succeeded", points_total=8)
+    for seqs, burst, throughput, latency, order, phase in MEASURED:
+        step = SearchStep(order=order, phase=phase, reason=f"why {order}")
+        store(benchmark, max_num_seqs=seqs, num_requests=burst, throughput=throughput,
+              median_e2el_ms=latency, update={"search": step})
+    repeat = SearchStep(order=4, phase="repeat", reason="the answer point")
+    store(benchmark, max_num_seqs=512, num_requests=2000, throughput=2950.0,
+          median_e2el_ms=4200.0, repeat=1, update={"search": repeat})
+    record = SearchRecord(
+        spec=ADAPTIVE_SPEC,
+        cells=[SearchCell(label="seqs=256", status="pruned", reason="short", points=1,
+                          engine_start_s=60.0),
+               SearchCell(label="seqs=512", status="searched", reason="corner", points=4,
+                          engine_start_s=60.0, answer=2950.0)],
+        points_measured=5, engine_start_s=120.0, point_s=50.0, grid_points=8,
+        grid_estimate_s=340.0, finished=True,
+    )
+    Benchmark.objects.filter(pk=benchmark.pk).update(
+        plan={**benchmark.plan, "search": ADAPTIVE_SPEC.model_dump(mode="json")},
+        search=record.model_dump(mode="json"),
+    )
+    benchmark.refresh_from_db()
+    return benchmark

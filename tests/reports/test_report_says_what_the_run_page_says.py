@@ -275,3 +275,19 @@ def test_the_korean_report_tells_the_same_step_in_korean(sweep, owner):
     assert story.startswith("burst 32에서 max_num_seqs 8 → 64 상향 후 출력이 2.32x 늘었습니다 "
                             "(18,012 -> 41,874 output tok/s). max_num_seqs 8에서는 스케줄러 상한이 제약")
     assert "raising" not in story and "bound" not in story
+
+
+def test_an_adaptive_runs_report_names_the_point_its_search_chose(owner, owner_client):
+    from tests.judgement.helpers import adaptive_run
+    from tests.judgement.helpers import point as run_point
+
+    benchmark = adaptive_run()
+    chosen = run_point(benchmark, 512, 2000, repeat=1)
+    report = make_report(benchmark, owner, baseline_point=run_point(benchmark, 256, 4000),
+                         candidate_point=chosen, scaling_point=None, scaling_reference=None,
+                         items=["headline", "curves"])
+    body = Client().get(f"/r/{report.issued_token}/").content.decode()
+    shown = owner_client.get(f"/runs/{benchmark.code}/").context["judgement"]["shown"]
+    assert shown.method == "slo" and shown.key == chosen.key
+    assert _text(body, "curve-selected").startswith("seqs=512 at burst 2000")
+    assert shown.sentence == _text(body, "curve-sentence")
