@@ -201,20 +201,33 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_live(args: argparse.Namespace) -> int:
+    from analysis.search import answer_interval
+
     grid = record(args)
     spec = SearchSpec()
     plan = grid.plan.model_copy(update={"search": spec})
     records: list[SearchRecord] = []
     with tempfile.TemporaryDirectory(prefix="headroom-search-") as workdir:
         points = list(run_plan(plan, Path(workdir), on_search=records.append))
-    record_ = records[-1]
+    searched = records[-1]
     full = grid_answer(grid, spec)
-    best = max(record_.cells, key=lambda c: c.answer or -1.0)
+    best = max(searched.cells, key=lambda c: c.answer or -1.0)
+    # The answer point's repeats: the level of the best config whose lowest repeat it is.
+    levels: dict[str, list[float]] = {}
+    for point in points:
+        if point.engine_config.label() == best.label and point.metrics.valid:
+            levels.setdefault(point.load.label(), []).append(point.metrics.output_throughput)
+    values = next((v for v in levels.values() if min(v) == best.answer), [])
+    interval = answer_interval(searched, values)
+    starts = sum(1 for c in searched.cells if c.engine_start_s is not None)
     print(f"grid   {full.value:.1f} tok/s at {full.config} | {full.level}; engine time "
-          f"{grid.cost_s():.0f} s")
+          f"{grid.cost_s():.0f} s, {len(grid.points)} points, {len(grid.engine_start_s)} starts")
     print(f"search {best.answer or 0:.1f} tok/s at {best.label}; engine time "
-          f"{record_.spent_s:.0f} s ({100 * record_.spent_s / grid.cost_s():.0f}%), "
-          f"{len(points)} points")
+          f"{searched.spent_s:.0f} s ({100 * searched.spent_s / grid.cost_s():.0f}% of the "
+          f"grid's), {len(points)} points, {starts} starts")
+    if interval is not None and full.value is not None:
+        print(f"interval {interval.low:.1f}-{interval.high:.1f}: the grid's answer "
+              f"{'inside' if interval.contains(full.value) else 'outside'}")
     return 0
 
 
