@@ -34,7 +34,7 @@ from runner.engine.endpoint import NO_CREDENTIALS, Credentials
 from runner.engine.process import RunningEngine, engines, measure_rtt
 from runner.engine.provenance import collect_hardware, package_versions, utc_now
 from runner.measure.metrics import aggregate, window_of
-from runner.measure.quality import load_quality, score_quality
+from runner.measure.quality import QualitySet, load_quality, score_quality
 from runner.measure.sampler import QueueSampler, summarize
 from runner.measure.telemetry import open_telemetry
 from runner.measure.telemetry_summary import record_telemetry
@@ -49,7 +49,7 @@ from runner.search.search import Request, Search, ladder
 from runner.workloads import conversations
 from runner.workloads.prompts import Prompt, build_prompts, token_counter_for
 from runner.workloads.trace_prompts import annotate_point
-from runner.workloads.traces import check_source
+from runner.workloads.traces import SourceFile, check_source
 
 log = logging.getLogger(__name__)
 
@@ -186,9 +186,9 @@ def run_plan(
 class _Inputs:
     """What a plan reads before any engine starts, and what every point of it records."""
 
-    source: Any
-    talks: Any
-    quality: Any
+    source: SourceFile | None
+    talks: conversations.ConversationFile | None
+    quality: QualitySet | None
     hardware: Hardware
     packages: dict[str, str]
     data_dir: Path | None
