@@ -21,7 +21,7 @@ import re
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -182,7 +182,7 @@ def run_plan(
         raise SweepIncomplete(failures)
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Inputs:
     """What a plan reads before any engine starts, and what every point of it records."""
 
@@ -193,7 +193,7 @@ class _Inputs:
     packages: dict[str, str]
     data_dir: Path | None
     credentials: Credentials
-    prompts: list[list[Prompt]] = field(default_factory=list)  # built once, on the first engine
+    prompts: list[Prompt] | None = None  # built once, on the first engine started
 
 
 @contextmanager
@@ -214,11 +214,10 @@ def _started(
         start_s = started_s(running)
         if start_s is not None:
             on_started(start_s)
-        if not inputs.prompts:
-            inputs.prompts.append(_build_prompts(plan, running[0], inputs.data_dir))
-        prompts = inputs.prompts[0]
-        _warm_up(plan, running, prompts, cancel)
-        yield running, prompts
+        if inputs.prompts is None:
+            inputs.prompts = _build_prompts(plan, running[0], inputs.data_dir)
+        _warm_up(plan, running, inputs.prompts, cancel)
+        yield running, inputs.prompts
 
 
 def _finished_point(
