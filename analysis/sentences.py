@@ -310,11 +310,12 @@ def scaling_sentence(
 # --- queue charts -----------------------------------------------------------------------------
 
 
-def no_queue_chart_sentence(imported: bool, summary_samples: int) -> str:
-    """Why a point has no queue chart: it stored no engine samples to draw."""
-    if imported:
+def no_queue_chart_sentence(imported_from: str | None, summary_samples: int) -> str:
+    """Why a point has no queue chart: it stored no engine samples to draw. imported_from: the
+    client whose file the point came from; None: measured by Headroom."""
+    if imported_from:
         return (
-            "imported from vllm bench serve, whose result file holds the client's aggregates "
+            f"imported from {imported_from}, whose result file holds the client's figures "
             "only, no engine samples (running/waiting from /metrics)"
         )
     if summary_samples > 0:

@@ -9,6 +9,7 @@ from analysis import sentences
 from analysis.types import PointFigures
 from benchmarks.models import Point
 from judgement.rows import points_with_samples
+from runner.schema.result import IMPORT_CLIENTS
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,7 @@ def queue_charts(points: Sequence[Point], figs: Mapping[str, PointFigures]) -> Q
         fig = figs.get(p.key)
         summarized = fig.queue_samples if fig is not None else int(p.queue.get("samples") or 0)
         why = sentences.no_queue_chart_sentence(
-            imported=p.source == "vllm-bench-import", summary_samples=summarized
+            imported_from=IMPORT_CLIENTS.get(p.source), summary_samples=summarized
         )
         missing.setdefault(why, []).append(p)
     return QueueCharts(drawn=drawn, missing=list(missing.items()))

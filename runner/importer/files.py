@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from runner.importer import aiperf, guidellm, inference_perf
 from runner.importer.downloads import is_download, iter_download_into
 from runner.importer.vllm_bench import from_vllm_bench
 from runner.importer.vllm_document import ImportFileError
@@ -34,8 +35,9 @@ TOO_DEEP = f"JSON nested too deeply to be a result file (over {MAX_JSON_DEPTH} l
 STRING_OR_BRACKET = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"?|[\[\]{}]', re.DOTALL)
 # How every point line of Headroom's JSONL starts (runner.results.append_point writes
 # schema_version first; a point's request batches before it start with BATCH_LINE_START), and
-# how much of a file's head is read to see it.
-HEADROOM_LINE_START = b'{"schema_version":'
+# how much of a file's head is read to see it. The value is part of it: AIPerf's summary starts
+# with a schema_version of its own.
+HEADROOM_LINE_START = b'{"schema_version":"headroom.'
 HEADROOM_HEAD_BYTES = 4096
 
 
@@ -137,10 +139,14 @@ def _document_points(text: str, name: str) -> Iterator[PointResult]:
         except json.JSONDecodeError:
             pass  # not one object a line: one document written over several lines
         else:
-            yield _point_of(first, f"{name}:{lines[0][0]}")
+            if aiperf.is_record(first):
+                documents = [first] + [_line_document(name, n, line) for n, line in lines[1:]]
+                yield aiperf.from_records(documents, source_name=name)
+                return
+            yield from _points_of(first, f"{name}:{lines[0][0]}")
             del first
             for number, line in lines[1:]:
-                yield _point_of(_line_document(name, number, line), f"{name}:{number}")
+                yield from _points_of(_line_document(name, number, line), f"{name}:{number}")
             return
     del lines
     try:
@@ -151,7 +157,23 @@ def _document_points(text: str, name: str) -> Iterator[PointResult]:
             "(is the file truncated?)"
         ) from None
     del text
-    yield _point_of(document, name)
+    yield from _points_of(document, name)
+
+
+def _points_of(document: Any, source: str) -> Iterator[PointResult]:
+    """The points of one JSON document: Headroom's, another client's, or vllm bench's."""
+    if aiperf.is_record(document):
+        yield aiperf.from_records([document], source_name=source)
+    elif aiperf.is_summary(document):
+        yield aiperf.from_summary(document, source_name=source)
+    elif guidellm.is_report(document):
+        yield from guidellm.from_report(document, source_name=source)
+    elif inference_perf.is_stage_report(document):
+        yield inference_perf.from_stage_report(document, source_name=source)
+    elif inference_perf.is_summary_report(document):
+        raise ImportFileError(inference_perf.SUMMARY_REFUSED.format(source=source))
+    else:
+        yield _point_of(document, source)
 
 
 def _point_of(document: Any, source: str) -> PointResult:

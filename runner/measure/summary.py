@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from runner.schema.result import PointResult
+from runner.schema.result import IMPORTED_SOURCES, PointResult
 
 
 def slo_text(slos: dict[str, float]) -> str:
@@ -203,7 +203,7 @@ def _validity(point: PointResult, notes: _Notes) -> str:
 
 
 def _client_health(point: PointResult, notes: _Notes) -> str:
-    if point.source == "vllm-bench-import":
+    if point.source in IMPORTED_SOURCES:
         return "-"  # the file does not say how the client fared
     nap = point.client.idle_nap_us
     problems = []

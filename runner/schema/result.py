@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import (
     Field,
@@ -359,6 +359,37 @@ class Provenance(Schema):
     finished_at: str | None = None
 
 
+# The other clients whose result files Headroom imports (runner/importer/peers.py).
+PeerTool = Literal["aiperf", "guidellm", "inference-perf"]
+PointSource = Literal[
+    "headroom", "vllm-bench-import", "aiperf-import", "guidellm-import", "inference-perf-import"
+]
+# Points another client measured, by source, and that client's name: no engine queue samples,
+# no client health, provenance only as far as the file records it.
+IMPORT_CLIENTS: dict[str, str] = {
+    "vllm-bench-import": "vllm bench serve",
+    "aiperf-import": "NVIDIA AIPerf",
+    "guidellm-import": "GuideLLM",
+    "inference-perf-import": "inference-perf",
+}
+IMPORTED_SOURCES: frozenset[str] = frozenset(get_args(PointSource)) - {"headroom"}
+
+
+class PeerFigures(Schema):
+    """Another client's own summary of an imported point, under its own names and definitions.
+
+    Kept apart from Metrics: a figure whose definition differs from vLLM's never takes a vLLM
+    name. Names are the tool's, joined with dots (AIPerf "time_to_first_token.p99"); values and
+    units are as the tool wrote them.
+    """
+
+    tool: PeerTool
+    version: str | None = Field(default=None, description="None: the file does not say")
+    file: str
+    figures: dict[str, float] = Field(default_factory=dict)
+    units: dict[str, str] = Field(default_factory=dict, description="by figure name, if given")
+
+
 class PointResult(Schema):
     """One measured point: an engine config under one load level, one repeat, N replicas."""
 
@@ -383,7 +414,7 @@ class PointResult(Schema):
     telemetry: TelemetrySummary = Field(default_factory=TelemetrySummary)
     telemetry_samples: list[TelemetrySample] = Field(default_factory=list)
     requests: list[RequestRecord] = Field(default_factory=list)
-    source: Literal["headroom", "vllm-bench-import"] = "headroom"
+    source: PointSource = "headroom"
     notes: list[str] = Field(default_factory=list)
     # A trace or lengths workload: its file's request lengths beside the point's.
     lengths: LengthComparison | None = None
@@ -393,6 +424,8 @@ class PointResult(Schema):
     quality: QualityResult | None = None
     # An adaptive sweep's reason for measuring this point (runner.search); None: a grid point.
     search: SearchStep | None = None
+    # An imported AIPerf, GuideLLM or inference-perf point: the tool's own figures.
+    peer: PeerFigures | None = None
 
 
 def point_key(config: EngineConfig, load: LoadSpec, repeat: int) -> str:

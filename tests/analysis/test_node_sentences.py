@@ -155,6 +155,6 @@ def test_percentages_keep_two_decimals_below_one_percent_and_one_above():
 
 
 def test_the_queue_chart_sentence_tells_an_import_from_a_silent_engine():
-    assert "imported from vllm bench serve" in no_queue_chart_sentence(True, 0)
-    assert "/metrics did not answer" in no_queue_chart_sentence(False, 0)
-    assert "queue summary of 12 engine samples" in no_queue_chart_sentence(False, 12)
+    assert "imported from vllm bench serve" in no_queue_chart_sentence("vllm bench serve", 0)
+    assert "/metrics did not answer" in no_queue_chart_sentence(None, 0)
+    assert "queue summary of 12 engine samples" in no_queue_chart_sentence(None, 12)
