@@ -90,6 +90,7 @@ def _store_point(
             ),
             quality=result.quality.model_dump(mode="json") if result.quality else None,
             search=result.search.model_dump(mode="json") if result.search else None,
+            peer=result.peer.model_dump(mode="json") if result.peer else None,
             **metrics,
         )
         _insert_point_data({
@@ -273,6 +274,7 @@ def point_to_result(
             "conversations": point.conversations,
             "quality": point.quality,
             "search": point.search,
+            "peer": point.peer,
         }
     )
 

@@ -21,8 +21,8 @@ class ImportForm(forms.Form):
     """
 
     file = forms.FileField(
-        help_text="Headroom result lines (JSONL), a run's JSON download, or a vllm bench serve "
-        "result"
+        help_text="Headroom result lines (JSONL), a run's JSON download, a vllm bench serve "
+        "result, or an AIPerf, GuideLLM or inference-perf result file"
     )
     name = forms.CharField(max_length=200, required=False)
 

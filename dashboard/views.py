@@ -53,7 +53,7 @@ from dashboard.access import (
     can_cancel,
     get_benchmark_for_user,
 )
-from judgement import charts
+from judgement import charts, peers
 from runner.schema.plan import SweepPlan
 from runner.schema.records import RequestRecord
 from runner.schema.result import PointResult
@@ -127,6 +127,7 @@ def run_detail(request: HttpRequest, code: UUID) -> HttpResponse:
         "provenance": provenance,
         "throughput_figure": charts.throughput_figure(points),
         "lengths_figure": charts.lengths_figure(points),
+        "peer_sections": peers.peer_sections(points),
         "any_goodput": any(p.goodput_slos for p in points),
         "can_cancel": can_cancel(request.user, benchmark),
         "estimate": _estimate_beside_actual(benchmark),

@@ -23,6 +23,7 @@ REQUIRED_CAVEAT_CODES = (
     "client-nap",
     "sparse-queue-samples",
     "vllm-bench-import",
+    "peer-import",
 )
 DEFAULT_ITEMS = [Item.HEADLINE, Item.COMPARISON_TABLE, Item.CURVES, Item.QUEUE_EVIDENCE]
 

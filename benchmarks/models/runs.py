@@ -425,6 +425,9 @@ class Point(models.Model):
     # Why an adaptive sweep measured this point, and when (runner.schema.search.SearchStep);
     # None: a grid point.
     search = models.JSONField(null=True, blank=True)
+    # An imported AIPerf, GuideLLM or inference-perf point: the tool's own figures under its
+    # names (runner.schema PeerFigures); None: measured by Headroom or vllm bench.
+    peer = models.JSONField(null=True, blank=True)
 
     class Meta:
         # Measurement order, which is the plan's order: engine configs as the user listed them
