@@ -5,11 +5,12 @@ VENV := .venv
 PY := $(VENV)/bin/python
 TINY_MODEL := var/tiny-model
 # Tests use the real services: PostgreSQL and Redis on this machine (.ci/run starts them).
+PEERS := var/peers
 TEST_ENV := DATABASE_URL=postgres://postgres@127.0.0.1:5432/headroom \
 	CELERY_BROKER_URL=redis://127.0.0.1:6379/15 HEADROOM_TINY_MODEL=$(CURDIR)/$(TINY_MODEL) \
-	HEADROOM_SCREENSHOT_DIR=$(CURDIR)/var/screenshots
+	HEADROOM_SCREENSHOT_DIR=$(CURDIR)/var/screenshots HEADROOM_PEERS=$(CURDIR)/$(PEERS)
 
-.PHONY: install tiny-model chromium lint test test-fast ground-truth demo demo-stop bench clean
+.PHONY: install tiny-model chromium peers lint test test-fast ground-truth demo demo-stop bench clean
 
 install: $(VENV)/.installed
 
@@ -33,6 +34,26 @@ chromium:
 		(apt-get update -qq && \
 		 apt-get install -y -qq chromium chromium-driver fonts-nanum poppler-utils)
 
+# The other clients whose files Headroom imports, each in a virtual environment of its own (their
+# pins clash with vLLM's and each other's); the import tests run them against the CPU engine.
+# inference-perf needs Python 3.12 (pyenv's, where its shim does not select it). Built side by
+# side: mostly downloads and unpacking.
+PEER_TOOLS := aiperf guidellm inference-perf
+PYTHON312 ?= $(or $(lastword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12)),python3.12)
+PEER_PYTHON_aiperf := python3.11
+PEER_PYTHON_guidellm := python3.11
+PEER_PYTHON_inference-perf := $(PYTHON312)
+
+peers:
+	$(MAKE) -j3 $(PEER_TOOLS:%=$(PEERS)/%/.installed)
+
+$(PEERS)/%/.installed: requirements-peers/%.txt
+	rm -rf $(PEERS)/$*
+	$(PEER_PYTHON_$*) -m venv $(PEERS)/$*
+	$(PEERS)/$*/bin/python -m pip install --quiet --upgrade pip
+	$(PEERS)/$*/bin/python -m pip install --quiet -r $<
+	touch $@
+
 # House rules a tool checks, not a reviewer's memory: ruff's checks and mypy with django-stubs
 # (both set in pyproject.toml), then the layering contracts in .importlinter. A cold mypy cache,
 # as in a fresh clone, costs about 15-30 s; later runs read .mypy_cache.
@@ -41,7 +62,7 @@ lint: install
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
-test: install tiny-model chromium lint
+test: install tiny-model chromium peers lint
 	$(TEST_ENV) $(PY) -m pytest
 
 # Everything but the tests that start real engines or a browser: seconds, not minutes.

@@ -1,0 +1,151 @@
+"""Files the real AIPerf 0.13, GuideLLM 0.8.1 and inference-perf 0.7 wrote against the CPU
+engine (peer_files/, recorded by peer_tools.py): what each import keeps, under which names, and
+the clear refusal of a bad or mixed file."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from runner.importer.files import load_result_file
+from runner.importer.vllm_document import ImportFileError
+from runner.schema.result import Metrics
+
+FILES = Path(__file__).parent / "peer_files"
+AIPERF_SUMMARY = FILES / "profile_export_aiperf.json"
+AIPERF_RECORDS = FILES / "profile_export.jsonl"
+GUIDELLM = FILES / "guidellm_benchmarks.json"
+STAGE_0 = FILES / "stage_0_lifecycle_metrics.json"
+VLLM_LATENCY_FIELDS = [
+    name for name in Metrics.model_fields if name.endswith("_ms") and "_sched_" not in name
+]
+
+
+def test_an_aiperf_summary_keeps_aiperf_figures_and_no_vllm_latency():
+    summary = json.loads(AIPERF_SUMMARY.read_text())
+    [point] = load_result_file(AIPERF_SUMMARY)
+    assert point.peer is not None
+    assert point.peer.figures["time_to_first_token.p99"] == summary["time_to_first_token"]["p99"]
+    assert point.peer.units["time_to_first_token.p99"] == "ms"
+    assert point.peer.figures["inter_token_latency.avg"] == summary["inter_token_latency"]["avg"]
+    # None of AIPerf's latency statistics takes a vLLM name: the summary has no requests.
+    assert all(getattr(point.metrics, name) is None for name in VLLM_LATENCY_FIELDS)
+    assert point.metrics.duration == summary["benchmark_duration"]["avg"]
+    assert point.metrics.output_throughput == pytest.approx(
+        summary["total_usage_completion_tokens"]["avg"] / summary["benchmark_duration"]["avg"]
+    )
+    assert point.load.shape == "concurrency" and point.load.concurrency == 4
+
+
+def test_aiperf_records_give_vllm_figures_equal_to_aiperf_where_defined_alike():
+    summary = json.loads(AIPERF_SUMMARY.read_text())
+    [point] = load_result_file(AIPERF_RECORDS)
+    assert len(point.requests) == summary["completed_request_count"]["avg"]
+    assert point.metrics.median_ttft_ms == pytest.approx(summary["time_to_first_token"]["p50"])
+    assert point.metrics.p99_ttft_ms == pytest.approx(summary["time_to_first_token"]["p99"])
+    assert point.metrics.p99_e2el_ms == pytest.approx(summary["request_latency"]["p99"])
+    assert point.metrics.total_output_tokens == summary["total_usage_completion_tokens"]["avg"]
+    # Headroom's own figures need what AIPerf does not record: left empty, not copied.
+    assert point.metrics.p99_sched_ttft_ms is None and point.metrics.mean_token_itl_ms is None
+    # Four in flight at most, as AIPerf's --concurrency 4 allowed.
+    assert point.load.concurrency == 4
+
+
+def test_aiperf_warmup_records_are_left_out(tmp_path):
+    lines = AIPERF_RECORDS.read_text().splitlines()
+    warm = json.loads(lines[0])
+    warm["metadata"]["benchmark_phase"] = "warmup"
+    edited = tmp_path / "profile_export.jsonl"
+    edited.write_text("\n".join([json.dumps(warm), *lines[1:]]) + "\n")
+    [point] = load_result_file(edited)
+    assert point.metrics.completed == len(lines) - 1
+
+
+def test_an_aiperf_error_record_is_a_failed_request(tmp_path):
+    lines = AIPERF_RECORDS.read_text().splitlines()
+    failed = json.loads(lines[3])
+    failed["error"] = {"code": 500, "type": "HTTPError", "message": "Internal Server Error"}
+    edited = tmp_path / "profile_export.jsonl"
+    edited.write_text("\n".join([*lines[:3], json.dumps(failed), *lines[4:]]) + "\n")
+    [point] = load_result_file(edited)
+    assert (point.metrics.completed, point.metrics.failed) == (len(lines) - 1, 1)
+    assert "Internal Server Error" in {r.error for r in point.requests}
+    assert not point.metrics.valid
+
+
+def test_a_cut_aiperf_record_line_is_named(tmp_path):
+    lines = AIPERF_RECORDS.read_text().splitlines()
+    cut = tmp_path / "profile_export.jsonl"
+    cut.write_text("\n".join([*lines[:5], lines[5][:40]]) + "\n")
+    with pytest.raises(ImportFileError, match=r"profile_export\.jsonl:6: not valid JSON"):
+        load_result_file(cut)
+
+
+def test_a_guidellm_sweep_is_a_point_per_benchmark_with_guidellm_percentiles_apart():
+    report = json.loads(GUIDELLM.read_text())
+    points = load_result_file(GUIDELLM)
+    assert [p.load.concurrency for p in points] == [1, 4]
+    second = report["benchmarks"][1]["metrics"]["time_to_first_token_ms"]["successful"]
+    figures = points[1].peer.figures if points[1].peer else {}
+    assert figures["time_to_first_token_ms.successful.percentiles.p99"] == (
+        second["percentiles"]["p99"]
+    )
+    # GuideLLM's p99 of 12 requests is its largest; numpy's (vLLM's) interpolates below it.
+    assert points[1].metrics.p99_ttft_ms is not None
+    assert points[1].metrics.p99_ttft_ms < second["percentiles"]["p99"]
+    assert points[1].metrics.mean_ttft_ms == pytest.approx(second["mean"])
+    assert points[1].provenance is not None
+    assert points[1].provenance.client_version == "GuideLLM 0.8.1"
+
+
+def test_a_sampled_guidellm_report_keeps_only_its_counts(tmp_path):
+    report = json.loads(GUIDELLM.read_text())
+    report["benchmarks"][0]["requests"]["successful"] = report["benchmarks"][0]["requests"][
+        "successful"
+    ][:5]
+    sampled = tmp_path / "benchmarks.json"
+    sampled.write_text(json.dumps(report))
+    first = load_result_file(sampled)[0]
+    assert first.metrics.completed == 12 and first.metrics.median_ttft_ms is None
+    assert any("a sample of its requests" in note for note in first.notes)
+
+
+def test_an_inference_perf_stage_counts_the_servers_tokens_not_retokenized_text():
+    stage = json.loads(STAGE_0.read_text())
+    [point] = load_result_file(STAGE_0)
+    successes = stage["successes"]
+    assert point.load.rate == stage["load_summary"]["requested_rate"]
+    assert point.metrics.total_output_tokens == successes["output_tokens"]["total"]
+    # inference-perf's own throughput counts re-tokenized text: here more tokens than served.
+    own = successes["throughput"]["output_tokens_per_sec"]
+    assert own > point.metrics.output_throughput * 1.2
+    assert point.peer is not None
+    assert point.peer.figures["successes.throughput.output_tokens_per_sec"] == own
+    assert point.peer.version is None
+    assert all(getattr(point.metrics, name) is None for name in VLLM_LATENCY_FIELDS)
+
+
+def test_the_inference_perf_summary_of_all_stages_is_refused():
+    with pytest.raises(ImportFileError, match="import the per-stage reports"):
+        load_result_file(FILES / "summary_lifecycle_metrics.json")
+
+
+def test_an_aiperf_summary_without_its_duration_is_refused(tmp_path):
+    summary = json.loads(AIPERF_SUMMARY.read_text())
+    del summary["benchmark_duration"]
+    broken = tmp_path / "profile_export_aiperf.json"
+    broken.write_text(json.dumps(summary))
+    with pytest.raises(ImportFileError, match="has no benchmark_duration"):
+        load_result_file(broken)
+
+
+def test_every_recorded_file_imports(tmp_path):
+    for path in FILES.iterdir():
+        if path.name.startswith("summary_"):
+            continue
+        copy = tmp_path / path.name
+        shutil.copy(path, copy)
+        assert load_result_file(copy), path.name
