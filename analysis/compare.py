@@ -15,11 +15,9 @@ from dataclasses import dataclass
 from analysis import sentences
 from analysis.errors import AnalysisError
 from analysis.types import (
-    SPEC_FACTOR,
     UNIT_OUTPUT_TPS_PER_GPU,
     Comparison,
     FactorRow,
-    FactorStatus,
     LatencyStatistic,
     Measured,
     PointFigures,
@@ -29,21 +27,7 @@ from analysis.types import (
     WorkloadShape,
     spec_row,
 )
-
-# (RunFacts field, words used in sentences), in the order the issue lists them.
-FACTORS: tuple[tuple[str, str], ...] = (
-    ("gpu_sku", "GPU SKU"),
-    ("gpu_count", "GPU count"),
-    ("runtime", "runtime"),
-    ("runtime_version", "runtime version"),
-    ("checkpoint", "checkpoint"),
-    ("checkpoint_revision", "checkpoint revision"),
-    ("precision", "precision"),
-    ("kv_dtype", "KV dtype"),
-    ("request_count", "request count"),
-    (SPEC_FACTOR, "spec"),
-    ("host", "host"),
-)
+from runner.facts import FACTORS, factor_status
 
 
 def _shown(value: object) -> str | None:
@@ -59,13 +43,7 @@ def compare_factors(baseline: RunFacts, candidate: RunFacts) -> tuple[FactorRow,
     rows = []
     for name, label in FACTORS:
         a, b = getattr(baseline, name), getattr(candidate, name)
-        status: FactorStatus
-        if a is None or b is None:
-            status = "unknown"
-        elif a == b:
-            status = "match"
-        else:
-            status = "differ"
+        status = factor_status(a, b)
         rows.append(
             FactorRow(
                 name=name, label=label, baseline=_shown(a), candidate=_shown(b), status=status

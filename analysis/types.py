@@ -19,6 +19,7 @@ from typing import Any, Literal
 from analysis.errors import AnalysisError
 from analysis.hardware import HardwareUse
 from analysis.sentences import Sentence
+from runner.facts import SPEC_FACTOR, FactorStatus
 
 # ---------------------------------------------------------------------------------------------
 # Inputs
@@ -379,7 +380,6 @@ class ParetoPoint:
     tokens_per_user: float  # 1000 / median TPOT in ms
 
 
-FactorStatus = Literal["match", "differ", "unknown"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -393,7 +393,6 @@ class FactorRow:
     status: FactorStatus
 
 
-SPEC_FACTOR = "workload"  # the FactorRow name of the input/output spec
 
 
 def spec_row(factors: tuple[FactorRow, ...]) -> FactorRow:
