@@ -20,6 +20,7 @@ from runner.importer.files import load_result_file
 from runner.importer.vllm_document import ImportFileError
 from runner.measure.summary import print_summary, slo_text
 from runner.plan_text import PlanTextError, read_plan_data
+from runner.regression import REGRESSION_TOLERANCE_PCT, compare_runs
 from runner.results import ResultFileError, append_point, finished_keys, read_points
 from runner.schema.engine_config import EngineConfig
 from runner.schema.plan import (
@@ -102,6 +103,38 @@ def cmd_import(args: argparse.Namespace) -> int:
         append_point(args.out, point)
     console.print(f"imported {len(points)} point(s) into {args.out}")
     print_summary(points)
+    return 0
+
+
+EXIT_REGRESSED = 1
+
+
+def _points_of(path: Path) -> list[PointResult]:
+    try:
+        points = load_result_file(path)
+    except ImportFileError as exc:
+        raise CliError(str(exc)) from None
+    if not points:
+        raise CliError(f"{path} holds no points")
+    return points
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    """The candidate's points against the baseline's (runner.regression); with
+    --fail-on-regression the exit status is 1 when a config regressed, for CI pipelines."""
+    tolerance = args.fail_on_regression
+    report = compare_runs(_points_of(args.baseline), _points_of(args.candidate),
+                          REGRESSION_TOLERANCE_PCT if tolerance is None else tolerance)
+    # Plain print: CI logs keep the lines as they are.
+    for line in report.lines():
+        print(line)
+    if report.verdict == "not comparable" and not report.configs:
+        raise CliError("the two files share no setting (engine config, load, replicas and "
+                       "spec): nothing to compare")
+    if tolerance is not None and report.verdict == "regressed":
+        print(f"error: regression beyond {tolerance:g}% in "
+              f"{', '.join(report.regressed_configs)}", file=sys.stderr)
+        return EXIT_REGRESSED
     return 0
 
 

@@ -17,11 +17,13 @@ from runner.cli.commands import (
     CliError,
     cmd_bench,
     cmd_build_tiny_model,
+    cmd_compare,
     cmd_import,
     cmd_node,
     cmd_sweep,
     console,
 )
+from runner.regression import REGRESSION_TOLERANCE_PCT
 from runner.schema.engine_config import EngineConfig, EngineSetting
 from runner.schema.flags import parse_goodput
 from runner.schema.plan import (
@@ -100,7 +102,34 @@ def build_parser() -> argparse.ArgumentParser:
     importer.add_argument("files", type=Path, nargs="+")
     importer.add_argument("--out", type=Path, required=True, help="Headroom results file (JSONL)")
     importer.set_defaults(handler=cmd_import)
+
+    compare = commands.add_parser(
+        "compare",
+        help="a candidate's results against a baseline's: the regression verdict per config",
+        description="Compare every setting (engine config, load, replicas, spec) the two files "
+        "share: a figure regressed when even the candidate's best repeat is worse than the "
+        "baseline's worst by more than the tolerance. Factors that differ are named.",
+    )
+    compare.add_argument("baseline", type=Path, help="the accepted baseline's results file")
+    compare.add_argument("candidate", type=Path, help="the run to judge")
+    compare.add_argument(
+        "--fail-on-regression", type=_tolerance_pct, metavar="PCT",
+        help="exit 1 when a config regressed by more than PCT%% beyond the baseline's spread "
+        f"(without it: a {REGRESSION_TOLERANCE_PCT:g}%% tolerance and exit 0)",
+    )
+    compare.set_defaults(handler=cmd_compare)
     return parser
+
+
+def _tolerance_pct(text: str) -> float:
+    """--fail-on-regression: a percentage from 0 to under 100."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 <= value < 100:
+        raise argparse.ArgumentTypeError(f"expected a percentage from 0 to under 100, got {text!r}")
+    return value
 
 
 def _add_search_arguments(parser: argparse.ArgumentParser) -> None:
