@@ -22,7 +22,7 @@ from django.conf import settings
 from django.db import DatabaseError, connection
 from django.utils import timezone
 
-from benchmarks import imports, lifecycle, plans, storage, vault
+from benchmarks import imports, lifecycle, plans, regression, storage, vault
 from benchmarks.beats import RowBeat
 from benchmarks.models import Benchmark, Endpoint, EngineStart, ResultImport
 from benchmarks.points import store_point, stored_observations
@@ -164,8 +164,18 @@ def execute_benchmark(benchmark_id: int) -> str:
             )
             return State.FAILED
     note = "all points measured" if plan.search is None else "search finished"
-    lifecycle.finish(benchmark_id, State.SUCCEEDED, note=note)
+    if lifecycle.finish(benchmark_id, State.SUCCEEDED, note=note):
+        _judge_against_baseline(benchmark_id)
     return State.SUCCEEDED
+
+
+def _judge_against_baseline(benchmark_id: int) -> None:
+    """The finished run's verdict against its plan's baseline; a point that no longer reads
+    costs the run its verdict (the run page says why), never its success."""
+    try:
+        regression.judge_run(benchmark_id)
+    except (DatabaseError, ValueError):
+        log.exception("benchmark %s: no regression verdict", benchmark_id)
 
 
 def record_search(benchmark_id: int, record: SearchRecord) -> None:

@@ -17,6 +17,7 @@ from benchmarks.models import Benchmark, Checkpoint, Comparison, ResultImport
 LAUNCH = "benchmarks.launch_benchmark"
 CANCEL_ANY = "benchmarks.cancel_any_benchmark"
 IMPORT = "benchmarks.import_results"
+ACCEPT_BASELINE = "benchmarks.accept_baseline"
 VIEW_ANY_IMPORT = "benchmarks.view_resultimport"
 VIEW_AUDIT = "benchmarks.view_auditevent"
 # The catalog.

@@ -16,6 +16,7 @@ urlpatterns = [
     path("runs/<uuid:code>/", views.run_detail, name="run_detail"),
     path("runs/<uuid:code>/progress.json", views.run_progress, name="run_progress"),
     path("runs/<uuid:code>/cancel/", views.run_cancel, name="run_cancel"),
+    path("runs/<uuid:code>/baseline/", views.run_baseline, name="run_baseline"),
     path(
         "runs/<uuid:code>/points/<int:point_id>/samples.json",
         views.point_samples,

@@ -30,7 +30,7 @@ from django.http import (
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST, require_safe
 
-from benchmarks import estimates, lifecycle, storage
+from benchmarks import estimates, lifecycle, regression, storage
 from benchmarks.models import (
     AuditEvent,
     Benchmark,
@@ -49,11 +49,13 @@ from benchmarks.points import (
 )
 from dashboard import plan_files, views_judgement
 from dashboard.access import (
+    ACCEPT_BASELINE,
     VIEW_AUDIT,
     can_cancel,
     get_benchmark_for_user,
 )
 from judgement import charts, peers
+from judgement.regression import regression_section
 from runner.schema.plan import SweepPlan
 from runner.schema.records import RequestRecord
 from runner.schema.result import PointResult
@@ -131,6 +133,8 @@ def run_detail(request: HttpRequest, code: UUID) -> HttpResponse:
         "any_goodput": any(p.goodput_slos for p in points),
         "can_cancel": can_cancel(request.user, benchmark),
         "estimate": _estimate_beside_actual(benchmark),
+        "regression": regression_section(benchmark),
+        "can_accept_baseline": request.user.has_perm(ACCEPT_BASELINE),
     }
     ctx.update(views_judgement.run_detail_context(request, benchmark))
     # Each point row finds its verdict in one lookup (a loop in the template was quadratic).
@@ -210,6 +214,31 @@ def run_cancel(request: HttpRequest, code: UUID) -> HttpResponse:
             AuditEvent.objects.record(request.user, AuditEvent.Action.CANCELLED, benchmark,
                                       detail=f"{benchmark.state} -> {outcome}")
     messages.info(request, f"Run is {outcome}.")
+    return redirect("run_detail", code=benchmark.code)
+
+
+@login_required
+@require_POST
+@permission_required(ACCEPT_BASELINE, raise_exception=True)
+def run_baseline(request: HttpRequest, code: UUID) -> HttpResponse:
+    """Accept the run as its plan's regression baseline (replacing the one before), or withdraw
+    it: every run of the plan is judged again either way."""
+    benchmark = get_benchmark_for_user(request, code)
+    withdraw = request.POST.get("action") == "withdraw"
+    detail = "withdrawn as the plan's baseline" if withdraw else "accepted as the plan's baseline"
+    try:
+        # The change and its audit record are kept together.
+        with transaction.atomic():
+            if withdraw:
+                regression.withdraw(benchmark)
+            else:
+                regression.accept(benchmark)
+            AuditEvent.objects.record(request.user, AuditEvent.Action.BASELINE, benchmark,
+                                      detail=detail)
+    except regression.BaselineError as exc:
+        messages.error(request, f"Not accepted as the baseline: {exc}.")
+        return redirect("run_detail", code=benchmark.code)
+    messages.success(request, f"{benchmark.name}: {detail}.")
     return redirect("run_detail", code=benchmark.code)
 
 

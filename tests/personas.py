@@ -16,7 +16,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.test import Client
 
-ROLES_MIGRATION = "benchmarks.migrations.0013_endpoints_grids_estimates"
+ROLES_MIGRATION = "benchmarks.migrations.0024_regression_baseline"
 OWNER_PASSWORD = "owner-password"
 
 

@@ -55,6 +55,8 @@ class AuditEvent(models.Model):
         TRUSTED = "trusted"
         # An endpoint registered, or its address or secrets changed.
         REGISTERED = "registered"
+        # A run accepted as its plan's regression baseline, or no longer.
+        BASELINE = "baseline"
 
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL, models.SET_NULL, null=True, blank=True, related_name="+"
@@ -76,7 +78,7 @@ class AuditEvent(models.Model):
             models.CheckConstraint(
                 condition=Q(action__in=["launched", "cancelled", "imported", "published",
                                         "revoked", "reissued", "approved", "trusted",
-                                        "registered"]),
+                                        "registered", "baseline"]),
                 name="audit_event_action_known",
             ),
         ]

@@ -26,6 +26,7 @@ from benchmarks.models.catalog import (
     heartbeat_cutoff,
     is_stale_heartbeat,
 )
+from runner.regression import plan_key
 
 
 class Workload(models.Model):
@@ -237,6 +238,14 @@ class Benchmark(models.Model):
     hardware = models.CharField(max_length=200, blank=True, help_text="e.g. 8 x NVIDIA H200")
     best_output_throughput = models.FloatField(null=True, blank=True)
 
+    # Regression watch (benchmarks/regression.py): runs of one plan share its key
+    # (runner.regression.plan_key, set on save from the plan); one of them may be the plan's
+    # accepted baseline, and each other finished run keeps its verdict against it, for the list.
+    plan_key = models.CharField(max_length=64, blank=True, editable=False)
+    accepted_baseline = models.BooleanField(default=False)
+    regression = models.CharField(max_length=20, blank=True, editable=False,
+                                  help_text="runner.regression verdict against the baseline")
+
     objects = BenchmarkQuerySet.as_manager()
 
     class Meta:
@@ -263,6 +272,15 @@ class Benchmark(models.Model):
                 | Q(state__in=["succeeded", "failed", "cancelled"]),
                 name="benchmark_finished_only_when_final",
             ),
+            # A baseline is a finished sweep that measured all it meant to, one per plan.
+            models.CheckConstraint(
+                condition=Q(accepted_baseline=False) | Q(state="succeeded"),
+                name="benchmark_baseline_succeeded",
+            ),
+            models.UniqueConstraint(
+                fields=["plan_key"], condition=Q(accepted_baseline=True),
+                name="benchmark_one_baseline_per_plan",
+            ),
         ]
         indexes = [
             # Run list, newest first, optionally filtered by state.
@@ -270,6 +288,8 @@ class Benchmark(models.Model):
             models.Index(fields=["state", "-created_at"], name="benchmark_state_created"),
             # Run list filtered by hardware.
             models.Index(fields=["hardware", "-created_at"], name="benchmark_hardware_created"),
+            # Regression watch: the runs of one plan (benchmarks.regression.refresh_plan).
+            models.Index(fields=["plan_key"], name="benchmark_plan_key"),
             # The reaper: running runs with an old heartbeat.
             models.Index(
                 fields=["heartbeat_at"],
@@ -283,10 +303,16 @@ class Benchmark(models.Model):
             ("launch_benchmark", "Can launch benchmarks and cancel their own"),
             ("cancel_any_benchmark", "Can cancel a benchmark someone else launched"),
             ("import_results", "Can import result files"),
+            ("accept_baseline", "Can accept a run as its plan's regression baseline"),
         ]
 
     def __str__(self) -> str:
         return f"{self.name} ({self.state})"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        # Derived from the plan, which never changes after the run is created.
+        self.plan_key = plan_key(self.plan)
+        super().save(*args, **kwargs)
 
     @property
     def is_final(self) -> bool:

@@ -65,8 +65,10 @@ CHANGE_NODE = "benchmarks.change_node"
 ADD_ENDPOINT = "benchmarks.add_endpoint"
 CHANGE_ENDPOINT = "benchmarks.change_endpoint"
 VIEW_AUDIT = "benchmarks.view_auditevent"
+ACCEPT_BASELINE = "benchmarks.accept_baseline"
 
-ENGINEER = frozenset({LAUNCH, IMPORT, CHOOSE, COMPARE, ADD_REFERENCE, EDIT_REFERENCE, PUBLISH})
+ENGINEER = frozenset({LAUNCH, IMPORT, CHOOSE, COMPARE, ADD_REFERENCE, EDIT_REFERENCE, PUBLISH,
+                      ACCEPT_BASELINE})
 FLEET_MANAGER = ENGINEER | {
     CANCEL_ANY,
     "benchmarks.add_checkpoint", "benchmarks.change_checkpoint",
@@ -186,6 +188,7 @@ RULES: dict[str, Rule] = {
     "run_detail": Rule(LOGIN, None, run),
     "run_progress": Rule(LOGIN, None, run),
     "run_cancel": Rule(None, LAUNCH, run),  # the persona's own run; another's is tested below
+    "run_baseline": Rule(None, ACCEPT_BASELINE, run),
     "point_samples": Rule(LOGIN, None, lambda w: {"code": w.run.code, "point_id": w.point.pk}),
     "run_json": Rule(LOGIN, None, run),
     "run_csv": Rule(LOGIN, None, run),

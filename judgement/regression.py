@@ -1,0 +1,37 @@
+"""The run page's regression watch: the plan's accepted baseline and this run's verdict against
+it, per engine config, with the factors that differ (runner.regression's rule, read only)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from benchmarks import regression
+from benchmarks.models import Benchmark
+from runner.regression import RegressionReport
+
+
+@dataclass(frozen=True)
+class RegressionSection:
+    is_baseline: bool
+    baseline: Benchmark | None  # the plan's accepted baseline, when another run is it
+    report: RegressionReport | None
+    error: str | None  # why no verdict could be made
+    # Whether this run may be accepted as the plan's baseline (it succeeded with points).
+    can_be_baseline: bool
+
+
+def regression_section(benchmark: Benchmark) -> RegressionSection:
+    baseline = regression.baseline_of(benchmark)
+    report = error = None
+    if baseline is not None and benchmark.state == Benchmark.State.SUCCEEDED:
+        try:
+            report = regression.report(baseline, benchmark)
+        except ValueError as exc:  # a stored point that no longer reads (pydantic's error)
+            error = f"no verdict: a point no longer reads ({exc})"
+    return RegressionSection(
+        is_baseline=benchmark.accepted_baseline,
+        baseline=baseline,
+        report=report,
+        error=error,
+        can_be_baseline=benchmark.state == Benchmark.State.SUCCEEDED,
+    )
