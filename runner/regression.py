@@ -156,7 +156,11 @@ class RegressionReport:
         """The report as plain lines: the verdict, the factors, one line per config."""
         out = [f"{self.verdict} (tolerance {self.tolerance_pct:g}% beyond the baseline's "
                f"repeat spread)", self.factors_sentence()]
-        out += [c.sentence() for c in self.configs]
+        return out + [c.sentence() for c in self.configs] + self.unmatched()
+
+    def unmatched(self) -> list[str]:
+        """The settings only one side measured: listed, never judged."""
+        out = []
         if self.only_baseline:
             out.append("not measured in the candidate: "
                        + ", ".join(f"{s.config} at {s.load}" for s in self.only_baseline))
@@ -274,8 +278,9 @@ def compare_runs(
 PLAN_KEY_PARTS = ("engine_configs", "loads", "workload", "replicas", "warmup_requests")
 
 
-def plan_key(plan: dict[str, Any]) -> str:
+def plan_key(plan: Any) -> str:
     """A stable digest of what a stored plan measures: runs with the same key are one plan."""
+    plan = plan if isinstance(plan, dict) else {}
     measured = {part: plan.get(part) for part in PLAN_KEY_PARTS}
     measured["checkpoint"] = (plan.get("checkpoint") or {}).get("model")
     text = json.dumps(measured, sort_keys=True, separators=(",", ":"), default=str)
