@@ -87,6 +87,8 @@ class SettingCheck:
     setting: Setting
     checks: tuple[FigureCheck, ...]
     note: str | None = None  # why it could not be judged
+    # What could distort the figures it was judged on: repeats left out, a saturated client.
+    doubts: tuple[str, ...] = ()
 
     @property
     def verdict(self) -> Verdict:
@@ -118,9 +120,11 @@ class ConfigVerdict:
         ]
         if verdict == "not comparable":
             deciding = [f"at {s.setting.load}, {s.note}" for s in self.settings if s.note]
+        doubts = [f"at {s.setting.load}, {d}" for s in self.settings for d in s.doubts]
+        doubt = f" (doubtful: {'; '.join(doubts)})" if doubts else ""
         if verdict == "within spread":
-            return f"{self.config}: within the baseline's spread (tolerance applied)"
-        return f"{self.config} {verdict}: " + " | ".join(deciding)
+            return f"{self.config}: within the baseline's spread (tolerance applied){doubt}"
+        return f"{self.config} {verdict}: " + " | ".join(deciding) + doubt
 
 
 @dataclass(frozen=True)
@@ -210,15 +214,29 @@ def check_setting(
 ) -> SettingCheck:
     base = [p for p in baseline if p.metrics.valid]
     cand = [p for p in candidate if p.metrics.valid]
+    doubts = _doubts("the baseline", baseline, base) + _doubts("the candidate", candidate, cand)
     if not base or not cand:
         side = "the baseline" if not base else "the candidate"
-        return SettingCheck(setting, (), note=f"{side} has no valid repeat")
+        return SettingCheck(setting, (), note=f"{side} has no valid repeat", doubts=doubts)
     checks = []
     for figure in FIGURES:
         b, c = _values(base, figure), _values(cand, figure)
         if b and c:
             checks.append(check_figure(figure, b, c, tolerance_pct))
-    return SettingCheck(setting, tuple(checks))
+    return SettingCheck(setting, tuple(checks), doubts=doubts)
+
+
+def _doubts(
+    side: str, points: Sequence[PointResult], valid: Sequence[PointResult]
+) -> tuple[str, ...]:
+    """Invalid repeats (failed or short responses) left out, and valid ones whose client could
+    not keep up: its timings, and so the latencies judged, may be its own."""
+    out = []
+    if left_out := len(points) - len(valid):
+        out.append(f"{left_out} invalid repeat(s) of {side} left out")
+    if saturated := sum(p.client.saturated for p in valid):
+        out.append(f"{side}'s client saturated in {saturated} repeat(s)")
+    return tuple(out)
 
 
 def _by_setting(points: Iterable[PointResult]) -> dict[Setting, list[PointResult]]:

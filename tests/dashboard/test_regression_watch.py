@@ -11,8 +11,11 @@ from benchmarks import regression
 from benchmarks.models import AuditEvent, Benchmark, Node
 from benchmarks.points import store_point
 from benchmarks.tasks import _judge_against_baseline
+from tests.dashboard.test_plan_files import form_post
 from tests.rows import (
+    launch_form_data,
     make_benchmark,
+    make_checkpoint,
     make_node,
     make_point_result,
     make_runtime,
@@ -141,3 +144,28 @@ def test_accepting_a_failed_run_says_why_and_changes_nothing(owner_client):
 def test_accepting_needs_a_post(owner_client):
     baseline = run_with(1000.0)
     assert owner_client.get(reverse("run_baseline", args=[baseline.code])).status_code == 405
+
+
+def test_run_again_on_another_runtime_revision_and_node_is_the_same_plan(owner_client,
+                                                                          monkeypatch):
+    monkeypatch.setattr("benchmarks.tasks.enqueue_benchmark", lambda benchmark: None)
+    first_node, other_node = make_node("gpu-a", gpu_count=2), make_node("gpu-b", gpu_count=2)
+    data = launch_form_data(first_node, max_num_seqs="64, 256", load_levels="8, 32",
+                            repeats="2")
+    assert owner_client.post("/runs/new/", data).status_code == 302
+    first = Benchmark.objects.get()
+
+    form = owner_client.get(f"/runs/{first.code}/again/").context["form"]
+    newer_runtime = make_runtime(version="0.12.0")
+    other_revision = make_checkpoint(revision="f" * 40)
+    again = {**form_post(form), "node": other_node.pk, "runtime": newer_runtime.pk,
+             "checkpoint": other_revision.pk, "repeats": "3", "confirm": "1"}
+    assert owner_client.post("/runs/new/", again).status_code == 302
+    second = Benchmark.objects.exclude(pk=first.pk).get()
+    assert second.plan != first.plan
+    assert second.plan_key == first.plan_key
+
+    other = {**form_post(form), "load_levels": "8, 64", "confirm": "1"}
+    assert owner_client.post("/runs/new/", other).status_code == 302
+    third = Benchmark.objects.exclude(pk__in=[first.pk, second.pk]).get()
+    assert third.plan_key != first.plan_key

@@ -13,7 +13,7 @@ from runner.regression import FIGURES, check_figure, compare_runs, plan_key
 from runner.results import append_point
 from runner.schema.engine_config import Checkpoint, EngineConfig
 from runner.schema.plan import LoadSpec
-from runner.schema.result import EngineInfo, Hardware, PointResult, Provenance
+from runner.schema.result import ClientHealth, EngineInfo, Hardware, PointResult, Provenance
 from tests import factories
 
 THROUGHPUT = FIGURES[0]
@@ -126,6 +126,16 @@ def test_an_invalid_repeat_is_left_out_and_a_setting_without_one_cannot_be_judge
     report = compare_runs(BASELINE, [bad])
     assert report.verdict == "not comparable"
     assert "the candidate has no valid repeat" in report.configs[0].sentence()
+
+
+def test_what_could_distort_a_verdict_is_said_beside_it():
+    saturated = point(1010.0, repeat=1).model_copy(
+        update={"client": ClientHealth(saturated=True, reasons=["event-loop lag"])})
+    report = compare_runs(BASELINE, [point(400.0, failed=3), saturated])
+    assert report.verdict == "within spread"
+    assert report.configs[0].sentence().endswith(
+        "(doubtful: at burst 100, 1 invalid repeat(s) of the candidate left out; at burst 100, "
+        "the candidate's client saturated in 1 repeat(s))")
 
 
 def test_settings_on_one_side_only_are_listed_not_judged():
