@@ -103,7 +103,7 @@ def test_an_engineer_accepts_a_baseline_and_it_is_audited(owner_client):
     assert event.detail == "accepted as the plan's baseline"
 
     page = owner_client.get(reverse("run_detail", args=[candidate.code])).content.decode()
-    assert 'id="regression-verdict" class="verdict-regressed"><strong>Regressed</strong>' in page
+    assert '<strong class="verdict-regressed">Regressed</strong>' in page
     assert "seqs=256 regressed: at burst 1000, output throughput 800.0 tok/s (-20.0%)" in page
     listing = owner_client.get(reverse("runs")).content.decode()
     assert '<td class="regression verdict-regressed">regressed</td>' in listing
@@ -118,7 +118,7 @@ def test_the_factors_that_differ_are_named_on_the_run_page(owner_client):
     result.provenance.engine.version = "0.33.0"
     store_point(candidate, result)
     page = owner_client.get(reverse("run_detail", args=[candidate.code])).content.decode()
-    assert "<strong>Within spread</strong>" in page
+    assert '<strong class="verdict-within-spread">Within spread</strong>' in page
     assert "differs: runtime version: 0.32.0 -&gt; 0.33.0" in page
 
 
