@@ -35,28 +35,31 @@ def report(baseline: Benchmark, candidate: Benchmark) -> RegressionReport:
     return compare_runs(run_points(baseline), run_points(candidate))
 
 
-def _verdict(baseline: Benchmark | None, run: Benchmark) -> str:
+def _verdict(baseline_points: list[PointResult] | None, run: Benchmark) -> str:
     if run.accepted_baseline:
         return BASELINE
-    if baseline is None or run.state != Benchmark.State.SUCCEEDED:
+    if baseline_points is None or run.state != Benchmark.State.SUCCEEDED:
         return ""
-    return report(baseline, run).verdict
+    return compare_runs(baseline_points, run_points(run)).verdict
 
 
 def judge_run(benchmark_id: int) -> None:
     """Store a finished run's verdict against its plan's baseline (blank without one)."""
     run = Benchmark.objects.filter(pk=benchmark_id).first()
     if run is not None:
-        verdict = _verdict(baseline_of(run), run)
+        baseline = baseline_of(run)
+        verdict = _verdict(None if baseline is None else run_points(baseline), run)
         Benchmark.objects.filter(pk=run.pk).update(regression=verdict)
 
 
 def refresh_plan(plan_key: str) -> None:
-    """Every run of the plan judged again against its baseline (or none)."""
+    """Every run of the plan judged again against its baseline (or none); the baseline's points
+    are read once."""
     runs = list(Benchmark.objects.filter(plan_key=plan_key))
     baseline = next((r for r in runs if r.accepted_baseline), None)
+    baseline_points = None if baseline is None else run_points(baseline)
     for run in runs:
-        Benchmark.objects.filter(pk=run.pk).update(regression=_verdict(baseline, run))
+        Benchmark.objects.filter(pk=run.pk).update(regression=_verdict(baseline_points, run))
 
 
 class BaselineError(ValueError):
