@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from pathlib import Path
@@ -68,6 +69,7 @@ ALLOWED_EXTRA_FLAGS: dict[str, FlagValues] = {
     "--limit-mm-per-prompt": 1,
     "--max-logprobs": 1,
     "--cpu-offload-gb": 1,
+    "--speculative-config": 1,
 }
 
 # Allowed flags that load code or read files on the node, with the worker's rights there; only a
@@ -78,7 +80,10 @@ ALLOWED_EXTRA_FLAGS: dict[str, FlagValues] = {
 # - --compilation-config imports a backend by its qualified name and reads and writes its
 #   cache_dir and debug_dump_path;
 # - --load-format picks how weight files are deserialized, and some formats (tensorizer,
-#   runai_streamer, plugins) read from elsewhere than the checkpoint.
+#   runai_streamer, plugins) read from elsewhere than the checkpoint;
+# - --speculative-config when it names a draft "model" (a draft model, an EAGLE head): those
+#   weights are loaded from a folder or repo the user names (SPECULATIVE_MODEL_KEYS). Without
+#   one (ngram, suffix decoding, a checkpoint's own MTP layers) nothing else is read.
 CODE_LOADING_FLAGS = frozenset(
     {
         "--trust-remote-code",
@@ -177,10 +182,43 @@ def engine_flag_name(token: str) -> str:
     return "--" + token[2:].split("=", 1)[0].replace("_", "-")
 
 
+SPECULATIVE_CONFIG_FLAG = "--speculative-config"
+# Keys of vLLM 0.32's SpeculativeConfig that name weights or a tokenizer to load.
+SPECULATIVE_MODEL_KEYS = frozenset({"model", "draft_model", "tokenizer", "quantization"})
+
+
+def _flag_values(args: list[str]) -> list[tuple[str, str | None]]:
+    """(flag name, its value or None) for each flag in args, which check_extra_args passed."""
+    pairs: list[tuple[str, str | None]] = []
+    for token in args:
+        if token.startswith("--"):
+            _, sep, value = token.partition("=")
+            pairs.append((engine_flag_name(token), value if sep else None))
+        elif pairs and pairs[-1][1] is None:
+            pairs[-1] = (pairs[-1][0], token)
+    return pairs
+
+
+def speculative_config_reads_files(value: str | None) -> bool:
+    """Whether a --speculative-config value names weights to load (or cannot be read as the
+    JSON object vLLM expects, which is refused as if it did: nothing unread is let through)."""
+    try:
+        config = json.loads(value or "")
+    except ValueError:
+        return True
+    return not isinstance(config, dict) or bool(SPECULATIVE_MODEL_KEYS & set(config))
+
+
 def code_loading_flags(args: list[str]) -> list[str]:
-    """The flags among `args` that load code or read files on the node (CODE_LOADING_FLAGS)."""
-    names = [engine_flag_name(arg) for arg in args if arg.startswith("--")]
-    return [name for name in names if name in CODE_LOADING_FLAGS]
+    """The flags among `args` that load code or read files on the node (CODE_LOADING_FLAGS, and
+    a --speculative-config that names a draft model)."""
+    found = []
+    for name, value in _flag_values(args):
+        if name in CODE_LOADING_FLAGS or (
+            name == SPECULATIVE_CONFIG_FLAG and speculative_config_reads_files(value)
+        ):
+            found.append(name)
+    return found
 
 
 def check_code_loading(args: list[str], *, trusted: bool) -> list[str]:

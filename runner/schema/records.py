@@ -249,4 +249,10 @@ class EngineSample(Schema):
     # its cumulative bucket counts keyed by the `le` label as vLLM prints it ("0.3", "+Inf").
     queue_time_sum: float | None = None
     queue_time_buckets: dict[str, float] = Field(default_factory=dict)
+    # Speculative decoding's running totals (only with --speculative-config): drafts, draft
+    # tokens, accepted tokens, and accepted tokens by draft position ("0", "1", ...).
+    spec_drafts_total: float | None = None
+    spec_draft_tokens_total: float | None = None
+    spec_accepted_tokens_total: float | None = None
+    spec_accepted_per_position_total: dict[str, float] = Field(default_factory=dict)
     replica: int = 0
