@@ -70,6 +70,11 @@ ALLOWED_EXTRA_FLAGS: dict[str, FlagValues] = {
     "--max-logprobs": 1,
     "--cpu-offload-gb": 1,
     "--speculative-config": 1,
+    "--enable-lora": 0,
+    "--lora-modules": "+",
+    "--max-lora-rank": 1,
+    "--max-loras": 1,
+    "--max-cpu-loras": 1,
 }
 
 # Allowed flags that load code or read files on the node, with the worker's rights there; only a
@@ -232,6 +237,60 @@ def check_code_loading(args: list[str], *, trusted: bool) -> list[str]:
     return args
 
 
+LORA_MODULES_FLAG = "--lora-modules"
+# An adapter's name: what a request's `model` field says to reach it, what a LoRA split names
+# (WorkloadSpec.lora_split) and what pages show. Letters, digits, '_', '-' and '.'; no '=' (it
+# separates the path), no '/' (the base model's names have them), at most 64 characters.
+ADAPTER_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+
+
+def check_adapter_name(name: str) -> str:
+    if not ADAPTER_NAME_RE.fullmatch(name):
+        raise ValueError(
+            f"LoRA adapter name {name!r}: use letters, digits, '_', '-' and '.', starting with "
+            "a letter or digit, at most 64 characters"
+        )
+    return name
+
+
+def lora_modules(args: list[str]) -> list[tuple[str, str]]:
+    """(name, path) of every adapter --lora-modules names in args, or ValueError for a value
+    that is not NAME=PATH with a valid name (vLLM's JSON form is not accepted: one spelling,
+    checked one way)."""
+    modules: list[tuple[str, str]] = []
+    taking = False
+    for token in args:
+        if token.startswith("--"):
+            taking = engine_flag_name(token) == LORA_MODULES_FLAG
+            values = [token.partition("=")[2]] if taking and "=" in token else []
+        elif taking:
+            values = [token]
+        else:
+            continue
+        for value in values:
+            name, sep, path = value.partition("=")
+            if not sep or not path:
+                raise ValueError(f"{LORA_MODULES_FLAG} takes NAME=PATH, got {value!r}")
+            modules.append((check_adapter_name(name), check_command_value(path, "LoRA path")))
+    return modules
+
+
+def check_lora_sources(args: list[str], allowed_dirs: list[Path]) -> list[str]:
+    """The args, or ValueError unless every --lora-modules path is a hub repo id or a folder
+    inside the allowed directories (check_model_source: the adapters' weights are read as the
+    model's are)."""
+    for name, path in lora_modules(args):
+        try:
+            check_model_source(path, allowed_dirs)
+        except ValueError:
+            where = ", ".join(str(directory) for directory in allowed_dirs) or "none are configured"
+            raise ValueError(
+                f"LoRA adapter {name!r}: {path!r} is neither a hub repo id (org/name) nor a path "
+                f"inside the model directories allowed here ({where})"
+            ) from None
+    return args
+
+
 def check_extra_args(args: list[str], own_flags: set[str]) -> list[str]:
     """The args, or ValueError naming the first token that is not an allowed flag or its value.
 
@@ -259,6 +318,7 @@ def check_extra_args(args: list[str], own_flags: set[str]) -> list[str]:
             wanted = "*" if wanted in ("+", "*") else 0
     if wanted in (1, "+"):
         raise ValueError(f"{flag} needs a value")
+    lora_modules(args)
     return args
 
 

@@ -173,6 +173,9 @@ class RequestRecord(Schema):
     # turn number (1..); None for every other workload.
     conversation: int | None = None
     turn: int | None = None
+    # The LoRA adapter the request named as its model (WorkloadSpec.lora_split); None: the
+    # served model itself.
+    adapter: str | None = None
     finish_reason: str | None = None
     status: int | None = None
     error: str | None = None
