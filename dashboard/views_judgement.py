@@ -46,6 +46,7 @@ from judgement.comparisons import (
 from judgement.costs import node_price, point_costs, stale_price, worth_of
 from judgement.engine_work import engine_work
 from judgement.figures import figures_by_key, replica_figures
+from judgement.lora import adapter_sections
 from judgement.operating_point import frontier as pareto_frontier
 from judgement.operating_point import select, shown_operating_point
 from judgement.queues import queue_charts
@@ -169,6 +170,8 @@ def run_detail_context(request: HttpRequest, benchmark: Benchmark) -> dict[str, 
             # Speculative decoding's column only where some point's engine ran it.
             "spec_decode_shown": bool(speculative),
             "scaling": _scaling_sections(request, points),
+            # Figures per LoRA adapter, for the points whose workload had a split.
+            "lora": adapter_sections(points),
             "references": refs,
             "unreadable": unreadable,
             "overlay": chart_overlay(
