@@ -15,7 +15,7 @@ from django.db.models import QuerySet
 
 from benchmarks.models import Checkpoint, Endpoint, Node, Runtime, Workload
 from runner.schema.engine_config import EngineConfig
-from runner.schema.flags import check_code_loading, check_model_source
+from runner.schema.flags import check_code_loading, check_lora_sources, check_model_source
 from runner.schema.plan import TOKEN_ID_KINDS, SweepPlan
 from runner.workloads import conversations
 from runner.workloads.prompts import WorkloadError
@@ -63,11 +63,13 @@ def model_source_problem(model: str) -> str | None:
 
 
 def code_loading_problem(configs: list[EngineConfig], *, trusted: bool) -> str | None:
-    """Only a trusted checkpoint may run flags that load code or read files on the node; the
-    first config that breaks the rule is named."""
+    """Only a trusted checkpoint may run flags that load code or read files on the node, and
+    LoRA adapters are read only from where models may be (HEADROOM_MODEL_DIRS, or the hub);
+    the first config that breaks a rule is named."""
     for config in configs:
         try:
             check_code_loading(config.extra_args, trusted=trusted)
+            check_lora_sources(config.extra_args, settings.HEADROOM_MODEL_DIRS)
         except ValueError as exc:
             return str(exc)
     return None

@@ -48,7 +48,9 @@ _REQUEST_INTS = (
     "index", "replica", "prompt_tokens", "output_tokens", "max_tokens", "status",
     "conversation", "turn",
 )  # fmt: skip
-_REQUEST_STRINGS = ("finish_reason", "error", "incomplete", "prompt_digest", "output_text")
+_REQUEST_STRINGS = (
+    "finish_reason", "error", "incomplete", "prompt_digest", "output_text", "adapter",
+)  # fmt: skip
 # Every EngineSample field but the replica index and its histograms is a float (t, gauges,
 # running counter totals); taken from the schema so a field added there is stored without
 # touching this file. A histogram (cumulative count per bucket bound, a dict) is stored ragged,

@@ -46,12 +46,14 @@ from judgement.comparisons import (
 from judgement.costs import node_price, point_costs, stale_price, worth_of
 from judgement.engine_work import engine_work
 from judgement.figures import figures_by_key, replica_figures
+from judgement.lora import adapter_sections
 from judgement.operating_point import frontier as pareto_frontier
 from judgement.operating_point import select, shown_operating_point
 from judgement.queues import queue_charts
 from judgement.rows import load_points, scaling_reference_choices
 from judgement.scaling import node_scaling_refusal, scaling_for
 from judgement.search import search_view
+from judgement.spec_decode import spec_decode_by_key
 from judgement.verdict_rows import evidence_items, ladder_diagnoses, sweep_change, verdict_rows
 from judgement.vocabulary import AnalysisError
 
@@ -118,6 +120,7 @@ def run_detail_context(request: HttpRequest, benchmark: Benchmark) -> dict[str, 
     costs = point_costs(benchmark, points, figs)
     price = node_price(benchmark.node)
     work = {key: engine_work(fig) for key, fig in figs.items()}
+    speculative = spec_decode_by_key(points)
     # A CPU engine has no GPU: its throughput is per engine.
     cpu_only = all(f.hardware is not None and f.hardware.cpu_engine for f in fig_list)
     pareto_unit = "CPU engine" if fig_list and cpu_only else "GPU"
@@ -126,6 +129,7 @@ def run_detail_context(request: HttpRequest, benchmark: Benchmark) -> dict[str, 
             "point": p,
             "cost": costs.get(p.key),
             "engine_work": work.get(p.key),
+            "spec_decode": speculative.get(p.key),
             "verdict": found.by_key.get(p.key),
             "evidence": evidence_items(found.by_key.get(p.key)),
             "no_verdict": found.missing.get(p.key) or unreadable.get(p.key),
@@ -163,7 +167,11 @@ def run_detail_context(request: HttpRequest, benchmark: Benchmark) -> dict[str, 
             # Why points have no % of peak, each reason once.
             "peak_notes": sorted({share.detail for w in work.values() if w is not None
                                   for share in (w.bandwidth, w.compute) if share.pct is None}),
+            # Speculative decoding's column only where some point's engine ran it.
+            "spec_decode_shown": bool(speculative),
             "scaling": _scaling_sections(request, points),
+            # Figures per LoRA adapter, for the points whose workload had a split.
+            "lora": adapter_sections(points),
             "references": refs,
             "unreadable": unreadable,
             "overlay": chart_overlay(

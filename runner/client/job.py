@@ -46,9 +46,11 @@ class _Context:
 
 async def _one_request(ctx: _Context, item: Item, intended: float) -> RequestRecord:
     """Send one request; every outcome, including cancellation, becomes a record, which keeps
-    the prompt's own max_tokens when it has one (trace and lengths workloads)."""
+    the prompt's own max_tokens when it has one (trace and lengths workloads) and the LoRA
+    adapter it asked for."""
     record = await _send(ctx, item, intended)
     record.max_tokens = item.prompt.max_tokens
+    record.adapter = item.prompt.adapter
     return record
 
 

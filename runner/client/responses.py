@@ -22,9 +22,10 @@ from runner.workloads.prompts import Prompt
 def request_body(workload: WorkloadSpec, model: str, prompt: Prompt) -> bytes:
     """The JSON body; extra_body is merged last so a plan can override any field. A prompt of
     token ids (trace and lengths workloads) goes as the completions API's list of ids, with its
-    own max_tokens."""
+    own max_tokens. A prompt that names a LoRA adapter asks for it as the model, as vLLM's
+    OpenAI server routes adapters."""
     body: dict[str, Any] = {
-        "model": model,
+        "model": prompt.adapter or model,
         "max_tokens": prompt.max_tokens or workload.output_tokens,
         "temperature": workload.temperature,
         "stream": workload.stream,

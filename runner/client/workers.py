@@ -22,6 +22,7 @@ from runner.client.job import quiet_collector, run_job_blocking
 from runner.client.schedule import ClientError, Job, LoadOutcome, Target, plan_jobs, send_schedule
 from runner.schema.plan import ClientSpec, LoadSpec, WorkloadSpec
 from runner.schema.records import RequestRecord
+from runner.workloads.lora import with_adapters
 from runner.workloads.prompts import Prompt
 
 # Workers are released this long after the last one says it is ready, so t0 is in the future for
@@ -68,6 +69,7 @@ def run_load(
         raise ValueError("run_load needs at least one target")
     check_client_cpus(client)
     _raise_open_files_limit()
+    prompts = with_adapters(prompts, workload.lora_split, workload.seed)
     jobs = plan_jobs(targets, load, client, prompts, workload.seed)
     total = sum(len(job.items) for job in jobs)
     cancel = cancel or threading.Event()
@@ -292,6 +294,7 @@ def _lost_records(job: Job, t0: float, reason: str) -> list[RequestRecord]:
             error=reason,
             conversation=item.prompt.conversation,
             turn=item.prompt.turn,
+            adapter=item.prompt.adapter,
         )
         for item in job.items
     ]

@@ -42,10 +42,17 @@ FLOPS_PER_GPU = "vllm:estimated_flops_per_gpu"
 READ_BYTES_PER_GPU = "vllm:estimated_read_bytes_per_gpu"
 WRITE_BYTES_PER_GPU = "vllm:estimated_write_bytes_per_gpu"
 QUEUE_TIME = "vllm:request_queue_time_seconds"  # histogram, observed when a request finishes
+# Speculative decoding (vllm/v1/spec_decode/metrics.py SpecDecodingProm), exposed only when the
+# engine runs with --speculative-config: drafts proposed, their tokens, the tokens the target
+# model accepted, and accepted tokens by draft position (label `position`, "0" first).
+SPEC_DRAFTS = "vllm:spec_decode_num_drafts"
+SPEC_DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens"
+SPEC_ACCEPTED_TOKENS = "vllm:spec_decode_num_accepted_tokens"
+SPEC_ACCEPTED_PER_POSITION = "vllm:spec_decode_num_accepted_tokens_per_pos"
 
 # Labels whose values name different series of one metric (kept apart, not summed together):
-# the waiting reason, and a histogram bucket's upper bound.
-SERIES_LABELS = ("reason", "le")
+# the waiting reason, a histogram bucket's upper bound, and a draft position.
+SERIES_LABELS = ("reason", "le", "position")
 
 SCRAPE_TIMEOUT_S = 2.0
 
@@ -71,6 +78,10 @@ SCRAPED_SAMPLES: tuple[str, ...] = (
     WRITE_BYTES_PER_GPU + "_total",
     QUEUE_TIME + "_sum",
     QUEUE_TIME + "_bucket",
+    SPEC_DRAFTS + "_total",
+    SPEC_DRAFT_TOKENS + "_total",
+    SPEC_ACCEPTED_TOKENS + "_total",
+    SPEC_ACCEPTED_PER_POSITION + "_total",
 )
 
 # vLLM 0.32 answers GET /metrics from prometheus-fastapi-instrumentator's route, which ignores the
@@ -124,8 +135,9 @@ def parse_metrics(text: str) -> EngineSample:
         return sums.get((name, series))
 
     kv_name = KV_USAGE if (KV_USAGE, "") in sums else KV_USAGE_OLD
-    buckets = {series: value for (name, series), value in sums.items()
-               if name == QUEUE_TIME + "_bucket"}
+    def by_series(name: str) -> dict[str, float]:
+        return {series: value for (sample, series), value in sums.items() if sample == name}
+
     return EngineSample(
         t=0.0,
         running=total(RUNNING),
@@ -146,7 +158,11 @@ def parse_metrics(text: str) -> EngineSample:
         estimated_write_bytes_per_gpu_total=_mean_over_engines(
             sums, counts, WRITE_BYTES_PER_GPU + "_total"),
         queue_time_sum=total(QUEUE_TIME + "_sum"),
-        queue_time_buckets=buckets,
+        queue_time_buckets=by_series(QUEUE_TIME + "_bucket"),
+        spec_drafts_total=total(SPEC_DRAFTS + "_total"),
+        spec_draft_tokens_total=total(SPEC_DRAFT_TOKENS + "_total"),
+        spec_accepted_tokens_total=total(SPEC_ACCEPTED_TOKENS + "_total"),
+        spec_accepted_per_position_total=by_series(SPEC_ACCEPTED_PER_POSITION + "_total"),
     )
 
 
@@ -336,6 +352,7 @@ def summarize(samples: list[EngineSample], start: float, end: float) -> QueueSum
         summary.mean_tokens_per_step = step_tokens / steps
     _summarize_cache_and_work(summary, by_replica, start, end)
     _summarize_queue_time(summary, by_replica, start, end)
+    _summarize_spec_decode(summary, by_replica, start, end)
     return summary
 
 
@@ -390,6 +407,34 @@ def _summarize_queue_time(
     summary.queue_time_p50_s = histogram_percentile(pooled, 50)
     summary.queue_time_p90_s = histogram_percentile(pooled, 90)
     summary.queue_time_p99_s = histogram_percentile(pooled, 99)
+
+
+def _summarize_spec_decode(
+    summary: QueueSummary, by_replica: dict[int, list[EngineSample]], start: float, end: float
+) -> None:
+    """Speculative decoding's drafts, draft tokens and accepted tokens over the window, and the
+    accepted tokens by draft position, each summed over the replicas that expose them; read
+    over the whole window as the prefix cache is. An engine without --speculative-config
+    exposes none of these counters, and its point keeps them None."""
+    for field_name, summary_name in (
+        ("spec_drafts_total", "spec_drafts"),
+        ("spec_draft_tokens_total", "spec_draft_tokens"),
+        ("spec_accepted_tokens_total", "spec_accepted_tokens"),
+    ):
+        increases = _window_increases(by_replica, field_name, start, end)
+        setattr(summary, summary_name, sum(increases) if increases else None)
+    per_position: dict[str, float] = {}
+    for rows in by_replica.values():
+        first, last = _window_ends(
+            [s for s in rows if s.spec_accepted_per_position_total], start, end)
+        if first is None or last is None:
+            continue
+        for position, count in last.spec_accepted_per_position_total.items():
+            increase = max(0.0, count - first.spec_accepted_per_position_total.get(position, 0.0))
+            per_position[position] = per_position.get(position, 0.0) + increase
+    if per_position:
+        summary.spec_accepted_per_position = dict(
+            sorted(per_position.items(), key=lambda item: int(item[0])))
 
 
 def histogram_percentile(buckets: dict[str, float], percentile: float) -> float | None:

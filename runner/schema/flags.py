@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from pathlib import Path
@@ -68,6 +69,12 @@ ALLOWED_EXTRA_FLAGS: dict[str, FlagValues] = {
     "--limit-mm-per-prompt": 1,
     "--max-logprobs": 1,
     "--cpu-offload-gb": 1,
+    "--speculative-config": 1,
+    "--enable-lora": 0,
+    "--lora-modules": "+",
+    "--max-lora-rank": 1,
+    "--max-loras": 1,
+    "--max-cpu-loras": 1,
 }
 
 # Allowed flags that load code or read files on the node, with the worker's rights there; only a
@@ -78,7 +85,10 @@ ALLOWED_EXTRA_FLAGS: dict[str, FlagValues] = {
 # - --compilation-config imports a backend by its qualified name and reads and writes its
 #   cache_dir and debug_dump_path;
 # - --load-format picks how weight files are deserialized, and some formats (tensorizer,
-#   runai_streamer, plugins) read from elsewhere than the checkpoint.
+#   runai_streamer, plugins) read from elsewhere than the checkpoint;
+# - --speculative-config when it names a draft "model" (a draft model, an EAGLE head): those
+#   weights are loaded from a folder or repo the user names (SPECULATIVE_MODEL_KEYS). Without
+#   one (ngram, suffix decoding, a checkpoint's own MTP layers) nothing else is read.
 CODE_LOADING_FLAGS = frozenset(
     {
         "--trust-remote-code",
@@ -177,10 +187,43 @@ def engine_flag_name(token: str) -> str:
     return "--" + token[2:].split("=", 1)[0].replace("_", "-")
 
 
+SPECULATIVE_CONFIG_FLAG = "--speculative-config"
+# Keys of vLLM 0.32's SpeculativeConfig that name weights or a tokenizer to load.
+SPECULATIVE_MODEL_KEYS = frozenset({"model", "draft_model", "tokenizer", "quantization"})
+
+
+def _flag_values(args: list[str]) -> list[tuple[str, str | None]]:
+    """(flag name, its value or None) for each flag in args, which check_extra_args passed."""
+    pairs: list[tuple[str, str | None]] = []
+    for token in args:
+        if token.startswith("--"):
+            _, sep, value = token.partition("=")
+            pairs.append((engine_flag_name(token), value if sep else None))
+        elif pairs and pairs[-1][1] is None:
+            pairs[-1] = (pairs[-1][0], token)
+    return pairs
+
+
+def speculative_config_reads_files(value: str | None) -> bool:
+    """Whether a --speculative-config value names weights to load (or cannot be read as the
+    JSON object vLLM expects, which is refused as if it did: nothing unread is let through)."""
+    try:
+        config = json.loads(value or "")
+    except ValueError:
+        return True
+    return not isinstance(config, dict) or bool(SPECULATIVE_MODEL_KEYS & set(config))
+
+
 def code_loading_flags(args: list[str]) -> list[str]:
-    """The flags among `args` that load code or read files on the node (CODE_LOADING_FLAGS)."""
-    names = [engine_flag_name(arg) for arg in args if arg.startswith("--")]
-    return [name for name in names if name in CODE_LOADING_FLAGS]
+    """The flags among `args` that load code or read files on the node (CODE_LOADING_FLAGS, and
+    a --speculative-config that names a draft model)."""
+    found = []
+    for name, value in _flag_values(args):
+        if name in CODE_LOADING_FLAGS or (
+            name == SPECULATIVE_CONFIG_FLAG and speculative_config_reads_files(value)
+        ):
+            found.append(name)
+    return found
 
 
 def check_code_loading(args: list[str], *, trusted: bool) -> list[str]:
@@ -191,6 +234,60 @@ def check_code_loading(args: list[str], *, trusted: bool) -> list[str]:
             f"{', '.join(found)} can load code or read files on the node: allowed only with a "
             "checkpoint an administrator marked trusted"
         )
+    return args
+
+
+LORA_MODULES_FLAG = "--lora-modules"
+# An adapter's name: what a request's `model` field says to reach it, what a LoRA split names
+# (WorkloadSpec.lora_split) and what pages show. Letters, digits, '_', '-' and '.'; no '=' (it
+# separates the path), no '/' (the base model's names have them), at most 64 characters.
+ADAPTER_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+
+
+def check_adapter_name(name: str) -> str:
+    if not ADAPTER_NAME_RE.fullmatch(name):
+        raise ValueError(
+            f"LoRA adapter name {name!r}: use letters, digits, '_', '-' and '.', starting with "
+            "a letter or digit, at most 64 characters"
+        )
+    return name
+
+
+def lora_modules(args: list[str]) -> list[tuple[str, str]]:
+    """(name, path) of every adapter --lora-modules names in args, or ValueError for a value
+    that is not NAME=PATH with a valid name (vLLM's JSON form is not accepted: one spelling,
+    checked one way)."""
+    modules: list[tuple[str, str]] = []
+    taking = False
+    for token in args:
+        if token.startswith("--"):
+            taking = engine_flag_name(token) == LORA_MODULES_FLAG
+            values = [token.partition("=")[2]] if taking and "=" in token else []
+        elif taking:
+            values = [token]
+        else:
+            continue
+        for value in values:
+            name, sep, path = value.partition("=")
+            if not sep or not path:
+                raise ValueError(f"{LORA_MODULES_FLAG} takes NAME=PATH, got {value!r}")
+            modules.append((check_adapter_name(name), check_command_value(path, "LoRA path")))
+    return modules
+
+
+def check_lora_sources(args: list[str], allowed_dirs: list[Path]) -> list[str]:
+    """The args, or ValueError unless every --lora-modules path is a hub repo id or a folder
+    inside the allowed directories (check_model_source: the adapters' weights are read as the
+    model's are)."""
+    for name, path in lora_modules(args):
+        try:
+            check_model_source(path, allowed_dirs)
+        except ValueError:
+            where = ", ".join(str(directory) for directory in allowed_dirs) or "none are configured"
+            raise ValueError(
+                f"LoRA adapter {name!r}: {path!r} is neither a hub repo id (org/name) nor a path "
+                f"inside the model directories allowed here ({where})"
+            ) from None
     return args
 
 
@@ -221,6 +318,7 @@ def check_extra_args(args: list[str], own_flags: set[str]) -> list[str]:
             wanted = "*" if wanted in ("+", "*") else 0
     if wanted in (1, "+"):
         raise ValueError(f"{flag} needs a value")
+    lora_modules(args)
     return args
 
 

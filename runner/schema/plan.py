@@ -14,7 +14,7 @@ from pydantic import (
 
 from runner.schema.base import Schema
 from runner.schema.engine_config import Checkpoint, EngineConfig, EngineLaunch
-from runner.schema.flags import check_code_loading, check_goodput
+from runner.schema.flags import check_adapter_name, check_code_loading, check_goodput, lora_modules
 from runner.schema.search import SearchSpec
 
 WorkloadKind = Literal["case_study", "random", "dataset", "trace", "lengths", "conversation"]
@@ -36,6 +36,26 @@ OUTPUT_TEXTS_KEPT: Final = 4
 OUTPUT_TEXT_MAX_CHARS: Final = 2000
 
 
+class LoraShare(Schema):
+    """One LoRA adapter of a workload's split and its weight (inference-perf's
+    lora_traffic_split entry: the adapter's name and its share of the requests)."""
+
+    name: str
+    weight: float = Field(gt=0)
+
+    @field_validator("name")
+    @classmethod
+    def _valid_name(cls, name: str) -> str:
+        return check_adapter_name(name)
+
+    @field_validator("weight")
+    @classmethod
+    def _finite(cls, weight: float) -> float:
+        if not math.isfinite(weight):
+            raise ValueError(f"a LoRA weight must be a finite number > 0, got {weight!r}")
+        return weight
+
+
 class WorkloadSpec(Schema):
     """What every request sends.
 
@@ -54,6 +74,12 @@ class WorkloadSpec(Schema):
     lengths come from the file. Both send token ids, so they need the completions endpoint
     (a chat template takes text, and re-tokenized text would not keep the lengths or the
     shared blocks), as vLLM's timed-trace benchmark does.
+
+    lora_split spreads the requests over named LoRA adapters by weight: each request's `model`
+    field names its adapter (runner.workloads.lora: the point's N requests split by largest
+    remainder, in an order shuffled with the seed), and its record keeps the name, so every
+    adapter's figures come from the stored requests. Empty: every request asks for the served
+    model.
 
     kind "conversation" replays a multi-turn JSONL file (ShareGPT or OpenAI messages style;
     runner.workloads.conversations) turn by turn on the chat endpoint: each turn sends the
@@ -101,6 +127,10 @@ class WorkloadSpec(Schema):
         "keep them, with a digest of the prompt's, so two points can be compared output by "
         "output; temperature 0 only",
     )
+    lora_split: list[LoraShare] = Field(
+        default_factory=list,
+        description="LoRA adapters the requests are spread over, with weights; empty: none",
+    )
 
     @field_validator("trace_span_s")
     @classmethod
@@ -120,6 +150,7 @@ class WorkloadSpec(Schema):
         if self.kind == "lengths" and not self.dataset_path:
             raise ValueError("a lengths workload needs dataset_path (the request log)")
         self._check_conversation()
+        self._check_lora_split()
         if self.kind in TOKEN_ID_KINDS and self.endpoint != "completions":
             raise ValueError(
                 f"a {self.kind} workload sends token-id prompts: use the completions endpoint "
@@ -140,6 +171,16 @@ class WorkloadSpec(Schema):
                 f"{', '.join(trace_only)} only apply to a trace workload (kind {self.kind!r})"
             )
         return self
+
+    def _check_lora_split(self) -> None:
+        names = [share.name for share in self.lora_split]
+        if len(set(names)) != len(names):
+            raise ValueError(f"lora_split names an adapter twice: {names}")
+        if names and self.kind == "conversation":
+            raise ValueError(
+                "a conversation's turns must reach one model; a LoRA split assigns requests "
+                "one by one, so it does not apply to a conversation workload"
+            )
 
     def _check_conversation(self) -> None:
         if self.kind != "conversation":
@@ -386,6 +427,24 @@ class SweepPlan(Schema):
     def _code_loading_needs_trust(self) -> SweepPlan:
         for config in self.engine_configs:
             check_code_loading(config.extra_args, trusted=self.checkpoint.trusted)
+        return self
+
+    @model_validator(mode="after")
+    def _lora_split_is_served(self) -> SweepPlan:
+        """An engine Headroom starts must serve every adapter of the split (--lora-modules);
+        an attached server's adapters are its own and are not known here."""
+        wanted = [share.name for share in self.workload.lora_split]
+        if not wanted or self.launch.style == "attach":
+            return self
+        for config in self.engine_configs:
+            served = {name for name, _ in lora_modules(config.extra_args)}
+            missing = [name for name in wanted if name not in served]
+            if missing:
+                raise ValueError(
+                    f"the LoRA split names {', '.join(missing)}, which engine config "
+                    f"{config.label()} does not serve: add --enable-lora --lora-modules "
+                    "NAME=PATH for each"
+                )
         return self
 
     @model_validator(mode="after")

@@ -173,6 +173,9 @@ class RequestRecord(Schema):
     # turn number (1..); None for every other workload.
     conversation: int | None = None
     turn: int | None = None
+    # The LoRA adapter the request named as its model (WorkloadSpec.lora_split); None: the
+    # served model itself.
+    adapter: str | None = None
     finish_reason: str | None = None
     status: int | None = None
     error: str | None = None
@@ -249,4 +252,10 @@ class EngineSample(Schema):
     # its cumulative bucket counts keyed by the `le` label as vLLM prints it ("0.3", "+Inf").
     queue_time_sum: float | None = None
     queue_time_buckets: dict[str, float] = Field(default_factory=dict)
+    # Speculative decoding's running totals (only with --speculative-config): drafts, draft
+    # tokens, accepted tokens, and accepted tokens by draft position ("0", "1", ...).
+    spec_drafts_total: float | None = None
+    spec_draft_tokens_total: float | None = None
+    spec_accepted_tokens_total: float | None = None
+    spec_accepted_per_position_total: dict[str, float] = Field(default_factory=dict)
     replica: int = 0

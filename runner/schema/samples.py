@@ -82,6 +82,16 @@ class QueueSummary(Schema):
     # its own cap.
     running_while_waiting_s: dict[str, float] | None = Field(
         default=None, json_schema_extra={"node": "histogram"})
+    # Speculative decoding over the window (vllm:spec_decode_*, only from an engine started with
+    # --speculative-config; None from any other): drafts proposed, the draft tokens in them, the
+    # tokens the target model accepted, and accepted tokens by draft position ({"0": 192, ...},
+    # position "0" first). Counts, so a node adds its replicas' (positions one by one); the
+    # rates below are ratios of the sums, weighing every replica's drafts.
+    spec_drafts: float | None = Field(default=None, json_schema_extra={"node": "sum"})
+    spec_draft_tokens: float | None = Field(default=None, json_schema_extra={"node": "sum"})
+    spec_accepted_tokens: float | None = Field(default=None, json_schema_extra={"node": "sum"})
+    spec_accepted_per_position: dict[str, float] | None = Field(
+        default=None, json_schema_extra={"node": "histogram"})
 
     NODE_RULES: ClassVar[frozenset[str]] = frozenset({"sum", "max", "mean", "histogram"})
 
@@ -102,6 +112,31 @@ class QueueSummary(Schema):
         if self.prefix_cache_hits is None or not self.prefix_cache_queries:
             return None
         return self.prefix_cache_hits / self.prefix_cache_queries
+
+    @property
+    def spec_acceptance_rate(self) -> float | None:
+        """Accepted over draft tokens (0-1), as vLLM's SpecDecodingLogging computes its "Avg
+        Draft acceptance rate"; None without speculative decoding or without a draft token."""
+        if self.spec_accepted_tokens is None or not self.spec_draft_tokens:
+            return None
+        return self.spec_accepted_tokens / self.spec_draft_tokens
+
+    @property
+    def spec_mean_acceptance_length(self) -> float | None:
+        """1 + accepted tokens per draft: the tokens one verification step yields, the bonus
+        token included (vLLM's "Mean acceptance length"); None without a draft."""
+        if self.spec_accepted_tokens is None or not self.spec_drafts:
+            return None
+        return 1 + self.spec_accepted_tokens / self.spec_drafts
+
+    @property
+    def spec_acceptance_by_position(self) -> dict[str, float] | None:
+        """Per draft position, the share of drafts whose token there was accepted (accepted at
+        that position / drafts, vLLM's per-position acceptance rate); None without a draft."""
+        if not self.spec_accepted_per_position or not self.spec_drafts:
+            return None
+        drafts = self.spec_drafts
+        return {pos: count / drafts for pos, count in self.spec_accepted_per_position.items()}
 
     @property
     def memory_bytes_per_gpu_s(self) -> float | None:

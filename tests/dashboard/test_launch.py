@@ -355,6 +355,22 @@ def test_a_trusted_checkpoint_may_use_code_loading_flags(owner_client, node, bro
     assert "--trust-remote-code" in plan["engine_configs"][0]["extra_args"]
 
 
+def test_a_lora_adapter_outside_the_model_directories_is_refused(owner_client, node, broker,
+                                                                 settings):
+    outside = form_data(node, extra_args="--enable-lora --lora-modules alpha=/etc")
+    response = owner_client.post("/runs/new/", outside)
+    assert response.status_code == 400, response.content
+    assert response.context["form"].errors["extra_args"] == [(
+        f"LoRA adapter 'alpha': '/etc' is neither a hub repo id (org/name) nor a path inside "
+        f"the model directories allowed here ({settings.HEADROOM_MODEL_DIRS[0]})."
+    )]
+    inside = f"--enable-lora --lora-modules alpha={settings.HEADROOM_MODEL_DIRS[0]}/loras/alpha"
+    assert owner_client.post("/runs/new/", form_data(node, extra_args=inside)).status_code == 302
+    (launched,) = Benchmark.objects.all()  # the refused launch made no row
+    assert f"alpha={settings.HEADROOM_MODEL_DIRS[0]}/loras/alpha" in (
+        launched.plan["engine_configs"][0]["extra_args"])
+
+
 @pytest.mark.parametrize(
     "repo, message",
     [("--trust-remote-code", "starts with '-': vLLM would read it as a flag"),

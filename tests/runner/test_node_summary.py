@@ -22,7 +22,9 @@ REPLICAS = [
                  flops_per_gpu_s=1.0e12, read_bytes_per_gpu_s=2.0e12, write_bytes_per_gpu_s=0.25e12,
                  queue_time_requests=100.0, mean_queue_time_s=0.5, queue_time_p50_s=0.5,
                  queue_time_p90_s=1.0, queue_time_p99_s=2.5,
-                 running_while_waiting_s={"128": 4.5, "127": 0.5}),
+                 running_while_waiting_s={"128": 4.5, "127": 0.5},
+                 spec_drafts=100.0, spec_draft_tokens=300.0, spec_accepted_tokens=150.0,
+                 spec_accepted_per_position={"0": 80.0, "1": 50.0, "2": 20.0}),
     QueueSummary(samples=12, max_gap_s=1.5, mean_running=120.0, mean_waiting=30.0,
                  peak_running=110.0, peak_waiting=70.0, peak_kv_usage=0.625,
                  mean_kv_usage=0.25, preemptions=0.0, generation_tokens=25_600.0,
@@ -32,8 +34,11 @@ REPLICAS = [
                  flops_per_gpu_s=2.0e12, read_bytes_per_gpu_s=3.0e12, write_bytes_per_gpu_s=0.5e12,
                  queue_time_requests=100.0, mean_queue_time_s=1.5, queue_time_p50_s=0.8,
                  queue_time_p90_s=2.0, queue_time_p99_s=5.0,
-                 running_while_waiting_s={"110": 3.0, "128": 1.0}),
-    # An engine that exposed no step histogram and no work estimates: left out of those only.
+                 running_while_waiting_s={"110": 3.0, "128": 1.0},
+                 spec_drafts=60.0, spec_draft_tokens=180.0, spec_accepted_tokens=30.0,
+                 spec_accepted_per_position={"0": 20.0, "1": 10.0, "2": 0.0}),
+    # An engine that exposed no step histogram, no work estimates and no speculative decoding:
+    # left out of those only.
     QueueSummary(samples=8, max_gap_s=1.0, mean_running=80.0, mean_waiting=10.0,
                  peak_running=100.0, peak_waiting=90.0, peak_kv_usage=0.5,
                  mean_kv_usage=0.5, preemptions=1.0, generation_tokens=20_480.0,
@@ -49,6 +54,8 @@ REPLICAS = [
 # 6400+6400+5120, 4800+6400+0, 100+100+80; per-GPU rates the mean of the two that report them;
 # queue-time mean (0.5+1.5+0.25)/3; the highest of each percentile. Seconds at each running
 # count while waiting add count by count (128: 4.5 + 1.0); the third replica kept none.
+# Speculative decoding's counts add up (100+60 drafts, 300+180 draft tokens, 150+30 accepted),
+# position by position (80+20, 50+10, 20+0).
 NODE = {
     "samples": 30,
     "max_gap_s": 1.5,
@@ -74,6 +81,10 @@ NODE = {
     "queue_time_p90_s": 2.0,
     "queue_time_p99_s": 5.0,
     "running_while_waiting_s": {"110": 3.0, "127": 0.5, "128": 5.5},
+    "spec_drafts": 160.0,
+    "spec_draft_tokens": 480.0,
+    "spec_accepted_tokens": 180.0,
+    "spec_accepted_per_position": {"0": 100.0, "1": 60.0, "2": 20.0},
 }
 
 
@@ -104,6 +115,10 @@ def test_every_queue_field_declares_how_a_node_combines_it():
         "queue_time_p90_s": "max",
         "queue_time_p99_s": "max",
         "running_while_waiting_s": "histogram",
+        "spec_drafts": "sum",
+        "spec_draft_tokens": "sum",
+        "spec_accepted_tokens": "sum",
+        "spec_accepted_per_position": "histogram",
     }
 
 

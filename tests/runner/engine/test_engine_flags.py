@@ -165,6 +165,9 @@ def plan_with(checkpoint: Checkpoint, *extra_args: str) -> SweepPlan:
         ["--generation-config=/etc"],
         ["--compilation-config", '{"backend": "os.system"}'],
         ["--load-format", "tensorizer"],
+        ["--speculative-config", '{"method": "eagle", "model": "attacker/eagle-head"}'],
+        ['--speculative-config={"model": "/etc", "num_speculative_tokens": 2}'],
+        ["--speculative-config", "not json"],
     ],
 )
 def test_a_code_loading_flag_is_refused_with_an_untrusted_checkpoint(extra_args, tmp_path):
@@ -182,6 +185,19 @@ def test_a_code_loading_flag_is_refused_with_an_untrusted_checkpoint(extra_args,
     with pytest.raises(ValueError, match=f"{flag} can load code"), untrusted_engines:
         pass
     assert list(tmp_path.iterdir()) == []  # no engine log: nothing was started
+
+
+NGRAM = '{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4}'
+
+
+def test_ngram_speculative_decoding_loads_nothing_so_any_checkpoint_may_use_it(
+    vllm_serve_parser, tmp_path
+):
+    plan = plan_with(Checkpoint(model="org/m"), "--speculative-config", NGRAM)
+    argv = serve_argv(plan.checkpoint, plan.engine_configs[0], tmp_path)
+    args = vllm_serve_parser.parse_args(argv[1:])
+    assert args.speculative_config == {
+        "method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4}
 
 
 def test_every_flag_the_plan_names_is_listed_in_the_refusal():

@@ -310,8 +310,14 @@ def _vllm_like_registry() -> CollectorRegistry:
     for i, name in enumerate((names.PREEMPTIONS, names.PROMPT_TOKENS,
                               names.GENERATION_TOKENS, names.PREFIX_CACHE_QUERIES,
                               names.PREFIX_CACHE_HITS, names.FLOPS_PER_GPU,
-                              names.READ_BYTES_PER_GPU, names.WRITE_BYTES_PER_GPU)):
+                              names.READ_BYTES_PER_GPU, names.WRITE_BYTES_PER_GPU,
+                              names.SPEC_DRAFTS, names.SPEC_DRAFT_TOKENS,
+                              names.SPEC_ACCEPTED_TOKENS)):
         counter(name, 10 + i)
+    per_position = Counter(names.SPEC_ACCEPTED_PER_POSITION, "h", labels + ["position"],
+                           registry=registry)
+    for position in ("0", "1"):
+        per_position.labels("m", "0", position).inc(3)
     histogram(names.ITERATION_TOKENS, [4, 8, 16])
     histogram(names.QUEUE_TIME, [0.1, 2.0])
     Histogram("http_request_duration_seconds", "h", ["handler"], registry=registry).labels(
