@@ -5,6 +5,9 @@ The files in peer_files/ were written by these functions against the CPU engine 
 tiny model (max_num_seqs=4):
 
     python -m tests.runner.importer.peer_tools http://127.0.0.1:8000 tiny OUT_DIR
+
+and the ones in peer_files/aiperf_telemetry/ by run_aiperf with gpu_telemetry, AIPerf scraping
+the hand-written dcgm-exporter page of dcgm_page.py (no GPU here).
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+
+from tests.runner.importer.dcgm_page import DcgmExporter
 
 # Each tool's run is a few seconds on the CPU engine; this only keeps a hang from hanging CI.
 RUN_TIMEOUT_S = 300
@@ -48,9 +53,17 @@ def _run(argv: list[str], log: Path, env: dict[str, str] | None = None) -> None:
         raise RuntimeError(f"{argv[0]} exited {done.returncode}: {log.read_text()[-2000:]}")
 
 
-def run_aiperf(url: str, model: str, tokenizer: Path, out: Path) -> tuple[Path, Path]:
-    """A closed loop of 4 with the server's token counts: (summary JSON, per-record JSONL)."""
+def run_aiperf(
+    url: str, model: str, tokenizer: Path, out: Path, *, gpu_telemetry: str | None = None
+) -> tuple[Path, Path]:
+    """A closed loop of 4 with the server's token counts: (summary JSON, per-record JSONL).
+
+    gpu_telemetry: a dcgm-exporter page's URL for AIPerf to scrape (--gpu-telemetry URL); it
+    then also writes gpu_telemetry_export.jsonl (aiperf_telemetry_file) and a telemetry section
+    in the summary. None: --no-gpu-telemetry.
+    """
     out.mkdir(parents=True, exist_ok=True)
+    telemetry = ["--gpu-telemetry", gpu_telemetry] if gpu_telemetry else ["--no-gpu-telemetry"]
     _run(
         [
             str(_tool("aiperf", "aiperf")), "profile", "--model", model, "--url", url,
@@ -61,7 +74,7 @@ def run_aiperf(url: str, model: str, tokenizer: Path, out: Path) -> tuple[Path, 
             "--prompt-output-tokens-mean", "32", "--prompt-output-tokens-stddev", "0",
             "--extra-inputs", "ignore_eos:true", "--random-seed", "7",
             "--output-artifact-dir", str(out), "--ui-type", "none", "--no-auto-plot",
-            "--no-gpu-telemetry",
+            *telemetry,
         ],
         out / "aiperf.log",
         # AIPerf 0.13 in offline mode reads a tokenizer path as a hub repo id and fails; a local
@@ -69,6 +82,11 @@ def run_aiperf(url: str, model: str, tokenizer: Path, out: Path) -> tuple[Path, 
         env={"HF_HUB_OFFLINE": ""},
     )
     return out / "profile_export_aiperf.json", out / "profile_export.jsonl"
+
+
+def aiperf_telemetry_file(out: Path) -> Path:
+    """Where run_aiperf's AIPerf wrote its GPU telemetry readings (aiperf/config/artifacts.py)."""
+    return out / "gpu_telemetry_export.jsonl"
 
 
 def run_guidellm(url: str, tokenizer: Path, out: Path) -> Path:
@@ -128,5 +146,8 @@ if __name__ == "__main__":
     base, served, target = sys.argv[1], sys.argv[2], Path(sys.argv[3])
     model_dir = Path(os.environ.get("HEADROOM_TINY_MODEL", "var/tiny-model"))
     print(run_aiperf(base, served, model_dir, target / "aiperf"))
+    with DcgmExporter() as page_url:
+        print(run_aiperf(base, served, model_dir, target / "aiperf_telemetry",
+                         gpu_telemetry=page_url))  # fmt: skip
     print(run_guidellm(base, model_dir, target / "guidellm"))
     print(run_inference_perf(base, served, model_dir, target / "inference-perf"))
