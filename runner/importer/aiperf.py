@@ -9,12 +9,16 @@ Two files of one AIPerf run (aiperf 0.13), each importable alone:
   request_latency and inter_chunk_latency are vLLM's TTFT, E2EL and ITL of the same stream)
   with the server's token counts when AIPerf had them (--use-server-token-count).
 Warm-up records are left out, as AIPerf leaves them out of its own figures.
+AIPerf's GPU telemetry (--gpu-telemetry) is read by runner.importer.aiperf_telemetry: the
+summary's telemetry section under AIPerf's names, and gpu_telemetry_export.jsonl's readings
+with the per-request records.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from runner.importer import aiperf_telemetry
 from runner.importer.peers import (
     counted_metrics,
     flat_figures,
@@ -26,6 +30,7 @@ from runner.importer.peers import (
     workload_of,
 )
 from runner.importer.vllm_document import ImportFileError
+from runner.measure.metrics import window_of
 from runner.schema.plan import LoadSpec
 from runner.schema.records import RequestRecord
 from runner.schema.result import PointResult
@@ -89,7 +94,8 @@ def from_summary(document: dict[str, Any], *, source_name: str) -> PointResult:
         "empty (import profile_export.jsonl for them)",
         *_token_count_notes(config),
     ]
-    return peer_point(
+    telemetry, telemetry_figures, telemetry_units = aiperf_telemetry.summary_telemetry(document)
+    point = peer_point(
         tool="aiperf",
         version=str(document.get("aiperf_version") or "") or None,
         source=source_name,
@@ -98,12 +104,15 @@ def from_summary(document: dict[str, Any], *, source_name: str) -> PointResult:
         workload=workload,
         metrics=metrics,
         requests=[],
-        figures=figures,
-        units=units,
+        figures=figures | telemetry_figures,
+        units=units | telemetry_units,
         model=_model(config),
         started_at=str(document.get("start_time") or "unknown"),
         notes=notes,
     )
+    if telemetry is not None:
+        point.telemetry = telemetry
+    return point
 
 
 def _summary_figures(document: dict[str, Any]) -> tuple[dict[str, float], dict[str, str]]:
@@ -174,8 +183,14 @@ def _load(config: dict[str, Any], num_requests: int) -> LoadSpec:
 # ---------------------------------------------------------------------------------------------
 
 
-def from_records(documents: list[Any], *, source_name: str) -> PointResult:
-    """profile_export.jsonl (one record a line) as one point."""
+def from_records(
+    documents: list[Any],
+    *,
+    source_name: str,
+    telemetry: tuple[list[dict[str, Any]], str] | None = None,
+) -> PointResult:
+    """profile_export.jsonl (one record a line) as one point; with telemetry (the readings of
+    the run's gpu_telemetry_export.jsonl and that file's name), its GPU telemetry too."""
     measured = []
     for line, document in enumerate(documents, 1):
         if not is_record(document):
@@ -198,7 +213,7 @@ def from_records(documents: list[Any], *, source_name: str) -> PointResult:
         "that were in flight at once",
         "the endpoint is not in the per-request file: shown as completions",
     ]
-    return peer_point(
+    point = peer_point(
         tool="aiperf",
         version=None,
         source=source_name,
@@ -215,6 +230,12 @@ def from_records(documents: list[Any], *, source_name: str) -> PointResult:
         started_at="unknown (not in AIPerf's per-request file)",
         notes=notes,
     )
+    if telemetry is not None:
+        readings, name = telemetry
+        aiperf_telemetry.attach_readings(
+            point, readings, origin_ns=first_start, window=window_of(records), name=name
+        )
+    return point
 
 
 def _value(document: dict[str, Any], name: str) -> Any:

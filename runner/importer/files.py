@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from runner.importer import aiperf, guidellm, inference_perf
+from runner.importer import aiperf_telemetry as aiperf_telemetry_file
 from runner.importer.downloads import is_download, iter_download_into
 from runner.importer.vllm_bench import from_vllm_bench
 from runner.importer.vllm_document import ImportFileError
@@ -42,15 +43,28 @@ HEADROOM_HEAD_BYTES = 4096
 
 
 def load_result_file(
-    path: Path, *, name: str = "", max_document_bytes: int | None = None
+    path: Path,
+    *,
+    name: str = "",
+    max_document_bytes: int | None = None,
+    aiperf_telemetry: Path | None = None,
 ) -> list[PointResult]:
     """Every point in a Headroom results file (JSONL), a run's download or a vllm bench file;
     ImportFileError else."""
-    return list(iter_result_file(path, name=name, max_document_bytes=max_document_bytes))
+    return list(
+        iter_result_file(
+            path, name=name, max_document_bytes=max_document_bytes,
+            aiperf_telemetry=aiperf_telemetry,
+        )
+    )  # fmt: skip
 
 
 def iter_result_file(
-    path: Path, *, name: str = "", max_document_bytes: int | None = None
+    path: Path,
+    *,
+    name: str = "",
+    max_document_bytes: int | None = None,
+    aiperf_telemetry: Path | None = None,
 ) -> Iterator[PointResult]:
     """The points of a result file, one at a time; messages call the file `name` (its own name
     by default: an uploaded file is stored under a generated one).
@@ -61,10 +75,14 @@ def iter_result_file(
     so such a file over max_document_bytes is refused before it is read; None sets no limit (a
     file of one's own on the command line). A bad line raises when it is reached: a caller that
     stores points stores them in one transaction (benchmarks.imports), so nothing is half-kept.
+
+    aiperf_telemetry: the gpu_telemetry_export.jsonl of the AIPerf run whose profile_export.jsonl
+    `path` is (runner.importer.aiperf_telemetry); refused with any other file.
     """
     points = iter_result_file_into(
-        path, RecordList, name=name, max_document_bytes=max_document_bytes
-    )
+        path, RecordList, name=name, max_document_bytes=max_document_bytes,
+        aiperf_telemetry=aiperf_telemetry,
+    )  # fmt: skip
     for point, batches in points:
         if batches is not None:
             point.requests = batches.records
@@ -77,6 +95,7 @@ def iter_result_file_into(
     *,
     name: str = "",
     max_document_bytes: int | None = None,
+    aiperf_telemetry: Path | None = None,
 ) -> Iterator[tuple[PointResult, SinkT | None]]:
     """iter_result_file, a Headroom file's batched records going to sinks a batch at a time as
     runner.results.iter_points_into gives them (each point with its sink, or None); a run
@@ -87,12 +106,17 @@ def iter_result_file_into(
     if not path.is_file():
         raise ImportFileError(f"{name}: no such file")
     head = _head(path)
+    telemetry = None
+    if aiperf_telemetry is not None:
+        telemetry_name = aiperf_telemetry.name
+        telemetry = (aiperf_telemetry_file.read_readings(aiperf_telemetry, telemetry_name),
+                     telemetry_name)  # fmt: skip
     try:
-        if head.lstrip().startswith((HEADROOM_LINE_START, BATCH_LINE_START)):
+        if telemetry is None and head.lstrip().startswith((HEADROOM_LINE_START, BATCH_LINE_START)):
             # A last line cut short (a run killed mid-write) is skipped, as --resume skips it.
             yield from iter_points_into(path, [], new_sink, label=name)
             return
-        if is_download(head):
+        if telemetry is None and is_download(head):
             # Streamed, so like the JSONL only the upload limit applies, not the document one.
             yield from iter_download_into(path, new_sink, label=name, max_depth=MAX_JSON_DEPTH)
             return
@@ -104,7 +128,7 @@ def iter_result_file_into(
             f"{name}: a vllm bench file is read whole, and this one ({_megabytes(size)}) is "
             f"over the {_megabytes(max_document_bytes)} limit for that"
         )
-    for point in _document_points(_read_text(path, name), name):
+    for point in _document_points(_read_text(path, name), name, telemetry):
         yield point, None
 
 
@@ -125,10 +149,13 @@ def _read_text(path: Path, name: str) -> str:
         raise ImportFileError(f"{name}: not a text file (is it compressed or binary?)") from None
 
 
-def _document_points(text: str, name: str) -> Iterator[PointResult]:
+def _document_points(
+    text: str, name: str, telemetry: tuple[list[dict[str, Any]], str] | None = None
+) -> Iterator[PointResult]:
     """The points of JSON documents: the whole text, or one a line (--append-result).
 
-    Each document is parsed once; only the point made from it is kept.
+    Each document is parsed once; only the point made from it is kept. telemetry (AIPerf's
+    readings and their file's name) goes only with AIPerf's per-request file.
     """
     lines = [(number, line) for number, line in enumerate(text.splitlines(), 1) if line.strip()]
     if not lines:
@@ -141,13 +168,18 @@ def _document_points(text: str, name: str) -> Iterator[PointResult]:
         else:
             if aiperf.is_record(first):
                 documents = [first] + [_line_document(name, n, line) for n, line in lines[1:]]
-                yield aiperf.from_records(documents, source_name=name)
+                yield aiperf.from_records(documents, source_name=name, telemetry=telemetry)
                 return
             yield from _points_of(first, f"{name}:{lines[0][0]}")
             del first
             for number, line in lines[1:]:
                 yield from _points_of(_line_document(name, number, line), f"{name}:{number}")
             return
+    if telemetry is not None:
+        raise ImportFileError(
+            f"{name}: AIPerf's GPU telemetry file {telemetry[1]} is read only with AIPerf's "
+            "per-request file, profile_export.jsonl"
+        )
     del lines
     try:
         document = _loads(text)

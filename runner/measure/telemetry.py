@@ -304,6 +304,7 @@ _SOURCE_WORDS: dict[TelemetrySource, str] = {
     "nvml": "NVML",
     "dcgm-exporter": "dcgm-exporter",
     "psutil": "psutil CPU",
+    "aiperf-dcgm": "AIPerf's dcgm-exporter scrape",
 }
 
 

@@ -145,7 +145,10 @@ class QueueSummary(Schema):
         return sum(parts) if parts else None
 
 
-TelemetrySource = Literal["nvml", "dcgm-exporter", "psutil"]
+# Where a point's telemetry came from: Headroom's own sampling (NVML, a dcgm-exporter page, a CPU
+# engine's psutil), or an imported AIPerf run's scrape of a dcgm-exporter (aiperf-dcgm). Rows
+# stored before a value was added keep reading: a value is only ever added.
+TelemetrySource = Literal["nvml", "dcgm-exporter", "psutil", "aiperf-dcgm"]
 # How a GPU's energy over the window was found: its energy counter's increase, or its power
 # readings integrated (trapezoid) when it reports no counter.
 EnergyMethod = Literal["counter", "power-integral"]

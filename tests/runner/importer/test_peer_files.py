@@ -1,6 +1,6 @@
 """Files the real AIPerf 0.13, GuideLLM 0.8.1 and inference-perf 0.7 wrote against the CPU
 engine (peer_files/, recorded by peer_tools.py): what each import keeps, under which names, and
-the clear refusal of a bad or mixed file."""
+the clear refusal of a bad or mixed file; AIPerf's GPU telemetry (peer_files/aiperf_telemetry/)."""
 
 from __future__ import annotations
 
@@ -143,9 +143,106 @@ def test_an_aiperf_summary_without_its_duration_is_refused(tmp_path):
 
 
 def test_every_recorded_file_imports(tmp_path):
-    for path in FILES.iterdir():
-        if path.name.startswith("summary_"):
+    for path in [*FILES.iterdir(), TELEMETRY_SUMMARY, TELEMETRY_RECORDS]:
+        if path.name.startswith("summary_") or path.is_dir():
             continue
         copy = tmp_path / path.name
         shutil.copy(path, copy)
         assert load_result_file(copy), path.name
+
+
+# AIPerf with --gpu-telemetry, scraping the hand-written dcgm-exporter page of dcgm_page.py
+# (two H200s; no GPU here): its summary, per-request records and telemetry readings.
+TELEMETRY = FILES / "aiperf_telemetry"
+TELEMETRY_SUMMARY = TELEMETRY / "profile_export_aiperf.json"
+TELEMETRY_RECORDS = TELEMETRY / "profile_export.jsonl"
+TELEMETRY_READINGS = TELEMETRY / "gpu_telemetry_export.jsonl"
+
+
+def test_aiperf_telemetry_summary_keeps_aiperf_gpu_figures_under_its_names():
+    summary = json.loads(TELEMETRY_SUMMARY.read_text())
+    [point] = load_result_file(TELEMETRY_SUMMARY)
+    [endpoint] = summary["telemetry_data"]["endpoints"].values()
+    assert point.peer is not None
+    for gpu_key, gpu in endpoint["gpus"].items():
+        for metric, stats in gpu["metrics"].items():
+            for statistic, value in stats.items():
+                if statistic != "unit":
+                    name = f"gpu_telemetry.{gpu_key}.{metric}.{statistic}"
+                    assert point.peer.figures[name] == value
+                    assert point.peer.units[name] == stats["unit"]
+    # AIPerf's plain means and its energy from the scrape before the phase are not Headroom's
+    # time-weighted means and window energy: no Headroom figure, and the source is named.
+    assert point.telemetry.source == "aiperf-dcgm"
+    assert point.telemetry.gpus == [] and point.telemetry.energy_j is None
+    readings = sum(gpu["metrics"]["nvidia_power_usage"]["count"] for gpu in endpoint["gpus"].values())
+    assert point.telemetry.samples == 0 and point.telemetry_samples == []  # none in the file
+    assert f"({readings} GPU readings in its profiling phase)" in point.telemetry.notes[0]
+    assert "dcgm-exporter" in point.telemetry.notes[0]
+    assert point.peer.figures["nvidia_total_gpu_energy.avg"] == (
+        summary["nvidia_total_gpu_energy"]["avg"]
+    )
+
+
+def test_aiperf_readings_with_the_records_give_headroom_telemetry_over_the_window():
+    summary = json.loads(TELEMETRY_SUMMARY.read_text())
+    [point] = load_result_file(TELEMETRY_RECORDS, aiperf_telemetry=TELEMETRY_READINGS)
+    telemetry = point.telemetry
+    assert telemetry.source == "aiperf-dcgm"
+    assert len(point.telemetry_samples) == len(TELEMETRY_READINGS.read_text().splitlines())
+    # Hand-checked against the page (dcgm_page.py): GPU 0's FB_USED is 130412 MiB, which AIPerf
+    # wrote as 136.746893312 GB; its first scrape was the page's second refresh (455.25 W, 93 %).
+    first = point.telemetry_samples[0]
+    assert (first.gpu, first.power_w, first.utilization_pct) == (0, 455.25, 93.0)
+    assert first.memory_used_mib == pytest.approx(130412)
+    assert first.energy_j == pytest.approx(31_035_687_828 / 1000)  # mJ on the page, J here
+    assert first.sm_clock_mhz is None  # AIPerf does not read DCGM_FI_DEV_SM_CLOCK
+    gpus = summary["telemetry_data"]["endpoints"]["127.0.0.1:43973"]["gpus"]
+    for gpu in telemetry.gpus:
+        aiperf = gpus[f"gpu_{gpu.gpu}"]["metrics"]
+        # Constant while serving: Headroom's time-weighted mean is AIPerf's plain mean.
+        assert gpu.mean_memory_used_mib == pytest.approx(
+            aiperf["nvidia_memory_used"]["avg"] / 1.048576e-3
+        )
+        assert gpu.peak_power_w == aiperf["nvidia_power_usage"]["max"]
+        assert gpu.energy_method == "counter" and gpu.energy_j is not None
+        # Over the window only, so less than AIPerf's energy from the scrape before the phase.
+        aiperf_j = aiperf["nvidia_energy_consumption"]["avg"] * 1e6
+        assert 0.9 * aiperf_j < gpu.energy_j < aiperf_j
+    assert telemetry.window_s == pytest.approx(point.metrics.duration)
+    assert telemetry.joules_per_output_token == pytest.approx(
+        telemetry.energy_j / point.metrics.total_output_tokens
+    )
+
+
+def test_an_aiperf_export_without_telemetry_has_none():
+    [summary] = load_result_file(AIPERF_SUMMARY)
+    [records] = load_result_file(AIPERF_RECORDS)
+    for point in (summary, records):
+        assert point.telemetry.source is None and point.telemetry_samples == []
+        assert point.peer is not None
+        assert not any(name.startswith("gpu_telemetry.") for name in point.peer.figures)
+
+
+def test_a_malformed_aiperf_telemetry_file_is_named_and_refused_whole(tmp_path):
+    lines = TELEMETRY_READINGS.read_text().splitlines()
+    reading = json.loads(lines[2])
+    reading["telemetry_data"]["nvidia_power_usage"] = "high"
+    broken = tmp_path / "gpu_telemetry_export.jsonl"
+    broken.write_text("\n".join([*lines[:2], json.dumps(reading), *lines[3:]]) + "\n")
+    with pytest.raises(ImportFileError, match=r"gpu_telemetry_export\.jsonl:3: .*nvidia_power_usage"):
+        load_result_file(TELEMETRY_RECORDS, aiperf_telemetry=broken)
+    broken.write_text("\n".join([*lines[:4], lines[4][:50]]) + "\n")
+    with pytest.raises(ImportFileError, match=r"gpu_telemetry_export\.jsonl:5: not valid JSON"):
+        load_result_file(TELEMETRY_RECORDS, aiperf_telemetry=broken)
+    # The records themselves are untouched: they still import whole without the telemetry file.
+    [point] = load_result_file(TELEMETRY_RECORDS)
+    assert point.metrics.completed == json.loads(TELEMETRY_SUMMARY.read_text())[
+        "completed_request_count"
+    ]["avg"]
+
+
+def test_aiperf_telemetry_goes_only_with_the_per_request_file():
+    with pytest.raises(ImportFileError, match="only with AIPerf's per-request file"):
+        load_result_file(TELEMETRY_SUMMARY, aiperf_telemetry=TELEMETRY_READINGS)
+

@@ -1,6 +1,7 @@
 """The real AIPerf, GuideLLM and inference-perf run against the CPU engine; their files imported
 give back the tool's own summary under the tool's names, and vLLM's figures equal the tool's
-where the two tools define a figure alike (AIPerf's TTFT percentiles, GuideLLM's mean TTFT)."""
+where the two tools define a figure alike (AIPerf's TTFT percentiles, GuideLLM's mean TTFT), and
+AIPerf's GPU telemetry from its scrape of a dcgm-exporter page."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from runner.importer.peers import flat_figures
 from runner.schema.engine_config import EngineConfig
 from tests.runner.conftest import TINY_SERVED_NAME
 from tests.runner.importer import peer_tools
+from tests.runner.importer.dcgm_page import DcgmExporter
 
 pytestmark = [
     pytest.mark.engine,
@@ -117,3 +119,37 @@ def test_inference_perf_stage_reports_import_a_point_per_stage(
         assert point.peer.figures["successes.throughput.output_tokens_per_sec"] == (
             successes["throughput"]["output_tokens_per_sec"]
         )
+
+
+def test_aiperf_gpu_telemetry_imports_from_its_dcgm_scrape(
+    engine: RunningEngine, tiny_model: Path, tmp_path: Path
+) -> None:
+    # No GPU here: AIPerf scrapes the hand-written dcgm-exporter page of dcgm_page.py.
+    with DcgmExporter() as page_url:
+        summary_file, records_file = peer_tools.run_aiperf(
+            engine.base_url, TINY_SERVED_NAME, tiny_model, tmp_path, gpu_telemetry=page_url
+        )
+    summary = json.loads(summary_file.read_text())
+    [from_summary] = load_result_file(summary_file)
+    [point] = load_result_file(
+        records_file, aiperf_telemetry=peer_tools.aiperf_telemetry_file(tmp_path)
+    )
+
+    [endpoint] = summary["telemetry_data"]["endpoints"].values()
+    assert from_summary.peer is not None and from_summary.telemetry.source == "aiperf-dcgm"
+    for gpu_key, gpu in endpoint["gpus"].items():
+        power = gpu["metrics"]["nvidia_power_usage"]
+        assert from_summary.peer.figures[f"gpu_telemetry.{gpu_key}.nvidia_power_usage.max"] == (
+            power["max"]
+        )
+    assert point.telemetry.source == "aiperf-dcgm"
+    assert {g.gpu for g in point.telemetry.gpus} == {0, 1}
+    for gpu in point.telemetry.gpus:
+        aiperf = endpoint["gpus"][f"gpu_{gpu.gpu}"]["metrics"]
+        assert gpu.samples > 0 and gpu.energy_j is not None and gpu.energy_j > 0
+        assert gpu.mean_memory_used_mib == pytest.approx(
+            aiperf["nvidia_memory_used"]["avg"] / 1.048576e-3
+        )
+        assert gpu.peak_power_w is not None
+        assert gpu.peak_power_w <= aiperf["nvidia_power_usage"]["max"]
+    assert point.telemetry.joules_per_output_token is not None
