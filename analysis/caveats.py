@@ -25,6 +25,14 @@ QUALITY_CAVEAT = "quality-cpu-engine"
 AutomaticCaveat = tuple[str, str, str]
 
 
+# Said of a point whose GPU telemetry came with an AIPerf import.
+AIPERF_TELEMETRY = (
+    " Its GPU figures come from AIPerf's scrape of a dcgm-exporter, not Headroom's own "
+    "sampling: they are the GPUs that exporter reported, which the file does not tie to the "
+    "engine that served."
+)
+
+
 def automatic_caveats(result: PointResult) -> list[AutomaticCaveat]:
     """(code, kind, text) for what limits this point's meaning; shown next to its numbers."""
     caveats: list[AutomaticCaveat] = []
@@ -116,7 +124,8 @@ def automatic_caveats(result: PointResult) -> list[AutomaticCaveat]:
                 SCOPE,
                 f"Imported from {client}: no engine queue samples, provenance only as far as "
                 f"the file records it; vLLM-named figures are Headroom's, from {client}'s "
-                f"per-request records, and {client}'s own figures keep its names.",
+                f"per-request records, and {client}'s own figures keep its names."
+                + (AIPERF_TELEMETRY if result.telemetry.source == "aiperf-dcgm" else ""),
             )
         )
     return caveats

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from analysis.caveats import automatic_caveats
 from runner.importer.files import load_result_file
 from runner.importer.vllm_document import ImportFileError
 from runner.schema.result import Metrics
@@ -246,3 +247,10 @@ def test_aiperf_telemetry_goes_only_with_the_per_request_file():
     with pytest.raises(ImportFileError, match="only with AIPerf's per-request file"):
         load_result_file(TELEMETRY_SUMMARY, aiperf_telemetry=TELEMETRY_READINGS)
 
+
+def test_the_caveat_says_the_gpu_figures_are_aiperfs_dcgm_scrape():
+    [with_telemetry] = load_result_file(TELEMETRY_RECORDS, aiperf_telemetry=TELEMETRY_READINGS)
+    [without] = load_result_file(AIPERF_RECORDS)
+    said = {code: text for code, _, text in automatic_caveats(with_telemetry)}
+    assert "AIPerf's scrape of a dcgm-exporter" in said["peer-import"]
+    assert "dcgm-exporter" not in dict((c, t) for c, _, t in automatic_caveats(without))["peer-import"]
