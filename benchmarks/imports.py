@@ -186,13 +186,17 @@ def import_file(
     stated: StatedFacts | None = None,
     on_point: Callable[[int], None] | None = None,
     document_limit: bool = True,
+    aiperf_telemetry: Path | None = None,
+    telemetry_file: str = "",
 ) -> Benchmark:
     """Store a result file as one imported run, reading it a point at a time.
 
     source_file is the file's name as its owner gave it (default: the path's); ImportFileError
     if the file is bad anywhere, with nothing stored. document_limit: refuse a vllm bench JSON
-    document over HEADROOM_MAX_IMPORT_DOCUMENT_BYTES (an upload's limit; False: an operator's
-    own file on the command line).
+    document (or AIPerf telemetry file) over HEADROOM_MAX_IMPORT_DOCUMENT_BYTES (an upload's
+    limit; False: an operator's own file on the command line). aiperf_telemetry: the
+    gpu_telemetry_export.jsonl that goes with an AIPerf profile_export.jsonl, named
+    telemetry_file as its owner gave it.
     """
     source_file = source_file or path.name
     # Each point's records are encoded batch by batch as they are read: at 100,000 requests x
@@ -200,6 +204,7 @@ def import_file(
     points = iter_result_file_into(
         path, RequestEncoder, name=source_file,
         max_document_bytes=settings.HEADROOM_MAX_IMPORT_DOCUMENT_BYTES if document_limit else None,
+        aiperf_telemetry=aiperf_telemetry, telemetry_name=telemetry_file,
     )
     return import_points(
         points, name=name or source_file, source_file=source_file, user=user, stated=stated,
@@ -367,6 +372,7 @@ def run_result_import(import_id: int) -> str | None:
         return _import_row(row)
     finally:
         row.stored_path.unlink(missing_ok=True)
+        row.stored_telemetry_path.unlink(missing_ok=True)
 
 
 def _claim_import(import_id: int) -> bool:
@@ -391,10 +397,12 @@ def _import_row(row: ResultImport) -> str:
                 user=row.created_by,
                 stated=StatedFacts(**row.stated),
                 on_point=progress.report,
+                aiperf_telemetry=row.stored_telemetry_path if row.telemetry_file_name else None,
+                telemetry_file=row.telemetry_file_name,
             )
             # With the run, in its transaction: the record and the import are kept together.
             AuditEvent.objects.record(row.created_by, AuditEvent.Action.IMPORTED, benchmark,
-                                      detail=f"from {row.file_name}")  # fmt: skip
+                                      detail=f"from {row.imported_files}")  # fmt: skip
             _finish_import(row.pk, ImportState.SUCCEEDED, progress.count, benchmark=benchmark)
         return ImportState.SUCCEEDED
     except CpuTimeExceeded:

@@ -24,6 +24,12 @@ class ImportForm(forms.Form):
         help_text="Headroom result lines (JSONL), a run's JSON download, a vllm bench serve "
         "result, or an AIPerf, GuideLLM or inference-perf result file"
     )
+    aiperf_telemetry = forms.FileField(
+        label="AIPerf GPU telemetry",
+        required=False,
+        help_text="with AIPerf's profile_export.jsonl only: the gpu_telemetry_export.jsonl of "
+        "the same run (--gpu-telemetry), read as the GPUs' power, memory and energy over it",
+    )
     name = forms.CharField(max_length=200, required=False)
 
     gpu_name = forms.CharField(
@@ -73,7 +79,8 @@ class ImportForm(forms.Form):
         # static/js/import.js refuses a larger file before sending it.
         file.widget.attrs["data-max-bytes"] = str(settings.HEADROOM_MAX_UPLOAD_BYTES)
         file.help_text = (
-            f"{file.help_text}, at most {filesizeformat(settings.HEADROOM_MAX_UPLOAD_BYTES)}"
+            f"{file.help_text}, at most {filesizeformat(settings.HEADROOM_MAX_UPLOAD_BYTES)} "
+            "with its telemetry file"
         )
 
     def stated_fields(self) -> list[forms.BoundField]:

@@ -73,13 +73,18 @@ class ReceivedFile(UploadedFile):
 
 
 class ResultFileUploadHandler(FileUploadHandler):
-    """The import page's only upload handler; `refusal` says why a file was not taken."""
+    """The import page's only upload handler; `refusal` says why a file was not taken.
+
+    The limit holds for the files of one body together (a result file and its AIPerf
+    telemetry file): each is counted from where the ones before it ended.
+    """
 
     def __init__(self, request: Any = None, limit: int | None = None) -> None:
         super().__init__(request)
         self.limit = settings.HEADROOM_MAX_UPLOAD_BYTES if limit is None else limit
         self.refusal = ""
         self.body_too_large = False
+        self.received_before = 0  # bytes of the files already complete in this body
 
     def handle_raw_input(  # type: ignore[override]  # django-stubs says str; Django passes bytes
         self,
@@ -97,13 +102,13 @@ class ResultFileUploadHandler(FileUploadHandler):
                  content_type_extra: Any = None) -> None:  # fmt: skip
         super().new_file(field_name, file_name, content_type, content_length, charset,
                          content_type_extra)  # fmt: skip
-        if self.body_too_large or (content_length or 0) > self.limit:
+        if self.body_too_large or self.received_before + (content_length or 0) > self.limit:
             self._refuse()
             raise StopUpload(connection_reset=True)  # the rest of the body is never read
         self.file = ReceivedFile(file_name, content_type, charset, content_type_extra)
 
     def receive_data_chunk(self, raw_data: bytes, start: int) -> None:
-        if start + len(raw_data) > self.limit:
+        if self.received_before + start + len(raw_data) > self.limit:
             self._refuse()
             raise SkipFile  # the parser closes (so deletes) the file and skips its remainder
         self.file.write(raw_data)
@@ -111,6 +116,7 @@ class ResultFileUploadHandler(FileUploadHandler):
     def file_complete(self, file_size: int) -> ReceivedFile:
         self.file.seek(0)
         self.file.size = file_size
+        self.received_before += file_size
         return self.file
 
     def upload_interrupted(self) -> None:
@@ -118,7 +124,8 @@ class ResultFileUploadHandler(FileUploadHandler):
             self.file.close()
 
     def _refuse(self) -> None:
+        what = "The files together are" if self.received_before else "This file is"
         self.refusal = (
-            f"This file is larger than the upload limit of {filesizeformat(self.limit)}: "
+            f"{what} larger than the upload limit of {filesizeformat(self.limit)}: "
             "nothing was stored."
         )

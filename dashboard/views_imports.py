@@ -68,21 +68,26 @@ def _queue_import(request: AuthenticatedHttpRequest, form: ImportForm) -> Result
     The web never parses the file: a worker does (benchmarks.imports.run_result_import).
     """
     upload = form.cleaned_data["file"]
-    with transaction.atomic():  # committed: a worker can always find the row and its file
+    telemetry = form.cleaned_data.get("aiperf_telemetry")
+    with transaction.atomic():  # committed: a worker can always find the row and its files
         result_import = ResultImport.objects.create(
             created_by=request.user,
             file_name=upload.name[:255],
-            size=upload.size,
+            telemetry_file_name=telemetry.name[:255] if telemetry else "",
+            size=upload.size + (telemetry.size if telemetry else 0),
             name=form.cleaned_data["name"],
             stated=form.cleaned_data["stated"].model_dump(exclude_none=True),
         )
         upload.keep(result_import.stored_path)
+        if telemetry:
+            telemetry.keep(result_import.stored_telemetry_path)
     try:
         tasks.enqueue_import(result_import)
     except BrokerError as exc:
-        # As for a launch: an import nobody will run is not left behind, nor is its file.
+        # As for a launch: an import nobody will run is not left behind, nor are its files.
         log.error("broker unreachable at import: %s", exc)
         result_import.stored_path.unlink(missing_ok=True)
+        result_import.stored_telemetry_path.unlink(missing_ok=True)
         result_import.delete()
         form.add_error(
             None,

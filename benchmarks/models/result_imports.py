@@ -43,7 +43,9 @@ class ResultImport(models.Model):
     )
     # As the browser named it: shown and written into the run, never used as a path.
     file_name = models.CharField(max_length=255)
-    size = models.PositiveBigIntegerField(help_text="bytes received")
+    # AIPerf's gpu_telemetry_export.jsonl, sent with its profile_export.jsonl; blank: none.
+    telemetry_file_name = models.CharField(max_length=255, blank=True)
+    size = models.PositiveBigIntegerField(help_text="bytes received, both files together")
     name = models.CharField(max_length=200, blank=True, help_text="the run's name, if given")
     stated = models.JSONField(
         default=dict, blank=True, help_text="benchmarks.imports.StatedFacts given at upload"
@@ -87,3 +89,15 @@ class ResultImport(models.Model):
     def stored_path(self) -> Path:
         """Where the received file waits for its worker: a generated name, never the user's."""
         return Path(settings.HEADROOM_IMPORT_DIR) / f"{self.code}.upload"
+
+    @property
+    def stored_telemetry_path(self) -> Path:
+        """Where the AIPerf telemetry file sent with it waits, if one was."""
+        return Path(settings.HEADROOM_IMPORT_DIR) / f"{self.code}.telemetry"
+
+    @property
+    def imported_files(self) -> str:
+        """The file's name, and its telemetry file's: as the import's messages name them."""
+        if self.telemetry_file_name:
+            return f"{self.file_name} with {self.telemetry_file_name}"
+        return self.file_name

@@ -48,13 +48,14 @@ def load_result_file(
     name: str = "",
     max_document_bytes: int | None = None,
     aiperf_telemetry: Path | None = None,
+    telemetry_name: str = "",
 ) -> list[PointResult]:
     """Every point in a Headroom results file (JSONL), a run's download or a vllm bench file;
     ImportFileError else."""
     return list(
         iter_result_file(
             path, name=name, max_document_bytes=max_document_bytes,
-            aiperf_telemetry=aiperf_telemetry,
+            aiperf_telemetry=aiperf_telemetry, telemetry_name=telemetry_name,
         )
     )  # fmt: skip
 
@@ -65,6 +66,7 @@ def iter_result_file(
     name: str = "",
     max_document_bytes: int | None = None,
     aiperf_telemetry: Path | None = None,
+    telemetry_name: str = "",
 ) -> Iterator[PointResult]:
     """The points of a result file, one at a time; messages call the file `name` (its own name
     by default: an uploaded file is stored under a generated one).
@@ -77,11 +79,12 @@ def iter_result_file(
     stores points stores them in one transaction (benchmarks.imports), so nothing is half-kept.
 
     aiperf_telemetry: the gpu_telemetry_export.jsonl of the AIPerf run whose profile_export.jsonl
-    `path` is (runner.importer.aiperf_telemetry); refused with any other file.
+    `path` is (runner.importer.aiperf_telemetry); refused with any other file. It is read
+    whole, so max_document_bytes applies to it too; messages call it telemetry_name.
     """
     points = iter_result_file_into(
         path, RecordList, name=name, max_document_bytes=max_document_bytes,
-        aiperf_telemetry=aiperf_telemetry,
+        aiperf_telemetry=aiperf_telemetry, telemetry_name=telemetry_name,
     )  # fmt: skip
     for point, batches in points:
         if batches is not None:
@@ -96,6 +99,7 @@ def iter_result_file_into(
     name: str = "",
     max_document_bytes: int | None = None,
     aiperf_telemetry: Path | None = None,
+    telemetry_name: str = "",
 ) -> Iterator[tuple[PointResult, SinkT | None]]:
     """iter_result_file, a Headroom file's batched records going to sinks a batch at a time as
     runner.results.iter_points_into gives them (each point with its sink, or None); a run
@@ -108,26 +112,28 @@ def iter_result_file_into(
     head = _head(path)
     telemetry = None
     if aiperf_telemetry is not None:
-        telemetry_name = aiperf_telemetry.name
+        telemetry_name = telemetry_name or aiperf_telemetry.name
+        if not aiperf_telemetry.is_file():
+            raise ImportFileError(f"{telemetry_name}: no such file")
+        _check_document_size(aiperf_telemetry, telemetry_name, max_document_bytes,
+                             "AIPerf's GPU telemetry file")  # fmt: skip
         telemetry = (aiperf_telemetry_file.read_readings(aiperf_telemetry, telemetry_name),
                      telemetry_name)  # fmt: skip
+    headroom = head.lstrip().startswith((HEADROOM_LINE_START, BATCH_LINE_START))
+    if headroom or is_download(head):
+        _refuse_telemetry(name, telemetry)
     try:
-        if telemetry is None and head.lstrip().startswith((HEADROOM_LINE_START, BATCH_LINE_START)):
+        if headroom:
             # A last line cut short (a run killed mid-write) is skipped, as --resume skips it.
             yield from iter_points_into(path, [], new_sink, label=name)
             return
-        if telemetry is None and is_download(head):
+        if is_download(head):
             # Streamed, so like the JSONL only the upload limit applies, not the document one.
             yield from iter_download_into(path, new_sink, label=name, max_depth=MAX_JSON_DEPTH)
             return
     except ResultFileError as exc:
         raise ImportFileError(str(exc)) from None
-    size = path.stat().st_size
-    if max_document_bytes is not None and size > max_document_bytes:
-        raise ImportFileError(
-            f"{name}: a vllm bench file is read whole, and this one ({_megabytes(size)}) is "
-            f"over the {_megabytes(max_document_bytes)} limit for that"
-        )
+    _check_document_size(path, name, max_document_bytes, "a vllm bench file")
     for point in _document_points(_read_text(path, name), name, telemetry):
         yield point, None
 
@@ -136,6 +142,16 @@ def _head(path: Path) -> bytes:
     """The file's first bytes: enough to tell Headroom's JSONL and a run's download."""
     with path.open("rb") as handle:
         return handle.read(HEADROOM_HEAD_BYTES)
+
+
+def _check_document_size(path: Path, name: str, limit: int | None, what: str) -> None:
+    """A file read whole must fit the limit for that, or it is refused unread."""
+    size = path.stat().st_size
+    if limit is not None and size > limit:
+        raise ImportFileError(
+            f"{name}: {what} is read whole, and this one ({_megabytes(size)}) is over the "
+            f"{_megabytes(limit)} limit for that"
+        )
 
 
 def _megabytes(size: int) -> str:
@@ -170,16 +186,13 @@ def _document_points(
                 documents = [first] + [_line_document(name, n, line) for n, line in lines[1:]]
                 yield aiperf.from_records(documents, source_name=name, telemetry=telemetry)
                 return
+            _refuse_telemetry(name, telemetry)
             yield from _points_of(first, f"{name}:{lines[0][0]}")
             del first
             for number, line in lines[1:]:
                 yield from _points_of(_line_document(name, number, line), f"{name}:{number}")
             return
-    if telemetry is not None:
-        raise ImportFileError(
-            f"{name}: AIPerf's GPU telemetry file {telemetry[1]} is read only with AIPerf's "
-            "per-request file, profile_export.jsonl"
-        )
+    _refuse_telemetry(name, telemetry)
     del lines
     try:
         document = _loads(text)
@@ -190,6 +203,15 @@ def _document_points(
         ) from None
     del text
     yield from _points_of(document, name)
+
+
+def _refuse_telemetry(name: str, telemetry: tuple[object, str] | None) -> None:
+    """Readings given with any file but AIPerf's per-request one would be silently dropped."""
+    if telemetry is not None:
+        raise ImportFileError(
+            f"{name}: AIPerf's GPU telemetry file {telemetry[1]} is read only with AIPerf's "
+            "per-request file, profile_export.jsonl"
+        )
 
 
 def _points_of(document: Any, source: str) -> Iterator[PointResult]:

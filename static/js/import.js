@@ -15,16 +15,22 @@ function guardUploadSize() {
   if (!input) return;
   var limit = Number(input.dataset.maxBytes);
   input.form.addEventListener("submit", function (event) {
-    var file = input.files[0];
+    // The limit is for the body's files together: the result file and its telemetry file.
+    var total = 0, count = 0;
+    input.form.querySelectorAll("input[type=file]").forEach(function (each) {
+      if (each.files[0]) { total += each.files[0].size; count += 1; }
+    });
     var old = document.getElementById("upload-too-large");
     if (old) old.remove();
-    if (!file || file.size <= limit) return;
+    if (total <= limit) return;
     event.preventDefault();
     var message = document.createElement("p");
     message.className = "error";
     message.id = "upload-too-large";
-    message.textContent = "This file (" + megabytes(file.size) + ") is larger than the upload limit of " +
-      megabytes(limit) + ": nothing was sent.";
+    var what = count > 1 ? "These files together (" + megabytes(total) + ") are" :
+      "This file (" + megabytes(total) + ") is";
+    message.textContent = what + " larger than the upload limit of " + megabytes(limit) +
+      ": nothing was sent.";
     input.insertAdjacentElement("afterend", message);
   });
 }

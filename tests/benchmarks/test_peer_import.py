@@ -4,13 +4,24 @@ page then says: the tool's figures under its names, vLLM's only where Headroom c
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 
 from benchmarks.models import Benchmark
-from tests.runner.importer.test_peer_files import AIPERF_RECORDS, GUIDELLM, STAGE_0
+from benchmarks.points import point_to_result
+from runner.importer.files import load_result_file
+from tests.benchmarks.test_import import status_page
+from tests.runner.importer.test_peer_files import (
+    AIPERF_RECORDS,
+    GUIDELLM,
+    STAGE_0,
+    TELEMETRY,
+    TELEMETRY_READINGS,
+    TELEMETRY_RECORDS,
+)
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("run_imports_inline")]
 
@@ -56,3 +67,79 @@ def test_the_command_imports_aiperf_records_with_their_requests(tmp_path, capsys
     assert point.data.request_count == len(AIPERF_RECORDS.read_text().splitlines())
     assert point.p99_ttft_ms is not None
     assert "/runs/" in capsys.readouterr().out
+
+
+# AIPerf's GPU telemetry file, sent with the per-request records of the same run.
+
+
+def test_aiperf_records_upload_with_their_telemetry_file_as_headroom_telemetry(
+    owner_client, run_imports_inline
+):
+    records = SimpleUploadedFile(TELEMETRY_RECORDS.name, TELEMETRY_RECORDS.read_bytes())
+    readings = SimpleUploadedFile(TELEMETRY_READINGS.name, TELEMETRY_READINGS.read_bytes())
+    response = owner_client.post("/runs/import/", {"file": records, "aiperf_telemetry": readings})
+    result_import, status = status_page(owner_client, response)
+    assert result_import.state == "succeeded", result_import.error_message
+    assert result_import.telemetry_file_name == "gpu_telemetry_export.jsonl"
+    assert result_import.size == (TELEMETRY_RECORDS.stat().st_size
+                                  + TELEMETRY_READINGS.stat().st_size)
+    assert "Import of profile_export.jsonl with gpu_telemetry_export.jsonl" in status
+    assert list(run_imports_inline.iterdir()) == []  # both stored files are gone
+
+    # The same point the runner's loader makes from the two files.
+    [expected] = load_result_file(TELEMETRY_RECORDS, aiperf_telemetry=TELEMETRY_READINGS)
+    point = result_import.benchmark.points.get()
+    stored = point_to_result(point)
+    assert stored.telemetry == expected.telemetry and stored.telemetry.source == "aiperf-dcgm"
+    assert stored.telemetry_samples == expected.telemetry_samples
+    assert len(stored.telemetry_samples) == len(TELEMETRY_READINGS.read_text().splitlines())
+    assert "dcgm-exporter" in point.caveats.get(code="peer-import").text
+    page = owner_client.get(f"/runs/{result_import.benchmark.code}/").content.decode()
+    assert "J/output token" in page
+
+
+def test_a_telemetry_file_with_any_other_file_is_refused_by_name(owner_client):
+    report = SimpleUploadedFile(GUIDELLM.name, GUIDELLM.read_bytes())
+    readings = SimpleUploadedFile(TELEMETRY_READINGS.name, TELEMETRY_READINGS.read_bytes())
+    response = owner_client.post("/runs/import/", {"file": report, "aiperf_telemetry": readings})
+    result_import, status = status_page(owner_client, response)
+    assert result_import.state == "failed"
+    assert (f"Cannot import {GUIDELLM.name}: AIPerf&#x27;s GPU telemetry file "
+            "gpu_telemetry_export.jsonl is read only with AIPerf&#x27;s per-request file") in status
+    assert not Benchmark.objects.exists()
+
+
+def test_a_broken_telemetry_file_fails_the_import_naming_its_line(owner_client, tmp_path):
+    lines = TELEMETRY_READINGS.read_text().splitlines()
+    broken = "\n".join([*lines[:2], "{not json", *lines[3:]]).encode()
+    records = SimpleUploadedFile(TELEMETRY_RECORDS.name, TELEMETRY_RECORDS.read_bytes())
+    readings = SimpleUploadedFile("gpu.jsonl", broken)
+    response = owner_client.post("/runs/import/", {"file": records, "aiperf_telemetry": readings})
+    result_import, status = status_page(owner_client, response)
+    assert result_import.state == "failed"
+    assert "gpu.jsonl:3: not valid JSON" in status
+    assert not Benchmark.objects.exists()
+
+
+def test_the_command_takes_aiperf_telemetry_with_one_records_file(capsys):
+    call_command("import_results", str(TELEMETRY_RECORDS),
+                 "--aiperf-telemetry", str(TELEMETRY_READINGS))  # fmt: skip
+    stored = point_to_result(Benchmark.objects.get().points.get())
+    assert stored.telemetry.source == "aiperf-dcgm"
+    assert len(stored.telemetry_samples) == len(TELEMETRY_READINGS.read_text().splitlines())
+
+
+@pytest.mark.parametrize(
+    ("files", "telemetry", "message"),
+    [
+        ([TELEMETRY_RECORDS, AIPERF_RECORDS], TELEMETRY_READINGS,
+         "--aiperf-telemetry goes with one file, the profile_export.jsonl of the same AIPerf "
+         "run; 2 were given"),
+        ([TELEMETRY_RECORDS], TELEMETRY.parent / "missing.jsonl", "missing.jsonl: no such file"),
+        ([STAGE_0], TELEMETRY_READINGS, "is read only with AIPerf's per-request file"),
+    ],
+)
+def test_the_command_refuses_telemetry_it_cannot_use(files, telemetry, message):
+    with pytest.raises(CommandError, match=re.escape(message)):
+        call_command("import_results", *map(str, files), "--aiperf-telemetry", str(telemetry))
+    assert not Benchmark.objects.exists()

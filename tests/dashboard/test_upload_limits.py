@@ -113,6 +113,26 @@ def test_a_file_of_exactly_the_limit_is_taken(owner_client, small_limit):
     assert ResultImport.objects.get().size == LIMIT
 
 
+def test_the_limit_holds_for_a_file_and_its_telemetry_file_together(
+    owner_client, small_limit, settings
+):
+    half = LIMIT // 2
+    files = {"file": SimpleUploadedFile("profile_export.jsonl", b"x" * half),
+             "aiperf_telemetry": SimpleUploadedFile("gpu.jsonl", b"y" * (LIMIT - half + 1))}
+    response = owner_client.post("/runs/import/", files)
+    assert response.status_code == 400
+    assert response.context["form"].errors["file"] == [
+        "The files together are larger than the upload limit of 97.7\xa0KB: nothing was stored."
+    ]
+    assert not ResultImport.objects.exists()
+    assert stored_files(settings.HEADROOM_IMPORT_DIR) == []
+    # One byte less, and both are taken: the limit is the sum, exactly.
+    files = {"file": SimpleUploadedFile("profile_export.jsonl", b"x" * half),
+             "aiperf_telemetry": SimpleUploadedFile("gpu.jsonl", b"y" * (LIMIT - half))}
+    assert owner_client.post("/runs/import/", files).status_code == 302
+    assert ResultImport.objects.get().size == LIMIT
+
+
 def test_the_page_tells_its_script_the_limit(owner_client, small_limit):
     page = owner_client.get("/runs/import/").content.decode()
     assert f'data-max-bytes="{LIMIT}"' in page
@@ -165,6 +185,17 @@ def test_a_vllm_bench_file_over_the_document_cap_is_refused_unread(owner_client,
     assert result_import.error_message == (
         "Cannot import big.json: a vllm bench file is read whole, and this one (1.5 MB) is over "
         "the 1.0 MB limit for that"
+    )
+
+
+def test_a_telemetry_file_over_the_document_cap_is_refused_unread(owner_client, settings):
+    settings.HEADROOM_MAX_IMPORT_DOCUMENT_BYTES = 2**20
+    files = {"file": SimpleUploadedFile("profile_export.jsonl", b"{}"),
+             "aiperf_telemetry": SimpleUploadedFile("gpu.jsonl", b"x" * (2**19 * 3))}
+    result_import, _ = status_page(owner_client, owner_client.post("/runs/import/", files))
+    assert result_import.error_message == (
+        "Cannot import profile_export.jsonl: gpu.jsonl: AIPerf's GPU telemetry file is read "
+        "whole, and this one (1.5 MB) is over the 1.0 MB limit for that"
     )
 
 

@@ -33,17 +33,29 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("files", nargs="+", type=Path)
         parser.add_argument("--name", default="", help="run name (default: the file name)")
+        parser.add_argument(
+            "--aiperf-telemetry", type=Path, metavar="FILE",
+            help="AIPerf's gpu_telemetry_export.jsonl, with its profile_export.jsonl as FILE",
+        )  # fmt: skip
         stated = parser.add_argument_group(
             "stated facts", "what the files do not record; never replaces what they do"
         )
         for name, (flag, help_text) in STATED_FLAGS.items():
             stated.add_argument(flag, dest=f"stated_{name}", help=help_text)
 
-    def handle(self, *args: object, files: list[Path], name: str, **options: object) -> None:
+    def handle(
+        self, *args: object, files: list[Path], name: str, aiperf_telemetry: Path | None,
+        **options: object,
+    ) -> None:  # fmt: skip
         stated = _stated_facts(options)
-        for path in files:
+        for path in [*files, *([aiperf_telemetry] if aiperf_telemetry else [])]:
             if not path.is_file():
                 raise CommandError(f"{path}: no such file")
+        if aiperf_telemetry is not None and len(files) != 1:
+            raise CommandError(
+                "--aiperf-telemetry goes with one file, the profile_export.jsonl of the same "
+                f"AIPerf run; {len(files)} were given"
+            )
         # One transaction for every file, so one bad file leaves the database untouched; each
         # file is read a point at a time as it is stored (import_file), never held whole.
         imported: list[tuple[Path, Benchmark]] = []
@@ -51,7 +63,8 @@ class Command(BaseCommand):
             for path in files:
                 try:
                     benchmark = import_file(path, name=name or path.name, stated=stated,
-                                            document_limit=False)
+                                            document_limit=False,
+                                            aiperf_telemetry=aiperf_telemetry)
                 except ImportFileError as exc:
                     raise CommandError(f"{path}: {exc}") from None
                 # No account: the event's actor is the command line.
