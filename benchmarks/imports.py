@@ -233,6 +233,7 @@ def _workload_for(point: PointResult) -> Workload:
         trace_span_s=spec.trace_span_s,
         trace_longer=spec.trace_longer,
         conversation_turns_max=spec.conversation_turns_max,
+        lora_split=[share.model_dump(mode="json") for share in spec.lora_split],
     )
     return workload
 

@@ -11,7 +11,14 @@ from benchmarks.models import Benchmark, Checkpoint, Endpoint, Node, Runtime, Wo
 from runner.schema.engine_config import Checkpoint as CheckpointSpec
 from runner.schema.engine_config import EngineConfig, EngineLaunch, LaunchStyle
 from runner.schema.plan import Endpoint as EndpointKind
-from runner.schema.plan import LoadSpec, SweepPlan, TraceLonger, WorkloadKind, WorkloadSpec
+from runner.schema.plan import (
+    LoadSpec,
+    LoraShare,
+    SweepPlan,
+    TraceLonger,
+    WorkloadKind,
+    WorkloadSpec,
+)
 from runner.schema.search import SearchSpec
 
 
@@ -36,7 +43,12 @@ def workload_spec(workload: Workload) -> WorkloadSpec:
         trace_span_s=workload.trace_span_s,
         trace_longer=cast(TraceLonger, workload.trace_longer),
         conversation_turns_max=workload.conversation_turns_max,
+        lora_split=lora_shares(workload),
     )
+
+
+def lora_shares(workload: Workload) -> list[LoraShare]:
+    return [LoraShare.model_validate(share) for share in workload.lora_split]
 
 
 def load_specs(workload: Workload, levels: list[float]) -> list[LoadSpec]:

@@ -38,7 +38,7 @@ from runner import grid
 from runner.measure import quality
 from runner.schema.engine_config import EngineConfig
 from runner.schema.flags import parse_goodput
-from runner.schema.plan import QualitySpec, SweepPlan
+from runner.schema.plan import QualitySpec, SweepPlan, parse_lora_split, unserved_adapters
 from runner.workloads.prompts import DatasetError, dataset_file, dataset_names
 
 
@@ -124,6 +124,13 @@ class LaunchForm(SearchFields):
         "larger)",
     )
 
+    lora_split = forms.CharField(
+        label="LoRA traffic split", required=False,
+        help_text="spread the requests over LoRA adapters by weight, NAME:WEIGHT each, e.g. "
+        "sql-lora:3 chat-lora:1; every engine config must serve them (--enable-lora "
+        "--lora-modules NAME=PATH in the extra engine flags)",
+    )  # fmt: skip
+
     # Every EngineConfig field gets its axis field in __init__ (ENGINE_SETTINGS); these two
     # complete the grid, or replace it with an explicit list.
     extra_args = forms.CharField(
@@ -198,6 +205,13 @@ class LaunchForm(SearchFields):
             return parse_goodput(self.cleaned_data["goodput"].split())
         except ValueError as exc:
             raise ValidationError(f"{exc}.") from None
+
+    def clean_lora_split(self) -> list[dict[str, Any]]:
+        try:
+            shares = parse_lora_split(self.cleaned_data["lora_split"])
+        except ValueError as exc:
+            raise ValidationError(f"{exc}.") from None
+        return [share.model_dump(mode="json") for share in shares]
 
     def clean_dataset_path(self) -> str:
         """A name from the list, checked again: the file may have changed since it was listed."""
@@ -277,6 +291,7 @@ class LaunchForm(SearchFields):
         if configs is not None:
             self._check_gpus(data, configs)
             self._check_code_loading(data, configs)
+            self._check_lora_served(workload, configs)
         if levels is None or configs is None or self.errors:
             return data
         self._build_plan(data, workload, levels, configs)
@@ -388,6 +403,12 @@ class LaunchForm(SearchFields):
         if problem:
             self.add_error(field, f"{problem}.")
 
+    def _check_lora_served(self, workload: Workload, configs: list[EngineConfig]) -> None:
+        """The plan refuses it too; here the error goes on the split's field."""
+        problem = unserved_adapters(plans.lora_shares(workload), configs)
+        if problem:
+            self.add_error("lora_split", f"{problem[:1].upper()}{problem[1:]}.")
+
     def _check_gpus(self, data: dict[str, Any], configs: list[EngineConfig]) -> None:
         if "replicas" in self.errors:
             return
@@ -402,9 +423,13 @@ class LaunchForm(SearchFields):
         preset = data.get("workload_preset")
         if preset is None:
             return None
-        keep_outputs = bool(data.get("keep_outputs"))
+        # Both apply to a preset as much as to a custom workload.
+        switches = {"keep_outputs": bool(data.get("keep_outputs")),
+                    "lora_split": data.get("lora_split") or []}
+        if "lora_split" in self.errors:
+            return None
         if preset != "custom":
-            workload = Workload(name=preset, **WORKLOAD_PRESETS[preset], keep_outputs=keep_outputs)
+            workload = Workload(name=preset, **WORKLOAD_PRESETS[preset], **switches)
             return self._check_parity(workload)
         values: dict[str, Any] = {name: data.get(name) for name in WORKLOAD_FIELDS}
         values["conversation_turns_max"] = data.get("conversation_turns_max")
@@ -419,7 +444,7 @@ class LaunchForm(SearchFields):
             self.add_error(problem.about, problem.message)
         if self.errors:
             return None
-        return self._check_parity(Workload(name="custom", **values, keep_outputs=keep_outputs))
+        return self._check_parity(Workload(name="custom", **values, **switches))
 
     def _check_parity(self, workload: Workload) -> Workload | None:
         problem = launch_rules.parity_problem(workload)

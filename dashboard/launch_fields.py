@@ -53,11 +53,11 @@ WORKLOAD_PRESETS: dict[str, dict[str, Any]] = {
     },
 }
 WORKLOAD_FIELDS = tuple(WORKLOAD_PRESETS["case-study"])
-# What a launch stores on its Workload row: the preset's fields and the switches that apply to
-# any preset.
 # The file workloads' own options, each blank (or its default) for every other source.
 FILE_WORKLOAD_FIELDS = ("trace_span_s", "trace_longer", "conversation_turns_max")
-WORKLOAD_ROW_FIELDS = (*WORKLOAD_FIELDS, "keep_outputs", *FILE_WORKLOAD_FIELDS)
+# What a launch stores on its Workload row: the preset's fields, the switches that apply to any
+# preset, and the file workloads' options.
+WORKLOAD_ROW_FIELDS = (*WORKLOAD_FIELDS, "keep_outputs", "lora_split", *FILE_WORKLOAD_FIELDS)
 # Every engine setting is a grid axis on the form: one value is shared by every config, several
 # make one config per combination (runner.grid).
 ENGINE_SETTINGS = EngineConfig.settings()

@@ -39,7 +39,7 @@ from runner.engine.endpoint import normalize_base_url
 from runner.plan_text import read_plan_data
 from runner.schema.base import Schema
 from runner.schema.engine_config import EngineConfig, EngineLaunch, EngineSetting
-from runner.schema.plan import QualitySpec, SweepPlan, default_sample_interval
+from runner.schema.plan import QualitySpec, SweepPlan, default_sample_interval, lora_split_text
 from runner.schema.search import SearchSpec
 from runner.workloads.prompts import dataset_names
 
@@ -167,6 +167,7 @@ def _workload(plan: SweepPlan) -> Workload:
         trace_span_s=spec.trace_span_s,
         trace_longer=spec.trace_longer,
         conversation_turns_max=spec.conversation_turns_max,
+        lora_split=[share.model_dump(mode="json") for share in spec.lora_split],
     )
 
 
@@ -174,6 +175,7 @@ def _workload_fields(plan: SweepPlan, workload: Workload) -> PlanOnForm:
     values = {name: getattr(workload, name) for name in WORKLOAD_PRESETS["case-study"]}
     result = PlanOnForm(initial={"workload_preset": _preset_of(values), **values,
                                  "keep_outputs": workload.keep_outputs,
+                                 "lora_split": lora_split_text(plan.workload.lora_split),
                                  **{name: getattr(workload, name)
                                     for name in FILE_WORKLOAD_FIELDS}})
     dataset = workload.dataset_path

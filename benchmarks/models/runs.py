@@ -85,6 +85,9 @@ class Workload(models.Model):
         max_length=10, choices=TraceLonger.choices, default=TraceLonger.TRUNCATE,
         help_text="trace workload: what a load of fewer requests than the trace does",
     )  # fmt: skip
+    # The LoRA adapters the requests are spread over, as runner.schema.plan.LoraShare dumps
+    # ([{"name", "weight"}]); [] for none.
+    lora_split = models.JSONField(default=list, blank=True)
     conversation_turns_max = models.PositiveIntegerField(
         null=True, blank=True,
         help_text="conversation workload: replay at most this many user turns of each "

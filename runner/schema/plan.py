@@ -7,6 +7,7 @@ from typing import Any, Final, Literal
 
 from pydantic import (
     Field,
+    ValidationError,
     field_serializer,
     field_validator,
     model_validator,
@@ -54,6 +55,48 @@ class LoraShare(Schema):
         if not math.isfinite(weight):
             raise ValueError(f"a LoRA weight must be a finite number > 0, got {weight!r}")
         return weight
+
+
+def parse_lora_split(text: str) -> list[LoraShare]:
+    """'sql-lora:3 chat-lora:1' (NAME:WEIGHT, space-separated, as --goodput's KEY:VALUE) as
+    the split's shares; ValueError says which part is wrong. An adapter name has no ':'."""
+    shares = []
+    for part in text.split():
+        name, colon, weight = part.rpartition(":")
+        if not colon or not name:
+            raise ValueError(f"{part!r} is not NAME:WEIGHT, e.g. sql-lora:3")
+        try:
+            value = float(weight)
+        except ValueError:
+            raise ValueError(f"{part!r}: the weight {weight!r} is not a number") from None
+        try:
+            shares.append(LoraShare(name=name, weight=value))
+        except ValidationError as exc:
+            detail = exc.errors()[0]["msg"].removeprefix("Value error, ")
+            raise ValueError(f"{part!r}: {detail}") from None
+    names = [share.name for share in shares]
+    if len(set(names)) != len(names):
+        raise ValueError(f"an adapter is named twice: {' '.join(names)}")
+    return shares
+
+
+def lora_split_text(shares: list[LoraShare]) -> str:
+    """The split as parse_lora_split reads it back."""
+    return " ".join(f"{share.name}:{share.weight:g}" for share in shares)
+
+
+def unserved_adapters(shares: list[LoraShare], configs: list[EngineConfig]) -> str | None:
+    """Why an engine that Headroom starts would 404 part of the split: a config whose
+    --lora-modules lack one of its adapters; None when every config serves every one."""
+    wanted = [share.name for share in shares]
+    for config in configs:
+        served = {name for name, _ in lora_modules(config.extra_args)}
+        missing = [name for name in wanted if name not in served]
+        if missing:
+            return (f"the LoRA split names {', '.join(missing)}, which engine config "
+                    f"{config.label()} does not serve: add --enable-lora --lora-modules "
+                    "NAME=PATH for each")
+    return None
 
 
 class WorkloadSpec(Schema):
@@ -433,18 +476,11 @@ class SweepPlan(Schema):
     def _lora_split_is_served(self) -> SweepPlan:
         """An engine Headroom starts must serve every adapter of the split (--lora-modules);
         an attached server's adapters are its own and are not known here."""
-        wanted = [share.name for share in self.workload.lora_split]
-        if not wanted or self.launch.style == "attach":
+        if self.launch.style == "attach":
             return self
-        for config in self.engine_configs:
-            served = {name for name, _ in lora_modules(config.extra_args)}
-            missing = [name for name in wanted if name not in served]
-            if missing:
-                raise ValueError(
-                    f"the LoRA split names {', '.join(missing)}, which engine config "
-                    f"{config.label()} does not serve: add --enable-lora --lora-modules "
-                    "NAME=PATH for each"
-                )
+        problem = unserved_adapters(self.workload.lora_split, self.engine_configs)
+        if problem:
+            raise ValueError(problem)
         return self
 
     @model_validator(mode="after")

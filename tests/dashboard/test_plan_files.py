@@ -357,3 +357,77 @@ def test_a_quality_set_the_form_cannot_carry_is_named(engineer, tmp_path, settin
     assert response.context["form"].initial["quality_path"] == "evals.jsonl"
     assert "quality.max_tokens 8: not on the form; a launch uses the default 64" in \
         response.context["plan_left_out"]
+
+
+LORA_FLAGS = "--enable-lora --lora-modules sql-lora=acme/sql-lora chat-lora=acme/chat-lora"
+
+
+def test_a_lora_split_made_on_the_form_comes_back_onto_it_and_launches_the_same_plan(
+    engineer, launches, tmp_path
+):
+    form = {
+        "name": "adapters", "node": make_node("gpu-a", gpu_count=8).pk,
+        "checkpoint": make_checkpoint().pk, "runtime": make_runtime().pk,
+        "workload_preset": "case-study", "lora_split": "sql-lora:3 chat-lora:0.5",
+        "extra_args": LORA_FLAGS, "load_levels": "1000", "repeats": "1", "replicas": "1",
+        "confirm": "1",
+    }
+    assert engineer.post("/runs/new/", form).status_code == 302
+    first = Benchmark.objects.get()
+    assert first.plan["workload"]["lora_split"] == [
+        {"name": "sql-lora", "weight": 3.0}, {"name": "chat-lora", "weight": 0.5}]
+    assert first.workload.lora_split == first.plan["workload"]["lora_split"]
+
+    response = upload(engineer, download(engineer, first, tmp_path).read_bytes())
+    assert response.context["plan_left_out"] == []
+    assert response.context["form"].initial["lora_split"] == "sql-lora:3 chat-lora:0.5"
+    again = {**form_post(response.context["form"]), "confirm": "1"}
+    assert engineer.post("/runs/new/", again).status_code == 302
+    second = Benchmark.objects.exclude(pk=first.pk).get()
+    assert second.plan == first.plan
+    # Same workload, same row; a different split is a different workload.
+    assert second.workload == first.workload
+
+
+def test_a_hand_written_plan_with_a_lora_split_fills_the_form_with_nothing_left_out(engineer):
+    make_checkpoint(repo="nvidia/Qwen3-30B-A3B-FP4", precision="NVFP4")
+    configs = [{"max_num_seqs": 256, "extra_args": LORA_FLAGS.split()}]
+    plan = plan_dict(engine_configs=configs, workload={
+        "kind": "random", "input_tokens_min": 100, "input_tokens_max": 100,
+        "output_tokens": 64, "endpoint": "completions",
+        "lora_split": [{"name": "sql-lora", "weight": 1}, {"name": "chat-lora", "weight": 2}]})
+    response = upload(engineer, yaml.safe_dump(plan).encode())
+    assert response.status_code == 200
+    assert response.context["form"].initial["lora_split"] == "sql-lora:1 chat-lora:2"
+    assert not [part for part in response.context["plan_left_out"] if "lora" in part]
+
+
+@pytest.mark.parametrize(
+    ("split", "extra_args", "message"),
+    [
+        ("sql-lora", LORA_FLAGS, "'sql-lora' is not NAME:WEIGHT, e.g. sql-lora:3."),
+        ("sql-lora:0", LORA_FLAGS, "'sql-lora:0': Input should be greater than 0."),
+        ("sql-lora:lots", LORA_FLAGS, "'sql-lora:lots': the weight 'lots' is not a number."),
+        ("sql-lora:inf", LORA_FLAGS, "must be a finite number > 0"),
+        ("acme/sql:1", LORA_FLAGS, "LoRA adapter name 'acme/sql': use letters, digits"),
+        ("sql-lora:1 sql-lora:2", LORA_FLAGS, "an adapter is named twice: sql-lora sql-lora."),
+        ("sql-lora:1 math-lora:1", LORA_FLAGS,
+         "The LoRA split names math-lora, which engine config"),
+        ("sql-lora:1", "", "The LoRA split names sql-lora, which engine config"),
+    ],
+)
+def test_a_lora_split_the_engines_cannot_serve_is_an_error_on_its_field(
+    engineer, launches, split, extra_args, message
+):
+    form = {
+        "node": make_node("gpu-a", gpu_count=8).pk, "checkpoint": make_checkpoint().pk,
+        "runtime": make_runtime().pk, "workload_preset": "case-study", "lora_split": split,
+        "extra_args": extra_args, "load_levels": "1000", "repeats": "1", "replicas": "1",
+        "confirm": "1",
+    }
+    response = engineer.post("/runs/new/", form)
+    assert response.status_code == 400
+    errors = response.context["form"].errors
+    assert list(errors) == ["lora_split"], errors
+    assert message in errors["lora_split"][0]
+    assert launches == [] and not Benchmark.objects.exists()
