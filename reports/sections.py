@@ -14,7 +14,9 @@ from benchmarks.models import Point, PointData
 from judgement import charts
 from judgement.capacity import capacity_of as setting_capacity
 from judgement.figures import figures as point_figures
+from judgement.lora import adapter_rows
 from judgement.operating_point import operating_point_sentence, shown_operating_point
+from judgement.spec_decode import spec_decode
 from judgement.verdict_rows import cause, step_story
 from judgement.vocabulary import CapacityEstimate, Verdict
 from reports import facts
@@ -243,6 +245,12 @@ def methodology(content: ReportContent, build: Build) -> None:
         _method_row(_("Repeats"), headline, lambda p: _repeats_text(p, build)),
         _method_row(_("Prefix cache"), headline, lambda p: _prefix_cache_text(p, build)),
     ]
+    # Only where they apply: most engines run neither.
+    if any(spec_decode(p) is not None for _side, p in headline):
+        content.methodology.append(
+            _method_row(_("Speculative decoding"), headline, _spec_decode_text))
+    if any((p.workload or {}).get("lora_split") for _side, p in headline):
+        content.methodology.append(_method_row(_("LoRA adapters"), headline, _lora_text))
     content.metric_definitions = [
         (_("Output tokens/s"), _("as vllm bench serve computes it: completed output tokens "
                                  "divided by the benchmark window (its start to the last "
@@ -372,6 +380,38 @@ def _prefix_cache_text(point: Point, build: Build) -> str:
         return _("%(setting)s; the engine reported no prefix-cache lookups") % {"setting": words}
     return _("%(setting)s; %(share)s of prompt tokens were found in the cache") % {
         "setting": words, "share": percent(figs.prefix_cache_hit_rate * 100)}
+
+
+def _spec_decode_text(point: Point) -> str:
+    """vLLM's own acceptance figures over the point (judgement.spec_decode)."""
+    cell = spec_decode(point)
+    if cell is None:
+        return _("off")
+    if cell.acceptance_rate is None or cell.mean_acceptance_length is None:
+        return _("on; the engine proposed no draft during the point")
+    return _("acceptance rate %(rate)s, mean acceptance length %(length)s (accepted draft "
+             "tokens over drafted ones, and 1 + accepted per draft, from vLLM's counters over "
+             "the point)") % {"rate": percent(cell.acceptance_rate * 100),
+                              "length": num(cell.mean_acceptance_length, 2)}
+
+
+def _lora_text(point: Point) -> str:
+    """How the point's requests were spread over adapters, and each adapter's figures from
+    its stored requests (judgement.lora)."""
+    split = (point.workload or {}).get("lora_split") or []
+    if not split:
+        return _("none: every request went to the base model")
+    rows = adapter_rows(point)
+    if not rows:
+        names = ", ".join(share["name"] for share in split)
+        return _("requests spread over %(names)s; the point's requests are not stored, so "
+                 "there are no figures per adapter") % {"names": names}
+    return "; ".join(
+        _("%(name)s: %(completed)s of %(requests)s requests completed, %(tps)s output "
+          "tokens/s, median latency %(lat)s") % {
+            "name": row.name, "completed": num(row.completed), "requests": num(row.requests),
+            "tps": num(row.output_throughput), "lat": seconds(row.median_e2el_ms)}
+        for row in rows)
 
 
 def capacity_of(point: Point, build: Build) -> CapacityEstimate | None:

@@ -7,6 +7,7 @@ from benchmarks.models import Benchmark, Point
 from benchmarks.points import store_point
 from reports import publishing
 from reports.models import Item, Report, ReportCaveat
+from runner.schema.plan import LoraShare, WorkloadSpec
 from tests.reports.conftest import point, point_result
 
 ALL_ITEMS = list(Item.values)
@@ -51,3 +52,20 @@ def store_ladder(benchmark: Benchmark, seqs: int,
     return [store_point(benchmark, point_result(seqs, requests, throughput=tps,
                                                 median_e2el_ms=e2el))
             for requests, tps, e2el in levels]
+
+
+def drafting_lora_sides(benchmark: Benchmark) -> dict[str, Any]:
+    """A report's sides where only the after side ran speculative decoding (160 drafts, 320
+    draft tokens, 150 accepted) and spread its 4 requests over adapters alpha (3) and beta (1)."""
+    before = store_point(benchmark, point_result(8, 32, throughput=20000.0))
+    result = point_result(64, 32, throughput=40000.0, workload=WorkloadSpec(
+        input_tokens_min=63, input_tokens_max=66, output_tokens=256,
+        lora_split=[LoraShare(name="alpha", weight=3), LoraShare(name="beta", weight=1)]))
+    result.queue = result.queue.model_copy(update={
+        "spec_drafts": 160.0, "spec_draft_tokens": 320.0, "spec_accepted_tokens": 150.0})
+    result.requests = [r.model_copy(update={"adapter": name})
+                       for r, name in zip(result.requests, ["alpha", "alpha", "beta", "alpha"],
+                                          strict=True)]
+    after = store_point(benchmark, result)
+    return {"baseline_point": before, "candidate_point": after, "scaling_point": None,
+            "scaling_reference": None}

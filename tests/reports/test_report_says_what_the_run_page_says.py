@@ -14,13 +14,14 @@ from benchmarks.models import Benchmark, ExternalReference, Point
 from benchmarks.operating_points import save_operating_point
 from benchmarks.points import store_point
 from judgement.figures import figures, figures_by_key
+from judgement.lora import adapter_rows
 from judgement.operating_point import select
 from judgement.scaling import scaling_for
 from judgement.verdict_rows import step_story, verdict_rows
 from runner.schema.plan import WorkloadSpec
 from tests import rows as factories
 from tests.reports.conftest import make_sweep, point, point_result
-from tests.reports.helpers import make_report
+from tests.reports.helpers import drafting_lora_sides, make_report
 
 pytestmark = pytest.mark.django_db
 
@@ -291,3 +292,41 @@ def test_an_adaptive_runs_report_names_the_point_its_search_chose(owner, owner_c
     assert shown.method == "slo" and shown.key == chosen.key
     assert _text(body, "curve-selected").startswith("seqs=512 at burst 2000")
     assert shown.sentence == _text(body, "curve-sentence")
+
+
+def _methodology_row(body: str, label: str) -> list[str] | None:
+    found = re.search(rf"<dt>{label}</dt><dd>(.*?)</dd>", body, re.DOTALL)
+    if found is None:
+        return None
+    return [" ".join(html.unescape(re.sub(r"<[^>]+>", " ", line)).split())
+            for line in found.group(1).split("<br>")]
+
+
+def test_speculative_decoding_and_lora_are_in_the_methodology_only_where_they_ran(owner):
+    # The after side drafted (160 drafts, 320 draft tokens, 150 accepted: 46.9%, 1 + 150/160)
+    # and spread its 4 requests over two adapters, 3 to alpha and 1 to beta.
+    benchmark = _benchmark(owner)
+    report = make_report(benchmark, owner, **drafting_lora_sides(benchmark))
+    after = report.candidate_point
+    body = Client().get(f"/r/{report.issued_token}/").content.decode()
+    assert _methodology_row(body, "Speculative decoding") == [
+        "Before: off",
+        "After: acceptance rate 46.9%, mean acceptance length 1.94 (accepted draft tokens over "
+        "drafted ones, and 1 + accepted per draft, from vLLM's counters over the point)",
+    ]
+    # The run page's own per-adapter figures (judgement.lora), one adapter after the other.
+    alpha, beta = adapter_rows(after)
+    [lora_before, lora_after] = _methodology_row(body, "LoRA adapters")
+    assert lora_before == "Before: none: every request went to the base model"
+    assert lora_after == (
+        f"After: alpha: 3 of 3 requests completed, {alpha.output_throughput:,.0f} output "
+        f"tokens/s, median latency {alpha.median_e2el_ms / 1000:.1f} s; beta: 1 of 1 requests "
+        f"completed, {beta.output_throughput:,.0f} output tokens/s, median latency "
+        f"{beta.median_e2el_ms / 1000:.1f} s")
+
+
+def test_a_report_of_engines_without_either_has_neither_row(sweep, owner):
+    body = Client().get(f"/r/{make_report(sweep, owner).issued_token}/").content.decode()
+    assert _methodology_row(body, "Prefix cache") is not None
+    assert _methodology_row(body, "Speculative decoding") is None
+    assert _methodology_row(body, "LoRA adapters") is None

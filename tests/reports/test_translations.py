@@ -14,7 +14,8 @@ from django.utils import translation
 from django.utils.translation import trans_real
 
 from benchmarks.models import ExternalReference
-from tests.reports.helpers import make_report
+from tests.reports.helpers import drafting_lora_sides, make_report
+from tests.rows import make_benchmark
 
 pytestmark = pytest.mark.django_db
 
@@ -57,6 +58,18 @@ def test_a_korean_report_with_every_item_has_no_untranslated_sentence(sweep, own
     report = make_report(sweep, owner, language="ko", references=[same_spec, other_spec])
     assert Client().get(f"/r/{report.issued_token}/").status_code == 200
     assert looked_up, "the recorder saw no lookup: the test would pass on anything"
+    catalog = _catalog()
+    missing = sorted({m for m in looked_up if m not in catalog and (m, 0) not in catalog})
+    assert missing == []
+
+
+def test_a_korean_report_of_drafting_lora_engines_has_no_untranslated_sentence(
+    owner, looked_up
+):
+    benchmark = make_benchmark(state="succeeded", created_by=owner)
+    report = make_report(benchmark, owner, language="ko", **drafting_lora_sides(benchmark))
+    body = Client().get(f"/r/{report.issued_token}/").content.decode()
+    assert "추측 디코딩" in body and "LoRA 어댑터" in body
     catalog = _catalog()
     missing = sorted({m for m in looked_up if m not in catalog and (m, 0) not in catalog})
     assert missing == []
