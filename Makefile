@@ -10,7 +10,7 @@ TEST_ENV := DATABASE_URL=postgres://postgres@127.0.0.1:5432/headroom \
 	CELERY_BROKER_URL=redis://127.0.0.1:6379/15 HEADROOM_TINY_MODEL=$(CURDIR)/$(TINY_MODEL) \
 	HEADROOM_SCREENSHOT_DIR=$(CURDIR)/var/screenshots HEADROOM_PEERS=$(CURDIR)/$(PEERS)
 
-.PHONY: install tiny-model chromium peers lint test test-fast ground-truth demo demo-stop bench clean
+.PHONY: install tiny-model chromium peers setup lint test test-fast ground-truth demo demo-stop bench clean
 
 install: $(VENV)/.installed
 
@@ -62,8 +62,14 @@ lint: install
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
-test: install tiny-model chromium peers lint
+test: setup lint
 	$(TEST_ENV) $(PY) -m pytest
+
+# What the tests need, the installs side by side: they are mostly downloads and unpacking, so
+# together they take about the longest one's time. The tiny model needs vLLM: it comes after.
+setup:
+	$(MAKE) -j5 --output-sync=target install chromium $(PEER_TOOLS:%=$(PEERS)/%/.installed)
+	$(MAKE) tiny-model
 
 # Everything but the tests that start real engines or a browser: seconds, not minutes.
 test-fast: install
