@@ -119,8 +119,8 @@ class SearchRecord(Schema):
     """The whole search, written on the run as it goes: its cells in plan order and its costs.
 
     The costs are seconds on this node: engine starts and points as measured; the full grid's
-    from the same measurements (each unstarted config at the mean start, each unmeasured point
-    at the mean time of the points measured at its load level).
+    from runner.search.costs (each config at its engine start, each point at the mean time of
+    the points measured at its load level, or the nearest measured level's scaled to its own).
     """
 
     spec: SearchSpec

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from runner.schema.plan import LoadSpec, SweepPlan
 from runner.schema.search import CellStatus, SearchCell, SearchPhase, SearchRecord
+from runner.search.costs import Costs
 from runner.search.levels import LevelChoice, Levels
 from runner.search.observation import Observation
 from runner.search.walk import RISING_SETTINGS, Walk
@@ -43,13 +44,17 @@ class Request:
 
 
 class Search:
-    def __init__(self, plan: SweepPlan) -> None:
+    """start_prior_s: what an engine start of the plan's checkpoint took on this node lately
+    (None: not known); it prices the first start against a time budget."""
+
+    def __init__(self, plan: SweepPlan, *, start_prior_s: float | None = None) -> None:
         if plan.search is None:
             raise ValueError("this plan has no search: it runs as a grid")
         self.spec = plan.search
         self.configs = plan.engine_configs
         self.loads = ladder(plan.loads)
         self.max_repeats = plan.repeats
+        self.costs = Costs(self.loads, start_prior_s=start_prior_s)
         labels = [load.label() for load in self.loads]
         self.levels = [Levels(self.spec, labels) for _ in self.configs]
         queue_bound = all("ttft" in name or "e2el" in name for name in self.spec.limits)
@@ -120,6 +125,8 @@ class Search:
     def config_started(self, seconds: float | None) -> None:
         assert self.current is not None
         self.start_s[self.current] = seconds
+        if seconds is not None:
+            self.costs.started(seconds)
 
     def config_failed(self, message: str) -> None:
         """The running config's engine did not start or died: the walk treats it as short."""
@@ -157,6 +164,7 @@ class Search:
 
     def observe(self, request: Request, observation: Observation) -> None:
         self.levels[request.config].add(request.level, observation)
+        self.costs.measured(request.level, observation.wall_s)
 
     def finish(self) -> None:
         self._close_current()
@@ -233,7 +241,7 @@ class Search:
             engine_start_s=sum(starts),
             point_s=sum(o.wall_s for o in observations),
             grid_points=len(self.configs) * len(self.loads) * self.max_repeats,
-            grid_estimate_s=self._grid_estimate_s(starts),
+            grid_estimate_s=self._grid_estimate_s(),
             noise_pct=None if noise is None else noise * 100,
             budget_spent=self.budget_spent,
             finished=self.finished,
@@ -242,22 +250,14 @@ class Search:
     def _repeated(self) -> bool:
         return any(len(r) > 1 for levels in self.levels for r in levels.seen.values())
 
-    def _grid_estimate_s(self, starts: list[float]) -> float:
-        """The full grid from this run's figures: every config at the mean start, every point
-        at the mean time of its level's measured points (the nearest measured level's for a
-        level never measured)."""
-        walls: dict[int, list[float]] = {}
-        for levels in self.levels:
-            for level, repeats in levels.seen.items():
-                walls.setdefault(level, []).extend(o.wall_s for o in repeats)
-        if not walls:
+    def _grid_estimate_s(self) -> float:
+        """The full grid at the cost model's figures: every config at an engine start (0 while
+        none is known) and every point at its level's cost (0 while none was measured)."""
+        if not self.costs.walls:
             return 0.0
-        per_level = []
-        for level in range(len(self.loads)):
-            nearest = min(walls, key=lambda measured: (abs(measured - level), -measured))
-            per_level.append(statistics.fmean(walls[nearest]))
+        per_level = [self.costs.point_s(level) or 0.0 for level in range(len(self.loads))]
         configs = len(self.configs)
-        start = statistics.fmean(starts) if starts else 0.0
+        start = self.costs.start_s() or 0.0
         return configs * start + configs * self.max_repeats * sum(per_level)
 
 
