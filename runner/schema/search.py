@@ -16,8 +16,12 @@ from pydantic import Field, field_validator, model_validator
 from runner.schema.base import Schema
 
 SearchObjective = Literal["knee", "slo"]
-# The algorithm's name and version: a run records it, so a changed search is a new name.
-SEARCH_METHOD: Final = "bracket-bisect-walk/1"
+# The algorithm's name and version: a run records it, so a changed search is a new name. /1
+# refines by halving the levels' interval; /2 by the levels ruled out per expected second
+# (runner.search.costs), which is /1 while the levels cost the same. A plan keeps its method,
+# so a stored /1 plan run again searches as it did.
+SearchMethod = Literal["bracket-bisect-walk/1", "bracket-value-per-cost-walk/2"]
+SEARCH_METHOD: Final = "bracket-value-per-cost-walk/2"
 DEFAULT_TOLERANCE_PCT: Final = 2.0
 # The knee rule's defaults: the case study's knee added under 1% throughput for about +50%
 # median latency, so 2% / 20% catches it with margin and ignores run-to-run noise.
@@ -46,7 +50,7 @@ class SearchSpec(Schema):
     objective: SearchObjective = "knee"
     tolerance_pct: float = Field(default=DEFAULT_TOLERANCE_PCT, gt=0, le=50)
     point_budget: int | None = Field(default=None, gt=0)
-    method: Literal["bracket-bisect-walk/1"] = SEARCH_METHOD
+    method: SearchMethod = SEARCH_METHOD
     limits: dict[str, float] = Field(default_factory=dict)
     throughput_gain_pct: float = Field(default=DEFAULT_THROUGHPUT_GAIN_PCT, ge=0)
     latency_growth_pct: float = Field(default=DEFAULT_LATENCY_GROWTH_PCT, ge=0)

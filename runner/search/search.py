@@ -6,8 +6,9 @@ config's points all run on one engine start, because a start costs minutes on a 
 seconds: the search finishes the running config before it starts another.
 
 Three rules decide what is measured:
-- per config, the levels of runner.search.levels: highest load first, then halving the
-  interval that holds the answer until it is located to within the tolerance;
+- per config, the levels of runner.search.levels: highest load first, then narrowing the
+  interval that holds the answer, the most per expected second (runner.search.costs), until
+  it is located to within the tolerance;
 - across configs, a config is given up (pruned) once its bound, the most any of its levels
   can deliver, falls short of the best config's answer by more than the tolerance, and the walk
   of runner.search.walk leaves unstarted the configs its neighbours bound;
@@ -56,7 +57,9 @@ class Search:
         self.max_repeats = plan.repeats
         self.costs = Costs(self.loads, start_prior_s=start_prior_s)
         labels = [load.label() for load in self.loads]
-        self.levels = [Levels(self.spec, labels) for _ in self.configs]
+        by_cost = self.spec.method != "bracket-bisect-walk/1"
+        self.levels = [Levels(self.spec, labels, cost=self.costs.point_s) if by_cost
+                       else Levels(self.spec, labels) for _ in self.configs]
         queue_bound = all("ttft" in name or "e2el" in name for name in self.spec.limits)
         rising = RISING_SETTINGS if queue_bound else ()
         self.walk = Walk(self.configs, self.spec.tolerance, rising=rising,

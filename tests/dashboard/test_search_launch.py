@@ -32,7 +32,7 @@ def test_an_slo_search_goes_into_the_plan_with_its_settings(owner_client, node, 
     benchmark = Benchmark.objects.get()
     assert benchmark.plan["search"] == {
         "objective": "slo", "tolerance_pct": 3.0, "point_budget": 10,
-        "method": "bracket-bisect-walk/1", "limits": {"p99_ttft_ms": 500.0},
+        "method": "bracket-value-per-cost-walk/2", "limits": {"p99_ttft_ms": 500.0},
         "throughput_gain_pct": 2.0, "latency_growth_pct": 20.0,
     }
     assert benchmark.points_total == 10  # at most its budget, not the grid's 24
@@ -40,6 +40,19 @@ def test_an_slo_search_goes_into_the_plan_with_its_settings(owner_client, node, 
     # Run again: the form comes back with the same search.
     initial = plan_on_form(SweepPlan.model_validate(benchmark.plan)).initial
     assert (initial["search"], initial["search_limits"]) == ("slo", "p99_ttft_ms:500")
+
+
+def test_a_search_stored_with_the_halving_method_says_the_form_would_change_it(
+    owner_client, node, launches
+):
+    data = launch_form_data(node, **SWEEP, search="knee")
+    assert owner_client.post("/runs/new/", data).status_code == 302
+    plan = SweepPlan.model_validate(Benchmark.objects.get().plan)
+    assert plan.search is not None
+    halving = plan.search.model_copy(update={"method": "bracket-bisect-walk/1"})
+
+    left_out = plan_on_form(plan.model_copy(update={"search": halving})).left_out
+    assert any(item.startswith("search.method: not on the form") for item in left_out)
 
 
 def test_a_grid_stays_a_grid(owner_client, node, launches):

@@ -258,3 +258,25 @@ def test_the_interval_covers_a_slightly_better_config_the_walk_never_started():
     assert full.config == "seqs=8,tokens=64" and found.answer_config == "seqs=8,tokens=256"
     assert interval is not None and interval.contains(full.value or 0.0)
     assert within(found.answer, full.value)
+
+
+def timed_grid() -> RecordedGrid:
+    """64 requests at every level: a closed loop of one in flight takes far longer than 32."""
+    return recorded_grid(saturating(capacity_by_seqs_and_tokens), num_requests=64)
+
+
+@pytest.mark.parametrize("spec", [
+    KNEE,
+    SearchSpec(objective="slo", limits={"p99_ttft_ms": 600.0}),
+    SearchSpec(objective="slo", limits={"median_tpot_ms": 300.0}),
+], ids=["knee", "ttft", "tpot"])
+def test_choosing_by_value_per_cost_finds_the_answer_in_less_point_time_than_halving(spec):
+    grid = timed_grid()
+    full = grid_answer(grid, spec)
+    found = replay(grid, spec)
+    halving = replay(grid, spec.model_copy(update={"method": "bracket-bisect-walk/1"}))
+
+    assert within(found.answer, full.value)
+    assert found.record.point_s <= halving.record.point_s
+    if spec.objective == "knee":
+        assert found.record.point_s < halving.record.point_s
