@@ -403,6 +403,14 @@ def measured_starts(node: Node, checkpoint: Checkpoint) -> list[float]:
     return list(starts[: EngineStart.KEPT])
 
 
+def start_prior_s(node: Node, checkpoint: Checkpoint) -> float | None:
+    """An adaptive sweep's engine start before it measures one: the median of this node's last
+    starts of this checkpoint (another node's disk or another model's size says nothing of it);
+    None: none measured, and the search then guesses none."""
+    starts = measured_starts(node, checkpoint)
+    return statistics.median(starts) if starts else None
+
+
 def estimate_launch(
     plan: SweepPlan, *, node: Node, checkpoint: Checkpoint, endpoint: Endpoint | None = None
 ) -> Estimate:

@@ -45,11 +45,15 @@ class SearchSpec(Schema):
     tolerance_pct: the answer is located to within this share of its throughput, and a config
     is given up once even its best load falls short of the best config by more than it.
     point_budget: at most this many points in all; None: the search stops on its own.
+    time_budget_s: at most this many seconds on the node, engine starts included: a config is
+    not started when its estimated start and points (runner.search.costs) do not fit in what
+    is left, and no point is taken once it is spent; None: no limit.
     """
 
     objective: SearchObjective = "knee"
     tolerance_pct: float = Field(default=DEFAULT_TOLERANCE_PCT, gt=0, le=50)
     point_budget: int | None = Field(default=None, gt=0)
+    time_budget_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     method: SearchMethod = SEARCH_METHOD
     limits: dict[str, float] = Field(default_factory=dict)
     throughput_gain_pct: float = Field(default=DEFAULT_THROUGHPUT_GAIN_PCT, ge=0)
@@ -86,6 +90,8 @@ class SearchSpec(Schema):
         what = ("saturation knee" if self.objective == "knee" else "highest throughput within "
                 + ", ".join(f"{name} <= {value:g} ms" for name, value in self.limits.items()))
         budget = f", at most {self.point_budget} points" if self.point_budget else ""
+        if self.time_budget_s:
+            budget += f", at most {self.time_budget_s:g} s on the node"
         return f"{what}, to within {self.tolerance_pct:g}%{budget}"
 
 

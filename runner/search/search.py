@@ -18,6 +18,7 @@ Three rules decide what is measured:
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass
 
@@ -69,6 +70,7 @@ class Search:
         self.start_s: list[float | None] = [None] * len(self.configs)
         self.current: int | None = None
         self.budget_spent = False
+        self.budget_note = ""  # why the unstarted configs were left once a budget ran out
         self.finished = False
 
     # -- what the walk and the pruning read -----------------------------------------------
@@ -113,13 +115,18 @@ class Search:
     def next_config(self) -> tuple[int, str] | None:
         """The next engine config to start and why, or None: the search is over."""
         self._close_current()
-        if self._budget_left() <= 0:
-            self.budget_spent = self.spec.point_budget is not None and any(
-                s == "not_started" for s in self.status
-            )
+        spent = self._budget_spent()
+        if spent is not None:
+            self.budget_spent = any(s == "not_started" for s in self.status)
+            self.budget_note = f"the {spent} budget was spent before it"
             return None
         step = self.walk.next(self.answer)
         if step is None:
+            return None
+        too_dear = self._too_dear()
+        if too_dear is not None:
+            self.budget_spent = True
+            self.budget_note = too_dear
             return None
         self.current = step.config
         self.reasons[step.config] = step.reason
@@ -143,9 +150,10 @@ class Search:
         config = self.current
         assert config is not None
         levels = self.levels[config]
-        if self._budget_left() <= 0:
+        spent = self._budget_spent()
+        if spent is not None:
             self.budget_spent = True
-            self.reasons[config] += "; the point budget ran out during its search"
+            self.reasons[config] += f"; the {spent} budget ran out during its search"
             return None
         throughput_noise, latency_noise = self.noise()
         best = self.best_other(config)
@@ -198,9 +206,50 @@ class Search:
                f"its repeats disagree by {_spread(repeats):.1%}, more than the tolerance")
         return LevelChoice(level, "repeat", why)
 
-    def _budget_left(self) -> float:
-        budget = self.spec.point_budget
-        return float("inf") if budget is None else budget - self.points_measured()
+    def spent_s(self) -> float:
+        """Seconds this search used on the node: its engine starts and its points."""
+        return sum(self.costs.starts) + sum(sum(walls) for walls in self.costs.walls.values())
+
+    def _budget_spent(self) -> str | None:
+        """Which budget is spent ("point" or "time"), or None while both have room."""
+        if self.spec.point_budget is not None and self.points_measured() >= self.spec.point_budget:
+            return "point"
+        if self.spec.time_budget_s is not None and self.spent_s() >= self.spec.time_budget_s:
+            return "time"
+        return None
+
+    def config_estimate(self) -> tuple[float, str]:
+        """What starting another config should cost, in seconds, and its figures in words: the
+        engine start, then the probe and the refinements a ladder needs, ceil(log2(levels)),
+        at the cost model's seconds. What the model does not know yet counts as 0, so a config
+        is refused only on figures this node measured."""
+        top = len(self.loads) - 1
+        refinements = min(math.ceil(math.log2(len(self.loads))), top)
+        start = self.costs.start_s()
+        if start is None:
+            start_text = "engine start unknown"
+        else:
+            where = "measured here" if self.costs.starts else "from this node's last starts"
+            start_text = f"engine start ~{start:.0f} s {where}"
+        probe = self.costs.point_s(top)
+        points = 1 + refinements
+        if probe is None:
+            return start or 0.0, f"{start_text} + {points} point(s) of unknown length"
+        below = [self.costs.point_s(level) or 0.0 for level in range(top)]
+        points_s = probe + refinements * (statistics.fmean(below) if below else 0.0)
+        return (start or 0.0) + points_s, f"{start_text} + {points} point(s) ~{points_s:.0f} s"
+
+    def _too_dear(self) -> str | None:
+        """Why the next config is not started under the time budget, or None: it fits."""
+        budget = self.spec.time_budget_s
+        if budget is None:
+            return None
+        estimate, figures = self.config_estimate()
+        left = budget - self.spent_s()
+        if estimate <= left:
+            return None
+        return (f"the time budget had {left:.0f} s of {budget:.0f} s left, and a config "
+                f"needs about {estimate:.0f} s ({figures})")
 
     def _close_current(self) -> None:
         config = self.current
@@ -228,7 +277,7 @@ class Search:
             if config == self.current:
                 reason = reason or "being searched"
             elif status == "not_started":
-                reason = ("the point budget was spent before it" if self.budget_spent
+                reason = (self.budget_note if self.budget_spent
                           else self.walk.why_not_started(config, self.answer))
             cells.append(SearchCell(
                 label=engine.label(), status=status, reason=reason, points=levels.points(),
