@@ -145,6 +145,10 @@ class SearchRecord(Schema):
     )
     budget_spent: bool = False
     finished: bool = False
+    # The cost model's engine start (runner.search.costs): the prior it was given, the node's
+    # last starts of the checkpoint, and the median of this run's; None: not known.
+    start_prior_s: float | None = None
+    start_measured_s: float | None = None
 
     @property
     def spent_s(self) -> float:

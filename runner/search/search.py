@@ -297,6 +297,8 @@ class Search:
             noise_pct=None if noise is None else noise * 100,
             budget_spent=self.budget_spent,
             finished=self.finished,
+            start_prior_s=self.costs.start_prior_s,
+            start_measured_s=self.costs.measured_start_s(),
         )
 
     def _repeated(self) -> bool:

@@ -335,3 +335,11 @@ def test_a_spent_time_budget_stops_the_points_of_the_running_config():
 
     assert found.record.points_measured == 3  # 30 s + 5 + 5 + 5 reaches 45 s
     assert "the time budget ran out during its search" in found.record.cells[-1].reason
+
+
+def test_the_record_keeps_the_start_prior_and_this_runs_measured_start():
+    grid = recorded_grid(saturating(capacity_by_seqs_and_tokens))
+    record = replay(grid, KNEE, start_prior_s=300.0).record
+
+    assert (record.start_prior_s, record.start_measured_s) == (300.0, 30.0)
+    assert replay(grid, KNEE).record.start_prior_s is None
