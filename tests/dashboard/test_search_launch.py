@@ -37,7 +37,9 @@ def test_an_slo_search_goes_into_the_plan_with_its_settings(owner_client, node, 
         "throughput_gain_pct": 2.0, "latency_growth_pct": 20.0,
     }
     assert benchmark.points_total == 10  # at most its budget, not the grid's 24
-    assert benchmark.estimate_basis.startswith("An adaptive sweep: at most the full grid's cost")
+    assert benchmark.estimate_basis.startswith(
+        "An adaptive sweep with a time budget: about its 1 h 30 min, less than the full grid's")
+    assert benchmark.estimated_wall_s == 5400.0
     # Run again: the form comes back with the same search.
     on_form = plan_on_form(SweepPlan.model_validate(benchmark.plan))
     assert (on_form.initial["search"], on_form.initial["search_limits"]) == (
