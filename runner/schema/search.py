@@ -91,7 +91,7 @@ class SearchSpec(Schema):
                 + ", ".join(f"{name} <= {value:g} ms" for name, value in self.limits.items()))
         budget = f", at most {self.point_budget} points" if self.point_budget else ""
         if self.time_budget_s:
-            budget += f", at most {self.time_budget_s:g} s on the node"
+            budget += f", a budget of {self.time_budget_s:g} s on the node"
         return f"{what}, to within {self.tolerance_pct:g}%{budget}"
 
 

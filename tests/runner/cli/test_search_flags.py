@@ -47,7 +47,7 @@ def test_a_time_budget_is_printed_with_the_search(tmp_path, capsys, monkeypatch)
     monkeypatch.setenv("COLUMNS", "300")
     assert sweep(tmp_path, "--search", "knee", "--time-budget", "1800") == 0
     printed = " ".join(capsys.readouterr().out.split())  # rich wraps a long line
-    assert "to within 2%, at most 1800 s on the node" in printed
+    assert "to within 2%, a budget of 1800 s on the node" in printed
 
 
 def test_a_time_budget_must_be_a_positive_number_of_seconds(tmp_path, capsys):
