@@ -14,7 +14,8 @@ is answered by the recorded point, its real noise and repeats included, and ever
 by the recorded start. For each grid and objective (the knee; an SLO on p99 TTFT set from the
 grid's own figures) it prints the grid's answer, the search's, their difference, whether the
 grid's answer lies inside the search's interval, and the engine time (starts plus points) the
-search used against the grid's.
+search used against the grid's, beside the same search refining by plain halving (method
+bracket-bisect-walk/1) instead of by levels ruled out per expected second.
 
 live: records a grid, then runs the adaptive search on the same configs and loads, on the same
 host right after, and prints both answers and both engine times as measured; the grid is kept
@@ -144,6 +145,7 @@ def judge(grid: RecordedGrid, spec: SearchSpec) -> dict[str, object]:
 
     full = grid_answer(grid, spec)
     found = replay(grid, spec)
+    halving = replay(grid, spec.model_copy(update={"method": "bracket-bisect-walk/1"}))
     interval = answer_interval(found.record, found.capacity_values)
     row: dict[str, object] = {
         "grid": grid.name, "objective": spec.describe(), "configs": len(grid.plan.engine_configs),
@@ -152,6 +154,9 @@ def judge(grid: RecordedGrid, spec: SearchSpec) -> dict[str, object]:
         "points": f"{found.record.points_measured} of {len(grid.points)}",
         "starts": sum(1 for c in found.record.cells if c.engine_start_s is not None),
         "engine_time_pct": 100 * found.spent_s / grid.cost_s(),
+        "engine_s": found.spent_s, "grid_s": grid.cost_s(),
+        "halving_s": halving.spent_s, "halving_points": halving.record.points_measured,
+        "halving_answer": halving.answer,
     }
     if full.value and found.answer:
         row["difference_pct"] = 100 * (found.answer - full.value) / full.value
@@ -164,8 +169,9 @@ def judge(grid: RecordedGrid, spec: SearchSpec) -> dict[str, object]:
 def print_rows(rows: Sequence[dict[str, object]]) -> None:
     """A Markdown table, as docs/performance.md shows it."""
     print("| grid | configs | objective | grid's answer | search's answer | difference | "
-          "grid's answer in interval | points | engines started | engine time |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "grid's answer in interval | points | engines started | engine time | "
+          "by halving (/1) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for row in rows:
         difference = row.get("difference_pct")
         inside = row.get("grid_inside")
@@ -176,7 +182,10 @@ def print_rows(rows: Sequence[dict[str, object]]) -> None:
             f"{difference:+.2f}%" if isinstance(difference, float) else "-",
             "-" if inside is None else "yes" if inside else "no",
             str(row["points"]), f"{row['starts']} of {row['configs']}",
-            f"{row['engine_time_pct']:.0f}% of the grid's",
+            f"{row['engine_time_pct']:.0f}% of the grid's ({row['engine_s']:.0f} s of "
+            f"{row['grid_s']:.0f} s)",
+            f"{row['halving_s']:.0f} s, {row['halving_points']} points, "
+            f"{_tok(row['halving_answer'])}",
         ]
         print("| " + " | ".join(cells) + " |")
 

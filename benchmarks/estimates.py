@@ -262,14 +262,22 @@ def estimate(
             defaulted_points += 1
         points_s += point_duration_s(point, rate if rate is not None else fallback_rate)
     wall_s = size.engine_starts * start.seconds + points_s
-    note = no_gpus_note(plan)
-    gpu_hours = None if note else wall_s / SECONDS_PER_HOUR * size.gpus_held
     basis = _basis(runs, where=where, start=start.basis if size.engine_starts else None,
                    defaulted_points=defaulted_points, fallback_rate=fallback_rate)
-    if plan.search is not None:
+    budget = plan.search.time_budget_s if plan.search is not None else None
+    if budget is not None and budget < wall_s:
+        # The search stops taking points once its budget is spent; the point running then
+        # still finishes, so the budget is about, not exactly, what it costs.
+        basis = (f"An adaptive sweep with a time budget: about its {duration_label(budget)}, "
+                 f"less than the full grid's {duration_label(wall_s)}. {basis}"
+                 )[:BASIS_MAX_CHARS]
+        wall_s = budget
+    elif plan.search is not None:
         # What it measures is decided as it goes: the grid is the most it can cost.
         basis = (f"An adaptive sweep: at most the full grid's cost, shown here. {basis}"
                  )[:BASIS_MAX_CHARS]
+    note = no_gpus_note(plan)
+    gpu_hours = None if note else wall_s / SECONDS_PER_HOUR * size.gpus_held
     return Estimate(wall_s=wall_s, gpu_hours=gpu_hours, no_gpus_note=note, basis=basis)
 
 
@@ -401,6 +409,14 @@ def measured_starts(node: Node, checkpoint: Checkpoint) -> list[float]:
     """Seconds of the last EngineStart.KEPT starts of this checkpoint on this node."""
     starts = EngineStart.objects.of(node, checkpoint).values_list("seconds", flat=True)
     return list(starts[: EngineStart.KEPT])
+
+
+def start_prior_s(node: Node, checkpoint: Checkpoint) -> float | None:
+    """An adaptive sweep's engine start before it measures one: the median of this node's last
+    starts of this checkpoint (another node's disk or another model's size says nothing of it);
+    None: none measured, and the search then guesses none."""
+    starts = measured_starts(node, checkpoint)
+    return statistics.median(starts) if starts else None
 
 
 def estimate_launch(

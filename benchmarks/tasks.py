@@ -22,12 +22,13 @@ from django.conf import settings
 from django.db import DatabaseError, connection
 from django.utils import timezone
 
-from benchmarks import imports, lifecycle, plans, regression, storage, vault
+from benchmarks import estimates, imports, lifecycle, plans, regression, storage, vault
 from benchmarks.beats import RowBeat
 from benchmarks.models import Benchmark, Endpoint, EngineStart, ResultImport
 from benchmarks.points import store_point, stored_observations
 from runner.engine.endpoint import NO_CREDENTIALS, Credentials, redact
 from runner.engine.provenance import collect_hardware
+from runner.schema.plan import SweepPlan
 from runner.schema.search import SearchRecord
 from runner.sweep import Cancelled, Progress, run_plan
 
@@ -129,6 +130,7 @@ def execute_benchmark(benchmark_id: int) -> str:
                 credentials=credentials,
                 on_search=lambda record: record_search(benchmark_id, record),
                 known=known,
+                start_prior_s=search_start_prior_s(benchmark, plan),
             ):
                 # The records are the point's largest part (docs/performance.md, "Memory of
                 # large points"): given up to the encoder, they are freed a block at a time as
@@ -181,6 +183,16 @@ def _judge_against_baseline(benchmark_id: int) -> None:
 def record_search(benchmark_id: int, record: SearchRecord) -> None:
     """Keep the search's record on the run as it goes: the page shows it while it runs."""
     Benchmark.objects.filter(pk=benchmark_id).update(search=record.model_dump(mode="json"))
+
+
+def search_start_prior_s(benchmark: Benchmark, plan: SweepPlan) -> float | None:
+    """What an engine start should take for an adaptive sweep's cost model: this node's last
+    starts of the checkpoint. None for a grid, or a run on an endpoint (it starts no engine)."""
+    if plan.search is None or benchmark.endpoint_id is not None:
+        return None
+    if benchmark.node is None or benchmark.checkpoint is None:  # a launched run has both
+        return None
+    return estimates.start_prior_s(benchmark.node, benchmark.checkpoint)
 
 
 def record_engine_start(benchmark: Benchmark, seconds: float) -> None:

@@ -384,9 +384,10 @@ def _search(spec: SearchSpec | None) -> PlanOnForm:
         "search": spec.objective,
         "search_tolerance_pct": spec.tolerance_pct,
         "search_point_budget": spec.point_budget,
+        "search_time_budget_s": spec.time_budget_s,
         "search_limits": " ".join(f"{name}:{_number(ms)}" for name, ms in spec.limits.items()),
     })
-    for name in ("throughput_gain_pct", "latency_growth_pct"):
+    for name in ("method", "throughput_gain_pct", "latency_growth_pct"):
         default = SearchSpec.model_fields[name].default
         if getattr(spec, name) != default:
             result.left_out.append(f"search.{name}: not on the form; a launch uses the default "

@@ -1,5 +1,5 @@
 """The launch form's adaptive-sweep fields: which answer to search for, how precisely, and with
-how many points at most (runner.schema.search.SearchSpec)."""
+how many points and seconds at most (runner.schema.search.SearchSpec)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ from django.core.exceptions import ValidationError
 from runner.schema.search import DEFAULT_TOLERANCE_PCT, SEARCH_LATENCY_FIELDS, SearchSpec
 
 GRID = ""
+# A week: longer than any run's Celery time limit, so a larger figure is a typing slip.
+MAX_TIME_BUDGET_S = 7 * 24 * 3600
 
 
 class SearchFields(forms.Form):
@@ -34,6 +36,14 @@ class SearchFields(forms.Form):
     search_point_budget = forms.IntegerField(
         label="Point budget", required=False, min_value=1, max_value=10_000,
         help_text="at most this many points in all; blank: the search stops on its own",
+    )
+    # Seconds, as the plan file and the CLI have it, so a plan read back onto the form is the
+    # same number rather than a minute count rounded in floating point.
+    search_time_budget_s = forms.FloatField(
+        label="Time budget (seconds on the node)", required=False, min_value=1,
+        max_value=MAX_TIME_BUDGET_S,
+        help_text="engine starts included, e.g. 3600 for an hour: a config is not started when "
+        "its estimated start and points do not fit in what is left; blank: no limit",
     )
     search_limits = forms.CharField(
         label="Latency limits (SLO search)", required=False, max_length=300,
@@ -58,7 +68,7 @@ class SearchFields(forms.Form):
         objective = data.get("search") or GRID
         limits = data.get("search_limits") or {}
         if objective == GRID:
-            for name in ("search_point_budget", "search_limits"):
+            for name in ("search_point_budget", "search_time_budget_s", "search_limits"):
                 if data.get(name):
                     self.add_error(name, "This is for an adaptive sweep: choose one above.")
             return None
@@ -75,6 +85,7 @@ class SearchFields(forms.Form):
                 "objective": objective,
                 "tolerance_pct": data.get("search_tolerance_pct") or DEFAULT_TOLERANCE_PCT,
                 "point_budget": data.get("search_point_budget"),
+                "time_budget_s": data.get("search_time_budget_s"),
                 "limits": limits,
             })
         except pydantic.ValidationError as exc:

@@ -19,7 +19,7 @@ from runner.schema.search import SearchCell, SearchRecord, SearchStep
 
 PHASES = {
     "probe": "probe: the highest load first",
-    "refine": "refine: halving the interval that holds the answer",
+    "refine": "refine: a level inside the interval that holds the answer",
     "repeat": "repeat: a deciding point",
 }
 
@@ -47,6 +47,7 @@ class SearchView:
     grid_gpu_hours: str | None = None
     share_pct: float | None = None  # the search's engine time over the grid's, in percent
     started: int = 0
+    cost_basis: str = ""  # how the search priced its choices; "" for plain halving (method /1)
     error: str | None = None
 
 
@@ -79,7 +80,23 @@ def search_view(
         grid_gpu_hours=gpu_hours_label(grid_s * gpus / SECONDS_PER_HOUR) if gpus else None,
         share_pct=100 * spent_s / grid_s if grid_s > 0 else None,
         started=sum(1 for cell in record.cells if cell.engine_start_s is not None),
+        cost_basis=cost_basis(record),
     )
+
+
+def cost_basis(record: SearchRecord) -> str:
+    """What the search's choices were priced by, e.g. 'engine start ~45 s (measured here),
+    points by their measured wall time'."""
+    if record.spec.method == "bracket-bisect-walk/1":
+        return ""
+    if record.start_measured_s is not None:
+        start = f"engine start ~{duration_label(record.start_measured_s)} (measured here)"
+    elif record.start_prior_s is not None:
+        start = (f"engine start ~{duration_label(record.start_prior_s)} (from this node's last "
+                 "starts)")
+    else:
+        start = "engine start not known (none measured on this node)"
+    return f"{start}, points by their measured wall time"
 
 
 def _interval(

@@ -111,6 +111,7 @@ def run_plan(
     credentials: Credentials = NO_CREDENTIALS,
     on_search: Callable[[SearchRecord], None] | None = None,
     known: Mapping[str, Observation] | None = None,
+    start_prior_s: float | None = None,
 ) -> Iterator[PointResult]:
     """Run every point of the plan not in skip_keys, yielding each one as soon as it finishes.
 
@@ -130,7 +131,8 @@ def run_plan(
     A plan with a search (runner.search) measures only the points the search asks for, each
     with its SearchStep; on_search gets the search's record after every point and engine
     config, and once more at the end; known: a resumed search's stored points, by key, read
-    instead of measured (skip_keys is for a grid).
+    instead of measured (skip_keys is for a grid); start_prior_s: what an engine start of the
+    checkpoint took on this node lately, which prices the search's first start (None: unknown).
     """
     check_client_cpus(plan.client)
     inputs = _Inputs(
@@ -148,8 +150,9 @@ def run_plan(
     report = on_progress or (lambda progress: None)
     on_started = on_engine_started or (lambda seconds: None)
     if plan.search is not None:
-        yield from _run_search(plan, workdir, inputs, known or {}, cancel, report, on_started,
-                               on_search or (lambda record: None))
+        search = Search(plan, start_prior_s=start_prior_s)
+        yield from _run_search(search, plan, workdir, inputs, known or {}, cancel, report,
+                               on_started, on_search or (lambda record: None))
         return
     todo = [p for p in plan_points(plan) if p.key not in skip_keys]
     total = len(todo)
@@ -259,6 +262,7 @@ def _check_alive(running: list[RunningEngine]) -> None:
 
 
 def _run_search(
+    search: Search,
     plan: SweepPlan,
     workdir: Path,
     inputs: _Inputs,
@@ -271,7 +275,6 @@ def _run_search(
     """An adaptive sweep (runner.search): the search names each config to start and each
     point to measure. A point in `known` (a resumed run's stored points) is read, not
     measured again; a config whose points are all known is not started."""
-    search = Search(plan)
     budget = plan.search.point_budget if plan.search else None
     total = min(len(plan_points(plan)), budget or len(plan_points(plan)))
     failures: list[str] = []

@@ -161,6 +161,7 @@ def with_search_args(plan: SweepPlan, args: argparse.Namespace) -> SweepPlan:
     if args.search is None:
         given = [flag for flag, value in (("--tolerance", args.tolerance),
                                            ("--point-budget", args.point_budget),
+                                           ("--time-budget", args.time_budget),
                                            ("--slo", args.slo)) if value]
         if given:
             raise CliError(f"{', '.join(given)} set an adaptive search: add --search knee or "
@@ -171,6 +172,8 @@ def with_search_args(plan: SweepPlan, args: argparse.Namespace) -> SweepPlan:
         search["tolerance_pct"] = args.tolerance
     if args.point_budget is not None:
         search["point_budget"] = args.point_budget
+    if args.time_budget is not None:
+        search["time_budget_s"] = args.time_budget
     return validate_plan({**plan.model_dump(mode="json"), "search": search},
                          source="--search flags")
 

@@ -146,6 +146,9 @@ def _add_search_arguments(parser: argparse.ArgumentParser) -> None:
                        f"(default {DEFAULT_TOLERANCE_PCT:g})")
     group.add_argument("--point-budget", type=_positive_int, metavar="N",
                        help="measure at most N points")
+    group.add_argument("--time-budget", type=_positive_number(allow_inf=False), metavar="S",
+                       help="spend at most S seconds, engine starts included: a config whose "
+                       "estimated start and points do not fit in what is left is not started")
     group.add_argument("--slo", type=_latency_limit, action="append", default=[],
                        metavar="NAME:MS", help="a latency limit of the SLO search, e.g. "
                        "p99_ttft_ms:500 (repeatable)")

@@ -16,8 +16,12 @@ from pydantic import Field, field_validator, model_validator
 from runner.schema.base import Schema
 
 SearchObjective = Literal["knee", "slo"]
-# The algorithm's name and version: a run records it, so a changed search is a new name.
-SEARCH_METHOD: Final = "bracket-bisect-walk/1"
+# The algorithm's name and version: a run records it, so a changed search is a new name. /1
+# refines by halving the levels' interval; /2 by the levels ruled out per expected second
+# (runner.search.costs), which is /1 while the levels cost the same. A plan keeps its method,
+# so a stored /1 plan run again searches as it did.
+SearchMethod = Literal["bracket-bisect-walk/1", "bracket-value-per-cost-walk/2"]
+SEARCH_METHOD: Final = "bracket-value-per-cost-walk/2"
 DEFAULT_TOLERANCE_PCT: Final = 2.0
 # The knee rule's defaults: the case study's knee added under 1% throughput for about +50%
 # median latency, so 2% / 20% catches it with margin and ignores run-to-run noise.
@@ -41,12 +45,16 @@ class SearchSpec(Schema):
     tolerance_pct: the answer is located to within this share of its throughput, and a config
     is given up once even its best load falls short of the best config by more than it.
     point_budget: at most this many points in all; None: the search stops on its own.
+    time_budget_s: at most this many seconds on the node, engine starts included: a config is
+    not started when its estimated start and points (runner.search.costs) do not fit in what
+    is left, and no point is taken once it is spent; None: no limit.
     """
 
     objective: SearchObjective = "knee"
     tolerance_pct: float = Field(default=DEFAULT_TOLERANCE_PCT, gt=0, le=50)
     point_budget: int | None = Field(default=None, gt=0)
-    method: Literal["bracket-bisect-walk/1"] = SEARCH_METHOD
+    time_budget_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    method: SearchMethod = SEARCH_METHOD
     limits: dict[str, float] = Field(default_factory=dict)
     throughput_gain_pct: float = Field(default=DEFAULT_THROUGHPUT_GAIN_PCT, ge=0)
     latency_growth_pct: float = Field(default=DEFAULT_LATENCY_GROWTH_PCT, ge=0)
@@ -82,6 +90,8 @@ class SearchSpec(Schema):
         what = ("saturation knee" if self.objective == "knee" else "highest throughput within "
                 + ", ".join(f"{name} <= {value:g} ms" for name, value in self.limits.items()))
         budget = f", at most {self.point_budget} points" if self.point_budget else ""
+        if self.time_budget_s:
+            budget += f", a budget of {self.time_budget_s:g} s on the node"
         return f"{what}, to within {self.tolerance_pct:g}%{budget}"
 
 
@@ -119,8 +129,8 @@ class SearchRecord(Schema):
     """The whole search, written on the run as it goes: its cells in plan order and its costs.
 
     The costs are seconds on this node: engine starts and points as measured; the full grid's
-    from the same measurements (each unstarted config at the mean start, each unmeasured point
-    at the mean time of the points measured at its load level).
+    from runner.search.costs (each config at its engine start, each point at the mean time of
+    the points measured at its load level, or the nearest measured level's scaled to its own).
     """
 
     spec: SearchSpec
@@ -135,6 +145,10 @@ class SearchRecord(Schema):
     )
     budget_spent: bool = False
     finished: bool = False
+    # The cost model's engine start (runner.search.costs): the prior it was given, the node's
+    # last starts of the checkpoint, and the median of this run's; None: not known.
+    start_prior_s: float | None = None
+    start_measured_s: float | None = None
 
     @property
     def spent_s(self) -> float:

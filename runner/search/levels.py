@@ -1,5 +1,6 @@
-"""One engine config's load levels: the highest first, then the level that halves the interval
-holding the answer, until the answer is located to within the tolerance.
+"""One engine config's load levels: the highest first, then the level that narrows the interval
+holding the answer most per expected second, until the answer is located to within the
+tolerance.
 
 The highest load goes first because its throughput bounds every lower level's (throughput
 rises with load and then flattens), which is what lets the search give up on a config after one
@@ -10,7 +11,7 @@ same point.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from runner.schema.search import SearchPhase, SearchSpec
@@ -35,6 +36,8 @@ class Levels:
     spec: SearchSpec
     labels: Sequence[str]  # the load levels, ascending
     seen: dict[int, list[Observation]] = field(default_factory=dict)
+    # Seconds a point at a level should take (runner.search.costs); None: levels cost the same.
+    cost: Callable[[int], float | None] = lambda level: None
 
     @property
     def top(self) -> int:
@@ -131,13 +134,40 @@ class Levels:
             lo, hi, what = interval
             between = [level for level in range(lo + 1, hi) if level not in self.seen]
             if between:
-                mid = between[len(between) // 2]
-                below = self.labels[lo] if lo >= 0 else "the lowest load"
-                return LevelChoice(mid, "refine", f"{what} lies between {below} and "
-                                   f"{self.labels[hi]}: {self.labels[mid]} halves that")
+                return self._refine(lo, hi, what, between)
         if self.spec.objective == "knee":
             return self._third_level()
         return None
+
+    def _refine(self, lo: int, hi: int, what: str, between: list[int]) -> LevelChoice:
+        """The level that rules out the most levels whatever it shows, per expected second.
+        The middle one wins ties, so with equal costs this is plain bisection."""
+        mid = between[len(between) // 2]
+        below = self.labels[lo] if lo >= 0 else "the lowest load"
+        where = f"{what} lies between {below} and {self.labels[hi]}"
+        costs = [self.cost(level) for level in between]
+        seconds = {level: c for level, c in zip(between, costs, strict=True) if c and c > 0}
+        if len(seconds) < len(between) or len(set(seconds.values())) == 1:
+            return LevelChoice(mid, "refine", f"{where}: {self.labels[mid]} halves that")
+
+        def narrowing(m: int) -> int:
+            return (hi - lo) - max(m - lo, hi - m)
+
+        def per_second(m: int) -> float:
+            return narrowing(m) / seconds[m]
+
+        best = max(between, key=lambda m: (per_second(m), m == mid))
+        if per_second(best) <= per_second(mid):
+            return LevelChoice(mid, "refine", f"{where}: {self.labels[mid]} halves that at "
+                               f"{seconds[mid]:.0f} s")
+        chosen, middle = self.labels[best], self.labels[mid]
+        if narrowing(best) == narrowing(mid):
+            why = (f"{chosen} narrows it as well as {middle} at {seconds[best]:.0f} s instead "
+                   f"of {seconds[mid]:.0f} s")
+        else:
+            why = (f"{chosen} rules out {narrowing(best)} level(s) at {seconds[best]:.0f} s, "
+                   f"more per second than {middle}'s {narrowing(mid)} at {seconds[mid]:.0f} s")
+        return LevelChoice(best, "refine", f"{where}: {why}")
 
     def _knee_interval(self) -> tuple[int, int, str] | None:
         """(lo, hi): the highest level known short of the plateau (-1: none) and the lowest on

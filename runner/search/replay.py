@@ -79,11 +79,18 @@ class Replay:
     spent_s: float  # recorded engine starts plus recorded point times
 
 
-def replay(grid: RecordedGrid, spec: SearchSpec, *, repeats: int | None = None) -> Replay:
-    """Run the search on the recorded grid; repeats: the most per point (the grid's)."""
+def replay(
+    grid: RecordedGrid,
+    spec: SearchSpec,
+    *,
+    repeats: int | None = None,
+    start_prior_s: float | None = None,
+) -> Replay:
+    """Run the search on the recorded grid; repeats: the most per point (the grid's);
+    start_prior_s: the node's engine start before this run measured one, as the dashboard's."""
     plan = grid.plan.model_copy(update={"search": spec,
                                         "repeats": repeats or grid.plan.repeats})
-    search = Search(plan)
+    search = Search(plan, start_prior_s=start_prior_s)
     requests: list[Request] = []
     while (step := search.next_config()) is not None:
         config = plan.engine_configs[step[0]]

@@ -6,8 +6,9 @@ config's points all run on one engine start, because a start costs minutes on a 
 seconds: the search finishes the running config before it starts another.
 
 Three rules decide what is measured:
-- per config, the levels of runner.search.levels: highest load first, then halving the
-  interval that holds the answer until it is located to within the tolerance;
+- per config, the levels of runner.search.levels: highest load first, then narrowing the
+  interval that holds the answer, the most per expected second (runner.search.costs), until
+  it is located to within the tolerance;
 - across configs, a config is given up (pruned) once its bound, the most any of its levels
   can deliver, falls short of the best config's answer by more than the tolerance, and the walk
   of runner.search.walk leaves unstarted the configs its neighbours bound;
@@ -17,11 +18,13 @@ Three rules decide what is measured:
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass
 
 from runner.schema.plan import LoadSpec, SweepPlan
 from runner.schema.search import CellStatus, SearchCell, SearchPhase, SearchRecord
+from runner.search.costs import Costs
 from runner.search.levels import LevelChoice, Levels
 from runner.search.observation import Observation
 from runner.search.walk import RISING_SETTINGS, Walk
@@ -43,15 +46,21 @@ class Request:
 
 
 class Search:
-    def __init__(self, plan: SweepPlan) -> None:
+    """start_prior_s: what an engine start of the plan's checkpoint took on this node lately
+    (None: not known); it prices the first start against a time budget."""
+
+    def __init__(self, plan: SweepPlan, *, start_prior_s: float | None = None) -> None:
         if plan.search is None:
             raise ValueError("this plan has no search: it runs as a grid")
         self.spec = plan.search
         self.configs = plan.engine_configs
         self.loads = ladder(plan.loads)
         self.max_repeats = plan.repeats
+        self.costs = Costs(self.loads, start_prior_s=start_prior_s)
         labels = [load.label() for load in self.loads]
-        self.levels = [Levels(self.spec, labels) for _ in self.configs]
+        by_cost = self.spec.method != "bracket-bisect-walk/1"
+        self.levels = [Levels(self.spec, labels, cost=self.costs.point_s) if by_cost
+                       else Levels(self.spec, labels) for _ in self.configs]
         queue_bound = all("ttft" in name or "e2el" in name for name in self.spec.limits)
         rising = RISING_SETTINGS if queue_bound else ()
         self.walk = Walk(self.configs, self.spec.tolerance, rising=rising,
@@ -61,6 +70,7 @@ class Search:
         self.start_s: list[float | None] = [None] * len(self.configs)
         self.current: int | None = None
         self.budget_spent = False
+        self.budget_note = ""  # why the unstarted configs were left once a budget ran out
         self.finished = False
 
     # -- what the walk and the pruning read -----------------------------------------------
@@ -105,13 +115,18 @@ class Search:
     def next_config(self) -> tuple[int, str] | None:
         """The next engine config to start and why, or None: the search is over."""
         self._close_current()
-        if self._budget_left() <= 0:
-            self.budget_spent = self.spec.point_budget is not None and any(
-                s == "not_started" for s in self.status
-            )
+        spent = self._budget_spent()
+        if spent is not None:
+            self.budget_spent = any(s == "not_started" for s in self.status)
+            self.budget_note = f"the {spent} budget was spent before it"
             return None
         step = self.walk.next(self.answer)
         if step is None:
+            return None
+        too_dear = self._too_dear()
+        if too_dear is not None:
+            self.budget_spent = True
+            self.budget_note = too_dear
             return None
         self.current = step.config
         self.reasons[step.config] = step.reason
@@ -120,6 +135,8 @@ class Search:
     def config_started(self, seconds: float | None) -> None:
         assert self.current is not None
         self.start_s[self.current] = seconds
+        if seconds is not None:
+            self.costs.started(seconds)
 
     def config_failed(self, message: str) -> None:
         """The running config's engine did not start or died: the walk treats it as short."""
@@ -133,9 +150,10 @@ class Search:
         config = self.current
         assert config is not None
         levels = self.levels[config]
-        if self._budget_left() <= 0:
+        spent = self._budget_spent()
+        if spent is not None:
             self.budget_spent = True
-            self.reasons[config] += "; the point budget ran out during its search"
+            self.reasons[config] += f"; the {spent} budget ran out during its search"
             return None
         throughput_noise, latency_noise = self.noise()
         best = self.best_other(config)
@@ -157,6 +175,7 @@ class Search:
 
     def observe(self, request: Request, observation: Observation) -> None:
         self.levels[request.config].add(request.level, observation)
+        self.costs.measured(request.level, observation.wall_s)
 
     def finish(self) -> None:
         self._close_current()
@@ -187,9 +206,50 @@ class Search:
                f"its repeats disagree by {_spread(repeats):.1%}, more than the tolerance")
         return LevelChoice(level, "repeat", why)
 
-    def _budget_left(self) -> float:
-        budget = self.spec.point_budget
-        return float("inf") if budget is None else budget - self.points_measured()
+    def spent_s(self) -> float:
+        """Seconds this search used on the node: its engine starts and its points."""
+        return sum(self.costs.starts) + sum(sum(walls) for walls in self.costs.walls.values())
+
+    def _budget_spent(self) -> str | None:
+        """Which budget is spent ("point" or "time"), or None while both have room."""
+        if self.spec.point_budget is not None and self.points_measured() >= self.spec.point_budget:
+            return "point"
+        if self.spec.time_budget_s is not None and self.spent_s() >= self.spec.time_budget_s:
+            return "time"
+        return None
+
+    def config_estimate(self) -> tuple[float, str]:
+        """What starting another config should cost, in seconds, and its figures in words: the
+        engine start, then the probe and the refinements a ladder needs, ceil(log2(levels)),
+        at the cost model's seconds. What the model does not know yet counts as 0, so a config
+        is refused only on figures this node measured."""
+        top = len(self.loads) - 1
+        refinements = min(math.ceil(math.log2(len(self.loads))), top)
+        start = self.costs.start_s()
+        if start is None:
+            start_text = "engine start unknown"
+        else:
+            where = "measured here" if self.costs.starts else "from this node's last starts"
+            start_text = f"engine start ~{start:.0f} s {where}"
+        probe = self.costs.point_s(top)
+        points = 1 + refinements
+        if probe is None:
+            return start or 0.0, f"{start_text} + {points} point(s) of unknown length"
+        below = [self.costs.point_s(level) or 0.0 for level in range(top)]
+        points_s = probe + refinements * (statistics.fmean(below) if below else 0.0)
+        return (start or 0.0) + points_s, f"{start_text} + {points} point(s) ~{points_s:.0f} s"
+
+    def _too_dear(self) -> str | None:
+        """Why the next config is not started under the time budget, or None: it fits."""
+        budget = self.spec.time_budget_s
+        if budget is None:
+            return None
+        estimate, figures = self.config_estimate()
+        left = budget - self.spent_s()
+        if estimate <= left:
+            return None
+        return (f"the time budget had {left:.0f} s of {budget:.0f} s left, and a config "
+                f"needs about {estimate:.0f} s ({figures})")
 
     def _close_current(self) -> None:
         config = self.current
@@ -217,7 +277,7 @@ class Search:
             if config == self.current:
                 reason = reason or "being searched"
             elif status == "not_started":
-                reason = ("the point budget was spent before it" if self.budget_spent
+                reason = (self.budget_note if self.budget_spent
                           else self.walk.why_not_started(config, self.answer))
             cells.append(SearchCell(
                 label=engine.label(), status=status, reason=reason, points=levels.points(),
@@ -233,31 +293,25 @@ class Search:
             engine_start_s=sum(starts),
             point_s=sum(o.wall_s for o in observations),
             grid_points=len(self.configs) * len(self.loads) * self.max_repeats,
-            grid_estimate_s=self._grid_estimate_s(starts),
+            grid_estimate_s=self._grid_estimate_s(),
             noise_pct=None if noise is None else noise * 100,
             budget_spent=self.budget_spent,
             finished=self.finished,
+            start_prior_s=self.costs.start_prior_s,
+            start_measured_s=self.costs.measured_start_s(),
         )
 
     def _repeated(self) -> bool:
         return any(len(r) > 1 for levels in self.levels for r in levels.seen.values())
 
-    def _grid_estimate_s(self, starts: list[float]) -> float:
-        """The full grid from this run's figures: every config at the mean start, every point
-        at the mean time of its level's measured points (the nearest measured level's for a
-        level never measured)."""
-        walls: dict[int, list[float]] = {}
-        for levels in self.levels:
-            for level, repeats in levels.seen.items():
-                walls.setdefault(level, []).extend(o.wall_s for o in repeats)
-        if not walls:
+    def _grid_estimate_s(self) -> float:
+        """The full grid at the cost model's figures: every config at an engine start (0 while
+        none is known) and every point at its level's cost (0 while none was measured)."""
+        if not self.costs.walls:
             return 0.0
-        per_level = []
-        for level in range(len(self.loads)):
-            nearest = min(walls, key=lambda measured: (abs(measured - level), -measured))
-            per_level.append(statistics.fmean(walls[nearest]))
+        per_level = [self.costs.point_s(level) or 0.0 for level in range(len(self.loads))]
         configs = len(self.configs)
-        start = statistics.fmean(starts) if starts else 0.0
+        start = self.costs.start_s() or 0.0
         return configs * start + configs * self.max_repeats * sum(per_level)
 
 

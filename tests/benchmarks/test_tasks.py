@@ -31,9 +31,9 @@ class FakeRunPlan:
         self.calls = []
 
     def __call__(self, plan, workdir, *, skip_keys, cancel, on_progress, on_engine_started,
-                 data_dir, credentials=None, on_search=None, known=None):
+                 data_dir, credentials=None, on_search=None, known=None, start_prior_s=None):
         self.calls.append({"plan": plan, "skip_keys": skip_keys, "data_dir": data_dir,
-                           "known": known})
+                           "known": known, "start_prior_s": start_prior_s})
         for seconds in self.starts:
             on_engine_started(seconds)
         for i, point in enumerate(self.points):
@@ -207,6 +207,33 @@ def test_a_resumed_search_reads_its_stored_points_instead_of_skipping_them_blind
     assert list(known) == [stored.key]
     assert known[stored.key].output_throughput == pytest.approx(1234.0)
     assert known[stored.key].valid
+
+
+def test_a_search_is_given_the_median_start_of_its_own_node_and_checkpoint_only(monkeypatch):
+    benchmark = make_benchmark()
+    with_search(benchmark)
+    elsewhere = make_node("gpu-b", hostname="gpu-b.lab")
+    other_model = make_checkpoint(repo="/models/other")
+    for seconds in (40.0, 200.0, 50.0):
+        EngineStart.objects.record(benchmark.node, benchmark.checkpoint, seconds)
+    EngineStart.objects.record(elsewhere, benchmark.checkpoint, 10.0)  # another node's disk
+    EngineStart.objects.record(benchmark.node, other_model, 900.0)  # another model
+    fake = install(monkeypatch, FakeRunPlan([]))
+    tasks.run_benchmark.apply(args=[benchmark.pk])
+    assert fake.calls[0]["start_prior_s"] == 50.0
+
+
+def test_a_search_with_no_start_measured_here_gets_no_prior_and_a_grid_none(monkeypatch):
+    searched = make_benchmark()
+    with_search(searched)
+    EngineStart.objects.record(make_node("gpu-b", hostname="gpu-b.lab"), searched.checkpoint,
+                               60.0)
+    fake = install(monkeypatch, FakeRunPlan([]))
+    tasks.run_benchmark.apply(args=[searched.pk])
+    grid = make_benchmark(searched.node)
+    EngineStart.objects.record(grid.node, grid.checkpoint, 60.0)
+    tasks.run_benchmark.apply(args=[grid.pk])
+    assert [call["start_prior_s"] for call in fake.calls] == [None, None]
 
 
 def test_progress_reported_by_the_runner_is_written_with_the_next_heartbeat():

@@ -27,6 +27,7 @@ from benchmarks.points import store_point
 from runner.schema.engine_config import Checkpoint as CheckpointSpec
 from runner.schema.engine_config import EngineConfig, EngineLaunch
 from runner.schema.plan import LoadSpec, SweepPlan
+from runner.schema.search import SearchSpec
 from tests.rows import (
     launch_form_data,
     make_benchmark,
@@ -152,6 +153,21 @@ def test_before_any_run_has_finished_the_starts_measured_on_the_node_set_the_sta
     assert got.basis == ("No earlier run of m on cpu-a: measured engine starts on this node: "
                          "3, median 70 s; a conservative default of 50 output tokens/s per "
                          "replica.")
+
+
+def test_an_adaptive_sweep_is_estimated_at_its_time_budget_when_that_is_less_than_the_grid():
+    grid = sweep_plan([EngineConfig(max_num_seqs=8), EngineConfig(max_num_seqs=16)], [100])
+    # Two starts of 70 s and 512 s a config, as above: 1164 s for the full grid.
+    for budget, wall_s in ((600.0, 600.0), (5000.0, 2 * 70 + 2 * 512)):
+        plan = grid.model_copy(update={"search": SearchSpec(time_budget_s=budget)})
+        got = estimates.estimate(plan, [], where="m on gpu-a", measured_starts=[70.0])
+        assert got.wall_s == pytest.approx(wall_s)
+        assert got.gpu_hours == pytest.approx(wall_s / HOUR)
+    assert got.basis.startswith("An adaptive sweep: at most the full grid's cost")
+    plan = grid.model_copy(update={"search": SearchSpec(time_budget_s=600.0)})
+    got = estimates.estimate(plan, [], where="m on gpu-a", measured_starts=[70.0])
+    assert got.basis.startswith("An adaptive sweep with a time budget: about its 10 min, less "
+                                "than the full grid's 19 min.")
 
 
 def test_measured_starts_come_before_the_earlier_runs_time_outside_their_points():

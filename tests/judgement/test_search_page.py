@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.models import Benchmark
+from runner.schema.search import SearchRecord
 from tests.rows import make_benchmark
 
 from .helpers import adaptive_run, point, store
@@ -47,3 +48,36 @@ def test_an_unreadable_search_record_is_said_not_hidden(owner_client):
     page = owner_client.get(f"/runs/{benchmark.code}/").content.decode()
     assert 'id="search-error"' in page
     assert "the stored search record cannot be read" in page
+
+
+def with_record(benchmark, **changes):
+    benchmark.refresh_from_db()
+    record = SearchRecord.model_validate(benchmark.search)
+    if "method" in changes:
+        spec = record.spec.model_copy(update={"method": changes.pop("method")})
+        changes["spec"] = spec
+    Benchmark.objects.filter(pk=benchmark.pk).update(
+        search=record.model_copy(update=changes).model_dump(mode="json"))
+
+
+def test_the_page_says_what_the_search_priced_its_choices_by(owner_client):
+    benchmark = adaptive_run()
+    with_record(benchmark, start_prior_s=300.0, start_measured_s=60.0)
+    page = owner_client.get(f"/runs/{benchmark.code}/").content.decode()
+    assert ("Chose by value per cost: engine start ~60 s (measured here), points by their "
+            "measured wall time.") in page
+
+    with_record(benchmark, start_measured_s=None)
+    page = owner_client.get(f"/runs/{benchmark.code}/").content.decode()
+    assert "engine start ~5 min (from this node&#x27;s last starts)" in page
+
+    with_record(benchmark, start_prior_s=None)
+    page = owner_client.get(f"/runs/{benchmark.code}/").content.decode()
+    assert "engine start not known (none measured on this node)" in page
+
+
+def test_a_halving_search_claims_no_cost_basis(owner_client):
+    benchmark = adaptive_run()
+    with_record(benchmark, method="bracket-bisect-walk/1", start_measured_s=60.0)
+    page = owner_client.get(f"/runs/{benchmark.code}/").content.decode()
+    assert 'id="search-cost-basis"' not in page

@@ -41,3 +41,24 @@ def test_an_unknown_latency_is_refused_by_name(tmp_path, capsys):
 def test_a_knee_search_takes_no_latency_limits(tmp_path, capsys):
     assert sweep(tmp_path, "--search", "knee", "--slo", "p99_ttft_ms:500") == 2
     assert "latency limits are for an SLO search" in capsys.readouterr().err
+
+
+def test_a_time_budget_is_printed_with_the_search(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "300")
+    assert sweep(tmp_path, "--search", "knee", "--time-budget", "1800") == 0
+    printed = " ".join(capsys.readouterr().out.split())  # rich wraps a long line
+    assert "to within 2%, a budget of 1800 s on the node" in printed
+
+
+def test_a_time_budget_must_be_a_positive_number_of_seconds(tmp_path, capsys):
+    for bad in ("0", "-60", "nan", "an hour"):
+        try:
+            sweep(tmp_path, "--search", "knee", "--time-budget", bad)
+        except SystemExit as exc:
+            assert exc.code == 2
+        assert "--time-budget: expected a finite number > 0" in capsys.readouterr().err
+
+
+def test_a_time_budget_without_a_search_is_refused(tmp_path, capsys):
+    assert sweep(tmp_path, "--time-budget", "600") == 2
+    assert "--time-budget set an adaptive search" in capsys.readouterr().err

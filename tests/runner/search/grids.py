@@ -37,18 +37,25 @@ def recorded_grid(
     point_s: float = 5.0,
     name: str = "synthetic",
     preempts: Callable[[EngineConfig], bool] = lambda config: False,
+    num_requests: int | None = None,
 ) -> RecordedGrid:
+    """num_requests: the same at every level, each point then as long as a closed loop takes
+    (num_requests / concurrency requests after each other, each its median e2el); None: four
+    per request in flight, every point point_s."""
     configs = [EngineConfig(max_num_seqs=s, max_num_batched_tokens=t)
                for s, t in product(seqs, tokens)]
-    loads = [LoadSpec(shape="concurrency", concurrency=c, num_requests=4 * c) for c in levels]
+    loads = [LoadSpec(shape="concurrency", concurrency=c, num_requests=num_requests or 4 * c)
+             for c in levels]
     plan = SweepPlan(checkpoint=Checkpoint(model="/models/tiny"), engine_configs=configs,
                      loads=loads, repeats=repeats)
     points = []
     for config, load, repeat in product(configs, loads, range(repeats)):
-        throughput, latency = figures(config, load.concurrency or 0, repeat)
+        concurrency = load.concurrency or 0
+        throughput, latency = figures(config, concurrency, repeat)
+        wall_s = num_requests / concurrency * latency / 1000 if num_requests else point_s
         points.append(RecordedPoint(
             config_label=config.label(), load_label=load.label(), repeat=repeat,
-            output_throughput=throughput, valid=True, wall_s=point_s,
+            output_throughput=throughput, valid=True, wall_s=wall_s,
             latencies={"median_e2el_ms": latency, "p99_ttft_ms": latency / 4,
                        "median_tpot_ms": latency / 4},
             preemptions=12.0 if preempts(config) else 0.0,

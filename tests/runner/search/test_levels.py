@@ -58,3 +58,36 @@ def test_the_slo_answer_is_the_fastest_level_within_every_limit():
         levels.add(level, seen(throughput, latency))
 
     assert levels.answer() == 3  # at the limit is within it; one ms over is not
+
+
+def probed(cost) -> Levels:
+    """A config whose probe at the highest load found it on the plateau: the knee lies below."""
+    levels = Levels(SearchSpec(), LABELS, cost=cost)
+    levels.add(5, seen(100.0))
+    return levels
+
+
+def test_with_equal_costs_the_refinement_halves_the_interval():
+    for cost in (lambda level: None, lambda level: 7.0):
+        choice = probed(cost).next()
+        assert choice is not None and (choice.level, choice.phase) == (2, "refine")
+        assert "c4 halves that" in choice.reason
+
+
+def test_the_cheaper_of_two_levels_that_narrow_as_much_is_chosen():
+    # Below c16 the knee lies in c1..c8; c2 and c4 each rule out two levels at worst.
+    seconds = {0: 10.0, 1: 5.0, 2: 20.0, 3: 10.0}
+    levels = Levels(SearchSpec(), LABELS[:5], cost=seconds.get)
+    levels.add(4, seen(100.0))
+    choice = levels.next()
+
+    assert choice is not None and choice.level == 1
+    assert "c2 narrows it as well as c4 at 5 s instead of 20 s" in choice.reason
+
+
+def test_a_closed_loops_slow_low_levels_give_way_to_more_narrowing_per_second():
+    # 64 requests at each level: one in flight takes 64 rounds, sixteen take four.
+    choice = probed(lambda level: 64 / 2**level).next()
+
+    assert choice is not None and choice.level == 3
+    assert "c8 rules out 2 level(s) at 8 s, more per second than c4's 3 at 16 s" in choice.reason

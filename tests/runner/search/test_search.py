@@ -258,3 +258,88 @@ def test_the_interval_covers_a_slightly_better_config_the_walk_never_started():
     assert full.config == "seqs=8,tokens=64" and found.answer_config == "seqs=8,tokens=256"
     assert interval is not None and interval.contains(full.value or 0.0)
     assert within(found.answer, full.value)
+
+
+def timed_grid() -> RecordedGrid:
+    """64 requests at every level: a closed loop of one in flight takes far longer than 32."""
+    return recorded_grid(saturating(capacity_by_seqs_and_tokens), num_requests=64)
+
+
+@pytest.mark.parametrize("spec", [
+    KNEE,
+    SearchSpec(objective="slo", limits={"p99_ttft_ms": 600.0}),
+    SearchSpec(objective="slo", limits={"median_tpot_ms": 300.0}),
+], ids=["knee", "ttft", "tpot"])
+def test_choosing_by_value_per_cost_finds_the_answer_in_less_point_time_than_halving(spec):
+    grid = timed_grid()
+    full = grid_answer(grid, spec)
+    found = replay(grid, spec)
+    halving = replay(grid, spec.model_copy(update={"method": "bracket-bisect-walk/1"}))
+
+    assert within(found.answer, full.value)
+    assert found.record.point_s <= halving.record.point_s
+    if spec.objective == "knee":
+        assert found.record.point_s < halving.record.point_s
+
+
+def test_a_config_that_does_not_fit_the_time_budget_is_not_started_and_says_why():
+    # The first config: a 30 s start and 4 points of 5 s, 50 s; the next would need as much.
+    spec = SearchSpec(time_budget_s=80.0)
+    found = replay(recorded_grid(saturating(capacity_by_seqs_and_tokens)), spec)
+    record = found.record
+
+    assert [c.status for c in record.cells].count("searched") == 1
+    assert record.budget_spent and record.spent_s <= 80.0
+    left = next(c for c in record.cells if c.status == "not_started")
+    assert left.reason == ("the time budget had 30 s of 80 s left, and a config needs about "
+                           "50 s (engine start ~30 s measured here + 4 point(s) ~20 s)")
+
+
+def test_a_config_that_fits_the_time_budget_is_started():
+    grid = recorded_grid(saturating(capacity_by_seqs_and_tokens))
+    unlimited = replay(grid, KNEE).record
+    # The last config started was pruned after its probe (30 s + 5 s); before it, the search
+    # had spent the rest, and estimated it at 50 s.
+    before_last = unlimited.spent_s - 35.0
+    roomy = replay(grid, SearchSpec(time_budget_s=before_last + 50.0)).record
+    short = replay(grid, SearchSpec(time_budget_s=before_last + 49.0)).record
+
+    assert [c.status for c in roomy.cells] == [c.status for c in unlimited.cells]
+    assert not roomy.budget_spent
+    assert [c.status for c in short.cells].count("pruned") == (
+        [c.status for c in unlimited.cells].count("pruned") - 1
+    )
+    assert short.budget_spent
+
+
+def test_the_first_config_starts_when_its_start_is_unknown_but_not_past_a_prior():
+    grid = recorded_grid(saturating(capacity_by_seqs_and_tokens))
+    spec = SearchSpec(time_budget_s=20.0)
+
+    unknown = replay(grid, spec).record
+    assert [c.engine_start_s for c in unknown.cells if c.status == "searched"] == [30.0]
+    assert unknown.points_measured == 0, "the start spent the budget: no point is taken"
+
+    priced = replay(grid, spec, start_prior_s=30.0).record
+    assert all(c.status == "not_started" for c in priced.cells)
+    assert priced.cells[0].reason == (
+        "the time budget had 20 s of 20 s left, and a config needs about 30 s (engine start "
+        "~30 s from this node's last starts + 4 point(s) of unknown length)"
+    )
+
+
+def test_a_spent_time_budget_stops_the_points_of_the_running_config():
+    # No start is known before the first: it starts, and its points stop at 45 s.
+    found = replay(recorded_grid(saturating(capacity_by_seqs_and_tokens)),
+                   SearchSpec(time_budget_s=45.0))
+
+    assert found.record.points_measured == 3  # 30 s + 5 + 5 + 5 reaches 45 s
+    assert "the time budget ran out during its search" in found.record.cells[-1].reason
+
+
+def test_the_record_keeps_the_start_prior_and_this_runs_measured_start():
+    grid = recorded_grid(saturating(capacity_by_seqs_and_tokens))
+    record = replay(grid, KNEE, start_prior_s=300.0).record
+
+    assert (record.start_prior_s, record.start_measured_s) == (300.0, 30.0)
+    assert replay(grid, KNEE).record.start_prior_s is None
