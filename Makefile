@@ -10,7 +10,7 @@ TEST_ENV := DATABASE_URL=postgres://postgres@127.0.0.1:5432/headroom \
 	CELERY_BROKER_URL=redis://127.0.0.1:6379/15 HEADROOM_TINY_MODEL=$(CURDIR)/$(TINY_MODEL) \
 	HEADROOM_SCREENSHOT_DIR=$(CURDIR)/var/screenshots HEADROOM_PEERS=$(CURDIR)/$(PEERS)
 
-.PHONY: install tiny-model chromium peers setup lint test test-fast ground-truth demo demo-stop bench clean
+.PHONY: install tiny-model chromium peers setup lint test test-fast ground-truth demo bench clean
 
 install: $(VENV)/.installed
 
