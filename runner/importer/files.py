@@ -110,24 +110,25 @@ def iter_result_file_into(
     if not path.is_file():
         raise ImportFileError(f"{name}: no such file")
     head = _head(path)
+    headroom = head.lstrip().startswith((HEADROOM_LINE_START, BATCH_LINE_START))
+    download = not headroom and is_download(head)
     telemetry = None
     if aiperf_telemetry is not None:
         telemetry_name = telemetry_name or aiperf_telemetry.name
+        if headroom or download:
+            _refuse_telemetry(name, telemetry_name)  # before reading it for nothing
         if not aiperf_telemetry.is_file():
             raise ImportFileError(f"{telemetry_name}: no such file")
         _check_document_size(aiperf_telemetry, telemetry_name, max_document_bytes,
                              "AIPerf's GPU telemetry file")  # fmt: skip
         telemetry = (aiperf_telemetry_file.read_readings(aiperf_telemetry, telemetry_name),
                      telemetry_name)  # fmt: skip
-    headroom = head.lstrip().startswith((HEADROOM_LINE_START, BATCH_LINE_START))
-    if headroom or is_download(head):
-        _refuse_telemetry(name, telemetry)
     try:
         if headroom:
             # A last line cut short (a run killed mid-write) is skipped, as --resume skips it.
             yield from iter_points_into(path, [], new_sink, label=name)
             return
-        if is_download(head):
+        if download:
             # Streamed, so like the JSONL only the upload limit applies, not the document one.
             yield from iter_download_into(path, new_sink, label=name, max_depth=MAX_JSON_DEPTH)
             return
@@ -186,13 +187,13 @@ def _document_points(
                 documents = [first] + [_line_document(name, n, line) for n, line in lines[1:]]
                 yield aiperf.from_records(documents, source_name=name, telemetry=telemetry)
                 return
-            _refuse_telemetry(name, telemetry)
+            _refuse_telemetry(name, None if telemetry is None else telemetry[1])
             yield from _points_of(first, f"{name}:{lines[0][0]}")
             del first
             for number, line in lines[1:]:
                 yield from _points_of(_line_document(name, number, line), f"{name}:{number}")
             return
-    _refuse_telemetry(name, telemetry)
+    _refuse_telemetry(name, None if telemetry is None else telemetry[1])
     del lines
     try:
         document = _loads(text)
@@ -205,11 +206,11 @@ def _document_points(
     yield from _points_of(document, name)
 
 
-def _refuse_telemetry(name: str, telemetry: tuple[object, str] | None) -> None:
+def _refuse_telemetry(name: str, telemetry_name: str | None) -> None:
     """Readings given with any file but AIPerf's per-request one would be silently dropped."""
-    if telemetry is not None:
+    if telemetry_name is not None:
         raise ImportFileError(
-            f"{name}: AIPerf's GPU telemetry file {telemetry[1]} is read only with AIPerf's "
+            f"{name}: AIPerf's GPU telemetry file {telemetry_name} is read only with AIPerf's "
             "per-request file, profile_export.jsonl"
         )
 

@@ -14,6 +14,7 @@ from analysis.caveats import automatic_caveats
 from runner.importer.files import load_result_file
 from runner.importer.vllm_document import ImportFileError
 from runner.schema.result import Metrics
+from tests.rows import make_point_result
 
 FILES = Path(__file__).parent / "peer_files"
 AIPERF_SUMMARY = FILES / "profile_export_aiperf.json"
@@ -254,3 +255,11 @@ def test_the_caveat_says_the_gpu_figures_are_aiperfs_dcgm_scrape():
     said = {code: text for code, _, text in automatic_caveats(with_telemetry)}
     assert "AIPerf's scrape of a dcgm-exporter" in said["peer-import"]
     assert "dcgm-exporter" not in dict((c, t) for c, _, t in automatic_caveats(without))["peer-import"]
+
+
+def test_telemetry_with_a_headroom_file_is_refused_before_it_is_read(tmp_path):
+    results = tmp_path / "sweep.jsonl"
+    results.write_text(make_point_result().model_dump_json() + "\n")
+    missing = tmp_path / "gpu_telemetry_export.jsonl"  # never opened: the refusal comes first
+    with pytest.raises(ImportFileError, match="is read only with AIPerf's per-request file"):
+        load_result_file(results, aiperf_telemetry=missing)
