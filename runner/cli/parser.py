@@ -311,7 +311,12 @@ def _add_load_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--num-requests", type=int, default=64)
     group.add_argument("--concurrency", type=int)
     group.add_argument(
-        "--rate", type=_positive_number(allow_inf=False), help="requests/s, with --shape rate"
+        "--rate",
+        # vLLM's --request-rate inf sends everything at once, which here is its own shape.
+        type=_positive_number(
+            allow_inf=False, inf_hint="; for all requests at once use --shape burst"
+        ),
+        help="requests/s, with --shape rate",
     )
     group.add_argument(
         "--burstiness",
@@ -386,7 +391,7 @@ def _nap_microseconds(text: str) -> float:
     return value
 
 
-def _positive_number(*, allow_inf: bool) -> Callable[[str], float]:
+def _positive_number(*, allow_inf: bool, inf_hint: str = "") -> Callable[[str], float]:
     """A float > 0; argparse's type=float alone would take 'nan', '0' and '-1'."""
     wanted = "a number > 0 or inf" if allow_inf else "a finite number > 0"
 
@@ -398,10 +403,7 @@ def _positive_number(*, allow_inf: bool) -> Callable[[str], float]:
         if math.isnan(value) or value <= 0:
             raise argparse.ArgumentTypeError(f"expected {wanted}, got {text!r}")
         if math.isinf(value) and not allow_inf:
-            # vLLM's --request-rate inf sends everything at once, which here is its own shape.
-            raise argparse.ArgumentTypeError(
-                f"expected {wanted}, got {text!r}; for all requests at once use --shape burst"
-            )
+            raise argparse.ArgumentTypeError(f"expected {wanted}, got {text!r}{inf_hint}")
         return value
 
     return parse

@@ -59,6 +59,17 @@ def test_a_time_budget_must_be_a_positive_number_of_seconds(tmp_path, capsys):
         assert "--time-budget: expected a finite number > 0" in capsys.readouterr().err
 
 
+def test_an_infinite_budget_or_tolerance_is_refused_without_the_rate_flags_hint(tmp_path, capsys):
+    for flag in ("--time-budget", "--tolerance"):
+        try:
+            sweep(tmp_path, "--search", "knee", flag, "inf")
+        except SystemExit as exc:
+            assert exc.code == 2
+        err = capsys.readouterr().err
+        assert f"{flag}: expected a finite number > 0, got 'inf'" in err
+        assert "--shape burst" not in err
+
+
 def test_a_time_budget_without_a_search_is_refused(tmp_path, capsys):
     assert sweep(tmp_path, "--time-budget", "600") == 2
     assert "--time-budget set an adaptive search" in capsys.readouterr().err
