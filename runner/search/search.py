@@ -222,7 +222,8 @@ class Search:
         """What starting another config should cost, in seconds, and its figures in words: the
         engine start, then the probe and the refinements a ladder needs, ceil(log2(levels)),
         at the cost model's seconds. What the model does not know yet counts as 0, so a config
-        is refused only on figures this node measured."""
+        is refused only on figures this node measured; so do repeats, which the search takes
+        only where a config's own spread calls for them."""
         top = len(self.loads) - 1
         refinements = min(math.ceil(math.log2(len(self.loads))), top)
         start = self.costs.start_s()
