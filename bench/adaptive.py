@@ -4,6 +4,7 @@
     .venv/bin/python bench/adaptive.py replay                 # every grid in bench/grids/
     .venv/bin/python bench/adaptive.py replay --quick         # the first one
     .venv/bin/python bench/adaptive.py live --name cpu-c ...  # grid, then search, one run
+    .venv/bin/python bench/adaptive.py noise --seqs 8 --tokens 128 --loads concurrency:8  # spread
 
 record: runs a whole grid (every engine config x load level x repeat) on vLLM CPU engines
 serving the tiny model, through the runner's own run_plan, and writes what a search reads of
@@ -17,9 +18,14 @@ grid's answer lies inside the search's interval, and the engine time (starts plu
 search used against the grid's, beside the same search refining by plain halving (method
 bracket-bisect-walk/1) instead of by levels ruled out per expected second.
 
+noise: the plan's points alone, each repeated --repeats times, with how far each point's repeats
+scatter: how finely this host can tell two configs apart at all.
+
 live: records a grid, then runs the adaptive search on the same configs and loads, on the same
-host right after, and prints both answers and both engine times as measured; the grid is kept
-as a recorded grid too.
+host right after, and prints both answers and both engine times as measured, with every point
+the search measured and what it did with each config; then it measures the grid's answer point
+once more, which shows how far the host's speed moved meanwhile. The grid is kept as a recorded
+grid too.
 
 Targets: the answer within 2% of the grid's on every grid, the grid's answer inside the search's
 interval, the search's engine time at most 30% of the grid's on grids of 9 or more configs and
@@ -31,6 +37,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import statistics
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -44,6 +51,7 @@ from runner.schema.engine_config import Checkpoint, EngineConfig, EngineLaunch  
 from runner.schema.plan import ClientSpec, LoadSpec, SweepPlan, WorkloadSpec  # noqa: E402
 from runner.schema.search import SearchRecord, SearchSpec  # noqa: E402
 from runner.search.replay import (  # noqa: E402
+    GridAnswer,
     RecordedGrid,
     RecordedPoint,
     grid_answer,
@@ -69,7 +77,8 @@ def grid_plan(args: argparse.Namespace) -> SweepPlan:
     ]
     shape, _, values = args.loads.partition(":")
     if shape == "concurrency":
-        loads = [LoadSpec(shape="concurrency", concurrency=c, num_requests=max(3 * c, 6))
+        per_slot = args.requests_per_slot
+        loads = [LoadSpec(shape="concurrency", concurrency=c, num_requests=max(per_slot * c, 6))
                  for c in _numbers(values)]
     else:
         loads = [LoadSpec(shape="burst", num_requests=n) for n in _numbers(values)]
@@ -149,8 +158,8 @@ def judge(grid: RecordedGrid, spec: SearchSpec) -> dict[str, object]:
     interval = answer_interval(found.record, found.capacity_values)
     row: dict[str, object] = {
         "grid": grid.name, "objective": spec.describe(), "configs": len(grid.plan.engine_configs),
-        "grid_answer": full.value, "grid_at": f"{full.config} | {full.level}",
-        "search_answer": found.answer, "search_at": f"{found.answer_config} | {found.answer_level}",
+        "grid_answer": full.value, "grid_at": f"{full.config}, {full.level}",
+        "search_answer": found.answer, "search_at": f"{found.answer_config}, {found.answer_level}",
         "points": f"{found.record.points_measured} of {len(grid.points)}",
         "starts": sum(1 for c in found.record.cells if c.engine_start_s is not None),
         "engine_time_pct": 100 * found.spent_s / grid.cost_s(),
@@ -180,7 +189,7 @@ def print_rows(rows: Sequence[dict[str, object]]) -> None:
             f"{_tok(row['grid_answer'])} at {row['grid_at']}",
             f"{_tok(row['search_answer'])} at {row['search_at']}",
             f"{difference:+.2f}%" if isinstance(difference, float) else "-",
-            "-" if inside is None else "yes" if inside else "no",
+            "-" if inside is None else _inside(bool(inside), _floats(row["interval"])),
             str(row["points"]), f"{row['starts']} of {row['configs']}",
             f"{row['engine_time_pct']:.0f}% of the grid's ({row['engine_s']:.0f} s of "
             f"{row['grid_s']:.0f} s)",
@@ -188,6 +197,16 @@ def print_rows(rows: Sequence[dict[str, object]]) -> None:
             f"{_tok(row['halving_answer'])}",
         ]
         print("| " + " | ".join(cells) + " |")
+
+
+def _inside(inside: bool, interval: Sequence[float]) -> str:
+    low, high = interval
+    return f"{'yes' if inside else 'no'} ({low:.0f}-{high:.0f})"
+
+
+def _floats(value: object) -> list[float]:
+    assert isinstance(value, list)  # judge() writes [low, high]
+    return [float(v) for v in value]
 
 
 def _tok(value: object) -> str:
@@ -216,9 +235,17 @@ def cmd_live(args: argparse.Namespace) -> int:
     spec = SearchSpec()
     plan = grid.plan.model_copy(update={"search": spec})
     records: list[SearchRecord] = []
+    points = []
     with tempfile.TemporaryDirectory(prefix="headroom-search-") as workdir:
-        points = list(run_plan(plan, Path(workdir), on_search=records.append))
+        for point in run_plan(plan, Path(workdir), on_search=records.append):
+            points.append(point)
+            step = point.search
+            print(f"  search {step.order if step else '-'} {step.phase if step else ''} "
+                  f"{point.key}: {point.metrics.output_throughput:.1f} tok/s", flush=True)
     searched = records[-1]
+    for cell in searched.cells:
+        print(f"  {cell.label}: {cell.status}, {cell.points} points, answer "
+              f"{_tok(cell.answer)}; {cell.reason}")
     full = grid_answer(grid, spec)
     best = max(searched.cells, key=lambda c: c.answer or -1.0)
     # The answer point's repeats: the level of the best config whose lowest repeat it is.
@@ -237,21 +264,53 @@ def cmd_live(args: argparse.Namespace) -> int:
     if interval is not None and full.value is not None:
         print(f"interval {interval.low:.1f}-{interval.high:.1f}: the grid's answer "
               f"{'inside' if interval.contains(full.value) else 'outside'}")
+    print(f"again  {_again(grid, full)} (the grid's answer point, measured after the search: "
+          f"how far the host's speed moved between the two)")
+    return 0
+
+
+def _again(grid: RecordedGrid, full: GridAnswer) -> str:
+    """The grid's answer point measured once more, on a fresh engine, as tok/s per repeat."""
+    config = next(c for c in grid.plan.engine_configs if c.label() == full.config)
+    load = next(load for load in grid.plan.loads if load.label() == full.level)
+    plan = grid.plan.model_copy(update={"engine_configs": [config], "loads": [load]})
+    with tempfile.TemporaryDirectory(prefix="headroom-again-") as workdir:
+        values = [p.metrics.output_throughput for p in run_plan(plan, Path(workdir))]
+    return ", ".join(f"{value:.1f}" for value in values) + " tok/s"
+
+
+def cmd_noise(args: argparse.Namespace) -> int:
+    """The plan's points, repeats in order, and how far each point's repeats scatter: the
+    host's own noise, which no search can decide finer than."""
+    with tempfile.TemporaryDirectory(prefix="headroom-noise-") as workdir:
+        points, _ = run(grid_plan(args), Path(workdir))
+    by_point: dict[tuple[str, str], list[float]] = {}
+    for point in points:
+        if point.valid:
+            by_point.setdefault((point.config_label, point.load_label), []).append(
+                point.output_throughput)
+    for (config, load), values in by_point.items():
+        mean = statistics.fmean(values)
+        scatter = f", {statistics.pstdev(values) / mean:.1%} standard deviation over mean"
+        print(f"{config} | {load}: {min(values):.0f} to {max(values):.0f} tok/s, mean "
+              f"{mean:.0f}" + (scatter if len(values) > 1 and mean > 0 else ""))
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
-    for name in ("record", "live"):
+    for name in ("record", "live", "noise"):
         sub = commands.add_parser(name)
-        sub.add_argument("--name", required=True)
+        sub.add_argument("--name", required=name != "noise", default="noise")
         sub.add_argument("--seqs", default="2,4,8")
         sub.add_argument("--tokens", default="64,128,256")
         sub.add_argument("--loads", default="concurrency:2,4,8,16,32")
         sub.add_argument("--input-tokens", default="60-68")
         sub.add_argument("--output-tokens", type=int, default=64)
         sub.add_argument("--repeats", type=int, default=2)
+        sub.add_argument("--requests-per-slot", type=int, default=3,
+                         help="a closed loop's num_requests per request in flight")
         sub.add_argument("--model", default=str(ROOT / "var" / "tiny-model"))
     replay_parser = commands.add_parser("replay")
     replay_parser.add_argument("grids", nargs="*")
@@ -263,6 +322,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "live":
         return cmd_live(args)
+    if args.command == "noise":
+        return cmd_noise(args)
     return cmd_replay(args)
 
 

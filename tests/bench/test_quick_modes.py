@@ -205,3 +205,5 @@ def test_adaptive_replay_quick_mode_judges_the_search_on_a_recorded_grid():
     # The knee and the SLO objective on the first recorded grid.
     assert len(rows) == 2
     assert all("% of the grid's" in row for row in rows)
+    # Eleven columns: a config and its load share a cell, not a column each.
+    assert all(row.count("|") == 12 for row in rows)
