@@ -57,13 +57,18 @@ def assert_binds(gt: GroundTruthClass, points: list[PointResult]) -> None:
     assert not problems, "\n".join(problems)
 
 
-def assert_kinds(gt: GroundTruthClass, points: list[PointResult]) -> None:
-    """Every labelled point is judged the kind the class expects (classes.expected_kind)."""
+def assert_kinds(gt: GroundTruthClass, points: list[PointResult], *,
+                 may_rank_ahead: tuple[str, ...] = ()) -> None:
+    """Every labelled point is judged the kind the class expects (classes.expected_kind), or
+    one of may_rank_ahead with the expected kind holding behind it (evidence["also"])."""
     judged = verdicts_for_sweep([from_point_result(p) for p in points])
     for p in points:
         expected = gt.expected_kind(p.engine_config.label(), p.load.label())
         verdict = judged[p.key]
-        assert expected is None or verdict.kind == expected, (p.key, verdict.sentence, p.queue)
+        if expected is None or verdict.kind == expected:
+            continue
+        assert verdict.kind in may_rank_ahead, (p.key, verdict.sentence, p.queue)
+        assert expected in verdict.evidence["also"], (p.key, verdict.evidence)
 
 
 def test_a_long_queue_behind_max_num_seqs_4_is_the_scheduler_cap(cpu_engine, tmp_path):
@@ -94,7 +99,10 @@ def test_more_load_under_a_cap_far_above_it_is_the_engine_step_time(cpu_engine, 
 def test_fewer_requests_in_flight_than_max_num_seqs_is_underloaded(cpu_engine, tmp_path):
     points = live_points(cpu_engine, UNDERLOADED, tmp_path)
     assert_binds(UNDERLOADED, points)
-    assert_kinds(UNDERLOADED, points)
+    # The construction decides that nothing waits, not that two in flight on two shared cores
+    # deliver 1.41x of one: a slow spell can make the engine's step time hold too, and rank
+    # ahead. Underloaded must then still hold behind it.
+    assert_kinds(UNDERLOADED, points, may_rank_ahead=("step_time",))
 
 
 def test_a_client_starved_of_its_cpu_that_keeps_too_few_requests_in_flight_is_the_limit(
