@@ -171,7 +171,7 @@ def judge(grid: RecordedGrid, spec: SearchSpec) -> dict[str, object]:
         row["difference_pct"] = 100 * (found.answer - full.value) / full.value
     if interval is not None and full.value is not None:
         row["interval"] = [interval.low, interval.high]
-        row["grid_inside"] = interval.low <= full.value <= interval.high
+        row["grid_inside"] = interval.contains(full.value)
     return row
 
 
@@ -183,13 +183,12 @@ def print_rows(rows: Sequence[dict[str, object]]) -> None:
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for row in rows:
         difference = row.get("difference_pct")
-        inside = row.get("grid_inside")
         cells = [
             str(row["grid"]), str(row["configs"]), str(row["objective"]),
             f"{_tok(row['grid_answer'])} at {row['grid_at']}",
             f"{_tok(row['search_answer'])} at {row['search_at']}",
             f"{difference:+.2f}%" if isinstance(difference, float) else "-",
-            "-" if inside is None else _inside(bool(inside), _floats(row["interval"])),
+            _interval_cell(row),
             str(row["points"]), f"{row['starts']} of {row['configs']}",
             f"{row['engine_time_pct']:.0f}% of the grid's ({row['engine_s']:.0f} s of "
             f"{row['grid_s']:.0f} s)",
@@ -199,14 +198,14 @@ def print_rows(rows: Sequence[dict[str, object]]) -> None:
         print("| " + " | ".join(cells) + " |")
 
 
-def _inside(inside: bool, interval: Sequence[float]) -> str:
+def _interval_cell(row: dict[str, object]) -> str:
+    """Whether the grid's answer lies in the search's interval, and the interval."""
+    interval = row.get("interval")
+    if interval is None:
+        return "-"
+    assert isinstance(interval, list)  # judge() writes [low, high] with grid_inside
     low, high = interval
-    return f"{'yes' if inside else 'no'} ({low:.0f}-{high:.0f})"
-
-
-def _floats(value: object) -> list[float]:
-    assert isinstance(value, list)  # judge() writes [low, high]
-    return [float(v) for v in value]
+    return f"{'yes' if row['grid_inside'] else 'no'} ({low:.0f}-{high:.0f})"
 
 
 def _tok(value: object) -> str:
