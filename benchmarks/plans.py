@@ -14,12 +14,14 @@ from runner.schema.plan import Endpoint as EndpointKind
 from runner.schema.plan import (
     LoadSpec,
     LoraShare,
+    StabilitySpec,
     SweepPlan,
     TraceLonger,
     WorkloadKind,
     WorkloadSpec,
 )
 from runner.schema.search import SearchSpec
+from runner.sweep import plan_points
 
 
 def workload_spec(workload: Workload) -> WorkloadSpec:
@@ -124,6 +126,7 @@ def build_plan(
     goodput: dict[str, float] | None = None,
     endpoint: Endpoint | None = None,
     search: SearchSpec | None = None,
+    stability: StabilitySpec | None = None,
 ) -> SweepPlan:
     """Raises pydantic.ValidationError when the combination is not runnable.
 
@@ -143,6 +146,7 @@ def build_plan(
             replicas=replicas,
             goodput=goodput or {},
             search=search,
+            stability=stability or StabilitySpec(),
         )
     if checkpoint.kv_cache_dtype:
         # The checkpoint row says which KV dtype was served; every config runs with it.
@@ -161,11 +165,15 @@ def build_plan(
         replicas=replicas,
         goodput=goodput or {},
         search=search,
+        stability=stability or StabilitySpec(),
     )
 
 
 def points_total(plan: SweepPlan) -> int:
-    """The grid's points; a search measures at most these, or its budget."""
+    """The grid's points (control points included); a search measures at most the grid's, or
+    its budget."""
+    if plan.search is None:
+        return len(plan_points(plan))
     grid = len(plan.engine_configs) * len(plan.loads) * plan.repeats
     budget = plan.search.point_budget if plan.search else None
     return min(grid, budget) if budget else grid

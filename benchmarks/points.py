@@ -91,6 +91,8 @@ def _store_point(
             quality=result.quality.model_dump(mode="json") if result.quality else None,
             search=result.search.model_dump(mode="json") if result.search else None,
             peer=result.peer.model_dump(mode="json") if result.peer else None,
+            host=result.host.model_dump(mode="json") if result.host else None,
+            control=result.control,
             **metrics,
         )
         _insert_point_data({
@@ -275,6 +277,8 @@ def point_to_result(
             "quality": point.quality,
             "search": point.search,
             "peer": point.peer,
+            "host": point.host,
+            "control": point.control,
         }
     )
 

@@ -38,7 +38,15 @@ from runner import grid
 from runner.measure import quality
 from runner.schema.engine_config import EngineConfig
 from runner.schema.flags import parse_goodput
-from runner.schema.plan import QualitySpec, SweepPlan, parse_lora_split, unserved_adapters
+from runner.schema.plan import (
+    MAX_REDRAWS,
+    QualitySpec,
+    StabilitySpec,
+    SweepPlan,
+    parse_lora_split,
+    unserved_adapters,
+)
+from runner.schema.result import DISTURBED_CORES
 from runner.workloads.prompts import DatasetError, dataset_file, dataset_names
 
 
@@ -154,6 +162,15 @@ class LaunchForm(SearchFields):
     )
     repeats = forms.IntegerField(min_value=1, max_value=MAX_REPEATS, initial=1)
     replicas = forms.IntegerField(min_value=1, max_value=64, initial=1)
+    redraw_disturbed = forms.IntegerField(
+        label="Redraw disturbed points", min_value=0, max_value=MAX_REDRAWS, initial=1,
+        required=False,
+        help_text="extra draws of a point while other processes on the host take more than "
+        f"{DISTURBED_CORES:g} of a core (0: none); the least disturbed draw is kept")
+    control_point = forms.BooleanField(
+        label="Control point", required=False, initial=True,
+        help_text="measure each engine config's first load level again after its last, on the "
+        "same engine: how far the host drifted (one point more per config)")
     goodput = forms.CharField(
         label="Goodput SLOs",
         required=False,
@@ -317,6 +334,7 @@ class LaunchForm(SearchFields):
                 replicas=data["replicas"],
                 goodput=data.get("goodput") or {},
                 search=data["search_spec"],
+                stability=_stability(data),
             )
         except pydantic.ValidationError as exc:
             self.add_error(None, plans.pydantic_message(exc))
@@ -378,6 +396,7 @@ class LaunchForm(SearchFields):
                 goodput=data.get("goodput") or {},
                 endpoint=endpoint,
                 search=data["search_spec"],
+                stability=_stability(data),
             )
         except pydantic.ValidationError as exc:
             self.add_error(None, plans.pydantic_message(exc))
@@ -583,3 +602,14 @@ def _with_quality(plan: SweepPlan, name: str | None) -> SweepPlan:
     if not name:
         return plan
     return plan.model_copy(update={"quality": QualitySpec(path=name)})
+
+
+def _stability(data: dict[str, Any]) -> StabilitySpec:
+    """What the sweep does about a noisy host, from the two fields (a form posted without them,
+    as a plan review's was before they existed, takes the defaults)."""
+    redraws = data.get("redraw_disturbed")
+    return StabilitySpec(
+        redraw_disturbed=StabilitySpec().redraw_disturbed if redraws is None else redraws,
+        control_point=bool(data.get("control_point")),
+    )
+

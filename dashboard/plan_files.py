@@ -120,6 +120,8 @@ def plan_on_form(plan: SweepPlan) -> PlanOnForm:
         "name": plan.name,
         "repeats": plan.repeats,
         "replicas": plan.replicas,
+        "redraw_disturbed": plan.stability.redraw_disturbed,
+        "control_point": plan.stability.control_point,
         "goodput": " ".join(f"{name}:{_number(ms)}" for name, ms in plan.goodput.items()),
     })
     workload = _workload(plan)

@@ -212,12 +212,12 @@ def check_setting(
     candidate: Sequence[PointResult],
     tolerance_pct: float,
 ) -> SettingCheck:
-    base = [p for p in baseline if p.metrics.valid]
-    cand = [p for p in candidate if p.metrics.valid]
+    base, cand = _judged(baseline), _judged(candidate)
     doubts = _doubts("the baseline", baseline, base) + _doubts("the candidate", candidate, cand)
     if not base or not cand:
         side = "the baseline" if not base else "the candidate"
-        return SettingCheck(setting, (), note=f"{side} has no valid repeat", doubts=doubts)
+        return SettingCheck(setting, (), note=f"{side} has no valid repeat that other "
+                            "processes left undisturbed", doubts=doubts)
     checks = []
     for figure in FIGURES:
         b, c = _values(base, figure), _values(cand, figure)
@@ -226,15 +226,24 @@ def check_setting(
     return SettingCheck(setting, tuple(checks), doubts=doubts)
 
 
+def _judged(points: Sequence[PointResult]) -> list[PointResult]:
+    """The repeats a verdict rests on: valid, and not disturbed by other processes on the host
+    (HostCpu.disturbed), whose change would be the neighbour's rather than the engine's."""
+    return [p for p in points
+            if p.metrics.valid and not (p.host is not None and p.host.disturbed)]
+
+
 def _doubts(
-    side: str, points: Sequence[PointResult], valid: Sequence[PointResult]
+    side: str, points: Sequence[PointResult], judged: Sequence[PointResult]
 ) -> tuple[str, ...]:
-    """Invalid repeats (failed or short responses) left out, and valid ones whose client could
-    not keep up: its timings, and so the latencies judged, may be its own."""
+    """Invalid or disturbed repeats left out, and judged ones whose client could not keep up:
+    its timings, and so the latencies judged, may be its own."""
     out = []
-    if left_out := len(points) - len(valid):
-        out.append(f"{left_out} invalid repeat(s) of {side} left out")
-    if saturated := sum(p.client.saturated for p in valid):
+    if invalid := sum(not p.metrics.valid for p in points):
+        out.append(f"{invalid} invalid repeat(s) of {side} left out")
+    if disturbed := len(points) - len(judged) - invalid:
+        out.append(f"{disturbed} repeat(s) of {side} disturbed by other processes left out")
+    if saturated := sum(p.client.saturated for p in judged):
         out.append(f"{side}'s client saturated in {saturated} repeat(s)")
     return tuple(out)
 

@@ -33,6 +33,7 @@ from runner.engine.command import EngineError
 from runner.engine.endpoint import NO_CREDENTIALS, Credentials
 from runner.engine.process import RunningEngine, engines, measure_rtt
 from runner.engine.provenance import collect_hardware, package_versions, utc_now
+from runner.measure import host_cpu
 from runner.measure.metrics import aggregate, window_of
 from runner.measure.quality import QualitySet, load_quality, score_quality
 from runner.measure.sampler import QueueSampler, summarize
@@ -41,7 +42,15 @@ from runner.measure.telemetry_summary import record_telemetry
 from runner.schema.engine_config import EngineConfig
 from runner.schema.plan import LoadSpec, SweepPlan
 from runner.schema.records import EngineSample
-from runner.schema.result import Hardware, PointResult, Provenance, ReplicaResult, point_key
+from runner.schema.result import (
+    DISTURBED_CORES,
+    Hardware,
+    PointResult,
+    Provenance,
+    ReplicaResult,
+    SetAside,
+    point_key,
+)
 from runner.schema.samples import QueueSummary
 from runner.schema.search import SearchRecord, SearchStep
 from runner.search.observation import Observation, observe
@@ -70,6 +79,8 @@ class PlannedPoint:
     config: EngineConfig
     load: LoadSpec
     repeat: int
+    # The config's first load level again after its last (StabilitySpec.control_point).
+    control: bool = False
 
     @property
     def key(self) -> str:
@@ -89,14 +100,18 @@ class SweepIncomplete(Exception):
 
 
 def plan_points(plan: SweepPlan) -> list[PlannedPoint]:
-    """Every point of the plan in run order: per config, loads ascending, then repeats."""
+    """Every point of the plan in run order. Per config, repeats are interleaved (every load
+    level ascending, then every level again), so a slow spell of the host touches all levels
+    alike instead of one level's repeats; then, with two or more levels, the control point: the
+    first level once more, as the repeat after the last, to show the drift."""
     loads = ladder(plan.loads)
-    return [
-        PlannedPoint(config, load, repeat)
-        for config in plan.engine_configs
-        for load in loads
-        for repeat in range(plan.repeats)
-    ]
+    points = []
+    for config in plan.engine_configs:
+        points += [PlannedPoint(config, load, repeat)
+                   for repeat in range(plan.repeats) for load in loads]
+        if plan.stability.control_point and len(loads) > 1:
+            points.append(PlannedPoint(config, loads[0], plan.repeats, control=True))
+    return points
 
 
 def run_plan(
@@ -232,7 +247,7 @@ def _finished_point(
 ) -> PointResult:
     """One point measured, with its trace, conversation and quality figures and provenance."""
     plan, planned = context.plan, context.planned
-    point = _measure_point(context, running, prompts, cancel)
+    point = _undisturbed_draw(context, running, prompts, cancel)
     annotate_point(point, inputs.source)
     conversations.annotate_point(point, inputs.talks)
     if inputs.quality is not None:  # after the window: the eval never shares it
@@ -253,6 +268,55 @@ def _finished_point(
         finished_at=utc_now(),
     )
     return point
+
+
+def _undisturbed_draw(
+    context: _PointContext,
+    running: list[RunningEngine],
+    prompts: list[Prompt],
+    cancel: threading.Event,
+) -> PointResult:
+    """The point, measured again while other processes disturbed it, up to the plan's
+    redraw_disturbed extra draws. The first undisturbed draw is kept; when every draw was
+    disturbed, the least disturbed one. The others are recorded as set aside, and a note says
+    which draw was kept and why."""
+    draws = [_measure_point(context, running, prompts, cancel)]
+    while (_disturbed(draws[-1])
+           and len(draws) <= context.plan.stability.redraw_disturbed):
+        _check_alive(running)
+        draws.append(_measure_point(context, running, prompts, cancel))
+    if len(draws) == 1:
+        if _disturbed(draws[0]):
+            draws[0].notes.append(
+                f"disturbed: other processes took {_taken_cores(draws[0]):.2f} cores during "
+                f"this point, more than {DISTURBED_CORES:g}; not measured again "
+                "(redraw_disturbed 0)")
+        return draws[0]
+    calm = [draw for draw in draws if not _disturbed(draw)]
+    kept = calm[0] if calm else min(draws, key=_taken_cores)
+    assert kept.host is not None  # only a measured host makes a draw disturbed
+    kept.host.set_aside = [
+        SetAside(taken_cores=_taken_cores(draw), output_throughput=draw.metrics.output_throughput)
+        for draw in draws if draw is not kept
+    ]
+    position = draws.index(kept) + 1
+    why = ("the first one other processes left alone" if calm else
+           "every draw was disturbed; the one they took least from")
+    kept.notes.append(
+        f"measured {len(draws)} times because other processes took more than "
+        f"{DISTURBED_CORES:g} of a core: kept draw {position} ({why}, "
+        f"{_taken_cores(kept):.2f} cores taken)"
+    )
+    return kept
+
+
+def _disturbed(point: PointResult) -> bool:
+    return point.host is not None and point.host.disturbed
+
+
+def _taken_cores(point: PointResult) -> float:
+    taken = point.host.taken_cores if point.host is not None else None
+    return 0.0 if taken is None else taken
 
 
 def _check_alive(running: list[RunningEngine]) -> None:
@@ -369,8 +433,10 @@ def _measure_point(
         running[0].credentials,
     )
     telemetry = open_telemetry(plan.launch, planned.config, running, plan.sample_interval_s)
+    groups = _engine_groups(plan, running)
     sampler.start()
     telemetry.start()
+    cpu_before = host_cpu.snapshot(groups)
     try:
         outcome = run_load(
             targets,
@@ -383,6 +449,7 @@ def _measure_point(
             isolate=True,  # the sampler thread (and a dashboard's) must not share the client's GIL
         )
     finally:
+        cpu_after = host_cpu.snapshot(groups)
         raw_samples = sampler.stop()
         raw_telemetry = telemetry.stop()
     if cancel.is_set():
@@ -390,11 +457,23 @@ def _measure_point(
     samples = [s.model_copy(update={"t": s.t - outcome.t0}) for s in raw_samples]
     outcome.health = outcome.health.model_copy(update={"network_rtt": network_rtt})
     point = _point_from_outcome(plan, planned, running, outcome, samples)
+    point.host = host_cpu.host_cpu(cpu_before, cpu_after)
+    point.control = planned.control
     record_telemetry(point, telemetry, raw_telemetry, outcome.t0)
     unavailable = sampler.unavailable_note()
     if unavailable:
         point.notes.append(unavailable)
     return point
+
+
+def _engine_groups(plan: SweepPlan, running: list[RunningEngine]) -> list[int] | None:
+    """The engines' process groups, whose CPU time is theirs; None where the engine's processes
+    are not in them (an attached server, a container), so the host's other work cannot be told
+    from the engine's."""
+    groups = [engine.process_group for engine in running]
+    if plan.launch.style in ("attach", "docker") or None in groups:
+        return None
+    return [group for group in groups if group is not None]
 
 
 def _point_from_outcome(

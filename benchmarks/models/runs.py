@@ -457,6 +457,11 @@ class Point(models.Model):
     # An imported AIPerf, GuideLLM or inference-perf point: the tool's own figures under its
     # names (runner.schema PeerFigures); None: measured by Headroom or vllm bench.
     peer = models.JSONField(null=True, blank=True)
+    # The host's CPU time over the load, by whose it was (runner.schema HostCpu: the engines',
+    # the runner's, others'), with the draws set aside as disturbed; None: not measured.
+    host = models.JSONField(null=True, blank=True)
+    # The config's first load level measured again after its last one (PointResult.control).
+    control = models.BooleanField(default=False)
 
     class Meta:
         # Measurement order, which is the plan's order: engine configs as the user listed them

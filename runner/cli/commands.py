@@ -74,7 +74,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    plan = with_search_args(load_plan(args.plan), args)
+    plan = with_stability_args(with_search_args(load_plan(args.plan), args), args)
     if args.dry_run:
         print_plan(plan)
         return 0
@@ -84,7 +84,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def cmd_node(args: argparse.Namespace) -> int:
     if args.replicas < 2:
         raise CliError("--replicas must be at least 2 for a node run (use `sweep` for one engine)")
-    plan = load_plan(args.plan).model_copy(update={"replicas": args.replicas})
+    plan = with_stability_args(load_plan(args.plan), args).model_copy(
+        update={"replicas": args.replicas})
     plan = validate_plan(plan.model_dump(), source=str(args.plan))
     if args.dry_run:
         print_plan(plan)
@@ -176,6 +177,18 @@ def with_search_args(plan: SweepPlan, args: argparse.Namespace) -> SweepPlan:
         search["time_budget_s"] = args.time_budget
     return validate_plan({**plan.model_dump(mode="json"), "search": search},
                          source="--search flags")
+
+
+def with_stability_args(plan: SweepPlan, args: argparse.Namespace) -> SweepPlan:
+    """The plan with the stability flags given; the plan's own settings where none is."""
+    update: dict[str, Any] = {}
+    if args.redraw_disturbed is not None:
+        update["redraw_disturbed"] = args.redraw_disturbed
+    if args.no_control_point:
+        update["control_point"] = False
+    if not update:
+        return plan
+    return plan.model_copy(update={"stability": plan.stability.model_copy(update=update)})
 
 
 def validate_plan(data: dict[str, Any], *, source: str) -> SweepPlan:

@@ -29,9 +29,11 @@ from runner.schema.flags import parse_goodput
 from runner.schema.plan import (
     CPU_ENGINE_SAMPLE_INTERVAL_S,
     IDLE_NAP_MAX_US,
+    MAX_REDRAWS,
     SAMPLE_INTERVAL_S,
     WorkloadKind,
 )
+from runner.schema.result import DISTURBED_CORES
 from runner.schema.search import DEFAULT_TOLERANCE_PCT, SEARCH_LATENCY_FIELDS
 
 
@@ -84,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--resume", action="store_true", help="skip points already in --out")
     sweep.add_argument("--dry-run", action="store_true", help="print the points and exit")
     _add_search_arguments(sweep)
+    _add_stability_arguments(sweep)
     sweep.set_defaults(handler=cmd_sweep)
 
     node = commands.add_parser(
@@ -94,6 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_output_arguments(node)
     node.add_argument("--resume", action="store_true")
     node.add_argument("--dry-run", action="store_true")
+    _add_stability_arguments(node)
     node.set_defaults(handler=cmd_node)
 
     importer = commands.add_parser(
@@ -130,6 +134,19 @@ def _tolerance_pct(text: str) -> float:
     if not 0 <= value < 100:
         raise argparse.ArgumentTypeError(f"expected a percentage from 0 to under 100, got {text!r}")
     return value
+
+
+def _add_stability_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group(
+        "a noisy host", "what the sweep does when other processes take the host's CPUs, and "
+        "how it measures drift; overrides the plan's own stability settings")
+    group.add_argument("--redraw-disturbed", type=int, choices=range(MAX_REDRAWS + 1),
+                       metavar=f"0-{MAX_REDRAWS}",
+                       help="extra draws of a point while other processes take more than "
+                       f"{DISTURBED_CORES:g} of a core (default 1; 0: none)")
+    group.add_argument("--no-control-point", action="store_true",
+                       help="do not measure each config's first load level again after its "
+                       "last (the control point shows the drift)")
 
 
 def _add_search_arguments(parser: argparse.ArgumentParser) -> None:

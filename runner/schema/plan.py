@@ -428,6 +428,21 @@ def default_sample_interval(style: str) -> float:
     return CPU_ENGINE_SAMPLE_INTERVAL_S if style == "cpu" else SAMPLE_INTERVAL_S
 
 
+# At most this many extra draws of one disturbed point: a host busy for longer than that is busy,
+# and the point is kept with its caveat rather than measured on and on.
+MAX_REDRAWS = 3
+
+
+class StabilitySpec(Schema):
+    """What a sweep does about a noisy host (runner.measure.host_cpu, runner.sweep)."""
+
+    # Extra draws of a point that other processes disturbed (HostCpu.disturbed); 0: none.
+    redraw_disturbed: int = Field(default=1, ge=0, le=MAX_REDRAWS)
+    # Each engine config's first load level measured again after its last one, on the same
+    # engine (no extra start): the drift over the config's points. Only for two or more levels.
+    control_point: bool = True
+
+
 class SweepPlan(Schema):
     """engine configs x load levels x repeats on one checkpoint and workload."""
 
@@ -450,6 +465,7 @@ class SweepPlan(Schema):
     # An adaptive sweep (runner.search): engine_configs and loads are its candidates and
     # repeats the most one point gets; None: every point of the grid, as listed.
     search: SearchSpec | None = None
+    stability: StabilitySpec = Field(default_factory=StabilitySpec)
 
     @field_validator("goodput")
     @classmethod

@@ -157,6 +157,64 @@ class ClientHealth(Schema):
     schedule: SendSchedule | None = None
 
 
+# Other processes (and the hypervisor's steal) taking more than this share of one core during a
+# point's window disturb it: on a quiet host they take a few percent of a core (docs/performance.md,
+# "Disturbed points"), while a busy neighbour that takes a quarter of a core from a 2-core host
+# already moves its throughput by more than the host's own repeat scatter.
+DISTURBED_CORES = 0.25
+
+
+class SetAside(Schema):
+    """A draw of a point measured and then set aside because other processes disturbed it."""
+
+    taken_cores: float = Field(description="cores other processes and steal took")
+    output_throughput: float
+
+
+class HostCpu(Schema):
+    """The host's CPU time over the point's load (runner.measure.host_cpu), by whose it was.
+
+    busy_s is every process's work on the host (/proc/stat, steal not counted); own_s this
+    runner's with its client processes; engine_s the engines' process groups. Whatever is left,
+    with the hypervisor's steal, was taken by others: the interference.
+    """
+
+    window_s: float = Field(gt=0)
+    cpus: int = Field(gt=0)
+    busy_s: float = Field(ge=0)
+    own_s: float = Field(ge=0)
+    engine_s: float | None = Field(
+        default=None, ge=0,
+        description="None: the engine is not a process this runner started (attached, container)",
+    )
+    steal_s: float | None = Field(default=None, ge=0, description="None: not reported")
+    set_aside: list[SetAside] = Field(
+        default_factory=list, description="earlier draws of this point, disturbed and set aside")
+
+    @property
+    def others_s(self) -> float | None:
+        if self.engine_s is None:
+            return None
+        return max(0.0, self.busy_s - self.own_s - self.engine_s)
+
+    @property
+    def taken_cores(self) -> float | None:
+        """Cores, on average over the window, that other processes and steal took."""
+        others = self.others_s
+        if others is None:
+            return None
+        return (others + (self.steal_s or 0.0)) / self.window_s
+
+    @property
+    def engine_cores(self) -> float | None:
+        return None if self.engine_s is None else self.engine_s / self.window_s
+
+    @property
+    def disturbed(self) -> bool:
+        taken = self.taken_cores
+        return taken is not None and taken > DISTURBED_CORES
+
+
 class LengthHistogram(Schema):
     """Token counts binned on shared edges: counts[i] values in [edges[i], edges[i+1]) (the
     last bin also holds its upper edge), so two histograms on one set of edges compare."""
@@ -426,6 +484,12 @@ class PointResult(Schema):
     search: SearchStep | None = None
     # An imported AIPerf, GuideLLM or inference-perf point: the tool's own figures.
     peer: PeerFigures | None = None
+    # The host's CPU time over the load, by whose it was; None: not measured (an import, a file
+    # written before it existed, a host without /proc).
+    host: HostCpu | None = None
+    # The config's first load level measured again after its last one, on the same engine: how
+    # far the host drifted over the config's points (runner.sweep).
+    control: bool = False
 
 
 def point_key(config: EngineConfig, load: LoadSpec, repeat: int) -> str:

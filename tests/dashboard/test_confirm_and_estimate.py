@@ -125,9 +125,10 @@ def test_the_estimate_is_the_earlier_runs_start_time_and_their_rate_at_the_neare
     # seqs=256 ran before: burst 1000 at the mean of its two 1000s (2,000 tok/s): 256,000
     # tokens in 128 s; burst 4000 at its nearest level, 2000 (4,096 tok/s): 1,024,000 in 250 s.
     # seqs=1024 never ran: every earlier point counts; at 1000 the mean of 1,000, 3,000 and
-    # 8,000 is 4,000 tok/s (64 s), at 4000 the 2000 level again (250 s).
-    assert got.wall_s == pytest.approx(2 * 200 + 128 + 250 + 64 + 250)
-    assert got.gpu_hours == pytest.approx(1092 / HOUR * 1)
+    # 8,000 is 4,000 tok/s (64 s), at 4000 the 2000 level again (250 s). Each config ends
+    # with its control point, burst 1000 once more (128 s and 64 s).
+    assert got.wall_s == pytest.approx(2 * 200 + 128 + 250 + 128 + 64 + 250 + 64)
+    assert got.gpu_hours == pytest.approx(1284 / HOUR * 1)
     assert got.basis.startswith(f"From 2 earlier runs of {checkpoint} on gpu-a: 3 min per "
                                 "engine start")
 

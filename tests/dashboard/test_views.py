@@ -92,7 +92,8 @@ def test_progress_json_reports_state_and_counts(owner_client):
     benchmark = make_benchmark(state="running", progress=0.25, progress_note="measuring")
     data = owner_client.get(f"/runs/{benchmark.code}/progress.json").json()
     assert data["state"] == "running" and data["final"] is False
-    assert (data["progress"], data["progress_note"], data["points_total"]) == (0.25, "measuring", 4)
+    # Two configs at two load levels, each config with its control point: 2 x 2 + 2.
+    assert (data["progress"], data["progress_note"], data["points_total"]) == (0.25, "measuring", 6)
 
 
 def test_the_json_download_holds_every_point_in_the_result_schema(owner_client, finished_run):

@@ -42,9 +42,21 @@ def test_a_finished_sweep_is_all_valid_and_on_disk(fake_vllm, tmp_path):
     out = tmp_path / "results.jsonl"
     assert main(["sweep", str(plan), "--out", str(out)]) == 0
     points = read_points(out).points
-    assert [p.load.num_requests for p in points] == [4, 8]
+    # The first level again at the end: the control point, the repeat after the last.
+    assert [(p.load.num_requests, p.repeat, p.control) for p in points] == [
+        (4, 0, False), (8, 0, False), (4, 1, True)]
     assert all(p.metrics.valid and p.metrics.total_output_tokens == p.load.num_requests * 16 for p in points)
     assert points[0].provenance.engine.launch_style == "attach"
+    # An attached server's processes are not this runner's: the host is read, never judged.
+    assert points[0].host is not None and points[0].host.engine_s is None
+    assert not points[0].host.disturbed
+
+
+def test_no_control_point_leaves_the_ladder_as_planned(fake_vllm, tmp_path):
+    plan = write_plan(tmp_path, attach_plan(fake_vllm.base_url, [4, 8]))
+    out = tmp_path / "results.jsonl"
+    assert main(["sweep", str(plan), "--out", str(out), "--no-control-point"]) == 0
+    assert [p.load.num_requests for p in read_points(out).points] == [4, 8]
 
 
 def test_resume_runs_only_the_points_missing_from_the_file(fake_vllm, tmp_path):
@@ -59,8 +71,9 @@ def test_resume_runs_only_the_points_missing_from_the_file(fake_vllm, tmp_path):
 
     assert main(["sweep", str(write_plan(tmp_path, plan)), "--out", str(out), "--resume"]) == 0
 
-    assert len(fake_vllm.requests) - sent_before == 8  # only the burst of 8 ran again
-    assert [p.load.num_requests for p in read_points(out).points] == [4, 8]
+    # Only the burst of 8 and the control point (the burst of 4 again) ran.
+    assert len(fake_vllm.requests) - sent_before == 8 + 4
+    assert [p.load.num_requests for p in read_points(out).points] == [4, 8, 4]
 
 
 def test_a_server_answering_500_gives_an_invalid_point_with_error_records(fake_vllm, tmp_path):

@@ -11,7 +11,7 @@ from runner.cli.commands import plan_from_bench_args, validate_plan
 from runner.cli.parser import build_parser, main
 from runner.measure.summary import print_summary
 from runner.schema.engine_config import Checkpoint, EngineConfig, EngineLaunch
-from runner.schema.plan import ClientSpec, LoadSpec, SweepPlan
+from runner.schema.plan import ClientSpec, LoadSpec, StabilitySpec, SweepPlan
 from runner.schema.result import Window
 from runner.schema.samples import QueueSummary
 from runner.sweep import plan_points
@@ -64,21 +64,35 @@ def test_attach_and_docker_styles_need_their_address_and_image():
         EngineLaunch(style="docker")
 
 
-def test_it_orders_points_per_config_by_rising_load_then_repeat():
+def test_it_interleaves_repeats_and_ends_each_config_with_its_control_point():
     plan = SweepPlan(
         checkpoint=Checkpoint(model="m"),
         engine_configs=[EngineConfig(max_num_seqs=4), EngineConfig(max_num_seqs=32)],
         loads=[LoadSpec(num_requests=64), LoadSpec(shape="concurrency", concurrency=8, num_requests=64)],
         repeats=2,
     )
-    keys = [p.key for p in plan_points(plan)]
-    assert keys[:4] == [
+    points = plan_points(plan)
+    keys = [p.key for p in points]
+    # Every level once, then every level again: a slow spell touches both levels alike.
+    assert keys[:5] == [
         "seqs=4|concurrency 8 x 64|r0",
-        "seqs=4|concurrency 8 x 64|r1",
         "seqs=4|burst 64|r0",
+        "seqs=4|concurrency 8 x 64|r1",
         "seqs=4|burst 64|r1",
+        "seqs=4|concurrency 8 x 64|r2",
     ]
-    assert len(keys) == len(set(keys)) == 8
+    assert [p.control for p in points[:5]] == [False, False, False, False, True]
+    assert len(keys) == len(set(keys)) == 10
+
+
+def test_a_single_load_level_or_a_plan_that_says_no_gets_no_control_point():
+    one_level = SweepPlan(checkpoint=Checkpoint(model="m"), engine_configs=[EngineConfig()],
+                          loads=[LoadSpec(num_requests=8)])
+    assert [p.control for p in plan_points(one_level)] == [False]
+    two_levels = one_level.model_copy(update={
+        "loads": [LoadSpec(num_requests=8), LoadSpec(num_requests=16)],
+        "stability": StabilitySpec(control_point=False)})
+    assert [p.control for p in plan_points(two_levels)] == [False, False]
 
 
 def test_dry_run_prints_the_plan_without_starting_anything(tmp_path, capsys, monkeypatch):

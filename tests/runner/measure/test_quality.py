@@ -20,6 +20,7 @@ from runner.schema.plan import (
     ClientSpec,
     LoadSpec,
     QualitySpec,
+    StabilitySpec,
     SweepPlan,
     WorkloadSpec,
 )
@@ -249,6 +250,7 @@ def attach_plan(base_url: str, quality: QualitySpec | None) -> SweepPlan:
         client=ClientSpec(request_timeout_s=10, stall_timeout_s=2),
         sample_interval_s=0.1,
         quality=quality,
+        stability=StabilitySpec(control_point=False),  # two points, each scored
     )
 
 
