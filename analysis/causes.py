@@ -18,6 +18,7 @@ from analysis.sentences import (
     percent,
     setting_changes_text,
     setting_value_text,
+    within_band,
 )
 
 CAUSE_SCHEDULER_CAP = (
@@ -48,6 +49,11 @@ SATURATED_CLAUSE = (
     "%(cause)s, and more load added only waiting (%(gain)s output over the previous load "
     "level)")
 
+# The same, when the step's output change is inside the run's noise band.
+SATURATED_NOISE_CLAUSE = (
+    "%(cause)s, and more load added only waiting (output changed %(gain)s over the previous "
+    "load level, within noise of ±%(band)s)")
+
 CHANGE_RAISED = "raising %(setting)s from %(before)s to %(after)s"
 CHANGE_LOWERED = "lowering %(setting)s from %(before)s to %(after)s"
 CHANGE_CHANGED = "changing %(setting)s from %(before)s to %(after)s"
@@ -62,6 +68,10 @@ STORY_FELL = (
 STORY_LEVEL = (
     "At %(load)s, %(change)s left output level (%(before)s -> %(after)s output tok/s, "
     "%(pct)s): at %(from)s, %(from_cause)s; at %(to)s, %(to_cause)s.")
+# Two configs whose output differs by less than the run's noise band.
+STORY_NOISE = (
+    "At %(load)s, %(change)s changed output by %(pct)s, within noise of ±%(band)s (%(before)s "
+    "-> %(after)s output tok/s): at %(from)s, %(from_cause)s; at %(to)s, %(to_cause)s.")
 STORY_LEVEL_LIMIT = (
     "At %(load)s, %(change)s left output level (%(before)s -> %(after)s output tok/s, "
     "%(pct)s), so admitting more requests no longer pays and the engine's own step time is now "
@@ -70,8 +80,9 @@ STORY_LEVEL_LIMIT = (
 STORY_TEMPLATES = (
     CAUSE_SCHEDULER_CAP, CAUSE_SCHEDULER_CAP_MEAN, CAUSE_KV_CAPACITY, CAUSE_DEFERRED,
     CAUSE_TOKEN_BUDGET, CAUSE_TOKEN_BUDGET_PARTIAL, CAUSE_STEP_TIME, CAUSE_UNDERLOADED,
-    CAUSE_CLIENT, CAUSE_UNCLEAR, SATURATED_CLAUSE, CHANGE_RAISED, CHANGE_LOWERED,
-    CHANGE_CHANGED, CHANGE_TWO, STORY_ROSE, STORY_FELL, STORY_LEVEL, STORY_LEVEL_LIMIT,
+    CAUSE_CLIENT, CAUSE_UNCLEAR, SATURATED_CLAUSE, SATURATED_NOISE_CLAUSE, CHANGE_RAISED,
+    CHANGE_LOWERED, CHANGE_CHANGED, CHANGE_TWO, STORY_ROSE, STORY_FELL, STORY_NOISE, STORY_LEVEL,
+    STORY_LEVEL_LIMIT,
 )
 
 
@@ -114,8 +125,11 @@ def cause_sentence(kind: str, evidence: Mapping[str, Any], partial: bool = False
     template, values = _cause_values(kind, evidence, partial)
     cause = Sentence(template, values)
     if evidence.get("saturated") and kind != "step_time":
-        return Sentence(SATURATED_CLAUSE, {"cause": cause,
-                                           "gain": pct(evidence["throughput_gain_pct"])})
+        gain, band = evidence["throughput_gain_pct"], evidence.get("noise_band_pct")
+        if band is not None and within_band(gain, band):
+            return Sentence(SATURATED_NOISE_CLAUSE, {"cause": cause, "gain": pct(gain),
+                                                     "band": percent(band)})
+        return Sentence(SATURATED_CLAUSE, {"cause": cause, "gain": pct(gain)})
     return cause
 
 
@@ -138,7 +152,7 @@ def changes_sentence(changes: Sequence[tuple[str, Any, Any]]) -> Sentence:
 def story_sentence(
     *, load: str, changes: Sequence[tuple[str, Any, Any]], sides: tuple[str, str],
     throughputs: tuple[float, float], causes: tuple[Sentence, Sentence], flat_pct: float,
-    raised_a_limit: bool,
+    raised_a_limit: bool, noise_band_pct: float | None = None,
 ) -> Sentence:
     """'At burst 128, raising max_num_seqs from 4 to 64 raised output 1.98x (1,140 -> 2,258
     output tok/s): at 4, the scheduler cap bound: ...; at 64, ...'. Output within flat_pct either
@@ -149,6 +163,10 @@ def story_sentence(
         "after": num(after), "from": sides[0], "to": sides[1], "from_cause": causes[0],
         "to_cause": causes[1]}
     change = (after - before) / before * 100 if before > 0 else 0.0
+    if abs(change) >= flat_pct and noise_band_pct is not None and within_band(change,
+                                                                            noise_band_pct):
+        return Sentence(STORY_NOISE, {**values, "pct": pct(change),
+                                      "band": percent(noise_band_pct)})
     if abs(change) < flat_pct:
         template = STORY_LEVEL_LIMIT if raised_a_limit else STORY_LEVEL
         return Sentence(template, {**values, "pct": pct(change)})

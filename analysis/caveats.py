@@ -10,7 +10,7 @@ from __future__ import annotations
 from analysis.checks import failed_checks
 from analysis.convert import quality_caveat, queue_gap_fraction
 from analysis.verdicts import sparse_queue_samples
-from runner.schema.result import IMPORT_CLIENTS, IMPORTED_SOURCES, PointResult
+from runner.schema.result import DISTURBED_CORES, IMPORT_CLIENTS, IMPORTED_SOURCES, PointResult
 
 # What a caveat is about (benchmarks.models Caveat.Kind takes its values from these).
 SCOPE = "scope"
@@ -20,6 +20,9 @@ LIMITATION = "limitation"
 # The caveat code beside a quality score that says nothing (analysis.convert
 # quality_caveat); the run page shows it next to the score.
 QUALITY_CAVEAT = "quality-cpu-engine"
+
+# The caveat of a point that other processes disturbed (runner.schema HostCpu.disturbed).
+DISTURBED_CAVEAT = "disturbed-host"
 
 # (code, kind, text) of one caveat.
 AutomaticCaveat = tuple[str, str, str]
@@ -70,6 +73,9 @@ def automatic_caveats(result: PointResult) -> list[AutomaticCaveat]:
                 "about 50 µs of timer slack.",
             )
         )
+    disturbed = disturbed_caveat(result)
+    if disturbed is not None:
+        caveats.append(disturbed)
     gap = queue_gap_fraction(result)  # None for imports: they carry no engine samples
     if sparse_queue_samples(gap):
         consequence = (
@@ -129,3 +135,24 @@ def automatic_caveats(result: PointResult) -> list[AutomaticCaveat]:
             )
         )
     return caveats
+
+
+def disturbed_caveat(result: PointResult) -> AutomaticCaveat | None:
+    """A point other processes disturbed (HostCpu.disturbed), with the figure."""
+    host = result.host
+    if host is None or not host.disturbed:
+        return None
+    taken, engine = host.taken_cores, host.engine_cores
+    assert taken is not None and engine is not None  # a disturbed host measured both
+    redrawn = (f" It was measured {len(host.set_aside) + 1} times and every draw was disturbed; "
+               "this is the least disturbed one." if host.set_aside else "")
+    return (
+        DISTURBED_CAVEAT,
+        METHOD,
+        f"Disturbed: other processes took {taken:.2f} of a core on average during this point "
+        f"(above {DISTURBED_CORES:g}), while the engine used {engine:.2f} of the host's "
+        f"{host.cpus} cores. Its throughput and latency say as much about that neighbour as "
+        "about the engine, so the knee, the saturation tag and the sweep's story do not read "
+        f"its change from a neighbouring point as the engine's.{redrawn}",
+    )
+

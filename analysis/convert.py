@@ -135,6 +135,9 @@ def from_point_result(p: PointResult) -> PointFigures:
         **{name: getattr(q, name) for name in QUEUE_FIELDS},
         prefix_cache_hit_rate=q.prefix_cache_hit_rate,
         hardware=hardware_use_of(p),
+        taken_cores=p.host.taken_cores if p.host is not None else None,
+        disturbed=p.host is not None and p.host.disturbed,
+        control=p.control,
     )
 
 

@@ -68,30 +68,38 @@ def group_by_setting(points: Sequence[PointFigures]) -> dict[Setting, list[Point
     return groups
 
 
+def judged_repeats(group: Sequence[PointFigures]) -> list[PointFigures]:
+    """The repeats of one setting a figure rests on: the valid ones other processes left
+    undisturbed, or, when every valid one was disturbed, those (the caveat says so): the lowest
+    of a disturbed draw is the neighbour's, not the engine's."""
+    valid = [p for p in group if p.valid]
+    return [p for p in valid if not p.disturbed] or valid
+
+
 def capacity_by_setting(points: Sequence[PointFigures]) -> dict[Setting, CapacityEstimate]:
-    """Capacity estimate of each setting, valid repeats only.
+    """Capacity estimate of each setting, over its judged repeats (valid, undisturbed first).
 
     A setting whose repeats are all invalid gets no estimate: no capacity can rest on them.
     """
     out = {}
     for setting, group in group_by_setting(points).items():
-        valid = [p.output_throughput for p in sorted(group, key=lambda p: p.repeat) if p.valid]
-        if valid:
-            out[setting] = capacity_estimate(valid)
+        judged = judged_repeats(sorted(group, key=lambda p: p.repeat))
+        if judged:
+            out[setting] = capacity_estimate([p.output_throughput for p in judged])
     return out
 
 
 def lowest_repeats(points: Sequence[PointFigures]) -> list[PointFigures]:
-    """One point per setting: the valid repeat with the lowest throughput (or, when none is
+    """One point per setting: the judged repeat with the lowest throughput (or, when none is
     valid, the first invalid one, so the setting still shows up as excluded downstream).
 
     Feed this to knee / slo / pareto so repeats do not look like extra load levels.
     """
     chosen = []
     for group in group_by_setting(points).values():
-        valid = [p for p in group if p.valid]
-        if valid:
-            chosen.append(min(valid, key=lambda p: (p.output_throughput, p.repeat)))
+        judged = judged_repeats(group)
+        if judged:
+            chosen.append(min(judged, key=lambda p: (p.output_throughput, p.repeat)))
         else:
             chosen.append(min(group, key=lambda p: p.repeat))
     return chosen

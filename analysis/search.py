@@ -14,21 +14,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from analysis.errors import AnalysisError
+from analysis.noise import Interval
 from runner.schema.search import SearchRecord
-
-
-@dataclass(frozen=True)
-class Interval:
-    low: float
-    high: float
-    repeats: int
-    basis: str
-
-    def contains(self, value: float) -> bool:
-        return self.low <= value <= self.high
 
 
 def answer_interval(record: SearchRecord, capacity_values: Sequence[float]) -> Interval | None:

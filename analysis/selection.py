@@ -93,6 +93,7 @@ def knee(
     points: Sequence[PointFigures],
     throughput_gain_pct: float = DEFAULT_THROUGHPUT_GAIN_PCT,
     latency_growth_pct: float = DEFAULT_LATENCY_GROWTH_PCT,
+    noise_band_pct: float | None = None,
 ) -> Selection:
     """Walk up the load levels; stop at the first step that adds < X% output throughput while
     median end-to-end latency grows > Y%. The point before that step is the operating point.
@@ -104,17 +105,29 @@ def knee(
     levels, there is no knee in the sweep and the error says how many each config has.
 
     Without such a step the highest-throughput point is chosen, with reason "no knee within
-    the sweep". evidence: knee_found, steps (from/to keys, throughput_gain_pct,
-    latency_growth_pct per step), and for a knee: from_key, to_key, throughput_before/after,
-    median_e2el_before_ms/after_ms, throughput_gain_pct, latency_growth_pct; excluded_invalid.
+    the sweep". noise_band_pct: the run's +/- band for a change between two draws
+    (analysis.noise); a knee step inside it is said to be within noise, never a loss.
+    evidence: knee_found, steps (from/to keys, throughput_gain_pct, latency_growth_pct per
+    step), and for a knee: from_key, to_key, throughput_before/after,
+    median_e2el_before_ms/after_ms, throughput_gain_pct, latency_growth_pct; excluded_invalid,
+    excluded_disturbed (points other processes disturbed, stepped over), noise_band_pct.
     """
     valid, excluded = split_valid(points)
+    # A disturbed point's change from its neighbours is the neighbour process's, not the
+    # engine's: the walk steps over it (the page says which).
+    disturbed = [p.key for p in valid if p.disturbed]
+    walked = [p for p in valid if not p.disturbed]
     configs: dict[str, list[PointFigures]] = {}
-    for point in valid:
+    for point in walked:
         configs.setdefault(point.config_label, []).append(point)
     if len(configs) > 1:
-        return _knee_per_config(configs, excluded, throughput_gain_pct, latency_growth_pct)
-    return _knee_walk(valid, excluded, throughput_gain_pct, latency_growth_pct)
+        selection = _knee_per_config(configs, excluded, throughput_gain_pct, latency_growth_pct)
+    else:
+        selection = _knee_walk(walked, excluded, throughput_gain_pct, latency_growth_pct)
+    selection.evidence["excluded_disturbed"] = disturbed
+    selection.evidence["noise_band_pct"] = noise_band_pct
+    return _chosen(selection.method, selection.params, selection.chosen_key, selection.reason,
+                   selection.evidence)
 
 
 def _knee_per_config(

@@ -10,6 +10,7 @@ the same thing.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
@@ -110,6 +111,12 @@ KNEE_LOSS = (
     "The operating point is the last load level before the knee: going on to %(next_load)s "
     "lost %(loss)s of its output tokens/s while median latency rose %(growth)s."
 )
+# The step past the knee changed output by less than the run's noise: not a loss or a gain.
+KNEE_NOISE = (
+    "The operating point is the last load level before the knee: going on to %(next_load)s "
+    "changed output tokens/s by %(change)s, within noise (±%(band)s), while median latency "
+    "rose %(growth)s."
+)
 NO_KNEE = (
     "No knee within the sweep: no step added less than %(gain)s output tokens/s while median "
     "latency grew more than %(growth)s, so the highest-throughput point is the operating point."
@@ -128,7 +135,8 @@ PARETO = (
 )
 OVERRIDE = "The operating point was chosen by an engineer: %(reason)s."
 # Every template a report may look up (locale/ko translates each).
-OPERATING_POINT_TEMPLATES = (KNEE, KNEE_LOSS, NO_KNEE, SLO_NEXT, SLO_LAST, PARETO, OVERRIDE)
+OPERATING_POINT_TEMPLATES = (KNEE, KNEE_LOSS, KNEE_NOISE, NO_KNEE, SLO_NEXT, SLO_LAST, PARETO,
+                             OVERRIDE)
 
 
 def operating_point_sentence(
@@ -145,6 +153,9 @@ def operating_point_sentence(
     if method == "knee" and evidence.get("knee_found"):
         gain = evidence["throughput_gain_pct"]
         step = {"next_load": evidence["to_load"], "growth": pct(evidence["latency_growth_pct"])}
+        band = evidence.get("noise_band_pct")
+        if band is not None and within_band(gain, band):
+            return Sentence(KNEE_NOISE, {**step, "change": pct(gain), "band": percent(band)})
         if gain < 0:
             return Sentence(KNEE_LOSS, {**step, "loss": percent(-gain)})
         return Sentence(KNEE, {**step, "gain": pct(gain)})
@@ -426,12 +437,29 @@ def _token_budget(e: Mapping[str, Any], scope: _Scope) -> str:
     return text + "; no per-step token counts, so the evidence is partial"
 
 
+def within_band(change_pct: float, band_pct: float | None) -> bool:
+    """Whether a change is inside the run's noise band (analysis.noise.within, which this
+    mirrors: the band is a +/- percent on the log scale)."""
+    return band_pct is not None and abs(math.log1p(change_pct / 100)) <= math.log1p(
+        band_pct / 100)
+
+
+def noisy_pct(change_pct: float, band_pct: float | None) -> str:
+    """A signed change, or the change said to be within the noise band: "+3.1%", "-4.0%, within
+    noise (±15.2%)"."""
+    if within_band(change_pct, band_pct):
+        assert band_pct is not None
+        return f"{pct(change_pct)}, within noise (±{percent(band_pct)})"
+    return pct(change_pct)
+
+
 def _saturated(e: Mapping[str, Any], scope: _Scope) -> str:
     """The ladder's symptom, said beside the cause."""
     growth = e.get("latency_growth_pct")
     what = f"node output tokens/s ({scope.replicas} replicas)" if scope.node else "output tokens/s"
+    gain = noisy_pct(e["throughput_gain_pct"], e.get("noise_band_pct"))
     return (
-        f"saturated: {pct(e['throughput_gain_pct'])} {what} over the previous load "
+        f"saturated: {gain} {what} over the previous load "
         + (
             f"level for {pct(growth)} median latency"
             if growth is not None
@@ -539,3 +567,49 @@ def setting_changes_text(changes: Sequence[tuple[str, Any, Any]]) -> str:
         )
         previous_verb = verb
     return join_names(parts)
+
+
+# --- how sure the figures are (analysis.noise) --------------------------------------------------
+
+NOISE_REPEATS = (
+    "One draw of a setting in this run is good to ±%(band)s (its 95%% interval, from the "
+    "scatter of %(draws)s draws of the same settings, control points included); a change "
+    "smaller than that is within noise.")
+NOISE_CONTROLS = (
+    "Each engine config's first load level was measured again after its last, on the same "
+    "engine, and moved %(changes)s. With one draw per level, these control points are the "
+    "run's only measure of its noise: one draw is good to ±%(band)s (its 95%% interval).")
+NOISE_NONE = (
+    "Nothing measured this run's noise: no setting was measured twice and no control point was "
+    "taken, so its figures carry no interval and a single draw is not a finding.")
+DRIFTED = (
+    "Drifted by %(change)s between the start and the end of %(config)s: its first load level, "
+    "measured again after its last, moved beyond the ±%(band)s its repeats scatter by. Every "
+    "interval here is widened to include it.")
+NO_DRIFT = (
+    "The control points (each config's first load level measured again after its last) moved "
+    "%(changes)s, inside the ±%(band)s the repeats scatter by: no drift beyond the noise.")
+DISTURBED_POINTS = (
+    "Other processes on the host disturbed %(count)s point(s) (%(points)s): they are drawn "
+    "hollow, and the knee, the saturation tag and the sweep's story do not read their change as "
+    "the engine's.")
+FIGURE_INTERVAL = "%(value)s (95%% interval %(low)s-%(high)s, from %(draws)s draw(s))"
+RATIO_INTERVAL = (
+    "%(ratio)s (95%% interval %(low)s-%(high)s, from %(baseline)s and %(candidate)s draws)")
+RATIO_WITHIN_NOISE = (
+    "%(ratio)s, within noise: its 95%% interval %(low)s-%(high)s includes no change (from "
+    "%(baseline)s and %(candidate)s draws)")
+RATIO_NO_INTERVAL = (
+    "%(ratio)s from single draws, with no interval: nothing in either run measured its noise")
+NOISE_TEMPLATES = (NOISE_REPEATS, NOISE_CONTROLS, NOISE_NONE, DRIFTED, NO_DRIFT, DISTURBED_POINTS,
+                   FIGURE_INTERVAL, RATIO_INTERVAL, RATIO_WITHIN_NOISE, RATIO_NO_INTERVAL)
+
+
+def ratio_text(value: float) -> str:
+    """A ratio as the pages print it: "10.51x"."""
+    return f"{value:.2f}x"
+
+
+def changes_list(changes: Sequence[float]) -> str:
+    return join_names([pct(change) for change in changes])
+

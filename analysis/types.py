@@ -194,6 +194,13 @@ class PointFigures:
     prefix_cache_hit_rate: float | None = None
     # Per-GPU work against the GPU's peaks (analysis.hardware); None when not judged.
     hardware: HardwareUse | None = None
+    # Cores other processes and the hypervisor took from the host during the load
+    # (runner.schema HostCpu.taken_cores); None when not measured. Above DISTURBED_CORES the
+    # point is disturbed: its change against a neighbour is not read as the engine's.
+    taken_cores: float | None = None
+    disturbed: bool = False
+    # The config's first load level measured again after its last (PointResult.control).
+    control: bool = False
 
     def __post_init__(self) -> None:
         owner = f"point {self.key}"
@@ -207,7 +214,7 @@ class PointFigures:
         if self.gpu_count < 1 or self.replicas < 1:
             raise AnalysisError(f"{owner}: gpu_count and replicas must be >= 1")
         for name in (*LATENCY_FIELDS, *QUEUE_FIELDS, "mean_tokens_per_step", "queue_gap_fraction",
-                     "prefix_cache_hit_rate", "at_cap_share"):
+                     "prefix_cache_hit_rate", "at_cap_share", "taken_cores"):
             _check_finite(owner, name, getattr(self, name))
 
     @property

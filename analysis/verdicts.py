@@ -148,6 +148,8 @@ def _evidence(point: PointFigures) -> dict[str, Any]:
         "compute_pct": point.hardware.compute_pct if point.hardware else None,
         "client_saturated": point.client_saturated,
         "replicas": point.replicas,
+        "disturbed": point.disturbed,
+        "taken_cores": point.taken_cores,
     }
 
 
@@ -312,15 +314,20 @@ def sparse_queue_samples(gap_fraction: float | None) -> bool:
     return gap_fraction is not None and gap_fraction > QUEUE_GAP_MAX_FRACTION
 
 
-def verdict(point: PointFigures, previous: PointFigures | None = None) -> Verdict:
+def verdict(
+    point: PointFigures, previous: PointFigures | None = None,
+    noise_band_pct: float | None = None,
+) -> Verdict:
     """The binding limit at one point, with the evidence numbers next to it.
 
     previous: the point at the next lower load level of the same ladder (`ladder_of`), needed
     for the step-time cause and the saturation symptom. Raises AnalysisError when the point has
     no engine samples (unless the client flag already decides), or when previous is not a lower
-    level of the same config, replica count and workload spec.
+    level of the same config, replica count and workload spec. noise_band_pct: the run's +/-
+    band for a change between two draws (analysis.noise), so a change inside it is said so.
     """
     evidence = _evidence(point)
+    evidence["noise_band_pct"] = noise_band_pct
     kind: VerdictKind
     partial = False
     if point.client_saturated:
@@ -379,7 +386,9 @@ def verdict(point: PointFigures, previous: PointFigures | None = None) -> Verdic
     )
 
 
-def verdicts_for_sweep(points: Sequence[PointFigures]) -> dict[str, Verdict]:
+def verdicts_for_sweep(
+    points: Sequence[PointFigures], noise_band_pct: float | None = None
+) -> dict[str, Verdict]:
     """A verdict for every point, each compared with the previous load level of its own ladder
     (config, replica count, workload spec, repeat). Points without engine samples raise, as in
     verdict()."""
@@ -389,21 +398,28 @@ def verdicts_for_sweep(points: Sequence[PointFigures]) -> dict[str, Verdict]:
     out: dict[str, Verdict] = {}
     for group in groups.values():
         ordered = sorted(group, key=lambda p: p.offered_concurrency)
-        previous = None
-        for point in ordered:
-            if previous is not None and previous.offered_concurrency == point.offered_concurrency:
+        for before, after in pairwise(ordered):
+            if before.offered_concurrency == after.offered_concurrency:
                 raise AnalysisError(
-                    f"points {previous.key} and {point.key} share config, replica count, "
+                    f"points {before.key} and {after.key} share config, replica count, "
                     "workload spec, repeat and load level"
                 )
-            out[point.key] = verdict(point, previous)
-            previous = point
+        # A disturbed point is neither compared with the level below it nor the level the next
+        # one is compared with: its change is the neighbour process's, not the engine's.
+        previous = None
+        for point in ordered:
+            out[point.key] = verdict(point, None if point.disturbed else previous,
+                                     noise_band_pct)
+            if not point.disturbed:
+                previous = point
     return out
 
 
-def _represents(v: Verdict) -> tuple[int, float, float]:
-    """Sort key: the largest is the verdict that stands for its config in the sweep summary."""
-    return (-int(v.evidence.get("replicas", 1)), v.offered_concurrency, -v.output_throughput)
+def _represents(v: Verdict) -> tuple[bool, int, float, float]:
+    """Sort key: the largest is the verdict that stands for its config in the sweep summary (an
+    undisturbed point before a disturbed one, whose throughput is partly its neighbour's)."""
+    return (not v.evidence.get("disturbed"), -int(v.evidence.get("replicas", 1)),
+            v.offered_concurrency, -v.output_throughput)
 
 
 def _setting_order(value: Any) -> tuple[int, float, str]:
@@ -459,6 +475,7 @@ def _step(a: Verdict, b: Verdict, axes: Sequence[str] = ()) -> SweepStep:
             load=_loads_text(a, b), changes=[(c.setting, c.before, c.after) for c in changes],
             sides=_sides(changes), throughputs=(a.output_throughput, b.output_throughput),
             causes=(cause(a), cause(b)), flat_pct=SATURATION_GAIN_PCT, raised_a_limit=raised,
+            noise_band_pct=a.evidence.get("noise_band_pct"),
         ),
     )
 

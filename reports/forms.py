@@ -22,6 +22,7 @@ REQUIRED_CAVEAT_CODES = (
     "client-saturated",
     "client-nap",
     "sparse-queue-samples",
+    "disturbed-host",
     "vllm-bench-import",
     "peer-import",
 )

@@ -1,0 +1,248 @@
+"""How sure a run's figures are: the scatter of its draws, the drift its control points show,
+and the interval a headline carries.
+
+A slower spell of the host slows every step, so draws scatter by a factor rather than by an
+amount: the spread is taken on the log scale, as the standard deviation of log(figure) among
+the draws of each setting (a setting's repeats and its control point), pooled over the run's
+settings by their degrees of freedom. A control point (runner.sweep) is its config's first
+level measured once more after the last, on the same engine: the pair measures the drift over
+the config's points, and a figure's interval is never narrower than the widest pair implies.
+With one draw per level and no control point nothing measured the noise, and no interval is
+given rather than a made-up one.
+
+Only judged draws take part (analysis.repeats.judged_repeats: valid, undisturbed first).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from analysis import sentences
+from analysis.repeats import group_by_setting, judged_repeats
+from analysis.sentences import Sentence, num, pct, percent, ratio_text, within_band
+from analysis.types import PointFigures
+
+# Two standard deviations each side: about 19 draws in 20 when the scatter is normal. With a
+# few draws the standard deviation itself is uncertain; the interval's basis names how many.
+Z = 1.96
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A figure's range: low to high, from `repeats` draws, and what it rests on in words."""
+
+    low: float
+    high: float
+    repeats: int
+    basis: str
+
+    def contains(self, value: float) -> bool:
+        return self.low <= value <= self.high
+
+
+@dataclass(frozen=True, kw_only=True)
+class Drift:
+    """One config's control point against its first draw of the same level."""
+
+    config_label: str
+    first_key: str
+    control_key: str
+    change_pct: float
+    # Beyond what the run's other repeats scatter by; None: no repeats to compare it with.
+    beyond_spread: bool | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunNoise:
+    """The run's scatter, per figure, and its control points' drifts.
+
+    sd: the log-scale standard deviation of one draw used for intervals (None: nothing measured
+    it); repeat_sd the same over repeats alone, control points left out (None: no setting was
+    repeated); draws: how many draws the estimate rests on.
+    """
+
+    throughput_sd: float | None
+    latency_sd: float | None
+    repeat_sd: float | None
+    draws: int
+    drifts: tuple[Drift, ...]
+
+    @property
+    def drifted(self) -> Drift | None:
+        """The largest drift beyond the repeats' spread, if any."""
+        beyond = [d for d in self.drifts if d.beyond_spread]
+        return max(beyond, key=lambda d: abs(d.change_pct)) if beyond else None
+
+    def step_band_pct(self) -> float | None:
+        """The +/- percent inside which a change between two single draws is noise."""
+        return band_pct(self.throughput_sd, math.sqrt(2))
+
+
+def band_pct(sd: float | None, scale: float = 1.0) -> float | None:
+    """Z standard deviations (times scale) on the log scale, as a percent change."""
+    return None if sd is None else math.expm1(Z * sd * scale) * 100
+
+
+def pooled_log_sd(groups: Sequence[Sequence[float]]) -> tuple[float | None, int]:
+    """(pooled standard deviation of log(value), draws) over groups of two or more positive
+    draws; (None, 0) when no group has two."""
+    squares, freedom, draws = 0.0, 0, 0
+    for values in groups:
+        logs = [math.log(v) for v in values if v > 0 and math.isfinite(v)]
+        if len(logs) < 2:
+            continue
+        mean = math.fsum(logs) / len(logs)
+        squares += math.fsum((x - mean) ** 2 for x in logs)
+        freedom += len(logs) - 1
+        draws += len(logs)
+    return (math.sqrt(squares / freedom), draws) if freedom else (None, 0)
+
+
+def _draws(points: Sequence[PointFigures], figure: Callable[[PointFigures], float | None],
+           controls: bool) -> list[list[float]]:
+    groups = []
+    for group in group_by_setting(points).values():
+        judged = [p for p in judged_repeats(group) if controls or not p.control]
+        groups.append([v for p in judged if (v := figure(p)) is not None])
+    return groups
+
+
+def _drifts(points: Sequence[PointFigures], repeat_sd: float | None) -> tuple[Drift, ...]:
+    out = []
+    for group in group_by_setting(points).values():
+        judged = judged_repeats(group)
+        control = next((p for p in judged if p.control), None)
+        first = min((p for p in judged if not p.control), key=lambda p: p.repeat, default=None)
+        if control is None or first is None or first.output_throughput <= 0:
+            continue
+        change = (control.output_throughput / first.output_throughput - 1) * 100
+        beyond = None
+        if repeat_sd is not None:
+            beyond = not within_band(change, band_pct(repeat_sd, math.sqrt(2)))
+        out.append(Drift(config_label=first.config_label, first_key=first.key,
+                         control_key=control.key, change_pct=change, beyond_spread=beyond))
+    return tuple(out)
+
+
+def _at_least_pairs(sd: float | None, drifts: Sequence[Drift]) -> float | None:
+    """The pooled sd, never narrower than the widest control pair implies (|log ratio| / sqrt 2):
+    a drift widens every interval that rests on the run's draws."""
+    widest = max((abs(math.log1p(d.change_pct / 100)) / math.sqrt(2) for d in drifts),
+                 default=None)
+    if widest is None:
+        return sd
+    return widest if sd is None else max(sd, widest)
+
+
+def run_noise(points: Sequence[PointFigures]) -> RunNoise:
+    """The run's noise from its own draws (module docstring)."""
+    repeat_sd, _ = pooled_log_sd(_draws(points, lambda p: p.output_throughput, controls=False))
+    throughput_sd, draws = pooled_log_sd(
+        _draws(points, lambda p: p.output_throughput, controls=True))
+    latency_sd, _ = pooled_log_sd(_draws(points, lambda p: p.median_e2el_ms, controls=True))
+    drifts = _drifts(points, repeat_sd)
+    return RunNoise(
+        throughput_sd=_at_least_pairs(throughput_sd, drifts),
+        latency_sd=_at_least_pairs(latency_sd, drifts),
+        repeat_sd=repeat_sd,
+        draws=draws,
+        drifts=drifts,
+    )
+
+
+def value_interval(value: float, sd: float | None, draws: int, basis: str) -> Interval | None:
+    """A figure from `draws` draws of one setting, with the run's per-draw sd: value x
+    exp(+/- Z sd / sqrt(draws)). None when nothing measured the noise."""
+    if sd is None or draws < 1 or not math.isfinite(value):
+        return None
+    half = Z * sd / math.sqrt(draws)
+    return Interval(value * math.exp(-half), value * math.exp(half), draws, basis)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RatioInterval:
+    """candidate / baseline over every judged draw of each side's setting: the geometric means'
+    ratio, and its interval from each run's per-draw sd."""
+
+    ratio: float
+    low: float
+    high: float
+    baseline_draws: int
+    candidate_draws: int
+
+    @property
+    def within_noise(self) -> bool:
+        return self.low <= 1.0 <= self.high
+
+
+def ratio_interval(
+    baseline: Sequence[float], candidate: Sequence[float],
+    baseline_sd: float | None, candidate_sd: float | None,
+) -> RatioInterval | None:
+    """None when either side has no positive draw or its run measured no noise."""
+    b = [math.log(v) for v in baseline if v > 0 and math.isfinite(v)]
+    c = [math.log(v) for v in candidate if v > 0 and math.isfinite(v)]
+    if not b or not c or baseline_sd is None or candidate_sd is None:
+        return None
+    centre = math.fsum(c) / len(c) - math.fsum(b) / len(b)
+    half = Z * math.sqrt(baseline_sd ** 2 / len(b) + candidate_sd ** 2 / len(c))
+    return RatioInterval(ratio=math.exp(centre), low=math.exp(centre - half),
+                         high=math.exp(centre + half), baseline_draws=len(b),
+                         candidate_draws=len(c))
+
+
+# --- in words ----------------------------------------------------------------------------------
+
+
+def noise_sentences(noise: RunNoise, disturbed: Sequence[PointFigures]) -> tuple[Sentence, ...]:
+    """What a run's page says about how sure its figures are: the noise and where it came from,
+    the drift, and the disturbed points."""
+    out = []
+    band = band_pct(noise.throughput_sd)
+    controls = [d.change_pct for d in noise.drifts]
+    if band is None:
+        out.append(Sentence(sentences.NOISE_NONE, {}))
+    elif noise.repeat_sd is None:
+        out.append(Sentence(sentences.NOISE_CONTROLS, {
+            "changes": sentences.changes_list(controls), "band": percent(band)}))
+    else:
+        out.append(Sentence(sentences.NOISE_REPEATS, {"band": percent(band),
+                                                      "draws": str(noise.draws)}))
+        repeat_band = percent(band_pct(noise.repeat_sd, math.sqrt(2)) or 0.0)
+        drifted = noise.drifted
+        if drifted is not None:
+            out.append(Sentence(sentences.DRIFTED, {
+                "change": pct(drifted.change_pct), "config": drifted.config_label,
+                "band": repeat_band}))
+        elif controls:
+            out.append(Sentence(sentences.NO_DRIFT, {
+                "changes": sentences.changes_list(controls), "band": repeat_band}))
+    if disturbed:
+        names = sentences.join_names([f"{p.config_label} at {p.load_label or p.key}"
+                                      for p in disturbed])
+        out.append(Sentence(sentences.DISTURBED_POINTS, {"count": str(len(disturbed)),
+                                                         "points": names}))
+    return tuple(out)
+
+
+def figure_sentence(value: float, interval: Interval | None, unit: str) -> Sentence:
+    """"2,258 output tok/s (95% interval 1,950-2,610, from 2 draw(s))", or the figure alone."""
+    if interval is None:
+        return Sentence("%(value)s", {"value": f"{num(value)} {unit}"}, translatable=False)
+    return Sentence(sentences.FIGURE_INTERVAL, {
+        "value": f"{num(value)} {unit}", "low": num(interval.low), "high": num(interval.high),
+        "draws": str(interval.repeats)})
+
+
+def ratio_sentence(ratio: float, interval: RatioInterval | None) -> Sentence:
+    """The headline ratio with its interval, "within noise" when the interval holds 1x."""
+    if interval is None:
+        return Sentence(sentences.RATIO_NO_INTERVAL, {"ratio": ratio_text(ratio)})
+    values = {"ratio": ratio_text(interval.ratio), "low": ratio_text(interval.low),
+              "high": ratio_text(interval.high), "baseline": str(interval.baseline_draws),
+              "candidate": str(interval.candidate_draws)}
+    template = sentences.RATIO_WITHIN_NOISE if interval.within_noise else sentences.RATIO_INTERVAL
+    return Sentence(template, values)
+

@@ -1,0 +1,170 @@
+"""How sure a run's figures are (analysis.noise): the pooled log spread, control-point drift,
+intervals and their wording, each on hand-computed draws."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from analysis import noise, repeats, selection, verdicts
+from tests.analysis.helpers import point
+
+SEQS = "seqs=4"
+
+
+def draw(level: int, repeat: int, throughput: float, **kwargs) -> object:
+    kwargs.setdefault("config_label", SEQS)
+    kwargs.setdefault("max_num_seqs", 4)
+    kwargs.setdefault("median_e2el_ms", 1000.0 * level)
+    return point(f"{SEQS}|burst {level}|r{repeat}", level, throughput, repeat=repeat, **kwargs)
+
+
+def test_the_pooled_spread_of_a_pair_is_its_log_ratio_over_root_two():
+    sd, draws = noise.pooled_log_sd([[100.0, 121.0]])
+    assert sd == pytest.approx(math.log(1.21) / math.sqrt(2))
+    assert draws == 2
+
+
+def test_settings_pool_by_their_degrees_of_freedom_and_single_draws_add_nothing():
+    # Squares: 2 x (ln 1.1 / 2)^2 for the pair; 0 for the equal triple (2 degrees of freedom).
+    sd, draws = noise.pooled_log_sd([[100.0, 110.0], [50.0, 50.0, 50.0], [7.0]])
+    assert sd == pytest.approx(math.sqrt(2 * (math.log(1.1) / 2) ** 2 / 3))
+    assert draws == 5
+    assert noise.pooled_log_sd([[7.0], [8.0]]) == (None, 0)
+
+
+def test_a_control_point_beyond_the_repeats_spread_reads_as_drift():
+    # Repeats scatter by 10% (ln 1.1 / sqrt 2 each); the control is 30% below its first draw.
+    points = [draw(8, 0, 1000.0), draw(16, 0, 2000.0), draw(8, 1, 1100.0), draw(16, 1, 2200.0),
+              draw(8, 2, 700.0, control=True)]
+    found = noise.run_noise(points)
+    assert found.repeat_sd == pytest.approx(math.log(1.1) / math.sqrt(2))
+    # The pair's band: exp(1.96 x sd x sqrt 2) - 1 = 20.5%; -30% is beyond it.
+    assert found.drifted is not None and found.drifted.change_pct == pytest.approx(-30.0)
+    # The interval's sd is never narrower than the control pair implies.
+    assert found.throughput_sd == pytest.approx(abs(math.log(0.7)) / math.sqrt(2))
+    words = [str(s) for s in noise.noise_sentences(found, [])]
+    assert words[1].startswith("Drifted by -30.0% between the start and the end of seqs=4: ")
+    assert "±20.5%" in words[1]
+
+
+def test_a_control_point_inside_the_spread_is_no_drift():
+    points = [draw(8, 0, 1000.0), draw(16, 0, 2000.0), draw(8, 1, 1100.0), draw(16, 1, 2200.0),
+              draw(8, 2, 1150.0, control=True)]
+    found = noise.run_noise(points)
+    assert found.drifted is None
+    assert found.drifts[0].beyond_spread is False
+    assert str(noise.noise_sentences(found, [])[1]).startswith(
+        "The control points (each config's first load level measured again after its last) "
+        "moved +15.0%, inside the ±20.5%")
+
+
+def test_with_one_draw_per_level_the_control_points_are_the_noise():
+    points = [draw(8, 0, 1000.0), draw(16, 0, 2000.0), draw(8, 1, 900.0, control=True)]
+    found = noise.run_noise(points)
+    assert found.repeat_sd is None and found.drifts[0].beyond_spread is None
+    sd = abs(math.log(0.9)) / math.sqrt(2)
+    assert found.throughput_sd == pytest.approx(sd)
+    assert found.step_band_pct() == pytest.approx(math.expm1(1.96 * sd * math.sqrt(2)) * 100)
+    sentence = str(noise.noise_sentences(found, [])[0])
+    assert "moved -10.0%" in sentence and "one draw is good to ±" in sentence
+
+
+def test_nothing_measured_gives_no_interval_and_says_a_single_draw_is_no_finding():
+    found = noise.run_noise([draw(8, 0, 1000.0), draw(16, 0, 2000.0)])
+    assert found.throughput_sd is None and found.step_band_pct() is None
+    assert noise.value_interval(1000.0, found.throughput_sd, 1, "") is None
+    assert "a single draw is not a finding" in str(noise.noise_sentences(found, [])[0])
+
+
+def test_a_disturbed_draw_is_left_out_of_the_spread():
+    points = [draw(8, 0, 1000.0), draw(8, 1, 1100.0), draw(8, 2, 400.0, disturbed=True)]
+    assert noise.run_noise(points).repeat_sd == pytest.approx(math.log(1.1) / math.sqrt(2))
+
+
+def test_a_value_interval_narrows_with_the_square_root_of_its_draws():
+    one = noise.value_interval(1000.0, 0.1, 1, "")
+    four = noise.value_interval(1000.0, 0.1, 4, "")
+    assert one is not None and four is not None
+    assert (one.low, one.high) == pytest.approx((1000 * math.exp(-0.196), 1000 * math.exp(0.196)))
+    assert four.high == pytest.approx(1000 * math.exp(0.098))
+
+
+def test_a_ratio_interval_from_single_draws_and_its_words():
+    found = noise.ratio_interval([100.0], [1000.0], 0.1, 0.1)
+    assert found is not None
+    half = 1.96 * math.sqrt(0.02)
+    assert (found.ratio, found.low, found.high) == pytest.approx(
+        (10.0, 10 * math.exp(-half), 10 * math.exp(half)))
+    assert not found.within_noise
+    assert str(noise.ratio_sentence(10.0, found)) == (
+        "10.00x (95% interval 7.58x-13.19x, from 1 and 1 draws)")
+
+
+def test_a_ratio_whose_interval_holds_one_is_within_noise():
+    found = noise.ratio_interval([1000.0, 1100.0], [1050.0], 0.1, 0.1)
+    assert found is not None and found.within_noise
+    assert str(noise.ratio_sentence(1.0, found)).startswith("1.00x, within noise: its 95% ")
+    assert str(noise.ratio_sentence(10.51, None)) == (
+        "10.51x from single draws, with no interval: nothing in either run measured its noise")
+
+
+@pytest.mark.parametrize(("change", "within"), [(10.0, True), (-9.0909, True), (10.01, False)])
+def test_the_band_is_symmetric_on_the_log_scale_and_includes_its_edge(change, within):
+    # A +10% band holds +10% and its mirror, 1/1.1 - 1 = -9.09%, but not +10.01%.
+    assert noise.within_band(change, 10.0) is within
+
+
+def test_the_knee_steps_over_a_disturbed_point():
+    # Quiet, the step to 16 would lose half the output: the knee would stop at 8.
+    ladder = [draw(8, 0, 1000.0), draw(16, 0, 500.0, disturbed=True), draw(32, 0, 1900.0),
+              draw(64, 0, 1910.0, median_e2el_ms=90000.0)]
+    chosen = selection.knee(ladder)
+    assert chosen.chosen_key == ladder[2].key
+    assert chosen.evidence["excluded_disturbed"] == [ladder[1].key]
+
+
+def test_a_knee_step_inside_the_noise_is_said_to_be_within_noise():
+    ladder = [draw(4, 0, 500.0), draw(8, 0, 1000.0),
+              draw(16, 0, 960.0, median_e2el_ms=40000.0)]
+    words = selection.knee(ladder, noise_band_pct=5.0).sentence
+    assert "changed output tokens/s by -4.0%, within noise (±5.0%)" in words
+    assert "lost 4.0%" in selection.knee(ladder, noise_band_pct=3.9).sentence
+
+
+def test_a_disturbed_point_is_not_compared_and_the_next_compares_with_the_last_quiet_one():
+    ladder = [draw(8, 0, 1000.0, queue_samples=10, mean_running=4, peak_running=4,
+                   mean_waiting=4),
+              draw(16, 0, 500.0, disturbed=True, queue_samples=10, mean_running=4,
+                   peak_running=4, mean_waiting=12),
+              draw(32, 0, 1005.0, queue_samples=10, mean_running=4, peak_running=4,
+                   mean_waiting=28)]
+    found = verdicts.verdicts_for_sweep(ladder)
+    assert "throughput_gain_pct" not in found[ladder[1].key].evidence
+    assert found[ladder[1].key].evidence["saturated"] is False
+    after = found[ladder[2].key].evidence
+    assert after["previous_key"] == ladder[0].key and after["saturated"] is True
+
+
+def test_the_saturation_tag_says_within_noise_instead_of_a_loss():
+    ladder = [draw(8, 0, 1000.0, queue_samples=10, mean_running=4, peak_running=4,
+                   mean_waiting=4),
+              draw(16, 0, 900.0, queue_samples=10, mean_running=4, peak_running=4,
+                   mean_waiting=12)]
+    quiet = verdicts.verdicts_for_sweep(ladder, noise_band_pct=15.0)[ladder[1].key]
+    assert "saturated: -10.0%, within noise (±15.0%) output tokens/s" in quiet.sentence
+    assert "(output changed -10.0% over the previous load level, within noise of ±15.0%)" in (
+        str(verdicts.cause(quiet)))
+    loud = verdicts.verdicts_for_sweep(ladder, noise_band_pct=9.0)[ladder[1].key]
+    assert "saturated: -10.0% output tokens/s" in loud.sentence
+
+
+def test_capacity_and_the_lowest_repeat_leave_a_disturbed_draw_out():
+    group = [draw(8, 0, 1000.0), draw(8, 1, 300.0, disturbed=True), draw(8, 2, 1100.0)]
+    assert [p.key for p in repeats.lowest_repeats(group)] == [group[0].key]
+    (estimate,) = repeats.capacity_by_setting(group).values()
+    assert estimate.capacity == 1000.0 and estimate.repeats == 2
+    # Every repeat disturbed: they still stand, so the setting is not silently dropped.
+    alone = [draw(8, 0, 300.0, disturbed=True)]
+    assert [p.key for p in repeats.lowest_repeats(alone)] == [alone[0].key]
