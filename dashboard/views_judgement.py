@@ -54,6 +54,7 @@ from judgement.rows import load_points, scaling_reference_choices
 from judgement.scaling import node_scaling_refusal, scaling_for
 from judgement.search import search_view
 from judgement.spec_decode import spec_decode_by_key
+from judgement.stability import comparison_stability, figure_sentences, run_stability
 from judgement.verdict_rows import evidence_items, ladder_diagnoses, sweep_change, verdict_rows
 from judgement.vocabulary import AnalysisError
 
@@ -111,6 +112,7 @@ def run_detail_context(request: HttpRequest, benchmark: Benchmark) -> dict[str, 
     figs, unreadable = figures_by_key(points)
     fig_list = list(figs.values())
     shown = shown_operating_point(benchmark, fig_list)
+    stability = run_stability(fig_list)
     found = verdict_rows(fig_list)
     summary, summary_error = sweep_change(found, fig_list)
     frontier = pareto_frontier(fig_list)
@@ -144,6 +146,10 @@ def run_detail_context(request: HttpRequest, benchmark: Benchmark) -> dict[str, 
             "shown": shown,
             "search": search_view(benchmark, points, fig_list, shown),
             "selected_point": by_key.get(shown.key) if shown.key else None,
+            "stability": stability,
+            "operating_figures": [s for s in figure_sentences(figs[shown.key], fig_list,
+                                                               stability.noise) if s is not None]
+            if shown.key in figs else [],
             "form": OperatingPointForm(benchmark=benchmark),
             "summary": summary,
             "ladders": ladder_diagnoses(found),
@@ -273,8 +279,10 @@ def comparison_detail(request: HttpRequest, code: UUID) -> HttpResponse:
     worth = None if result is None else worth_of(
         comparison.baseline_point, comparison.candidate_point, result)
     parity = output_parity(comparison.baseline_point, comparison.candidate_point)
+    stability = None if result is None else comparison_stability(
+        comparison.baseline_point, comparison.candidate_point, result.ratio)
     ctx = {"comparison": comparison, "result": result, "error": error, "worth": worth,
-           "parity": parity}
+           "parity": parity, "stability": stability}
     return render(request, "judgement/comparison_detail.html", ctx)
 
 

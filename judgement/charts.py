@@ -23,7 +23,7 @@ from benchmarks import storage
 from benchmarks.models import ExternalReference, Point
 from judgement.figures import parse_spec
 from judgement.rows import references
-from runner.schema.result import LengthComparison, LengthHistogram
+from runner.schema.result import HostCpu, LengthComparison, LengthHistogram
 
 # Every latency a curve can be drawn against, labelled with its family (analysis.types).
 LATENCY_METRICS: tuple[tuple[str, str], ...] = tuple(
@@ -78,15 +78,28 @@ def throughput_figure(points: Iterable[Point]) -> dict[str, Any]:
             {"name": trace_name(point.engine_label, point.replicas),
              "y": [], "text": [], "valid": [], "x": {}},
         )
+        disturbed = disturbed_by(point)
         trace["y"].append(point.output_throughput)
-        trace["text"].append(f"{point.load_label}, repeat {point.repeat}")
-        trace["valid"].append(point.valid and not point.client_saturated)
+        trace["text"].append(f"{point.load_label}, repeat {point.repeat}"
+                             + (f" (disturbed: others took {disturbed:.2f} cores)"
+                                if disturbed is not None else ""))
+        # Hollow: a point whose figures are not the engine's alone.
+        trace["valid"].append(point.valid and not point.client_saturated and disturbed is None)
         for field, _ in LATENCY_METRICS:
             trace["x"].setdefault(field, []).append(getattr(point, field))
     return {
         "metrics": [{"field": field, "title": title} for field, title in LATENCY_METRICS],
         "traces": list(traces.values()),
     }
+
+
+def disturbed_by(point: Point) -> float | None:
+    """The cores other processes took during a disturbed point (HostCpu.disturbed); None when
+    it was not disturbed or not measured."""
+    if not point.host:
+        return None
+    host = HostCpu.model_validate(point.host)
+    return host.taken_cores if host.disturbed else None
 
 
 def _json_list(values: np.ndarray) -> list[float | None]:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pydantic
 
-from analysis import AnalysisError, repeats, selection, sentences
+from analysis import AnalysisError, noise, repeats, selection, sentences
 from analysis.types import ParetoPoint, PointFigures, Selection
 from benchmarks.models import Benchmark, OperatingPoint
 from benchmarks.operating_points import current_operating_point
@@ -39,6 +39,7 @@ def select(method: str, params: Mapping[str, Any], figs: Sequence[PointFigures])
             latency_growth_pct=params.get(
                 "latency_growth_pct", selection.DEFAULT_LATENCY_GROWTH_PCT
             ),
+            noise_band_pct=noise.run_noise(figs).step_band_pct(),
         )
     if method == OperatingPoint.Method.SLO:
         return selection.slo(candidates(figs), params.get("limits", {}))

@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 
 import pydantic
 
+from analysis.noise import Interval
 from analysis.repeats import setting_of
-from analysis.search import Interval, answer_interval
+from analysis.search import answer_interval
 from analysis.types import PointFigures
 from benchmarks.estimates import SECONDS_PER_HOUR, duration_label, gpu_hours_label, gpus_held
 from benchmarks.models import Benchmark, Point

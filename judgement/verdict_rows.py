@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from analysis import AnalysisError, diagnosis, sentences, verdicts
+from analysis import AnalysisError, diagnosis, noise, sentences, verdicts
 from analysis.types import PointFigures, SweepSummary, Verdict
 from runner.schema.samples import QueueSummary
 
@@ -42,9 +42,10 @@ def verdict_rows(figs: Sequence[PointFigures]) -> VerdictRows:
         ladders.setdefault(verdicts.ladder_of(f), []).append(f)
     by_key: dict[str, Verdict] = {}
     errors = []
+    band = noise.run_noise(figs).step_band_pct()
     for ladder in ladders.values():
         try:
-            by_key |= verdicts.verdicts_for_sweep(ladder)
+            by_key |= verdicts.verdicts_for_sweep(ladder, band)
         except AnalysisError as exc:
             missing |= {f.key: str(exc) for f in ladder}
             errors.append(str(exc))

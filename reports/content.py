@@ -25,6 +25,7 @@ from benchmarks.models import ExternalReference, Point
 from judgement.comparisons import compare_points, compare_with_reference, output_parity
 from judgement.costs import worth_of
 from judgement.scaling import scaling_for
+from judgement.stability import comparison_stability
 from judgement.vocabulary import UNIT_OUTPUT_TPS_PER_GPU, AnalysisError
 from reports import facts
 from reports.models import Item, Report
@@ -154,7 +155,13 @@ def _headline(baseline: Point, candidate: Point, comparison: Any) -> Headline:
     ]
     ratio_value = guarded(comparison, "ratio")
     spec = workload_row(comparison)
+    stability = comparison_stability(baseline, candidate, ratio_value)
     return Headline(
+        ratio_interval=None if stability.ratio is None else stability.ratio.translated(_),
+        stability=[_("Before: %(sentence)s") % {"sentence": s.translated(_)}
+                   for s in stability.baseline.sentences]
+        + [_("After: %(sentence)s") % {"sentence": s.translated(_)}
+           for s in stability.candidate.sentences],
         baseline=_side(baseline, _("Before")),
         candidate=_side(candidate, _("After")),
         ratio_text=None if ratio_value is None else ratio(ratio_value),

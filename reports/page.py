@@ -35,6 +35,10 @@ class Headline:
     differing: list[tuple[str, str, str]]
     not_recorded: list[str]
     spec_sentence: str | None = None
+    # The ratio with its 95% interval, or "within noise", and what each run says of its own
+    # noise and drift (judgement.stability); versions published before them show neither.
+    ratio_interval: str | None = None
+    stability: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -93,10 +93,12 @@ def test_without_a_saved_choice_the_report_names_the_run_pages_point_in_another_
     assert shown.stored is None and shown.key == point(sweep, 64, 32, repeat=1).key
     assert _text(body, "curve-selected").startswith(
         "seqs=64 at burst 32: 41,600 output tokens/s, median latency 2.5 s")
-    # One sentence on both pages, written by the judgement layer.
+    # One sentence on both pages, written by the judgement layer. The sweep's repeats scatter
+    # by about 1%, so the +1.2% step past the knee is within its noise and is said so.
     sentence = _text(body, "curve-sentence")
     assert sentence.endswith(
-        "going on to burst 64 added +1.2% output tokens/s while median latency rose +60.0%.")
+        "going on to burst 64 changed output tokens/s by +1.2%, within noise (±1.3%), while "
+        "median latency rose +60.0%.")
     assert shown.sentence == sentence and sentence in run_page.content.decode()
 
 
@@ -178,7 +180,8 @@ def test_every_percentage_on_the_page_follows_the_run_pages_precision(sweep, own
     for lang in ("en", "ko"):
         body = Client().get(f"/r/{report.issued_token}/?lang={lang}").content.decode()
         article = body.split('<script id="report-figures"')[0]
-        found = re.findall(r"[\d.,]+%", article)
+        # "95% interval" names a confidence level, not a measured figure.
+        found = re.findall(r"[\d.,]+%(?! interval| 구간)", article)
         assert len(found) > 8
         # One decimal, two below 1% (pct_decimals), so a sub-1% step never reads "+0%".
         for value in found:
