@@ -207,3 +207,25 @@ def test_adaptive_replay_quick_mode_judges_the_search_on_a_recorded_grid():
     assert all("% of the grid's" in row for row in rows)
     # Eleven columns: a config and its load share a cell, not a column each.
     assert all(row.count("|") == 12 for row in rows)
+
+
+@pytest.mark.engine
+@needs_own_cores
+def test_stability_quick_mode_flags_the_hogged_point_and_measures_on(tiny_model, tmp_path):
+    """The live hog test: a busy loop of the bench's own, pinned to the engine's core and bound
+    in time, runs through the second point only. That point is flagged disturbed (measured
+    twice, both draws hogged, the least disturbed kept) and the sweep carries on to its last
+    level and the control point."""
+    done = run_bench("stability.py", "--quick", "--model", str(tiny_model),
+                     timeout_s=ENGINE_BENCH_TIMEOUT_S,
+                     env={"TMPDIR": str(tmp_path), "HF_HUB_OFFLINE": "1"})
+    assert_ran(done)
+    rows = [[cell.strip() for cell in row.split("|")[1:-1]]
+            for row in table_rows(done.stdout, "| run | point | hog |")]
+    assert [row[1] for row in rows] == [
+        "seqs=8,len=1024 · burst 6 · r0", "seqs=8,len=1024 · burst 12 · r0",
+        "seqs=8,len=1024 · burst 18 · r0", "seqs=8,len=1024 · burst 6 · r1 (control)"]
+    hogged = rows[1]
+    assert hogged[2] == "yes" and hogged[5] == "yes", rows
+    assert float(hogged[3]) > 0.25
+    assert "| hog | 1 | 1 | 100% |" in done.stdout
