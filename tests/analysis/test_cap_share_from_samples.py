@@ -5,16 +5,21 @@ sample was kept (issue 40, item 5)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from analysis.convert import from_point_result, needs_samples
-from analysis.verdicts import verdict
+from analysis.types import Verdict
+from analysis.verdicts import verdict, verdicts_for_sweep
 from runner.measure.sampler import summarize
 from runner.schema.engine_config import EngineConfig
 from runner.schema.plan import LoadSpec
 from runner.schema.records import EngineSample
 from runner.schema.result import PointResult, Window
 from tests import factories
+from tests.analysis.ground_truth.classes import CLASSES
+from tests.analysis.ground_truth.record import read_recording, recordings
 
 WINDOW = Window(start=0.0, end=10.0)
 
@@ -132,3 +137,60 @@ def test_only_an_old_point_read_without_its_samples_needs_them(change, needed):
     if not change.get("with_samples"):
         point = point.model_copy(update={"samples": []})
     assert needs_samples(point) is needed
+
+
+# -- The mean, for a point that kept no samples (analysis.verdicts.PINNED_FRACTION) -------------
+# The ground-truth recordings (tests/analysis/ground_truth) keep their summaries but no samples:
+# without the record, only the mean is left to them.
+
+
+def without_record(p: PointResult) -> PointResult:
+    return p.model_copy(update={
+        "queue": p.queue.model_copy(update={"running_while_waiting_s": None}), "samples": []})
+
+
+def cap_holds(v: Verdict) -> bool:
+    return v.kind == "scheduler_cap" or "scheduler_cap" in v.evidence["also"]
+
+
+def recorded() -> list[tuple[str, str, list[PointResult]]]:
+    return [(name, path.stem, read_recording(path))
+            for name in CLASSES for path in recordings(name)]
+
+
+def test_without_samples_the_mean_finds_the_cap_on_every_recording_where_the_share_does():
+    caps, disagree = 0, []
+    for _, stem, points in recorded():
+        by_share = verdicts_for_sweep([from_point_result(p) for p in points])
+        by_mean = verdicts_for_sweep([from_point_result(without_record(p)) for p in points])
+        for p in points:
+            caps += cap_holds(by_share[p.key])
+            if cap_holds(by_share[p.key]) != cap_holds(by_mean[p.key]):
+                disagree.append(f"{stem}: {p.key}: {by_mean[p.key].sentence}")
+    # The cap class's two bursts and its companion's queued burst, three times each: mean
+    # running 0.93-0.99 of the cap.
+    assert caps == 9
+    assert disagree == []
+
+
+def test_a_queue_behind_the_token_budget_or_kv_is_not_the_cap_by_the_mean_even_at_its_peak():
+    # Mean running 0.09-0.17 of the cap on these recordings. Their running never reached the
+    # cap; were it to touch it once, the mean must still not call the cap pinned.
+    judged = 0
+    for name, stem, points in recorded():
+        if name not in ("token_budget", "kv_capacity"):
+            continue
+        for p in points:
+            fig = from_point_result(without_record(p))
+            v = verdict(dataclasses.replace(fig, peak_running=float(fig.seqs_limit or 0)))
+            assert not cap_holds(v), (stem, p.key, v.sentence)
+            judged += 1
+    assert judged == 12
+
+
+def test_the_demos_small_cap_is_the_cap_by_the_mean():
+    # The issue's lowest: mean running 3.2 of 4, peak 4, 13 waiting, steps of 6 tokens.
+    fig = from_point_result(old_point(SMALL_CAP_BURST).model_copy(update={"samples": []}))
+    v = verdict(dataclasses.replace(fig, mean_running=3.2, mean_waiting=13.0))
+    assert v.kind == "scheduler_cap"
+    assert v.sentence.startswith("scheduler cap: running pinned at max_num_seqs (mean 3.2, peak 4")
