@@ -22,6 +22,7 @@ from analysis.types import (
 )
 from runner.engine.vllm_defaults import BatchDefaults, batch_defaults, known_version
 from runner.facts import devices_used, point_facts
+from runner.measure.sampler import point_running_while_waiting
 from runner.schema.engine_config import EngineConfig
 from runner.schema.plan import WorkloadSpec
 from runner.schema.result import PointResult
@@ -116,7 +117,7 @@ def from_point_result(p: PointResult) -> PointFigures:
         max_num_seqs=p.engine_config.max_num_seqs,
         max_num_batched_tokens=p.engine_config.max_num_batched_tokens,
         **limits,
-        at_cap_share=at_cap_share(q.running_while_waiting_s, limits["seqs_limit"]),
+        at_cap_share=at_cap_share(running_while_waiting(p), limits["seqs_limit"]),
         other_settings=other_settings(p.engine_config),
         workload=workload_shape(p.workload),
         gpu_count=devices_used(p),
@@ -139,6 +140,28 @@ def from_point_result(p: PointResult) -> PointFigures:
         disturbed=p.host is not None and p.host.disturbed,
         control=p.control,
     )
+
+
+def running_while_waiting(p: PointResult) -> dict[str, float] | None:
+    """Seconds at each running count while requests waited: the queue summary's record, or,
+    for a point whose summary predates it (stored or imported before the sampler kept it), the
+    same record from the point's engine samples by the sampler's own function
+    (runner.measure.sampler.point_running_while_waiting), so one rule judges old and new
+    points. None with neither: only then does the mean decide (verdicts.PINNED_FRACTION)."""
+    record = p.queue.running_while_waiting_s
+    if record is None and p.samples:
+        return point_running_while_waiting(p)
+    return record
+
+
+def needs_samples(p: PointResult) -> bool:
+    """Whether from_point_result needs the point's engine samples, which a reader of stored
+    aggregates leaves out: its summary lacks the record of running while requests waited
+    though the running and waiting gauges were sampled in its window (running_while_waiting).
+    A point recorded with the field never does, so only old points cost a read."""
+    q = p.queue
+    return (q.running_while_waiting_s is None and q.samples > 0 and not p.samples
+            and q.mean_running is not None and q.mean_waiting is not None)
 
 
 def at_cap_share(running_while_waiting_s: dict[str, float] | None, cap: int | None) -> float | None:

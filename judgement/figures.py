@@ -10,12 +10,14 @@ from typing import Any, cast
 from analysis import AnalysisError
 from analysis.convert import (
     from_point_result,
+    needs_samples,
     replica_figures_from_point_result,
     run_facts_from_point_result,
 )
 from analysis.types import LatencyStatistic, Measured, PointFigures, Reference, WorkloadShape
 from benchmarks.models import ExternalReference, Point
 from benchmarks.points import point_to_result
+from judgement.rows import engine_samples
 from runner.schema.result import PointResult
 
 
@@ -28,12 +30,31 @@ def point_result(point: Point) -> PointResult:
     return point_to_result(point, records=False)
 
 
+def with_samples(pairs: Sequence[tuple[Point, PointResult]]) -> None:
+    """Give the results that need their engine samples to judge (analysis.convert.needs_samples:
+    a queue summary stored before the sampler kept its record of running while requests
+    waited) those samples, read for all of them in one query; the others read none."""
+    wanting = [(point, result) for point, result in pairs if needs_samples(result)]
+    if not wanting:
+        return
+    stored = engine_samples([point for point, _ in wanting])
+    for point, result in wanting:
+        result.samples = stored.get(point.pk, [])
+
+
+def judged_result(point: Point) -> PointResult:
+    """point_result, with its engine samples where the rules need them (with_samples)."""
+    result = point_result(point)
+    with_samples([(point, result)])
+    return result
+
+
 def figures(point: Point) -> PointFigures:
-    return from_point_result(point_result(point))
+    return from_point_result(judged_result(point))
 
 
 def measured(point: Point) -> Measured:
-    result = point_result(point)
+    result = judged_result(point)
     return Measured(facts=run_facts_from_point_result(result), figures=from_point_result(result))
 
 
@@ -83,10 +104,17 @@ def reference(ref: ExternalReference) -> Reference:
 def figures_by_key(points: Sequence[Point]) -> tuple[dict[str, PointFigures], dict[str, str]]:
     """Analysis inputs of the points, and the points that cannot be one (key -> why)."""
     figs, problems = {}, {}
+    read = []
     for p in points:
         try:
-            figs[p.key] = figures(p)
-        except (AnalysisError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
+            read.append((p, point_result(p)))
+        except (AnalysisError, ValueError) as exc:  # pydantic's ValidationError: a ValueError
+            problems[p.key] = str(exc)
+    with_samples(read)
+    for p, result in read:
+        try:
+            figs[p.key] = from_point_result(result)
+        except (AnalysisError, ValueError) as exc:
             problems[p.key] = str(exc)
     return figs, problems
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from benchmarks.models import Benchmark, ExternalReference, Point, PointData
+from benchmarks.storage import decode_samples
+from runner.schema.records import EngineSample
 
 
 def load_points(benchmark: Benchmark) -> list[Point]:
@@ -19,6 +21,14 @@ def points_with_samples(points: Sequence[Point]) -> set[int]:
             "point_id", flat=True
         )
     )
+
+
+def engine_samples(points: Sequence[Point]) -> dict[int, list[EngineSample]]:
+    """The stored engine samples of the points that have any, by pk, in one query (only the
+    samples column: a point's request records can be hundreds of megabytes)."""
+    rows = PointData.objects.filter(point__in=list(points), sample_count__gt=0).values_list(
+        "point_id", "samples")
+    return {pk: decode_samples(blob) for pk, blob in rows}
 
 
 def references() -> list[ExternalReference]:

@@ -7,7 +7,7 @@ from analysis import scaling as scaling_rules
 from analysis.convert import from_point_result, replica_figures_from_point_result
 from analysis.types import ScalingResult
 from benchmarks.models import Point
-from judgement.figures import figures, point_result
+from judgement.figures import figures, judged_result
 
 
 def scaling_for(node_point: Point, reference_point: Point) -> ScalingResult:
@@ -17,7 +17,7 @@ def scaling_for(node_point: Point, reference_point: Point) -> ScalingResult:
     when the reference does not fit (another workload spec, several replicas, another GPU
     count, a failed check, invalid) or the run has no common window.
     """
-    result = point_result(node_point)
+    result = judged_result(node_point)
     if result.window is None:
         raise AnalysisError(f"point {node_point.key} has no common window recorded")
     fig = from_point_result(result)

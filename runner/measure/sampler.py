@@ -24,6 +24,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from runner.engine.endpoint import NO_CREDENTIALS, Credentials
 from runner.schema.records import EngineSample
+from runner.schema.result import PointResult
 from runner.schema.samples import QueueSummary
 
 RUNNING = "vllm:num_requests_running"
@@ -343,7 +344,7 @@ def summarize(samples: list[EngineSample], start: float, end: float) -> QueueSum
     summary.mean_waiting_capacity, _ = _step_hold(by_replica, "waiting_capacity", start, end, sum)
     summary.mean_waiting_deferred, _ = _step_hold(by_replica, "waiting_deferred", start, end, sum)
     summary.max_gap_s = _max_gap(by_replica, start, end)
-    summary.running_while_waiting_s = _running_while_waiting(by_replica, start, end)
+    summary.running_while_waiting_s = running_while_waiting(samples, start, end)
     summary.preemptions = _counter_delta(by_replica, "preemptions_total", start, end)
     summary.generation_tokens = _counter_delta(by_replica, "generation_tokens_total", start, end)
     step_tokens = _counter_delta(by_replica, "iteration_tokens_sum", start, end)
@@ -502,14 +503,20 @@ def _step_hold(by_replica, field, start, end, combine) -> tuple[float | None, fl
     return weighted / covered, peak
 
 
-def _running_while_waiting(
-    by_replica: dict[int, list[EngineSample]], start: float, end: float
+def running_while_waiting(
+    samples: list[EngineSample], start: float, end: float
 ) -> dict[str, float] | None:
     """Seconds of [start, end] each running count held while its replica had a request
-    waiting, summed over replicas (QueueSummary.running_while_waiting_s); None without gauges.
+    waiting, summed over replicas (QueueSummary.running_while_waiting_s); None without gauges,
+    or without a sample inside the window (summarize then reports no figures).
 
     Each sample's values hold until that replica's next sample, as in _step_hold.
     """
+    if end <= start or not any(start <= s.t <= end for s in samples):
+        return None
+    by_replica: dict[int, list[EngineSample]] = {}
+    for sample in sorted(samples, key=lambda s: s.t):
+        by_replica.setdefault(sample.replica, []).append(sample)
     held: dict[str, float] = {}
     covered = False
     for rows in by_replica.values():
@@ -527,6 +534,33 @@ def _running_while_waiting(
                 key = str(round(running))
                 held[key] = held.get(key, 0.0) + (right - left)
     return held if covered else None
+
+
+def point_running_while_waiting(point: PointResult) -> dict[str, float] | None:
+    """QueueSummary.running_while_waiting_s of a point, from its stored engine samples: for a
+    point whose summary was recorded before the field existed.
+
+    As runner.sweep records it: each replica's samples over that replica's window, the
+    replicas' seconds added count by count (the field's node rule); the point's window for a
+    point that kept no replica's. None without samples, a window or the running and waiting
+    gauges.
+    """
+    windows = [(r.replica, r.window) for r in point.per_replica if r.window is not None]
+    if not windows:
+        if point.window is None:
+            return None
+        return running_while_waiting(point.samples, point.window.start, point.window.end)
+    held: dict[str, float] | None = None
+    for replica, window in windows:
+        mine = [s for s in point.samples if s.replica == replica]
+        record = running_while_waiting(mine, window.start, window.end)
+        if record is None:
+            continue
+        if held is None:
+            held = {}
+        for running, seconds in record.items():
+            held[running] = held.get(running, 0.0) + seconds
+    return held
 
 
 def _value_at(rows: list[tuple[float, float]], t: float) -> float | None:

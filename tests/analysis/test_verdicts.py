@@ -89,9 +89,9 @@ def test_running_pinned_at_max_num_seqs_while_requests_wait_is_the_scheduler_cap
     )
 
 
-def test_running_below_ninety_percent_of_the_cap_is_not_pinned():
-    # 0.9 x 256 = 230.4: a mean of 230 is below it.
-    v = verdict(engine(**{**PINNED, "mean_running": 230.0}))
+def test_running_below_half_the_cap_is_not_pinned():
+    # 0.5 x 256 = 128: a mean of 120 is below it.
+    v = verdict(engine(**{**PINNED, "mean_running": 120.0}))
     assert v.kind == "token_budget"
 
 
@@ -367,17 +367,17 @@ def test_kv_usage_exactly_at_ninety_five_percent_counts_as_full():
     assert verdict(engine(**{**PINNED, "peak_kv_usage": 0.9499})).kind == "scheduler_cap"
 
 
-def test_a_node_is_pinned_only_when_its_replicas_average_near_their_cap():
+def test_a_node_is_pinned_only_when_its_replicas_average_half_their_cap():
     # 8 replicas of max_num_seqs 256: the node's mean running is the sum over replicas, the peak
-    # one replica's. One replica touched 256, but 1,200 / 8 = 150 per replica on average, below
-    # 0.9 x 256: not pinned, and full steps make it the token budget.
+    # one replica's. One replica touched 256, but 960 / 8 = 120 per replica on average, below
+    # 0.5 x 256: not pinned, and full steps make it the token budget.
     node = {"replicas": 8, "gpu_count": 8, "mean_tokens_per_step": 2_000.0}
-    spread = verdict(engine(**{**BELOW_CAP_WAITING, "mean_running": 1_200.0,
+    spread = verdict(engine(**{**BELOW_CAP_WAITING, "mean_running": 960.0,
                                "peak_running": 256.0, "mean_waiting": 3_200.0}, **node))
     assert spread.kind == "token_budget"
     assert spread.evidence["replicas"] == 8
-    # 8 x 240 = 1,920 >= 0.9 x 256 x 8 = 1,843.2: every replica is pinned on average.
-    pinned = verdict(engine(**{**PINNED, "mean_running": 1_920.0}, **node))
+    # 8 x 130 = 1,040 >= 0.5 x 256 x 8 = 1,024: every replica is pinned on average.
+    pinned = verdict(engine(**{**PINNED, "mean_running": 1_040.0}, **node))
     assert pinned.kind == "scheduler_cap"
 
 
@@ -438,10 +438,10 @@ def test_the_sweep_summary_stands_each_config_on_its_single_replica_points():
 # A rule written with > where it says >= (or the reverse) fails one of these fixed examples.
 
 
-def test_mean_running_exactly_at_ninety_percent_of_the_cap_is_pinned():
-    # The rule is mean running >= 0.9 x 256 = 230.4 (exact in binary: 0.9 x 2^8).
-    assert verdict(engine(**{**PINNED, "mean_running": 230.4})).kind == "scheduler_cap"
-    assert verdict(engine(**{**PINNED, "mean_running": 230.3})).kind == "token_budget"
+def test_mean_running_exactly_at_half_the_cap_is_pinned():
+    # The rule is mean running >= 0.5 x 256 = 128.
+    assert verdict(engine(**{**PINNED, "mean_running": 128.0})).kind == "scheduler_cap"
+    assert verdict(engine(**{**PINNED, "mean_running": 127.9})).kind == "token_budget"
 
 
 def test_one_request_waiting_on_average_counts_as_waiting():
@@ -628,9 +628,9 @@ def test_more_than_half_the_queued_time_at_the_cap_pins_it(share, kind):
     assert verdict(engine(at_cap_share=share, **SMALL_CAP_QUEUED)).kind == kind
 
 
-def test_without_the_record_the_mean_decides_as_before():
-    assert verdict(engine(**SMALL_CAP_QUEUED)).kind == "unclear"  # 3.2 < 0.9 x 4
-    assert verdict(engine(**{**SMALL_CAP_QUEUED, "mean_running": 3.6})).kind == "scheduler_cap"
+def test_without_the_record_or_samples_the_mean_decides():
+    assert verdict(engine(**SMALL_CAP_QUEUED)).kind == "scheduler_cap"  # 3.2 >= 0.5 x 4
+    assert verdict(engine(**{**SMALL_CAP_QUEUED, "mean_running": 1.9})).kind == "unclear"
 
 
 def test_the_sweeps_story_says_what_raising_max_num_seqs_did_to_output_at_the_load_compared():

@@ -11,6 +11,7 @@ from runner.schema.plan import LoadSpec
 from runner.schema.result import point_key
 from runner.schema.samples import QueueSummary
 from runner.schema.search import SearchCell, SearchRecord, SearchSpec, SearchStep
+from tests.factories import WINDOW_S
 from tests.rows import make_benchmark, make_point_result
 
 # (max_num_seqs, requests in the burst, output tok/s, median E2E ms, mean running, mean waiting)
@@ -40,10 +41,13 @@ def store(benchmark: Benchmark, *, max_num_seqs: int, num_requests: int, through
     result = make_point_result(max_num_seqs=max_num_seqs, num_requests=num_requests,
                                repeat=repeat, output_throughput=throughput,
                                median_e2el_ms=median_e2el_ms, **metrics)
+    # Running flat at its mean: while requests waited, it sat there the whole window.
+    waited = {f"{mean_running:g}": WINDOW_S} if mean_waiting >= 1 else {}
     queue = QueueSummary(samples=samples, mean_running=mean_running,
                                 mean_waiting=mean_waiting, peak_running=mean_running,
                                 peak_waiting=mean_waiting * 2, peak_kv_usage=0.5,
-                                preemptions=0.0) if samples else QueueSummary()
+                                preemptions=0.0,
+                                running_while_waiting_s=waited) if samples else QueueSummary()
     result = result.model_copy(update={"queue": queue, **(update or {})})
     return store_point(benchmark, result)
 

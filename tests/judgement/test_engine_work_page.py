@@ -32,7 +32,8 @@ def gpu_provenance(gpu_name: str, precision: str = "bf16") -> Provenance:
 
 # A pinned scheduler cap: 256 of 256 running while 3,000 wait.
 PINNED: dict[str, Any] = dict(samples=20, mean_running=256.0, mean_waiting=3000.0, peak_running=256.0,
-              peak_waiting=3500.0, peak_kv_usage=0.5, preemptions=0.0)
+              peak_waiting=3500.0, peak_kv_usage=0.5, preemptions=0.0,
+              running_while_waiting_s={"256": 10.0})
 
 
 def stored_run(bytes_per_s: float, *, gpu_name: str = "NVIDIA H200") -> Benchmark:

@@ -261,7 +261,8 @@ def _node_point(benchmark, num_requests, throughput, median_e2el_ms, repeat=0, r
     ]
     queue = QueueSummary(samples=160, mean_running=256.0 * replicas,
                                 mean_waiting=1500.0 * replicas, peak_running=256.0,
-                                peak_waiting=3000.0, peak_kv_usage=0.5, preemptions=0.0)
+                                peak_waiting=3000.0, peak_kv_usage=0.5, preemptions=0.0,
+                                running_while_waiting_s={"256": 10.0 * replicas})
     return store(benchmark, max_num_seqs=256, num_requests=num_requests, throughput=throughput,
                  median_e2el_ms=median_e2el_ms, repeat=repeat,
                  completed=num_requests * replicas,  # each replica was sent the load

@@ -116,9 +116,13 @@ def point_result(seqs: int, requests: int, *, repeat: int = 0, replicas: int = 1
         replicas=replicas,
         window=Window(start=0.0, end=WINDOW_S),
         metrics=metrics(tps, requests * replicas, median_e2el_ms=e2el, **{**tail, **extra}),
+        # While requests waited, running sat at its mean (the record a recorder keeps beside
+        # the means; without it the factory's samples, which describe another queue, decide).
         queue=QueueSummary(samples=20, mean_running=running, mean_waiting=waiting,
                                   peak_running=seqs, peak_waiting=requests, peak_kv_usage=0.42,
-                                  mean_kv_usage=0.3, preemptions=0),
+                                  mean_kv_usage=0.3, preemptions=0,
+                                  running_while_waiting_s={f"{running:g}": WINDOW_S}
+                                  if waiting >= 1 else {}),
         provenance=provenance(launch_style, host_gpus, revision),
         per_replica=per_replica,
         samples=factories.make_samples(20),

@@ -254,17 +254,17 @@ def test_the_queue_evidence_tells_the_step_as_the_run_pages_story_does(sweep, ow
     report = make_report(sweep, owner)
     body = Client().get(f"/r/{report.issued_token}/").content.decode()
     queue = " ".join(_section(body, "queue").split())
-    assert ("Binding limit: the scheduler cap bound, with mean running 8.0 of max_num_seqs 8 "
-            "while 24.0 requests waited on average") in queue
+    assert ("Binding limit: the scheduler cap bound, with running at max_num_seqs 8 for 100.0% "
+            "of the time requests waited and 24.0 waiting on average") in queue
     assert ("Binding limit: the engine's own step time bound, with mean running up +100.0% over "
             "the previous load level for +39.6% output") in queue
     story = _text(body, "queue-story")
     assert story == (
         "At burst 32, raising max_num_seqs from 8 to 64 raised output 2.32x (18,012 -> 41,874 "
-        "output tok/s): at max_num_seqs 8, the scheduler cap bound, with mean running 8.0 of "
-        "max_num_seqs 8 while 24.0 requests waited on average; at max_num_seqs 64, the engine's "
-        "own step time bound, with mean running up +100.0% over the previous load level for "
-        "+39.6% output.")
+        "output tok/s): at max_num_seqs 8, the scheduler cap bound, with running at "
+        "max_num_seqs 8 for 100.0% of the time requests waited and 24.0 waiting on average; at "
+        "max_num_seqs 64, the engine's own step time bound, with mean running up +100.0% over "
+        "the previous load level for +39.6% output.")
     # From the function the run page's story uses, on the same verdicts.
     found = verdict_rows([figures(p) for p in sweep.points.all()]).by_key
     before = found[point(sweep, 8, 32).key]

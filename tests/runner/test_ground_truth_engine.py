@@ -19,6 +19,7 @@ import pytest
 from analysis.convert import from_point_result
 from analysis.verdicts import verdicts_for_sweep
 from runner.engine.process import RunningEngine
+from runner.measure.sampler import point_running_while_waiting
 from runner.schema.engine_config import EngineConfig
 from runner.schema.result import PointResult
 from runner.sweep import run_plan
@@ -55,6 +56,14 @@ def live_points(cpu_engine: Engines, gt: GroundTruthClass, workdir: Path) -> lis
 def assert_binds(gt: GroundTruthClass, points: list[PointResult]) -> None:
     problems = evidence_problems(gt, points)
     assert not problems, "\n".join(problems)
+    # A point stored before the sampler kept its record of running while requests waited is
+    # judged by the record found again from its samples: on a real engine's samples, that is
+    # the record the sampler kept.
+    for p in points:
+        recorded = p.queue.running_while_waiting_s
+        assert recorded is not None and p.samples, p.key
+        found = point_running_while_waiting(p)
+        assert found == pytest.approx(recorded), (p.key, found, recorded)
 
 
 def assert_kinds(gt: GroundTruthClass, points: list[PointResult], *,

@@ -17,9 +17,13 @@ from runner.measure.sampler import (
     QueueSampler,
     cache_config,
     parse_metrics,
+    point_running_while_waiting,
     summarize,
 )
 from runner.schema.records import EngineSample
+from runner.schema.result import ReplicaResult, Window
+from runner.sweep import _node_queue
+from tests import factories
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 
@@ -150,6 +154,44 @@ def test_the_seconds_at_each_running_count_add_up_over_replicas_each_against_its
 def test_a_window_with_gauges_but_no_wait_keeps_an_empty_record_and_none_without_gauges():
     assert summarize([sample(0.0, running=1, waiting=0)], 0.0, 2.0).running_while_waiting_s == {}
     assert summarize([sample(0.0, kv=0.1)], 0.0, 2.0).running_while_waiting_s is None
+
+
+# Two replicas of max_num_seqs 4, replica 1 released 1 s late: each window is its own.
+NODE_WINDOWS = {0: Window(start=0.0, end=4.0), 1: Window(start=1.0, end=5.0)}
+NODE_SAMPLES = [
+    sample(0.0, running=4, waiting=6, replica=0),
+    sample(0.0, running=4, waiting=9, replica=1),  # before replica 1's window: not its queue
+    sample(1.0, running=3, waiting=2, replica=1),
+    sample(2.0, running=4, waiting=1, replica=0),
+    sample(3.0, running=4, waiting=0, replica=0),
+    sample(3.5, running=4, waiting=3, replica=1),
+    sample(4.5, running=2, waiting=0, replica=1),
+]
+
+
+def test_a_points_record_is_found_again_from_its_samples_as_the_sweep_recorded_it():
+    # What runner.sweep records: each replica's summary over its own window, then the node's.
+    recorded = _node_queue([
+        summarize([s for s in NODE_SAMPLES if s.replica == r], w.start, w.end)
+        for r, w in NODE_WINDOWS.items()
+    ]).running_while_waiting_s
+    # By hand: replica 0 at 4 on [0, 3) while waiting; replica 1 at 3 on [1, 3.5) and at 4 on
+    # [3.5, 4.5). The sample at 0.0 of replica 1 waited 9, but before its window.
+    assert recorded == {"4": 4.0, "3": 2.5}
+    point = factories.point_result(
+        replicas=2, window=Window(start=0.0, end=5.0), samples=NODE_SAMPLES,
+        per_replica=[ReplicaResult(replica=r, base_url=f"http://127.0.0.1:{8000 + r}", window=w)
+                     for r, w in NODE_WINDOWS.items()])
+    assert point_running_while_waiting(point) == recorded
+
+
+def test_a_point_without_replica_windows_is_read_over_its_own_window():
+    samples = [sample(0.0, running=2, waiting=5), sample(1.0, running=4, waiting=5),
+               sample(3.0, running=4, waiting=0), sample(9.0, running=4, waiting=7)]
+    point = factories.point_result(window=Window(start=0.5, end=4.0), samples=samples)
+    assert point_running_while_waiting(point) == {"2": 0.5, "4": 2.0}
+    assert point_running_while_waiting(point.model_copy(update={"window": None})) is None
+    assert point_running_while_waiting(point.model_copy(update={"samples": []})) is None
 
 
 def test_it_sums_running_and_waiting_across_replicas_and_averages_kv():
