@@ -10,7 +10,9 @@ the config's points, and a figure's interval is never narrower than the widest p
 With one draw per level and no control point nothing measured the noise, and no interval is
 given rather than a made-up one.
 
-Only judged draws take part (analysis.repeats.judged_repeats: valid, undisturbed first).
+Only judged draws take part (analysis.repeats.judged_repeats: valid, undisturbed first). Z and
+the pooled spread are runner.convergence's, which repeats the deciding levels by the same
+interval; with a few draws the spread itself is uncertain, so every interval names its draws.
 """
 
 from __future__ import annotations
@@ -23,10 +25,7 @@ from analysis import sentences
 from analysis.repeats import group_by_setting, judged_repeats
 from analysis.sentences import Sentence, num, pct, percent, ratio_text, within_band
 from analysis.types import PointFigures
-
-# Two standard deviations each side: about 19 draws in 20 when the scatter is normal. With a
-# few draws the standard deviation itself is uncertain; the interval's basis names how many.
-Z = 1.96
+from runner.convergence import Z, pooled_log_sd
 
 
 @dataclass(frozen=True)
@@ -83,21 +82,6 @@ class RunNoise:
 def band_pct(sd: float | None, scale: float = 1.0) -> float | None:
     """Z standard deviations (times scale) on the log scale, as a percent change."""
     return None if sd is None else math.expm1(Z * sd * scale) * 100
-
-
-def pooled_log_sd(groups: Sequence[Sequence[float]]) -> tuple[float | None, int]:
-    """(pooled standard deviation of log(value), draws) over groups of two or more positive
-    draws; (None, 0) when no group has two."""
-    squares, freedom, draws = 0.0, 0, 0
-    for values in groups:
-        logs = [math.log(v) for v in values if v > 0 and math.isfinite(v)]
-        if len(logs) < 2:
-            continue
-        mean = math.fsum(logs) / len(logs)
-        squares += math.fsum((x - mean) ** 2 for x in logs)
-        freedom += len(logs) - 1
-        draws += len(logs)
-    return (math.sqrt(squares / freedom), draws) if freedom else (None, 0)
 
 
 def _draws(points: Sequence[PointFigures], figure: Callable[[PointFigures], float | None],

@@ -98,6 +98,14 @@ def points_to_run(plan: SweepPlan) -> list[PointToRun]:
     ]
 
 
+def convergence_points_at_most(plan: SweepPlan) -> int:
+    """The most draws convergence can add: three deciding levels per config (the knee's
+    operating level and its neighbours), each up to max_repeats draws."""
+    deciding = min(3, len(plan.loads))
+    extra_per_level = max(0, plan.stability.max_repeats - plan.repeats)
+    return len(plan.engine_configs) * deciding * extra_per_level
+
+
 def starts_engines(plan: SweepPlan) -> bool:
     """An attached plan measures a server that is already running: it starts no engine."""
     return plan.launch.style != "attach"
@@ -275,6 +283,12 @@ def estimate(
     elif plan.search is not None:
         # What it measures is decided as it goes: the grid is the most it can cost.
         basis = (f"An adaptive sweep: at most the full grid's cost, shown here. {basis}"
+                 )[:BASIS_MAX_CHARS]
+    elif plan.stability.converge_pct is not None:
+        # Rounds stop once the interval is narrow enough: the planned points are the least.
+        extra = convergence_points_at_most(plan)
+        basis = (f"Converging to ±{plan.stability.converge_pct:g}%: the planned points shown, "
+                 f"and up to {extra} more draws of deciding levels if the host is noisy. {basis}"
                  )[:BASIS_MAX_CHARS]
     note = no_gpus_note(plan)
     gpu_hours = None if note else wall_s / SECONDS_PER_HOUR * size.gpus_held

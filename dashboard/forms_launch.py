@@ -39,6 +39,7 @@ from runner.measure import quality
 from runner.schema.engine_config import EngineConfig
 from runner.schema.flags import parse_goodput
 from runner.schema.plan import (
+    MAX_CONVERGE_REPEATS,
     MAX_REDRAWS,
     QualitySpec,
     StabilitySpec,
@@ -171,6 +172,14 @@ class LaunchForm(SearchFields):
         label="Control point", required=False, initial=True,
         help_text="measure each engine config's first load level again after its last, on the "
         "same engine: how far the host drifted (one point more per config)")
+    converge_pct = forms.FloatField(
+        label="Converge to (±%)", required=False, min_value=0.1, max_value=50,
+        help_text="repeat each config's deciding load levels (the knee's operating point and its "
+        "neighbours) until their 95% interval is this narrow; blank: off")
+    max_repeats = forms.IntegerField(
+        label="Draws of a deciding level at most", required=False, min_value=1,
+        max_value=MAX_CONVERGE_REPEATS, initial=5,
+        help_text="with convergence: where a noisy host stops it")
     goodput = forms.CharField(
         label="Goodput SLOs",
         required=False,
@@ -607,9 +616,12 @@ def _with_quality(plan: SweepPlan, name: str | None) -> SweepPlan:
 def _stability(data: dict[str, Any]) -> StabilitySpec:
     """What the sweep does about a noisy host, from the two fields (a form posted without them,
     as a plan review's was before they existed, takes the defaults)."""
-    redraws = data.get("redraw_disturbed")
+    defaults = StabilitySpec()
+    redraws, cap = data.get("redraw_disturbed"), data.get("max_repeats")
     return StabilitySpec(
-        redraw_disturbed=StabilitySpec().redraw_disturbed if redraws is None else redraws,
+        redraw_disturbed=defaults.redraw_disturbed if redraws is None else redraws,
         control_point=bool(data.get("control_point")),
+        converge_pct=data.get("converge_pct"),
+        max_repeats=defaults.max_repeats if cap is None else cap,
     )
 

@@ -122,6 +122,8 @@ def plan_on_form(plan: SweepPlan) -> PlanOnForm:
         "replicas": plan.replicas,
         "redraw_disturbed": plan.stability.redraw_disturbed,
         "control_point": plan.stability.control_point,
+        "converge_pct": plan.stability.converge_pct,
+        "max_repeats": plan.stability.max_repeats,
         "goodput": " ".join(f"{name}:{_number(ms)}" for name, ms in plan.goodput.items()),
     })
     workload = _workload(plan)

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from runner import __version__
+from runner import __version__, convergence
 from runner.client.schedule import LoadOutcome, Target
 from runner.client.workers import check_client_cpus, run_load
 from runner.engine.command import EngineError
@@ -182,22 +182,69 @@ def run_plan(
         measured = 0
         try:
             with _started(plan, config, workdir, inputs, cancel, on_started) as (running, prompts):
-                for planned in group:
-                    if cancel.is_set():
-                        raise Cancelled()
-                    context = _PointContext(plan, planned, done, total, report)
-                    point = _finished_point(context, running, prompts, inputs, cancel)
-                    done += 1
-                    measured += 1
-                    yield point
-                    _check_alive(running)
-                    report(Progress(done, total, 0, 0, f"finished {planned.key}"))
+                # The control point closes the config, after any convergence rounds.
+                ordered = ([p for p in group if not p.control]
+                           + [None] + [p for p in group if p.control])
+                drawn: list[PointResult] = []
+                for planned in ordered:
+                    extra = (_converging(plan, config, drawn, skip_keys, done)
+                             if planned is None else [planned])
+                    for planned_point, note in _with_notes(extra):
+                        if cancel.is_set():
+                            raise Cancelled()
+                        total = max(total, done + 1)
+                        context = _PointContext(plan, planned_point, done, total, report)
+                        point = _finished_point(context, running, prompts, inputs, cancel)
+                        if note:
+                            point.notes.append(note)
+                        drawn.append(point)
+                        done += 1
+                        measured += int(planned is not None)
+                        yield point
+                        _check_alive(running)
+                        report(Progress(done, total, 0, 0, f"finished {planned_point.key}"))
         except EngineError as exc:
             log.warning("engine config %s failed: %s", config.label(), exc)
             failures.append(f"{config.label()}: {exc}")
             done += len(group) - measured  # the config's remaining points cannot be measured
     if failures:
         raise SweepIncomplete(failures)
+
+
+def _converging(
+    plan: SweepPlan,
+    config: EngineConfig,
+    drawn: list[PointResult],
+    skip_keys: frozenset[str],
+    done: int,
+) -> Iterator[tuple[PlannedPoint, str]]:
+    """The config's convergence rounds (runner.convergence): each round's deciding levels once
+    more, as repeats after the plan's (and its control point's) numbers, with why."""
+    spec = plan.stability
+    if spec.converge_pct is None:
+        return
+    loads = ladder(plan.loads)
+    by_level: list[list[PointResult]] = [
+        [p for p in drawn if p.load == load and not p.control] for load in loads]
+    taken = {p.key for p in drawn} | skip_keys
+    while (round_ := convergence.next_round(by_level, spec.converge_pct,
+                                            spec.max_repeats)) is not None:
+        for index in round_.levels:
+            repeat = plan.repeats + 1
+            while point_key(config, loads[index], repeat) in taken:
+                repeat += 1
+            planned = PlannedPoint(config, loads[index], repeat)
+            taken.add(planned.key)
+            yield planned, f"repeated to converge: {round_.reason}"
+            # The caller measured it and appended the kept draw before asking for the next.
+            by_level[index].append(drawn[-1])
+
+
+def _with_notes(
+    points: list[PlannedPoint] | Iterator[tuple[PlannedPoint, str]],
+) -> Iterator[tuple[PlannedPoint, str]]:
+    for item in points:
+        yield (item, "") if isinstance(item, PlannedPoint) else item
 
 
 @dataclass

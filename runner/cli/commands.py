@@ -186,9 +186,17 @@ def with_stability_args(plan: SweepPlan, args: argparse.Namespace) -> SweepPlan:
         update["redraw_disturbed"] = args.redraw_disturbed
     if args.no_control_point:
         update["control_point"] = False
+    if args.converge is not None:
+        update["converge_pct"] = args.converge
+    if args.max_repeats is not None:
+        if args.converge is None and plan.stability.converge_pct is None:
+            raise CliError("--max-repeats caps convergence: add --converge PCT")
+        update["max_repeats"] = args.max_repeats
     if not update:
         return plan
-    return plan.model_copy(update={"stability": plan.stability.model_copy(update=update)})
+    return validate_plan({**plan.model_dump(mode="json"),
+                          "stability": {**plan.stability.model_dump(), **update}},
+                         source="the stability flags")
 
 
 def validate_plan(data: dict[str, Any], *, source: str) -> SweepPlan:

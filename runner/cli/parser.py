@@ -29,6 +29,7 @@ from runner.schema.flags import parse_goodput
 from runner.schema.plan import (
     CPU_ENGINE_SAMPLE_INTERVAL_S,
     IDLE_NAP_MAX_US,
+    MAX_CONVERGE_REPEATS,
     MAX_REDRAWS,
     SAMPLE_INTERVAL_S,
     WorkloadKind,
@@ -147,6 +148,13 @@ def _add_stability_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--no-control-point", action="store_true",
                        help="do not measure each config's first load level again after its "
                        "last (the control point shows the drift)")
+    group.add_argument("--converge", type=_positive_number(allow_inf=False), metavar="PCT",
+                       help="repeat each config's deciding levels (the knee's operating point "
+                       "and its neighbours) until their 95%% interval is within +/-PCT%%")
+    group.add_argument("--max-repeats", type=int, choices=range(1, MAX_CONVERGE_REPEATS + 1),
+                       metavar=f"1-{MAX_CONVERGE_REPEATS}",
+                       help="with --converge: at most this many draws of a deciding level "
+                       "(default 5)")
 
 
 def _add_search_arguments(parser: argparse.ArgumentParser) -> None:

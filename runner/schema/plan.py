@@ -428,6 +428,9 @@ def default_sample_interval(style: str) -> float:
     return CPU_ENGINE_SAMPLE_INTERVAL_S if style == "cpu" else SAMPLE_INTERVAL_S
 
 
+# A deciding level's draws in convergence mode: beyond this the host is too noisy for the
+# tolerance asked, and the page's interval says so.
+MAX_CONVERGE_REPEATS = 20
 # At most this many extra draws of one disturbed point: a host busy for longer than that is busy,
 # and the point is kept with its caveat rather than measured on and on.
 MAX_REDRAWS = 3
@@ -441,6 +444,11 @@ class StabilitySpec(Schema):
     # Each engine config's first load level measured again after its last one, on the same
     # engine (no extra start): the drift over the config's points. Only for two or more levels.
     control_point: bool = True
+    # Convergence (runner.convergence): after a config's repeats, its deciding levels (the knee's
+    # operating point and its neighbours) are measured again, a round at a time, until their 95%
+    # interval is within +/- this percent or each has max_repeats draws; None: off.
+    converge_pct: float | None = Field(default=None, gt=0, lt=100, allow_inf_nan=False)
+    max_repeats: int = Field(default=5, ge=1, le=MAX_CONVERGE_REPEATS)
 
 
 class SweepPlan(Schema):
@@ -497,6 +505,13 @@ class SweepPlan(Schema):
         problem = unserved_adapters(self.workload.lora_split, self.engine_configs)
         if problem:
             raise ValueError(problem)
+        return self
+
+    @model_validator(mode="after")
+    def _a_search_converges_on_its_own(self) -> SweepPlan:
+        if self.search is not None and self.stability.converge_pct is not None:
+            raise ValueError("an adaptive search repeats the points that decide its answer "
+                             "itself: leave stability.converge_pct unset")
         return self
 
     @model_validator(mode="after")

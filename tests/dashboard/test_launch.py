@@ -72,6 +72,21 @@ def test_goodput_slos_from_the_form_go_into_the_plan(owner_client, node, broker)
     assert Benchmark.objects.get().plan["goodput"] == {"ttft": 500, "tpot": 50, "e2el": 20000}
 
 
+def test_a_noisy_hosts_settings_from_the_form_go_into_the_plan(owner_client, node, broker):
+    data = form_data(node, redraw_disturbed="2", control_point="on", converge_pct="5",
+                     max_repeats="4")
+    assert owner_client.post("/runs/new/", data).status_code == 302
+    assert Benchmark.objects.get().plan["stability"] == {
+        "redraw_disturbed": 2, "control_point": True, "converge_pct": 5.0, "max_repeats": 4}
+
+
+def test_a_form_without_the_noisy_host_fields_takes_no_control_point(owner_client, node, broker):
+    # An unticked box is not sent: the control point is off, the redraws at their default.
+    assert owner_client.post("/runs/new/", form_data(node)).status_code == 302
+    assert Benchmark.objects.get().plan["stability"] == {
+        "redraw_disturbed": 1, "control_point": False, "converge_pct": None, "max_repeats": 5}
+
+
 @pytest.mark.parametrize(
     "overrides, field, message",
     [
