@@ -22,6 +22,13 @@ from urllib.parse import urlencode
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
+from runner.engine.bounded_read import (
+    METRICS_MAX_BYTES,
+    Answer,
+    AnswerOverBound,
+    DeadlineTransport,
+    read_bounded,
+)
 from runner.engine.endpoint import NO_CREDENTIALS, Credentials
 from runner.schema.records import EngineSample
 from runner.schema.samples import QueueSummary
@@ -54,6 +61,7 @@ SPEC_ACCEPTED_PER_POSITION = "vllm:spec_decode_num_accepted_tokens_per_pos"
 # the waiting reason, a histogram bucket's upper bound, and a draft position.
 SERIES_LABELS = ("reason", "le", "position")
 
+# The most one scrape may take, its whole answer included (runner.engine.bounded_read).
 SCRAPE_TIMEOUT_S = 2.0
 
 # The samples parse_metrics reads, and all the sampler asks for. A vLLM 0.32 page holds some 450
@@ -186,10 +194,11 @@ class QueueSampler:
     only /metrics) is scraped for its whole page from then on, the first scrape included.
 
     Times are seconds since t0 on time.monotonic(), the point's clock. A failed scrape (engine
-    busy, connection reset) is skipped: a missing sample widens the step-hold in `summarize`, it
-    never aborts a measurement. An attached server may not expose /metrics to us at all (a
-    gateway that routes only /v1, a key that does not cover it): the point is still measured,
-    and `unavailable_note` says why it has no queue evidence.
+    busy, connection reset, an answer over METRICS_MAX_BYTES or SCRAPE_TIMEOUT_S) is skipped: a
+    missing sample widens the step-hold in `summarize`, it never aborts a measurement. An
+    attached server may not expose /metrics to us at all (a gateway that routes only /v1, a key
+    that does not cover it): the point is still measured, and `unavailable_note` says why it
+    has no queue evidence.
     """
 
     def __init__(
@@ -230,7 +239,8 @@ class QueueSampler:
         )
 
     def _run(self) -> None:
-        with httpx.Client(timeout=SCRAPE_TIMEOUT_S, headers=self.headers) as client:
+        with httpx.Client(timeout=SCRAPE_TIMEOUT_S, headers=self.headers,
+                          transport=DeadlineTransport()) as client:  # fmt: skip
             while True:
                 started = time.monotonic()
                 for replica, base_url in self.targets:
@@ -243,29 +253,29 @@ class QueueSampler:
         base_url = base_url.rstrip("/")
         if replica not in self.whole_page:
             try:
-                response = client.get(base_url + FILTERED_METRICS_PATH)
+                answer = _get_page(client, base_url + FILTERED_METRICS_PATH)
                 arrived = time.monotonic()
             except httpx.HTTPError as exc:
                 self._failed(_connection_problem(exc))
                 return
-            snapshot = _queue_snapshot(response)
+            snapshot = _queue_snapshot(answer)
             if snapshot is not None:
                 self._keep(snapshot, arrived, replica)
                 return
             self.whole_page.add(replica)
         try:
-            response = client.get(base_url + "/metrics")
+            answer = _get_page(client, base_url + "/metrics")
             # The values are the engine's state when it answered: stamp the arrival, not the end
             # of parsing (milliseconds to tens of them for prometheus_client's parser).
             arrived = time.monotonic()
         except httpx.HTTPError as exc:
             self._failed(_connection_problem(exc))
             return
-        if response.status_code != 200:
-            self._failed(f"HTTP {response.status_code}")
+        if answer.status_code != 200:
+            self._failed(f"HTTP {answer.status_code}")
             return
         try:
-            snapshot = parse_metrics(response.text)
+            snapshot = parse_metrics(answer.text)
         except ValueError:
             self._failed("not a Prometheus text page")
             return
@@ -281,12 +291,16 @@ class QueueSampler:
         self.last_failure = reason
 
 
-def _queue_snapshot(response: httpx.Response) -> EngineSample | None:
+def _get_page(client: httpx.Client, url: str) -> Answer:
+    return read_bounded(client, url, max_bytes=METRICS_MAX_BYTES, total_s=SCRAPE_TIMEOUT_S)
+
+
+def _queue_snapshot(answer: Answer) -> EngineSample | None:
     """The filtered page's sample, or None when it is no page of queue gauges."""
-    if response.status_code != 200:
+    if answer.status_code != 200:
         return None
     try:
-        snapshot = parse_metrics(response.text)
+        snapshot = parse_metrics(answer.text)
     except ValueError:
         return None
     return None if snapshot.running is None and snapshot.waiting is None else snapshot
@@ -294,6 +308,8 @@ def _queue_snapshot(response: httpx.Response) -> EngineSample | None:
 
 def _connection_problem(exc: httpx.HTTPError) -> str:
     """A failed request in a few words: what an operator needs to fix it."""
+    if isinstance(exc, AnswerOverBound):
+        return str(exc)
     if isinstance(exc, httpx.TimeoutException):
         return f"no answer within {SCRAPE_TIMEOUT_S:g} s"
     if isinstance(exc, httpx.ConnectError):

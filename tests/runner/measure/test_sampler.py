@@ -20,6 +20,7 @@ from runner.measure.sampler import (
     summarize,
 )
 from runner.schema.records import EngineSample
+from tests.hostile_server import HostileServer, drip_body, drip_headers, endless
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 
@@ -394,3 +395,43 @@ def test_a_server_that_filters_is_asked_for_the_filtered_page_only():
     sampler, samples, asked = _sample(TWO_ENGINES_OLD_NAMES)
     assert sampler.whole_page == set()
     assert set(asked) == {FILTERED_METRICS_PATH} and len(samples) == len(asked) >= 3
+
+
+# -- a broken or hostile /metrics ----------------------------------------------------------------
+
+
+def sample_hostile(answer, seconds: float = 0.2) -> tuple[QueueSampler, list[EngineSample], float]:
+    """Sample for `seconds` a server answering /metrics and /metrics/ with `answer`: the
+    sampler, its samples, and the seconds its stop() took."""
+    with HostileServer({"/metrics": answer, "/metrics/": answer}) as server:
+        sampler = QueueSampler([(0, server.base_url)], 0.02, 0.0)
+        sampler.start()
+        time.sleep(seconds)
+        stopping = time.monotonic()
+        samples = sampler.stop()
+        return sampler, samples, time.monotonic() - stopping
+
+
+def test_a_page_over_the_size_bound_is_a_failed_scrape_that_says_so(monkeypatch):
+    monkeypatch.setattr(names, "METRICS_MAX_BYTES", 64 * 1024)
+    sampler, samples, stop_s = sample_hostile(endless(b"vllm:num_requests_running 1\n"))
+    assert samples == [] and sampler.failures >= 1
+    assert sampler.last_failure == (
+        "the answer to GET /metrics/ is over 64 KB, the most read from one answer")
+    assert stop_s < 1.0
+
+
+@pytest.mark.parametrize("answer, failure", [
+    (drip_body(0.05, 10.0),
+     "the answer to GET /metrics/ did not arrive in full within 0.5 s, the longest one answer "
+     "may take"),
+    (drip_headers(0.05, 10.0), "no answer within 0.5 s"),
+], ids=["body", "headers"])
+def test_a_page_sent_a_byte_at_a_time_is_cut_off_at_the_total_time_bound(
+    monkeypatch, answer, failure
+):
+    monkeypatch.setattr(names, "SCRAPE_TIMEOUT_S", 0.5)
+    sampler, samples, stop_s = sample_hostile(answer)
+    assert samples == [] and sampler.last_failure.startswith(failure)
+    # The scrape in flight and the last round: each cut off at 0.5 s, not after the 10 s drip.
+    assert stop_s < 2.0
