@@ -391,9 +391,9 @@ def _measure_point(
     outcome.health = outcome.health.model_copy(update={"network_rtt": network_rtt})
     point = _point_from_outcome(plan, planned, running, outcome, samples)
     record_telemetry(point, telemetry, raw_telemetry, outcome.t0)
-    unavailable = sampler.unavailable_note()
-    if unavailable:
-        point.notes.append(unavailable)
+    for note in (sampler.unavailable_note(), sampler.skipped_note()):
+        if note:
+            point.notes.append(note)
     return point
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import math
 import os
 import threading
 import time
@@ -21,6 +20,7 @@ from runner.engine.bounded_read import (
 )
 from runner.engine.command import replica_gpus
 from runner.engine.process import RunningEngine
+from runner.measure.sampler import usable
 from runner.schema.engine_config import EngineConfig, EngineLaunch
 from runner.schema.samples import (
     TelemetrySample,
@@ -119,8 +119,9 @@ def parse_dcgm(text: str) -> dict[int, dict[str, float]]:
 
     prometheus_client's parser is the one the queue sampler uses; it names a counter's samples
     `..._total` whether the page did or not, so the suffix is dropped before matching. A GPU
-    listed twice (dcgm-exporter's per-pod labels) keeps its first reading; a NaN value is left
-    out. ValueError when the page is not Prometheus text.
+    listed twice (dcgm-exporter's per-pod labels) keeps its first reading; a value that is no
+    figure (NaN, an infinity, beyond runner.measure.sampler.VALUE_MAX) is left out. ValueError
+    when the page is not Prometheus text.
     """
     readings: dict[int, dict[str, float]] = {}
     for family in text_string_to_metric_families(text):
@@ -128,7 +129,7 @@ def parse_dcgm(text: str) -> dict[int, dict[str, float]]:
             field = DCGM_FIELDS.get(sample.name.removesuffix("_total"))
             gpu = sample.labels.get("gpu", "")
             # NaN is valid Prometheus text ("no value"): a missing reading, not a figure.
-            if field is None or not gpu.isdigit() or not math.isfinite(sample.value):
+            if field is None or not gpu.isdigit() or not usable(sample.value):
                 continue
             value = sample.value / MILLI if field == "energy_j" else float(sample.value)
             readings.setdefault(int(gpu), {}).setdefault(field, value)
