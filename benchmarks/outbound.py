@@ -27,6 +27,7 @@ from urllib.parse import urlsplit
 import httpx
 from django.conf import settings
 
+from runner.engine.bounded_read import DeadlineTransport
 from runner.engine.endpoint import DEFAULT_PORTS
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -98,12 +99,12 @@ class GuardedTransport(httpx.BaseTransport):
     """httpx's transport, connecting only to allowed addresses, at the address it judged.
 
     The request goes to that address with the URL's own Host header and TLS server name, so a
-    certificate is still checked against the name. `inner` is httpx's transport unless a test
-    gives another.
+    certificate is still checked against the name. `inner` is httpx's transport held to
+    read_bounded's deadline (runner.engine.bounded_read) unless a test gives another.
     """
 
     def __init__(self, inner: httpx.BaseTransport | None = None) -> None:
-        self._inner = inner or httpx.HTTPTransport()
+        self._inner = inner or DeadlineTransport()
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         host = request.url.raw_host.decode("ascii")

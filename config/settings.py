@@ -382,9 +382,10 @@ WHITENOISE_USE_FINDERS = True
 # folder must be shared by the web server and that worker.
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 HEADROOM_MAX_UPLOAD_BYTES = envint("HEADROOM_MAX_UPLOAD_BYTES", str(512 * 1024 * 1024))
-# A vllm bench file is one JSON document, parsed whole (several times its size in memory); a
-# Headroom JSONL file (read a line at a time) and a run's JSON download (read as a stream, a
-# request at a time) have only the upload limit.
+# The most an import parses whole: a vllm bench, AIPerf, GuideLLM or inference-perf file, a line
+# of Headroom's JSONL, or a run download's point (without its requests) or one request. Parsed,
+# it takes up to about 100 times its size (a list of tiny samples), so this sets an import's
+# memory ceiling: under 128 times it, 8 GiB at the default (docs/dashboard.md, "Uploads").
 HEADROOM_MAX_IMPORT_DOCUMENT_BYTES = envint(
     "HEADROOM_MAX_IMPORT_DOCUMENT_BYTES", str(64 * 1024 * 1024)
 )

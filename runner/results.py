@@ -175,6 +175,7 @@ def iter_points_into(
     new_sink: Callable[[], SinkT] | None,
     *,
     label: str = "",
+    max_line_bytes: int | None = None,
 ) -> Iterator[tuple[PointResult, SinkT | None]]:
     """iter_points, but each point's batched records, validated as they are read, go to a sink
     of new_sink()'s a batch at a time instead of into point.requests, so that a reader that
@@ -183,12 +184,22 @@ def iter_points_into(
     None when it had no batches (a file older than batches: its requests are in its line).
     The sink of batches whose point line never came is dropped unseen. new_sink None: no batch
     is read.
+
+    Each line is parsed whole, into several times its size (a list of tiny samples, about 100
+    times), so a line longer than max_line_bytes is refused before more than that of it is
+    read; None: no limit (the runner's own file).
     """
     label = label or str(path)
     size = path.stat().st_size
     pending: _Pending[SinkT] | None = None
+    read_size = -1 if max_line_bytes is None else max_line_bytes + 1
     with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
+        for number, raw in enumerate(iter(lambda: handle.readline(read_size), b""), start=1):
+            if max_line_bytes is not None and len(raw) > max_line_bytes and raw[-1:] != b"\n":
+                raise ResultFileError(
+                    f"{label}:{number}: a line over {max_line_bytes / 2**20:.1f} MB, the limit "
+                    "for one document read whole"
+                )
             if not raw.strip():
                 continue
             at_end = handle.tell() == size
@@ -284,6 +295,9 @@ def _batch_records(batch: dict[str, Any], where: str) -> list[RequestRecord]:
     try:
         records = batch["records"]
         arrays = batch["arrays"]
+        # append_point never writes more; each record becomes a model, so more is refused unread.
+        if len(records) > BATCH_RECORDS:
+            raise ValueError(f"over {BATCH_RECORDS} records")
         # A ragged field the file predates is absent: each record gets its default.
         columns = {
             name: _split(arrays[name], kind, len(records))

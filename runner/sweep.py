@@ -507,9 +507,9 @@ def _measure_point(
     point.host = host_cpu.host_cpu(cpu_before, cpu_after)
     point.control = planned.control
     record_telemetry(point, telemetry, raw_telemetry, outcome.t0)
-    unavailable = sampler.unavailable_note()
-    if unavailable:
-        point.notes.append(unavailable)
+    for note in (sampler.unavailable_note(), sampler.skipped_note()):
+        if note:
+            point.notes.append(note)
     return point
 
 

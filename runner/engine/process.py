@@ -24,6 +24,14 @@ from typing import Any
 
 import httpx
 
+from runner.engine.bounded_read import (
+    API_MAX_BYTES,
+    METRICS_MAX_BYTES,
+    Answer,
+    AnswerOverBound,
+    DeadlineTransport,
+    read_bounded,
+)
 from runner.engine.command import (
     MFU_METRICS_FLAG,
     EngineError,
@@ -43,6 +51,7 @@ GUARD = Path(__file__).with_name("guard.py")
 # vLLM finishes in-flight requests and frees its workers on SIGTERM; past this it gets SIGKILL.
 STOP_GRACE_S = 15.0
 HEALTH_POLL_S = 0.5
+# The most one request to an engine may take, its whole answer included (read_bounded).
 HTTP_TIMEOUT_S = 5.0
 LOG_TAIL_LINES = 20
 
@@ -197,7 +206,7 @@ def _wait_healthy(
     engine: RunningEngine, log_path: Path, timeout_s: float, cancel: threading.Event | None
 ) -> None:
     deadline = time.monotonic() + timeout_s
-    with httpx.Client(timeout=HTTP_TIMEOUT_S) as client:
+    with httpx.Client(timeout=HTTP_TIMEOUT_S, transport=DeadlineTransport()) as client:
         while True:
             code = engine._process.poll() if engine._process else None
             if code is not None:
@@ -220,14 +229,19 @@ def _wait_healthy(
 def _healthy(
     base_url: str, client: httpx.Client | None = None, headers: dict[str, str] | None = None
 ) -> bool:
+    if client is None:
+        with httpx.Client(timeout=HTTP_TIMEOUT_S, headers=headers,
+                          transport=DeadlineTransport()) as own:  # fmt: skip
+            return _healthy(base_url, own)
     try:
-        if client is None:
-            response = httpx.get(base_url + "/health", timeout=HTTP_TIMEOUT_S, headers=headers)
-        else:
-            response = client.get(base_url + "/health")
+        answer = _read(client, base_url + "/health")
     except httpx.HTTPError:
         return False
-    return response.status_code == 200
+    return answer.status_code == 200
+
+
+def _read(client: httpx.Client, url: str, max_bytes: int = API_MAX_BYTES) -> Answer:
+    return read_bounded(client, url, max_bytes=max_bytes, total_s=HTTP_TIMEOUT_S)
 
 
 def _read_info(
@@ -238,16 +252,19 @@ def _read_info(
 ) -> None:
     """Fill version, served models, the context length and the KV cache geometry the server
     reports. A server that refuses the API key on /version or /v1/models is an EngineError
-    (nothing could be measured); /metrics is optional (the points then say so)."""
+    (nothing could be measured); /metrics is optional (the points then say so), unless its
+    answer is too large or too slow: every scrape of the points would fail the same way."""
     with _client(base_url, credentials, transport) as client:
         version = _get(client, base_url, "/version")
         models = _get(client, base_url, "/v1/models")
         try:
-            metrics: httpx.Response | None = client.get("/metrics")
+            metrics: Answer | None = _read(client, "/metrics", METRICS_MAX_BYTES)
+        except AnswerOverBound as exc:
+            raise EngineError(f"the server at {base_url}: {exc}") from None
         except httpx.HTTPError:
             metrics = None
-    for response in (version, models):
-        _check_key_accepted(response, base_url)
+    for path, answer in (("/version", version), ("/v1/models", models)):
+        _check_key_accepted(answer, base_url, path)
     if version.status_code == 200:
         info.version = _json(version).get("version")
     if models.status_code == 200:
@@ -268,7 +285,8 @@ def _client(
 ) -> httpx.Client:
     if transport is None:
         return httpx.Client(
-            base_url=base_url, timeout=HTTP_TIMEOUT_S, headers=credentials.http_headers()
+            base_url=base_url, timeout=HTTP_TIMEOUT_S, headers=credentials.http_headers(),
+            transport=DeadlineTransport(),
         )
     # A proxy named in the environment would carry the requests past the given transport.
     return httpx.Client(
@@ -280,10 +298,13 @@ def _client(
     )
 
 
-def _get(client: httpx.Client, base_url: str, path: str) -> httpx.Response:
-    """GET path, or Unreachable naming the URL and what kept it from answering."""
+def _get(client: httpx.Client, base_url: str, path: str) -> Answer:
+    """GET path, or Unreachable naming the URL and what kept it from answering; EngineError
+    naming the bound that stopped an answer too large or too slow."""
     try:
-        return client.get(path)
+        return _read(client, path)
+    except AnswerOverBound as exc:
+        raise EngineError(f"the server at {base_url}: {exc}") from None
     except httpx.TimeoutException:
         raise Unreachable(
             f"the server at {base_url} did not answer GET {path} within {HTTP_TIMEOUT_S:g} s "
@@ -304,17 +325,17 @@ def _reason(exc: httpx.HTTPError) -> str:
     return text or type(exc).__name__
 
 
-def _check_key_accepted(response: httpx.Response, base_url: str) -> None:
-    if response.status_code in (401, 403):
+def _check_key_accepted(answer: Answer, base_url: str, path: str) -> None:
+    if answer.status_code in (401, 403):
         raise EngineError(
-            f"the endpoint at {base_url} refused the API key (HTTP {response.status_code} on "
-            f"GET {response.request.url.path}): register the right key or headers"
+            f"the endpoint at {base_url} refused the API key (HTTP {answer.status_code} on "
+            f"GET {path}): register the right key or headers"
         )
 
 
-def _json(response: httpx.Response) -> dict[str, Any]:
+def _json(answer: Answer) -> dict[str, Any]:
     try:
-        data = response.json()
+        data = answer.json()
     except ValueError:
         return {}
     return data if isinstance(data, dict) else {}
@@ -479,7 +500,7 @@ def probe(
     base_url = base_url.rstrip("/")
     with _client(base_url, credentials, transport) as client:
         health = _get(client, base_url, "/health")
-    _check_key_accepted(health, base_url)
+    _check_key_accepted(health, base_url, "/health")
     if health.status_code != 200:
         raise EngineError(
             f"the server at {base_url} is not healthy (GET /health answered HTTP "
@@ -512,9 +533,9 @@ def measure_rtt(engine: RunningEngine, probes: int = RTT_PROBES) -> NetworkRtt |
         with _client(engine.base_url, engine.credentials) as client:
             for attempt in range(probes + 1):
                 started = time.perf_counter()
-                response = client.get("/health")
+                answer = _read(client, "/health")
                 elapsed = time.perf_counter() - started
-                if response.status_code != 200:
+                if answer.status_code != 200:
                     return None
                 if attempt:
                     times.append(elapsed * 1000)

@@ -10,7 +10,8 @@ whole: ijson reads the file as a stream of events, each point is built without i
 and each request is validated as it ends and given to the point's sink a batch at a time, as
 runner.results gives a JSONL file's request batches. The summary is skipped: an import makes its
 run from the points. Nesting deeper than max_depth is refused as the events arrive, and so is
-a value longer than any a download holds (MAX_VALUE_BYTES).
+a value longer than any a download holds (MAX_VALUE_BYTES), and a point without its requests,
+or one request, longer than max_part_bytes: each is built whole, into many times its size.
 """
 
 from __future__ import annotations
@@ -66,16 +67,23 @@ class _Where:
 
 
 def iter_download_into(
-    path: Path, new_sink: Callable[[], SinkT], *, label: str, max_depth: int
+    path: Path,
+    new_sink: Callable[[], SinkT],
+    *,
+    label: str,
+    max_depth: int,
+    max_part_bytes: int | None = None,
 ) -> Iterator[tuple[PointResult, SinkT]]:
     """The download's points, each with the sink of new_sink()'s that its requests went to (the
-    point's own requests left empty); ResultFileError naming the point and request if bad."""
+    point's own requests left empty); ResultFileError naming the point and request if bad.
+    max_part_bytes: the most a point without its requests, or one request, may take (None: no
+    limit, an operator's own file)."""
     where = _Where(label)
     with path.open("rb") as handle:
-        reader = _ValueBoundedReader(handle, where)
+        reader = _ValueBoundedReader(handle, where, max_part_bytes)
         events = _depth_checked(ijson.basic_parse(reader, use_float=True), max_depth, reader)
         try:
-            yield from _document(events, new_sink, where)
+            yield from _document(events, new_sink, reader)
         except ijson.JSONError as exc:
             raise ResultFileError(f"{where}: {_json_message(exc, reader.ended)}") from None
 
@@ -95,13 +103,25 @@ def _json_message(exc: Exception, ended: bool) -> str:
 class _ValueBoundedReader:
     """The file as ijson reads it, refused once MAX_VALUE_BYTES have been read since the last
     event (_depth_checked sets `unparsed` back to 0 at each): a value longer than any a download
-    holds, or a gap between values as long."""
+    holds, or a gap between values as long. Likewise once the part being built (start_part to
+    end_part) has taken more than max_part_bytes, counted to within one of the parser's reads."""
 
-    def __init__(self, handle: BinaryIO, where: _Where) -> None:
+    def __init__(self, handle: BinaryIO, where: _Where, max_part_bytes: int | None) -> None:
         self.handle = handle
         self.where = where
         self.unparsed = 0
         self.ended = False  # the file has been read to its end
+        self.max_part_bytes = max_part_bytes
+        self.total = 0  # bytes read so far
+        self.part: str | None = None  # what is being built, for the message
+        self.part_start = 0  # self.total when the part (or its latest stretch) began
+        self.part_before = 0  # the part's earlier stretch: a point's head before its requests
+
+    def start_part(self, what: str | None, before: int = 0) -> None:
+        self.part, self.part_start, self.part_before = what, self.total, before
+
+    def part_bytes(self) -> int:
+        return self.part_before + self.total - self.part_start
 
     def read(self, size: int = -1) -> bytes:
         if self.unparsed > MAX_VALUE_BYTES:
@@ -109,8 +129,15 @@ class _ValueBoundedReader:
                 f"{self.where}: a value over {MAX_VALUE_BYTES // 1024} KB long, longer than any "
                 "in a run download"
             )
+        limit = self.max_part_bytes
+        if limit is not None and self.part is not None and self.part_bytes() > limit:
+            raise ResultFileError(
+                f"{self.where}: {self.part} is over {limit / 2**20:.1f} MB, the limit for one "
+                "document read whole"
+            )
         chunk = self.handle.read(size)
         self.unparsed += len(chunk)
+        self.total += len(chunk)
         self.ended = self.ended or (not chunk and size != 0)
         return chunk
 
@@ -134,8 +161,9 @@ def _depth_checked(
 
 
 def _document(
-    events: Iterator[Event], new_sink: Callable[[], SinkT], where: _Where
+    events: Iterator[Event], new_sink: Callable[[], SinkT], reader: _ValueBoundedReader
 ) -> Iterator[tuple[PointResult, SinkT]]:
+    where = reader.where
     _expect(events, "start_map", where, "a JSON object")
     has_points = False
     for event, key in events:  # the document's keys
@@ -143,7 +171,7 @@ def _document(
             break
         if key == "points":
             has_points = True
-            yield from _points(events, new_sink, where)
+            yield from _points(events, new_sink, reader)
         else:
             _value(events, _next(events, where), where)
     if not has_points:
@@ -154,8 +182,9 @@ def _document(
 
 
 def _points(
-    events: Iterator[Event], new_sink: Callable[[], SinkT], where: _Where
+    events: Iterator[Event], new_sink: Callable[[], SinkT], reader: _ValueBoundedReader
 ) -> Iterator[tuple[PointResult, SinkT]]:
+    where = reader.where
     _expect(events, "start_array", where, 'a "points" list')
     index = 0
     while (first := _next(events, where))[0] != "end_array":
@@ -164,38 +193,47 @@ def _points(
             raise ResultFileError(
                 f"{where}: not a Headroom point: expected an object, got {_kind(first)}"
             )
-        yield _point(events, new_sink(), where)
+        yield _point(events, new_sink(), reader)
         index += 1
     where.point = None
 
 
-def _point(events: Iterator[Event], sink: SinkT, where: _Where) -> tuple[PointResult, SinkT]:
+def _point(
+    events: Iterator[Event], sink: SinkT, reader: _ValueBoundedReader
+) -> tuple[PointResult, SinkT]:
     """One point (its start_map read): everything but its requests built, those sent to sink."""
+    where = reader.where
     head = ijson.ObjectBuilder()
     head.event("start_map", None)
+    reader.start_part("the point without its requests")
     while (first := _next(events, where))[0] != "end_map":
         key = first[1]
         if key == "requests":
-            _requests(events, sink, where)
+            before = reader.part_bytes()
+            _requests(events, sink, reader)
+            reader.start_part("the point without its requests", before)
             continue
         head.event("map_key", key)
         _value(events, _next(events, where), where, head)
     head.event("end_map", None)
+    reader.start_part(None)
     try:
         return PointResult.model_validate(head.value), sink
     except ValidationError as exc:
         raise ResultFileError(f"{where}: not a Headroom point: {first_error(exc)}") from None
 
 
-def _requests(events: Iterator[Event], sink: SinkT, where: _Where) -> None:
+def _requests(events: Iterator[Event], sink: SinkT, reader: _ValueBoundedReader) -> None:
     """A point's requests, each validated as it ends, to the sink in batches no larger than a
     JSONL file's (runner.results.BATCH_RECORDS and BATCH_VALUES)."""
+    where = reader.where
     _expect(events, "start_array", where, 'a "requests" list')
     batch: list[RequestRecord] = []
     values = 0
     index = 0
     while (first := _next(events, where))[0] != "end_array":
         where.request = index
+        reader.start_part("the request")
         record = ijson.ObjectBuilder()
         _value(events, first, where, record)
         try:

@@ -74,9 +74,11 @@ def iter_result_file(
     Headroom's JSONL is read a line at a time, never whole: each line is one point. A run's JSON
     download is read as a stream, a point and a request at a time. Anything else is JSON
     documents read whole (a vllm bench file is one, --append-result writes one a line),
-    so such a file over max_document_bytes is refused before it is read; None sets no limit (a
-    file of one's own on the command line). A bad line raises when it is reached: a caller that
-    stores points stores them in one transaction (benchmarks.imports), so nothing is half-kept.
+    so such a file over max_document_bytes is refused before it is read. What the streamed
+    formats build whole (a JSONL line, a download's point without its requests, one request)
+    is held to max_document_bytes too, as it is read. None sets no limit (a file of one's own
+    on the command line). A bad line raises when it is reached: a caller that stores points
+    stores them in one transaction (benchmarks.imports), so nothing is half-kept.
 
     aiperf_telemetry: the gpu_telemetry_export.jsonl of the AIPerf run whose profile_export.jsonl
     `path` is (runner.importer.aiperf_telemetry); refused with any other file. It is read
@@ -103,9 +105,8 @@ def iter_result_file_into(
 ) -> Iterator[tuple[PointResult, SinkT | None]]:
     """iter_result_file, a Headroom file's batched records going to sinks a batch at a time as
     runner.results.iter_points_into gives them (each point with its sink, or None); a run
-    download's records go to sinks too (runner.importer.downloads); a vllm bench file's points come
-    with
-    None, their requests in the point (its document is read whole anyway)."""
+    download's records go to sinks too (runner.importer.downloads); a vllm bench file's points
+    come with None, their requests in the point (its document is read whole anyway)."""
     name = name or path.name
     if not path.is_file():
         raise ImportFileError(f"{name}: no such file")
@@ -126,11 +127,12 @@ def iter_result_file_into(
     try:
         if headroom:
             # A last line cut short (a run killed mid-write) is skipped, as --resume skips it.
-            yield from iter_points_into(path, [], new_sink, label=name)
+            yield from iter_points_into(path, [], new_sink, label=name,
+                                        max_line_bytes=max_document_bytes)  # fmt: skip
             return
         if download:
-            # Streamed, so like the JSONL only the upload limit applies, not the document one.
-            yield from iter_download_into(path, new_sink, label=name, max_depth=MAX_JSON_DEPTH)
+            yield from iter_download_into(path, new_sink, label=name, max_depth=MAX_JSON_DEPTH,
+                                          max_part_bytes=max_document_bytes)  # fmt: skip
             return
     except ResultFileError as exc:
         raise ImportFileError(str(exc)) from None

@@ -22,6 +22,13 @@ from urllib.parse import urlencode
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
+from runner.engine.bounded_read import (
+    METRICS_MAX_BYTES,
+    Answer,
+    AnswerOverBound,
+    DeadlineTransport,
+    read_bounded,
+)
 from runner.engine.endpoint import NO_CREDENTIALS, Credentials
 from runner.schema.records import EngineSample
 from runner.schema.result import PointResult
@@ -55,7 +62,16 @@ SPEC_ACCEPTED_PER_POSITION = "vllm:spec_decode_num_accepted_tokens_per_pos"
 # the waiting reason, a histogram bucket's upper bound, and a draft position.
 SERIES_LABELS = ("reason", "le", "position")
 
+# The most one scrape may take, its whole answer included (runner.engine.bounded_read).
 SCRAPE_TIMEOUT_S = 2.0
+# Above any count an engine reaches (a GPU at 1e15 FLOP/s counts 1e30 FLOPs in 30 million
+# years). A larger value, like NaN or an infinity, comes from a broken or hostile page, and
+# leaving it out keeps every sum and time-weighted mean of a summary finite.
+VALUE_MAX = 1e30
+# A point's note names the first SHOWN kinds of value left out; the sampler counts at most
+# SKIPPED_KEPT kinds, as a hostile page may hold new ones in every scrape.
+SHOWN = 5
+SKIPPED_KEPT = 100
 
 # The samples parse_metrics reads, and all the sampler asks for. A vLLM 0.32 page holds some 450
 # samples (Python's GC and process figures, an HTTP histogram per route); asking for these alone
@@ -92,23 +108,61 @@ FILTERED_METRICS_PATH = "/metrics/?" + urlencode([("name[]", name) for name in S
 
 # (sample name, the value of its SERIES_LABELS label or "")
 SeriesKey = tuple[str, str]
+_READ = frozenset(SCRAPED_SAMPLES)
 
 
-def _sums(text: str) -> tuple[dict[SeriesKey, float], dict[SeriesKey, int]]:
+def usable(value: float) -> bool:
+    """Whether a page's value is a figure: finite and within VALUE_MAX (NaN is Prometheus's
+    "no value")."""
+    return math.isfinite(value) and abs(value) <= VALUE_MAX
+
+
+def _value_problem(value: float) -> str:
+    if math.isnan(value):
+        return "NaN"
+    return ("+Inf" if value > 0 else "-Inf") if math.isinf(value) else f"beyond {VALUE_MAX:g}"
+
+
+def _series_problem(name: str, series: str) -> str | None:
+    """Why a series label cannot be read, or None: a bucket's `le` is a number or "+Inf", and
+    a draft position a whole number, "0" first."""
+    if name == QUEUE_TIME + "_bucket":
+        try:
+            bound = float(series)
+        except ValueError:
+            bound = math.nan
+        return None if not math.isnan(bound) else f"le={series[:40]!r}"
+    if name == SPEC_ACCEPTED_PER_POSITION + "_total" and not (
+        series.isascii() and series.isdigit()
+    ):
+        return f"position={series[:40]!r}"
+    return None
+
+
+def _sums(
+    text: str, skipped: list[str]
+) -> tuple[dict[SeriesKey, float], dict[SeriesKey, int]]:
     """(sample name, series) -> value summed across label sets, and how many label sets each had.
 
     Data-parallel engines report one label set per `engine`; a waiting reason or a histogram
     bucket is its own series (SERIES_LABELS), summed over engines but never into the others.
-    The parser strips `_total` from counter family names but keeps it on the samples, and
-    emits `_created` samples (a timestamp, not a count) that must not be mistaken for values.
+    Only the samples parse_metrics reads are summed (the parser's `_created` samples, a
+    timestamp, are not among them). A value that is no figure (`usable`) or a series label that
+    cannot be read is left out and said in `skipped`, so no summary meets it.
     """
     sums: dict[SeriesKey, float] = {}
     counts: dict[SeriesKey, int] = {}
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
-            if sample.name.endswith("_created"):
+            if sample.name not in _READ:
                 continue
             series = next((sample.labels[k] for k in SERIES_LABELS if k in sample.labels), "")
+            problem = _series_problem(sample.name, series)
+            if problem is None and not usable(sample.value):
+                problem = _value_problem(sample.value)
+            if problem is not None:
+                skipped.append(f"{sample.name} {problem}")
+                continue
             key = (sample.name, series)
             sums[key] = sums.get(key, 0.0) + sample.value
             counts[key] = counts.get(key, 0) + 1
@@ -123,14 +177,16 @@ def _mean_over_engines(
     return sums[key] / counts[key] if key in sums else None
 
 
-def parse_metrics(text: str) -> EngineSample:
+def parse_metrics(text: str, skipped: list[str] | None = None) -> EngineSample:
     """Queue gauges and counters from one /metrics page, summed over engines; KV usage and
     the per-GPU work estimates averaged (each engine reports its own share or its own GPU's).
 
-    A reading the engine does not expose is None. The sample's time and replica are left at 0:
-    the sampler stamps them with the moment the page arrived and the replica it came from.
+    A reading the engine does not expose is None, and so is one whose every value is NaN, an
+    infinity or beyond VALUE_MAX; what was left out is appended to `skipped` (sample name and
+    value or label). The sample's time and replica are left at 0: the sampler stamps them with
+    the moment the page arrived and the replica it came from.
     """
-    sums, counts = _sums(text)
+    sums, counts = _sums(text, [] if skipped is None else skipped)
 
     def total(name: str, series: str = "") -> float | None:
         return sums.get((name, series))
@@ -187,10 +243,12 @@ class QueueSampler:
     only /metrics) is scraped for its whole page from then on, the first scrape included.
 
     Times are seconds since t0 on time.monotonic(), the point's clock. A failed scrape (engine
-    busy, connection reset) is skipped: a missing sample widens the step-hold in `summarize`, it
-    never aborts a measurement. An attached server may not expose /metrics to us at all (a
-    gateway that routes only /v1, a key that does not cover it): the point is still measured,
-    and `unavailable_note` says why it has no queue evidence.
+    busy, connection reset, an answer over METRICS_MAX_BYTES or SCRAPE_TIMEOUT_S) is skipped: a
+    missing sample widens the step-hold in `summarize`, it never aborts a measurement. An
+    attached server may not expose /metrics to us at all (a gateway that routes only /v1, a key
+    that does not cover it): the point is still measured, and `unavailable_note` says why it
+    has no queue evidence. Values a page held that are no figures (NaN, an infinity, a label
+    that cannot be read) are left out of its sample, and `skipped_note` says which.
     """
 
     def __init__(
@@ -208,6 +266,7 @@ class QueueSampler:
         self.failures = 0
         self.last_failure: str | None = None  # why the latest failed scrape failed
         self.whole_page: set[int] = set()  # replicas whose server ignored or refused the filter
+        self.skipped: dict[str, int] = {}  # what parse_metrics left out -> how many times
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="queue-sampler", daemon=True)
 
@@ -230,8 +289,20 @@ class QueueSampler:
             "samples and no queue verdict; its client-side figures are measured as usual"
         )
 
+    def skipped_note(self) -> str | None:
+        """A sentence for the point when a page held values that are no figures; None else."""
+        if not self.skipped:
+            return None
+        shown = [f"{what} ({count}x)" for what, count in list(self.skipped.items())[:SHOWN]]
+        more = len(self.skipped) - len(shown)
+        return (
+            "the engine's /metrics held values that are no figures, left out of its samples: "
+            + "; ".join(shown) + (f"; and {more} more" if more else "")
+        )
+
     def _run(self) -> None:
-        with httpx.Client(timeout=SCRAPE_TIMEOUT_S, headers=self.headers) as client:
+        with httpx.Client(timeout=SCRAPE_TIMEOUT_S, headers=self.headers,
+                          transport=DeadlineTransport()) as client:  # fmt: skip
             while True:
                 started = time.monotonic()
                 for replica, base_url in self.targets:
@@ -244,50 +315,61 @@ class QueueSampler:
         base_url = base_url.rstrip("/")
         if replica not in self.whole_page:
             try:
-                response = client.get(base_url + FILTERED_METRICS_PATH)
+                answer = _get_page(client, base_url + FILTERED_METRICS_PATH)
                 arrived = time.monotonic()
             except httpx.HTTPError as exc:
                 self._failed(_connection_problem(exc))
                 return
-            snapshot = _queue_snapshot(response)
+            skipped: list[str] = []
+            snapshot = _queue_snapshot(answer, skipped)
             if snapshot is not None:
-                self._keep(snapshot, arrived, replica)
+                self._keep(snapshot, arrived, replica, skipped)
                 return
             self.whole_page.add(replica)
         try:
-            response = client.get(base_url + "/metrics")
+            answer = _get_page(client, base_url + "/metrics")
             # The values are the engine's state when it answered: stamp the arrival, not the end
             # of parsing (milliseconds to tens of them for prometheus_client's parser).
             arrived = time.monotonic()
         except httpx.HTTPError as exc:
             self._failed(_connection_problem(exc))
             return
-        if response.status_code != 200:
-            self._failed(f"HTTP {response.status_code}")
+        if answer.status_code != 200:
+            self._failed(f"HTTP {answer.status_code}")
             return
+        skipped = []
         try:
-            snapshot = parse_metrics(response.text)
+            snapshot = parse_metrics(answer.text, skipped)
         except ValueError:
             self._failed("not a Prometheus text page")
             return
-        self._keep(snapshot, arrived, replica)
+        self._keep(snapshot, arrived, replica, skipped)
 
-    def _keep(self, snapshot: EngineSample, arrived: float, replica: int) -> None:
+    def _keep(
+        self, snapshot: EngineSample, arrived: float, replica: int, skipped: list[str]
+    ) -> None:
         self.samples.append(
             snapshot.model_copy(update={"t": arrived - self.t0, "replica": replica})
         )
+        for what in skipped:
+            if what in self.skipped or len(self.skipped) < SKIPPED_KEPT:
+                self.skipped[what] = self.skipped.get(what, 0) + 1
 
     def _failed(self, reason: str) -> None:
         self.failures += 1
         self.last_failure = reason
 
 
-def _queue_snapshot(response: httpx.Response) -> EngineSample | None:
+def _get_page(client: httpx.Client, url: str) -> Answer:
+    return read_bounded(client, url, max_bytes=METRICS_MAX_BYTES, total_s=SCRAPE_TIMEOUT_S)
+
+
+def _queue_snapshot(answer: Answer, skipped: list[str]) -> EngineSample | None:
     """The filtered page's sample, or None when it is no page of queue gauges."""
-    if response.status_code != 200:
+    if answer.status_code != 200:
         return None
     try:
-        snapshot = parse_metrics(response.text)
+        snapshot = parse_metrics(answer.text, skipped)
     except ValueError:
         return None
     return None if snapshot.running is None and snapshot.waiting is None else snapshot
@@ -295,6 +377,8 @@ def _queue_snapshot(response: httpx.Response) -> EngineSample | None:
 
 def _connection_problem(exc: httpx.HTTPError) -> str:
     """A failed request in a few words: what an operator needs to fix it."""
+    if isinstance(exc, AnswerOverBound):
+        return str(exc)
     if isinstance(exc, httpx.TimeoutException):
         return f"no answer within {SCRAPE_TIMEOUT_S:g} s"
     if isinstance(exc, httpx.ConnectError):

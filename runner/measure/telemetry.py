@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import math
 import os
 import threading
 import time
@@ -13,8 +12,15 @@ from typing import Any, Protocol
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
+from runner.engine.bounded_read import (
+    METRICS_MAX_BYTES,
+    AnswerOverBound,
+    DeadlineTransport,
+    read_bounded,
+)
 from runner.engine.command import replica_gpus
 from runner.engine.process import RunningEngine
+from runner.measure.sampler import usable
 from runner.schema.engine_config import EngineConfig, EngineLaunch
 from runner.schema.samples import (
     TelemetrySample,
@@ -23,7 +29,7 @@ from runner.schema.samples import (
 
 NVML_MODULE = "pynvml"  # nvidia-ml-py, NVIDIA's own binding
 PSUTIL_MODULE = "psutil"
-SCRAPE_TIMEOUT_S = 2.0
+SCRAPE_TIMEOUT_S = 2.0  # the most one reading of the page may take, its whole answer included
 MILLI = 1000.0  # NVML reports mW and mJ; NVML and DCGM both count energy in mJ
 MIB = 1024 * 1024
 
@@ -113,8 +119,9 @@ def parse_dcgm(text: str) -> dict[int, dict[str, float]]:
 
     prometheus_client's parser is the one the queue sampler uses; it names a counter's samples
     `..._total` whether the page did or not, so the suffix is dropped before matching. A GPU
-    listed twice (dcgm-exporter's per-pod labels) keeps its first reading; a NaN value is left
-    out. ValueError when the page is not Prometheus text.
+    listed twice (dcgm-exporter's per-pod labels) keeps its first reading; a value that is no
+    figure (NaN, an infinity, beyond runner.measure.sampler.VALUE_MAX) is left out. ValueError
+    when the page is not Prometheus text.
     """
     readings: dict[int, dict[str, float]] = {}
     for family in text_string_to_metric_families(text):
@@ -122,7 +129,7 @@ def parse_dcgm(text: str) -> dict[int, dict[str, float]]:
             field = DCGM_FIELDS.get(sample.name.removesuffix("_total"))
             gpu = sample.labels.get("gpu", "")
             # NaN is valid Prometheus text ("no value"): a missing reading, not a figure.
-            if field is None or not gpu.isdigit() or not math.isfinite(sample.value):
+            if field is None or not gpu.isdigit() or not usable(sample.value):
                 continue
             value = sample.value / MILLI if field == "energy_j" else float(sample.value)
             readings.setdefault(int(gpu), {}).setdefault(field, value)
@@ -138,20 +145,23 @@ class DcgmSource:
     def __init__(self, url: str, gpus: Mapping[int, int] | None) -> None:
         self._url = url
         self._gpus = gpus
-        self._client = httpx.Client(timeout=SCRAPE_TIMEOUT_S)
+        self._client = httpx.Client(timeout=SCRAPE_TIMEOUT_S, transport=DeadlineTransport())
 
     def read(self, clock: Callable[[], float]) -> list[TelemetrySample]:
         try:
-            response = self._client.get(self._url)
+            answer = read_bounded(self._client, self._url, max_bytes=METRICS_MAX_BYTES,
+                                  total_s=SCRAPE_TIMEOUT_S)  # fmt: skip
+        except AnswerOverBound as exc:
+            raise TelemetryReadError(str(exc)) from None
         except httpx.TimeoutException:
             raise TelemetryReadError(f"no answer within {SCRAPE_TIMEOUT_S:g} s") from None
         except httpx.HTTPError as exc:
             raise TelemetryReadError(f"the request failed ({type(exc).__name__})") from None
         t = clock()
-        if response.status_code != 200:
-            raise TelemetryReadError(f"HTTP {response.status_code}")
+        if answer.status_code != 200:
+            raise TelemetryReadError(f"HTTP {answer.status_code}")
         try:
-            readings = parse_dcgm(response.text)
+            readings = parse_dcgm(answer.text)
         except ValueError:
             raise TelemetryReadError("not a Prometheus text page") from None
         samples = [

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,9 +21,11 @@ from django.test import Client, override_settings
 from benchmarks import outbound, plans, tasks, vault
 from benchmarks.models import AuditEvent, Benchmark, Endpoint, Node, Point, PointData
 from dashboard.forms_catalog import EndpointForm
+from runner.engine import process
 from runner.engine.process import RunningEngine, measure_rtt
 from runner.schema.engine_config import Checkpoint, EngineConfig, EngineLaunch
 from runner.schema.plan import SweepPlan
+from tests.hostile_server import HostileServer, drip_body, drip_headers, endless
 from tests.listener import Listener
 from tests.personas import grant_role
 from tests.rows import make_checkpoint, make_node, make_runtime, make_workload
@@ -345,6 +348,28 @@ def test_check_now_says_from_where_and_stores_the_answer(fleet, proxy):
     assert other.check_ok is False
     assert other.check_note.startswith(outbound.UNREACHABLE)
     assert "must reach it too" in other.check_note
+
+
+@pytest.mark.parametrize("answers, said", [
+    ({"/metrics": endless(b"vllm:num_requests_running 1\n")},
+     "the answer to GET /metrics is over 4.0 MB, the most read from one answer"),
+    ({"/health": drip_body(0.05, 10.0)},
+     "the answer to GET /health did not arrive in full within 0.5 s, the longest one answer may "
+     "take"),
+    ({"/v1/models": drip_headers(0.05, 10.0)}, outbound.UNREACHABLE),
+], ids=["endless page", "body a byte at a time", "headers a byte at a time"])
+def test_check_now_stops_a_hostile_endpoint_at_a_bound_and_says_which(
+    fleet, monkeypatch, answers, said
+):
+    monkeypatch.setattr(process, "HTTP_TIMEOUT_S", 0.5)
+    with HostileServer(answers) as server:
+        endpoint = register(fleet, server.base_url, api_key="", extra_headers="")
+        started = time.monotonic()
+        fleet.post(f"/catalog/endpoints/{endpoint.pk}/check/")
+        took = time.monotonic() - started
+    endpoint.refresh_from_db()
+    assert endpoint.check_ok is False and said in endpoint.check_note
+    assert took < 3.0  # each request cut off at its bound, not at the 10 s drip's end
 
 
 # ---------------------------------------------------------------------------------------------

@@ -199,11 +199,22 @@ def test_a_telemetry_file_over_the_document_cap_is_refused_unread(owner_client, 
     )
 
 
-def test_a_headroom_file_over_the_document_cap_is_still_read_line_by_line(owner_client, settings):
+def test_a_headroom_file_over_the_document_cap_is_read_line_by_line_each_line_within_it(
+    owner_client, settings
+):
     data = results_jsonl(make_point_result(max_num_seqs=8), make_point_result(max_num_seqs=64))
-    settings.HEADROOM_MAX_IMPORT_DOCUMENT_BYTES = len(data) // 4
+    longest = max(len(line) for line in data.splitlines(keepends=True))
+    settings.HEADROOM_MAX_IMPORT_DOCUMENT_BYTES = longest  # the file is twice that
     result_import, _ = status_page(owner_client, post_file(owner_client, "sweep.jsonl", data))
     assert (result_import.state, result_import.progress) == ("succeeded", 2)
+
+    ResultImport.objects.all().delete()
+    settings.HEADROOM_MAX_IMPORT_DOCUMENT_BYTES = longest - 2  # each line is parsed whole
+    result_import, _ = status_page(owner_client, post_file(owner_client, "sweep.jsonl", data))
+    assert result_import.state == "failed"
+    assert result_import.error_message.startswith("Cannot import sweep.jsonl: sweep.jsonl:")
+    assert "a line over 0.0 MB, the limit for one document read whole" in (
+        result_import.error_message)
 
 
 # ---------------------------------------------------------------------------------------------

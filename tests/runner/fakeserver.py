@@ -12,6 +12,8 @@ normal, http_500, garbage_sse, truncated_sse, stall, die_mid_stream, short, erro
 says `Connection: close` but leaves closing to the client: a client that sent another request on
 it anyway would get an answer, so a test can tell).
 
+`metrics_page`: the text /metrics and /metrics/ answer (None: no such route, 404).
+
 Connections: HTTP/1.1 keep-alive as aiohttp serves it. `peers` records the client port of each
 generation request (one port = one connection), `open_connections()` counts the connections
 open now, and `close_idle_connections()` closes them from the server side, as a server's
@@ -45,6 +47,7 @@ class FakeVllm:
         self.interval_s = 0.002  # between chunks
         self.stream_interval = 1  # tokens per chunk, like vLLM's --stream-interval
         self.model = "fake-model"
+        self.metrics_page: str | None = None
         self.requests: list[dict[str, Any]] = []  # every generation request body, in order
         self.arrivals: list[float] = []  # time.monotonic() when each generation request arrived
         self.peers: list[int] = []  # the client port of each generation request's connection
@@ -90,6 +93,8 @@ class FakeVllm:
     async def _serve(self) -> int:
         app = web.Application()
         app.router.add_get("/health", self._health)
+        app.router.add_get("/metrics", self._metrics)
+        app.router.add_get("/metrics/", self._metrics)
         app.router.add_post("/tokenize", self._tokenize)
         app.router.add_post("/v1/completions", self._generate)
         app.router.add_post("/v1/chat/completions", self._generate)
@@ -103,6 +108,11 @@ class FakeVllm:
 
     async def _health(self, request: web.Request) -> web.Response:
         return web.Response(text="")
+
+    async def _metrics(self, request: web.Request) -> web.Response:
+        if self.metrics_page is None:
+            raise web.HTTPNotFound()
+        return web.Response(text=self.metrics_page)
 
     async def _tokenize(self, request: web.Request) -> web.Response:
         body = await request.json()

@@ -5,6 +5,7 @@ Real engines cannot misbehave on demand; tests/runner/test_sweep_engine.py cover
 
 from __future__ import annotations
 
+import json
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from runner.schema.engine_config import Checkpoint, EngineConfig, EngineLaunch
 from runner.schema.plan import ClientSpec, LoadSpec, SweepPlan, WorkloadSpec
 from runner.schema.result import EngineInfo
 from runner.sweep import run_plan
+from tests.runner.measure.test_sampler import UNREADABLE_PAGE
 
 
 def attach_plan(base_url: str, loads: list[int]) -> SweepPlan:
@@ -81,6 +83,20 @@ def test_a_server_answering_500_gives_an_invalid_point_with_error_records(fake_v
     (point,) = list(run_plan(attach_plan(fake_vllm.base_url, [4]), tmp_path))
     assert point.metrics.failed == 4 and not point.metrics.valid
     assert all(r.status == 500 and r.error for r in point.requests)
+
+
+def test_a_metrics_page_of_nan_infinities_and_bad_labels_costs_figures_not_the_sweep(
+    fake_vllm, tmp_path
+):
+    fake_vllm.metrics_page = UNREADABLE_PAGE
+    fake_vllm.interval_s = 0.03  # half a second a point: several samples land inside it
+    points = list(run_plan(attach_plan(fake_vllm.base_url, [4, 8]), tmp_path))
+    assert [p.load.num_requests for p in points] == [4, 8, 4]  # the last: the control point
+    for point in points:
+        json.dumps(point.queue.model_dump(mode="json"), allow_nan=False)  # storable
+        assert point.queue.mean_running == 3
+        assert any(note.startswith("the engine's /metrics held values that are no figures")
+                   and "position='first'" in note for note in point.notes)
 
 
 def test_a_stalled_stream_ends_as_an_error_record_within_the_stall_timeout(fake_vllm, tmp_path):

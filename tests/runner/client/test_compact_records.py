@@ -283,3 +283,13 @@ def test_streamed_percentiles_interpolate_as_numpy_at_every_weight(monkeypatch):
         want = metrics.summary_ms("itl", values)
         for stat in ("median", "p90", "p95", "p99"):
             assert got[f"{stat}_itl_ms"] == want[f"{stat}_itl_ms"], (count, stat)
+
+
+def test_a_batch_of_more_records_than_a_batch_holds_is_refused_before_they_are_built(
+    tmp_path, monkeypatch
+):
+    out = tmp_path / "results.jsonl"
+    append_point(out, point(records(30, 5)))  # one batch of 30
+    monkeypatch.setattr(results, "BATCH_RECORDS", 29)
+    with pytest.raises(ResultFileError, match=r":1: not a Headroom request batch: over 29 records"):
+        read_points(out)

@@ -160,8 +160,10 @@ def test_it_reads_a_runs_download_a_point_and_a_request_batch_at_a_time(tmp_path
     points = [with_requests(make_point(4), 10), with_requests(make_point(32), 3)]
     path = tmp_path / "run.json"
     path.write_text(download_of(*points))
-    # Streamed: the limit on a document read whole does not apply to it.
-    read = list(iter_result_file_into(path, BatchSizes, max_document_bytes=100))
+    # Streamed: a file over the document limit is read, each point within it.
+    largest = max(len(p.model_dump_json()) for p in points)
+    assert path.stat().st_size > largest
+    read = list(iter_result_file_into(path, BatchSizes, max_document_bytes=largest))
     for (point, sink), original in zip(read, points, strict=True):
         assert point.requests == []
         assert point == original.model_copy(update={"requests": []})

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -24,6 +26,7 @@ from runner.schema.records import EngineSample
 from runner.schema.result import ReplicaResult, Window
 from runner.sweep import _node_queue
 from tests import factories
+from tests.hostile_server import HostileServer, drip_body, drip_headers, endless, page
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 
@@ -436,3 +439,90 @@ def test_a_server_that_filters_is_asked_for_the_filtered_page_only():
     sampler, samples, asked = _sample(TWO_ENGINES_OLD_NAMES)
     assert sampler.whole_page == set()
     assert set(asked) == {FILTERED_METRICS_PATH} and len(samples) == len(asked) >= 3
+
+
+# -- a broken or hostile /metrics ----------------------------------------------------------------
+
+# What a broken exporter or a hostile server may put on a page: values that are no figures and
+# series labels that cannot be read, beside good ones.
+UNREADABLE_PAGE = """\
+vllm:num_requests_running{engine="0"} NaN
+vllm:num_requests_running{engine="1"} 3
+vllm:num_requests_waiting{engine="0"} +Inf
+vllm:kv_cache_usage_perc{engine="0"} 0.5
+vllm:generation_tokens_total{engine="0"} 1e308
+vllm:spec_decode_num_drafts_total{engine="0"} 10
+vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",position="0"} 5
+vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",position="first"} 4
+vllm:request_queue_time_seconds_bucket{engine="0",le="abc"} 1
+vllm:request_queue_time_seconds_bucket{engine="0",le="+Inf"} 2
+"""
+
+
+def sample_hostile(answer, seconds: float = 0.2) -> tuple[QueueSampler, list[EngineSample], float]:
+    """Sample for `seconds` a server answering /metrics and /metrics/ with `answer`: the
+    sampler, its samples, and the seconds its stop() took."""
+    with HostileServer({"/metrics": answer, "/metrics/": answer}) as server:
+        sampler = QueueSampler([(0, server.base_url)], 0.02, 0.0)
+        sampler.start()
+        time.sleep(seconds)
+        stopping = time.monotonic()
+        samples = sampler.stop()
+        return sampler, samples, time.monotonic() - stopping
+
+
+def test_a_page_over_the_size_bound_is_a_failed_scrape_that_says_so(monkeypatch):
+    monkeypatch.setattr(names, "METRICS_MAX_BYTES", 64 * 1024)
+    sampler, samples, stop_s = sample_hostile(endless(b"vllm:num_requests_running 1\n"))
+    assert samples == [] and sampler.failures >= 1
+    assert sampler.last_failure == (
+        "the answer to GET /metrics/ is over 64 KB, the most read from one answer")
+    assert stop_s < 1.0
+
+
+@pytest.mark.parametrize("answer, failure", [
+    (drip_body(0.05, 10.0),
+     "the answer to GET /metrics/ did not arrive in full within 0.5 s, the longest one answer "
+     "may take"),
+    (drip_headers(0.05, 10.0), "no answer within 0.5 s"),
+], ids=["body", "headers"])
+def test_a_page_sent_a_byte_at_a_time_is_cut_off_at_the_total_time_bound(
+    monkeypatch, answer, failure
+):
+    monkeypatch.setattr(names, "SCRAPE_TIMEOUT_S", 0.5)
+    sampler, samples, stop_s = sample_hostile(answer)
+    assert samples == [] and sampler.last_failure.startswith(failure)
+    # The scrape in flight and the last round: each cut off at 0.5 s, not after the 10 s drip.
+    assert stop_s < 2.0
+
+
+def test_values_that_are_no_figures_and_unreadable_labels_are_left_out_and_noted():
+    skipped: list[str] = []
+    sample = parse_metrics(UNREADABLE_PAGE, skipped)
+    assert (sample.running, sample.waiting, sample.kv_usage) == (3, None, 0.5)
+    assert sample.generation_tokens_total is None
+    assert sample.spec_accepted_per_position_total == {"0": 5}
+    assert sample.queue_time_buckets == {"+Inf": 2}
+    assert skipped == [
+        "vllm:num_requests_running NaN", "vllm:num_requests_waiting +Inf",
+        "vllm:generation_tokens_total beyond 1e+30",
+        "vllm:spec_decode_num_accepted_tokens_per_pos_total position='first'",
+        "vllm:request_queue_time_seconds_bucket le='abc'",
+    ]
+
+
+def test_a_point_sampled_from_an_unreadable_page_keeps_a_finite_summary_and_a_note():
+    sampler, samples, _ = sample_hostile(page(UNREADABLE_PAGE.encode()))
+    assert len(samples) >= 3
+    summary = summarize(samples, samples[0].t, samples[-1].t)
+    # Stored as JSON: PostgreSQL's jsonb refuses NaN and Infinity.
+    json.dumps(summary.model_dump(mode="json"), allow_nan=False)
+    assert summary.mean_running == 3 and summary.spec_accepted_per_position == {"0": 0.0}
+    assert re.fullmatch(
+        r"the engine's /metrics held values that are no figures, left out of its samples: "
+        r"vllm:num_requests_running NaN \(\d+x\); vllm:num_requests_waiting \+Inf \(\d+x\); "
+        r"vllm:generation_tokens_total beyond 1e\+30 \(\d+x\); "
+        r"vllm:spec_decode_num_accepted_tokens_per_pos_total position='first' \(\d+x\); "
+        r"vllm:request_queue_time_seconds_bucket le='abc' \(\d+x\)",
+        sampler.skipped_note() or "",
+    )

@@ -38,6 +38,7 @@ from runner.schema.engine_config import EngineConfig, EngineLaunch
 from runner.schema.result import EngineInfo, PointResult, Window
 from runner.schema.samples import TelemetrySample
 from tests import factories
+from tests.hostile_server import HostileServer, drip_body, drip_headers, endless
 
 MIB = 1024 * 1024
 WINDOW = Window(start=0.0, end=2.0)
@@ -354,6 +355,30 @@ def test_an_exporter_that_never_answers_says_no_gpu_telemetry_was_taken():
         pages.close()
     assert sampler.note() == (
         "no GPU telemetry was taken: every dcgm-exporter reading failed (HTTP 503)")
+
+
+@pytest.mark.parametrize("answer, failure", [
+    (endless(b'DCGM_FI_DEV_GPU_UTIL{gpu="0"} 87\n'),
+     "the answer to GET /metrics is over 64 KB, the most read from one answer"),
+    (drip_body(0.05, 10.0),
+     "the answer to GET /metrics did not arrive in full within 0.5 s, the longest one answer "
+     "may take"),
+    (drip_headers(0.05, 10.0), "no answer within 0.5 s"),
+], ids=["endless page", "body a byte at a time", "headers a byte at a time"])
+def test_an_exporter_page_too_large_or_too_slow_is_a_failed_reading_naming_the_bound(
+    monkeypatch, answer, failure
+):
+    monkeypatch.setattr(telemetry_module, "METRICS_MAX_BYTES", 64 * 1024)
+    monkeypatch.setattr(telemetry_module, "SCRAPE_TIMEOUT_S", 0.5)
+    with HostileServer({"/metrics": answer}) as server:
+        source = DcgmSource(server.base_url + "/metrics", None)
+        started = time.monotonic()
+        with pytest.raises(TelemetryReadError) as raised:
+            source.read(time.monotonic)
+        took = time.monotonic() - started
+        source.close()
+    assert str(raised.value).startswith(failure)
+    assert took < 1.5  # cut off at the bound, not at the 10 s drip's end
 
 
 def engine(replica: int = 0, style: str = "serve") -> RunningEngine:
