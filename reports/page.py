@@ -118,6 +118,9 @@ class ReportContent:
     table: list[TableRow] | None = None
     curve_sentence: str | None = None
     curve_selected: str | None = None
+    # The operating point's figures with their 95% intervals (judgement.stability); versions
+    # published before it show none.
+    curve_interval: str | None = None
     queue: list[QueueSide] | None = None
     # The step from the before point to the after point with each side's cause (the run page's
     # story); empty where a side has no verdict, and in versions published before it.

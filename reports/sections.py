@@ -17,6 +17,7 @@ from judgement.figures import figures as point_figures
 from judgement.lora import adapter_rows
 from judgement.operating_point import operating_point_sentence, shown_operating_point
 from judgement.spec_decode import spec_decode
+from judgement.stability import figure_sentences, run_stability
 from judgement.verdict_rows import cause, step_story
 from judgement.vocabulary import CapacityEstimate, Verdict
 from reports import facts
@@ -68,6 +69,10 @@ def curve(content: ReportContent, build: Build) -> None:
     ) % {"config": facts.public_engine_label(selected.engine_label), "load": selected.load_label,
          "tps": num(selected.output_throughput), "lat": seconds(selected.median_e2el_ms)}
     content.curve_selected += cpu_label(facts.is_cpu_engine(selected))
+    chosen = next((f for f in figs if f.key == selected.key), None)
+    if chosen is not None:
+        found = figure_sentences(chosen, figs, run_stability(figs).noise)
+        content.curve_interval = "; ".join(s.translated(_) for s in found if s is not None)
     content.figures["curve"]["selected"] = {
         "x": None if selected.median_e2el_ms is None else selected.median_e2el_ms / 1000,
         "y": selected.output_throughput,

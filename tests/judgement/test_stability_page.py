@@ -84,7 +84,12 @@ def test_the_comparison_and_the_report_give_the_ratio_with_its_interval(owner, o
                 f"{ratio * math.exp(half):.2f}x, from 1 and 1 draws)")
     assert f"Candidate / baseline output tokens/s: {expected}." in page
     report = make_report(benchmark, owner, baseline_point=before, candidate_point=after,
-                         scaling_point=None, scaling_reference=None, items=["headline"])
+                         scaling_point=None, scaling_reference=None,
+                         items=["headline", "curves"])
     body = html.unescape(Client().get(f"/r/{report.issued_token}/").content.decode())
     assert f"Ratio: {expected}." in body
+    # The operating point's figures carry the interval the run page gives them.
+    run_page = html.unescape(owner_client.get(f"/runs/{benchmark.code}/").content.decode())
+    shown = re.search(r'id="operating-point-interval">([^<]*)</p>', run_page)
+    assert shown is not None and f'id="curve-interval">{shown.group(1)}</p>' in body
     assert "Before: Each engine config's first load level was measured again" in body
