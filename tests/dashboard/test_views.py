@@ -7,11 +7,13 @@ import io
 import json
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
 from benchmarks.models import Benchmark
 from benchmarks.points import store_point
 from runner.schema.result import PointResult
+from tests.benchmarks.test_import import VLLM_BENCH
 from tests.rows import make_benchmark, make_node, make_point_result
 
 pytestmark = pytest.mark.django_db
@@ -150,3 +152,26 @@ def test_a_point_admin_page_shows_its_record_counts(admin_client, finished_run):
     point = finished_run.points.first()
     response = admin_client.get(f"/admin/benchmarks/point/{point.pk}/change/")
     assert response.status_code == 200 and b"Request count" in response.content
+
+
+@pytest.mark.usefixtures("run_imports_inline")
+def test_a_vllm_bench_summary_with_goodput_slos_shows_its_run_page(owner_client):
+    # A summary file (no per-request arrays) with its SLOs as the import guide advises: the
+    # SLOs are known, their attainment is not, so "Met all SLOs" has nothing to show.
+    summary = {**VLLM_BENCH, "request_goodput": 7.5, "goodput": "ttft:500,tpot:50"}
+    upload = SimpleUploadedFile("bench.json", json.dumps(summary).encode())
+    assert owner_client.post("/runs/import/", {"file": upload}).status_code == 302
+    point = Benchmark.objects.get().points.get()
+    assert (point.goodput_slos, point.slo_attainment) == ({"ttft": 500.0, "tpot": 50.0}, {})
+    response = owner_client.get(f"/runs/{point.benchmark.code}/")
+    assert response.status_code == 200
+    assert "Met all SLOs" in response.content.decode()
+
+
+def test_a_headroom_point_whose_attainment_lacks_all_shows_its_run_page(owner_client):
+    benchmark = make_benchmark(state="succeeded")
+    result = make_point_result()
+    result.metrics.goodput_slos = {"ttft": 500.0}
+    result.metrics.slo_attainment = {"ttft": 0.9}
+    store_point(benchmark, result)
+    assert owner_client.get(f"/runs/{benchmark.code}/").status_code == 200
