@@ -49,8 +49,8 @@ from benchmarks.points import (
 )
 from dashboard import plan_files, views_judgement
 from dashboard.access import (
-    ACCEPT_BASELINE,
     VIEW_AUDIT,
+    can_accept_baseline,
     can_cancel,
     get_benchmark_for_user,
 )
@@ -134,7 +134,7 @@ def run_detail(request: HttpRequest, code: UUID) -> HttpResponse:
         "can_cancel": can_cancel(request.user, benchmark),
         "estimate": _estimate_beside_actual(benchmark),
         "regression": regression_section(benchmark),
-        "can_accept_baseline": request.user.has_perm(ACCEPT_BASELINE),
+        "can_accept_baseline": can_accept_baseline(request.user, benchmark),
     }
     ctx.update(views_judgement.run_detail_context(request, benchmark))
     # Each point row finds its verdict in one lookup (a loop in the template was quadratic).
@@ -219,11 +219,12 @@ def run_cancel(request: HttpRequest, code: UUID) -> HttpResponse:
 
 @login_required
 @require_POST
-@permission_required(ACCEPT_BASELINE, raise_exception=True)
 def run_baseline(request: HttpRequest, code: UUID) -> HttpResponse:
     """Accept the run as its plan's regression baseline (replacing the one before), or withdraw
     it: every run of the plan is judged again either way."""
     benchmark = get_benchmark_for_user(request, code)
+    if not can_accept_baseline(request.user, benchmark):
+        raise PermissionDenied
     withdraw = request.POST.get("action") == "withdraw"
     detail = "withdrawn as the plan's baseline" if withdraw else "accepted as the plan's baseline"
     try:

@@ -67,3 +67,22 @@ def test_old_points_move_schedule_figures_to_their_names_and_get_vllm_figures_re
     assert point.median_tpot_ms == pytest.approx(200 / 3)  # the same under both origins
     assert "recomputed" in point.notes[-1]
     assert Point.objects.get(pk=imported.pk).median_ttft_ms == 42.0
+
+
+def test_imported_runs_lose_the_plan_key_baseline_and_verdict_they_shared(newest_schema_after):
+    apps = migrate([("benchmarks", "0026_workload_lora_split")])
+    Workload, Benchmark = (apps.get_model("benchmarks", name) for name in ("Workload", "Benchmark"))
+    workload = Workload.objects.create(name="imported")
+    shared = "f" * 64  # what every import's {name, imported_from} plan was keyed as
+    baseline, judged = (
+        Benchmark.objects.create(name=name, plan={"name": name, "imported_from": f"{name}.json"},
+                                 workload=workload, source="imported", state="succeeded",
+                                 plan_key=shared, accepted_baseline=accepted, regression=verdict)
+        for name, accepted, verdict in (("a", True, "baseline"), ("b", False, "regressed"))
+    )
+
+    Benchmark = migrate([("benchmarks", "0028_imported_runs_have_no_plan")]).get_model(
+        "benchmarks", "Benchmark")
+    rows = Benchmark.objects.filter(pk__in=[baseline.pk, judged.pk])
+    assert set(rows.values_list("plan_key", "accepted_baseline", "regression")) == {
+        ("", False, "")}
