@@ -207,6 +207,31 @@ def test_cli_says_which_file_it_cannot_read(tmp_path, capsys):
     assert "garbage.jsonl" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("value", [float("nan"), float("inf")])
+def test_a_figure_that_is_not_finite_is_not_comparable_and_named(value):
+    candidate = point(1000.0).model_copy(deep=True)
+    candidate.metrics.median_ttft_ms = value
+    report = compare_runs(BASELINE, [candidate])
+    assert report.verdict == "not comparable"
+    assert report.not_finite == (f"seqs=8 at burst 100: the candidate's median TTFT is {value}",)
+
+
+def test_cli_fails_the_gate_on_a_candidate_whose_figures_are_nan(tmp_path, capsys):
+    baseline = _write(tmp_path / "base.jsonl", BASELINE)
+    # As a hand-made or broken file has them: json writes NaN, pydantic reads it back.
+    document = point(1000.0).model_dump(mode="json")
+    for figure in FIGURES:
+        document["metrics"][figure.name] = float("nan")
+    candidate = tmp_path / "cand.jsonl"
+    candidate.write_text(json.dumps(document) + "\n")
+    status = main(["compare", str(baseline), str(candidate), "--fail-on-regression", "5"])
+    out = capsys.readouterr()
+    assert status == 1
+    assert "within spread" not in out.out
+    assert ("error: not a finite number, so no verdict: seqs=8 at burst 100: the candidate's "
+            "output throughput is nan;") in out.err
+
+
 def test_cli_refuses_files_with_nothing_in_common(tmp_path, capsys):
     baseline = _write(tmp_path / "base.jsonl", BASELINE)
     candidate = _write(tmp_path / "cand.jsonl", [point(1000.0, seqs=16)])
