@@ -75,6 +75,22 @@ def test_a_latency_regresses_upward():
     assert check_figure(MEDIAN_E2EL, [5000.0, 5200.0], [4749.0], 5.0).verdict == "improved"
 
 
+@pytest.mark.parametrize(
+    ("figure", "candidate"),
+    [
+        # Exactly on the tolerance is not beyond it: "by more than" is strict, both ways.
+        (THROUGHPUT, 1000.0 * 0.95),
+        (THROUGHPUT, 1040.0 * 1.05),
+        (MEDIAN_E2EL, 5200.0 * 1.05),
+        (MEDIAN_E2EL, 5000.0 * 0.95),
+    ],
+)
+def test_a_figure_exactly_on_the_tolerance_is_within_spread(figure, candidate):
+    baseline = [1000.0, 1040.0] if figure.higher_is_better else [5000.0, 5200.0]
+    assert candidate in (950.0, 1092.0, 5460.0, 4750.0)  # the bound itself, no rounding
+    assert check_figure(figure, baseline, [candidate], 5.0).verdict == "within spread"
+
+
 def test_the_change_is_median_against_median():
     check = check_figure(THROUGHPUT, [1000.0, 1040.0], [816.0], 5.0)
     assert check.change_pct == pytest.approx((816 - 1020) / 1020 * 100)
