@@ -24,6 +24,7 @@ REQUIRED_CAVEAT_CODES = (
     "sparse-queue-samples",
     "vllm-bench-import",
     "peer-import",
+    "headroom-import",
 )
 DEFAULT_ITEMS = [Item.HEADLINE, Item.COMPARISON_TABLE, Item.CURVES, Item.QUEUE_EVIDENCE]
 

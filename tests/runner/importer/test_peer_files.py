@@ -252,9 +252,9 @@ def test_aiperf_telemetry_goes_only_with_the_per_request_file():
 def test_the_caveat_says_the_gpu_figures_are_aiperfs_dcgm_scrape():
     [with_telemetry] = load_result_file(TELEMETRY_RECORDS, aiperf_telemetry=TELEMETRY_READINGS)
     [without] = load_result_file(AIPERF_RECORDS)
-    said = {code: text for code, _, text in automatic_caveats(with_telemetry)}
+    said = {code: text for code, _, text in automatic_caveats(with_telemetry, imported=True)}
     assert "AIPerf's scrape of a dcgm-exporter" in said["peer-import"]
-    assert "dcgm-exporter" not in dict((c, t) for c, _, t in automatic_caveats(without))["peer-import"]
+    assert "dcgm-exporter" not in dict((c, t) for c, _, t in automatic_caveats(without, imported=True))["peer-import"]
 
 
 def test_telemetry_with_a_headroom_file_is_refused_before_it_is_read(tmp_path):
