@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import statistics
 from pathlib import Path
 
 import pytest
@@ -215,6 +216,22 @@ def test_aiperf_readings_with_the_records_give_headroom_telemetry_over_the_windo
     assert telemetry.joules_per_output_token == pytest.approx(
         telemetry.energy_j / point.metrics.total_output_tokens
     )
+
+
+def test_aiperf_records_with_chunk_gaps_give_aiperfs_itl_and_tpot():
+    # AIPerf's inter_chunk_latency gaps are vLLM's ITL, and its per-request
+    # inter_token_latency is vLLM's TPOT ((latency - TTFT) / (tokens - 1)). The main
+    # fixture's chunks all came at once (every gap 0 ms); these records have real gaps.
+    documents = [json.loads(line) for line in TELEMETRY_RECORDS.read_text().splitlines()]
+    gaps = [gap for d in documents for gap in d["metrics"]["inter_chunk_latency"]["value"]]
+    tpots = [d["metrics"]["inter_token_latency"]["value"] for d in documents]
+    assert sum(gap > 0 for gap in gaps) > len(gaps) // 2
+    [point] = load_result_file(TELEMETRY_RECORDS)
+    assert point.metrics.completed == len(documents)
+    assert point.metrics.mean_itl_ms == pytest.approx(statistics.fmean(gaps))
+    assert point.metrics.median_itl_ms == pytest.approx(statistics.median(gaps))
+    assert point.metrics.mean_tpot_ms == pytest.approx(statistics.fmean(tpots))
+    assert point.metrics.median_tpot_ms == pytest.approx(statistics.median(tpots))
 
 
 def test_an_aiperf_export_without_telemetry_has_none():
