@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import re
 
@@ -470,3 +471,28 @@ def test_a_download_cut_short_is_refused_as_cut_short_and_imports_nothing(owner_
         result_import.error_message)
     assert result_import.error_message in page
     assert not Benchmark.objects.filter(source="imported").exists()
+
+
+def test_a_figure_that_is_not_finite_is_refused_naming_the_file_and_field(owner_client):
+    # Stored, an Infinity would reach the run page's chart JSON, which has no such number.
+    document = make_point_result().model_dump(mode="json")
+    document["metrics"]["output_throughput"] = float("inf")
+    document["queue"]["mean_running"] = float("nan")
+    upload = SimpleUploadedFile("sweep.jsonl", (json.dumps(document) + "\n").encode())
+    result_import, page = status_page(owner_client,
+                                      owner_client.post("/runs/import/", {"file": upload}))
+    assert result_import.state == "failed"
+    assert result_import.error_message == (
+        "Cannot import sweep.jsonl: point 'seqs=256|burst 1000|r0': not a finite number: "
+        "metrics.output_throughput = inf; queue.mean_running = nan")
+    assert result_import.error_message in html.unescape(page)
+    assert not Benchmark.objects.exists()
+
+
+def test_an_infinite_burstiness_is_the_one_infinite_figure_an_import_keeps(owner_client):
+    point = make_point_result()
+    point.load = point.load.model_copy(update={"shape": "rate", "rate": 10.0,
+                                               "burstiness": float("inf")})
+    upload = SimpleUploadedFile("sweep.jsonl", results_jsonl(point))
+    assert owner_client.post("/runs/import/", {"file": upload}).status_code == 302
+    assert Benchmark.objects.get().points.get().load["burstiness"] == "inf"

@@ -254,6 +254,11 @@ def test_a_malformed_aiperf_telemetry_file_is_named_and_refused_whole(tmp_path):
     broken.write_text("\n".join([*lines[:4], lines[4][:50]]) + "\n")
     with pytest.raises(ImportFileError, match=r"gpu_telemetry_export\.jsonl:5: not valid JSON"):
         load_result_file(TELEMETRY_RECORDS, aiperf_telemetry=broken)
+    # -1 is storage's marker of a missing GPU (a CPU reading): it would read back as none.
+    reading = {**json.loads(lines[2]), "gpu_index": -1}
+    broken.write_text("\n".join([*lines[:2], json.dumps(reading), *lines[3:]]) + "\n")
+    with pytest.raises(ImportFileError, match=r"jsonl:3: gpu_index must be an integer >= 0, got -1"):
+        load_result_file(TELEMETRY_RECORDS, aiperf_telemetry=broken)
     # The records themselves are untouched: they still import whole without the telemetry file.
     [point] = load_result_file(TELEMETRY_RECORDS)
     assert point.metrics.completed == json.loads(TELEMETRY_SUMMARY.read_text())[
