@@ -175,3 +175,31 @@ def test_a_headroom_point_whose_attainment_lacks_all_shows_its_run_page(owner_cl
     result.metrics.slo_attainment = {"ttft": 0.9}
     store_point(benchmark, result)
     assert owner_client.get(f"/runs/{benchmark.code}/").status_code == 200
+
+
+def test_a_run_over_several_pages_lists_its_decisions_first(owner_client, finished_run,
+                                                            monkeypatch):
+    monkeypatch.setattr("dashboard.views.POINTS_PER_PAGE", 3)
+    first = owner_client.get(f"/runs/{finished_run.code}/")
+    rows = first.context["judgement"]["rows"]
+    decisions = {r["point"].pk for r in rows if r["selected"] or r["on_frontier"]}
+    listed = [p.pk for p in first.context["listed_points"]]
+    assert len(listed) == 3 and 0 < len(decisions) <= 3
+    assert set(listed[:len(decisions)]) == decisions
+    assert "Points 1-3 of 4 (the operating point and the Pareto frontier first" in (
+        first.content.decode())
+    second = owner_client.get(f"/runs/{finished_run.code}/?page=2")
+    assert {p.pk for p in second.context["listed_points"]} == (
+        set(finished_run.points.values_list("pk", flat=True)) - set(listed))
+
+
+def test_a_run_beyond_the_judged_size_is_summarised_a_page_at_a_time(owner_client, finished_run,
+                                                                    monkeypatch):
+    monkeypatch.setattr("dashboard.views.POINTS_PER_PAGE", 3)
+    monkeypatch.setattr("dashboard.views.MAX_JUDGED_POINTS", 3)
+    response = owner_client.get(f"/runs/{finished_run.code}/")
+    html = response.content.decode()
+    assert response.context["judgement"] is None and response.context["throughput_figure"] is None
+    assert len(response.context["listed_points"]) == 3 and 'id="run-summarised"' in html
+    assert "This run has 4 points, more than the 3 a page judges at once" in html
+    assert "CPU engine stands in for a GPU" in html  # every point's caveats, once
