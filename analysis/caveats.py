@@ -36,8 +36,18 @@ AIPERF_TELEMETRY = (
 )
 
 
-def automatic_caveats(result: PointResult) -> list[AutomaticCaveat]:
-    """(code, kind, text) for what limits this point's meaning; shown next to its numbers."""
+# Said of a point in Headroom's own format that arrived through an import: the file could have
+# been written by anyone, and its source field says "headroom" all the same.
+HEADROOM_IMPORT = "headroom-import"
+HEADROOM_IMPORT_TEXT = (
+    "Imported from a Headroom result file, not measured on this dashboard: its figures and "
+    "provenance (hardware, runtime, checkpoint) are as the file states them."
+)
+
+
+def automatic_caveats(result: PointResult, *, imported: bool) -> list[AutomaticCaveat]:
+    """(code, kind, text) for what limits this point's meaning; shown next to its numbers.
+    imported: the point arrived through an import (benchmarks.imports), whatever its source."""
     caveats: list[AutomaticCaveat] = []
     style = result.provenance.engine.launch_style if result.provenance else None
     if style == "cpu":
@@ -134,6 +144,8 @@ def automatic_caveats(result: PointResult) -> list[AutomaticCaveat]:
                 + (AIPERF_TELEMETRY if result.telemetry.source == "aiperf-dcgm" else ""),
             )
         )
+    elif imported:
+        caveats.append((HEADROOM_IMPORT, SCOPE, HEADROOM_IMPORT_TEXT))
     return caveats
 
 

@@ -35,7 +35,7 @@ from benchmarks.storage import RequestEncoder
 from runner.importer.files import iter_result_file_into
 from runner.importer.vllm_document import UNKNOWN_HOST, UNKNOWN_MODEL, ImportFileError
 from runner.schema.base import REVISION_RE
-from runner.schema.result import EngineInfo, PointResult, Provenance
+from runner.schema.result import EngineInfo, PointResult, Provenance, non_finite_figures
 
 __all__ = [
     "ImportFileError", "StatedFacts", "apply_stated", "import_file", "import_points",
@@ -297,6 +297,7 @@ def import_points(
                         f"{source_file}: point key {point.key!r} appears more than once"
                     )
                 keys.add(point.key)
+                _check_finite(point, source_file)
                 if stated is not None:
                     point = _apply_stated_to(point, stated, statement, source_file)
                 if benchmark is None:
@@ -317,6 +318,16 @@ def import_points(
                 text=" ".join(statement.sentences()),
             )
     return benchmark
+
+
+def _check_finite(point: PointResult, source_file: str) -> None:
+    """Refuse a point with a figure that is not a finite number: stored, an Infinity would be
+    written into the pages' chart JSON (which has none) and NaN would pass every comparison."""
+    if found := non_finite_figures(point):
+        raise ImportFileError(
+            f"{source_file}: point {point.key!r}: not a finite number: {'; '.join(found[:5])}"
+            + (f" (and {len(found) - 5} more)" if len(found) > 5 else "")
+        )
 
 
 def _apply_stated_to(

@@ -105,7 +105,8 @@ def _store_point(
         })
         Caveat.objects.bulk_create(
             Caveat(point=point, code=code, kind=kind, text=text, automatic=True)
-            for code, kind, text in automatic_caveats(result)
+            for code, kind, text in automatic_caveats(
+                result, imported=benchmark.source == Benchmark.Source.IMPORTED)
         )
         _count_point(benchmark, result)
     return point

@@ -55,6 +55,8 @@ def judge_run(benchmark_id: int) -> None:
 def refresh_plan(plan_key: str) -> None:
     """Every run of the plan judged again against its baseline (or none); the baseline's points
     are read once."""
+    if not plan_key:  # imported runs: no plan, no baseline, no verdicts
+        return
     runs = list(Benchmark.objects.filter(plan_key=plan_key))
     baseline = next((r for r in runs if r.accepted_baseline), None)
     baseline_points = None if baseline is None else run_points(baseline)
@@ -68,6 +70,9 @@ class BaselineError(ValueError):
 
 def accept(benchmark: Benchmark) -> None:
     """The run becomes its plan's accepted baseline, replacing the one before."""
+    if benchmark.source != Benchmark.Source.LAUNCHED or not benchmark.plan_key:
+        raise BaselineError("an imported run was launched from no plan: it cannot be a "
+                            "plan's baseline")
     if benchmark.state != Benchmark.State.SUCCEEDED:
         raise BaselineError("only a run that succeeded can be a baseline: a failed or "
                             "cancelled run did not measure all its plan")

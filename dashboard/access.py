@@ -81,3 +81,9 @@ def can_cancel(user: Any, benchmark: Benchmark) -> bool:
     if not user.has_perm(LAUNCH):
         return False
     return benchmark.created_by_id == user.pk or user.has_perm(CANCEL_ANY)
+
+
+def can_accept_baseline(user: Any, benchmark: Benchmark) -> bool:
+    """Accepting (or withdrawing) a plan's baseline needs accept_baseline, and a run launched
+    from a plan: an import has none, so the endpoint refuses what its page does not offer."""
+    return user.has_perm(ACCEPT_BASELINE) and benchmark.source == Benchmark.Source.LAUNCHED

@@ -19,7 +19,7 @@ from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Min
 from django.http import (
     Http404,
     HttpRequest,
@@ -49,8 +49,8 @@ from benchmarks.points import (
 )
 from dashboard import plan_files, views_judgement
 from dashboard.access import (
-    ACCEPT_BASELINE,
     VIEW_AUDIT,
+    can_accept_baseline,
     can_cancel,
     get_benchmark_for_user,
 )
@@ -62,6 +62,12 @@ from runner.schema.result import PointResult
 
 RUNS_PER_PAGE = 50
 AUDIT_EVENTS_PER_PAGE = 100
+# The run page lists this many points at a time, the rest a page away (?page=N): each row
+# costs milliseconds to render, and a 10,000-point import made the page take 25 s.
+POINTS_PER_PAGE = 100
+# Beyond this many points a run's page is a summary, without the verdicts, operating point and
+# charts, which read every point (about 1.4 ms each); its CSV and JSON downloads hold them all.
+MAX_JUDGED_POINTS = 1_000
 
 
 @login_required
@@ -105,43 +111,74 @@ def runs(request: HttpRequest) -> HttpResponse:
 @require_safe
 def run_detail(request: HttpRequest, code: UUID) -> HttpResponse:
     benchmark = get_benchmark_for_user(request, code)
-    points = list(benchmark.points.defer("provenance", "per_replica"))
-    caveats = Caveat.objects.filter(Q(benchmark=benchmark) | Q(point__benchmark=benchmark))
-    point_caveats: dict[int, list[Caveat]] = defaultdict(list)
-    run_caveats = []
-    for caveat in caveats:
-        if caveat.point_id:
-            point_caveats[caveat.point_id].append(caveat)
-        else:
-            run_caveats.append(caveat)
-    for point in points:
-        point.caveat_list = point_caveats.get(point.pk, [])
-    # The same caveat on many points (e.g. CPU engine) is listed once in the caveats section.
-    distinct_point_caveats = {c.code: c for cs in point_caveats.values() for c in cs}
-    provenance = (
-        benchmark.points.exclude(provenance=None).values_list("provenance", flat=True).first()
-    )
+    stored = benchmark.points.defer("provenance", "per_replica")
+    total = stored.count()
+    # A run beyond MAX_JUDGED_POINTS is summarised: only the listed page's rows are read.
+    judged = total <= MAX_JUDGED_POINTS
+    points = list(stored) if judged else None
     ctx: dict[str, Any] = {
         "benchmark": benchmark,
-        "points": points,
-        "run_caveats": run_caveats,
-        "point_caveats": sorted(distinct_point_caveats.values(), key=lambda c: c.code),
-        "provenance": provenance,
-        "throughput_figure": charts.throughput_figure(points),
-        "lengths_figure": charts.lengths_figure(points),
-        "peer_sections": peers.peer_sections(points),
-        "any_goodput": any(p.goodput_slos for p in points),
+        "points_count": total,
+        "summarised": not judged,
+        "max_judged_points": MAX_JUDGED_POINTS,
+        "provenance": benchmark.points.exclude(provenance=None)
+        .values_list("provenance", flat=True).first(),
+        "throughput_figure": None if points is None else charts.throughput_figure(points),
         "can_cancel": can_cancel(request.user, benchmark),
         "estimate": _estimate_beside_actual(benchmark),
         "regression": regression_section(benchmark),
-        "can_accept_baseline": request.user.has_perm(ACCEPT_BASELINE),
+        "can_accept_baseline": can_accept_baseline(request.user, benchmark),
     }
-    ctx.update(views_judgement.run_detail_context(request, benchmark))
+    ctx.update(views_judgement.run_detail_context(request, benchmark) if judged
+               else {"judgement": None})
     # Each point row finds its verdict in one lookup (a loop in the template was quadratic).
     rows = {row["point"].pk: row for row in (ctx["judgement"] or {}).get("rows", [])}
-    for point in points:
+    page = Paginator(stored if points is None else _decisions_first(points, rows),
+                     POINTS_PER_PAGE).get_page(request.GET.get("page"))
+    listed: list[Point] = list(page.object_list)
+    shown = listed if points is None else points  # what the page's other sections read
+    for point in shown:  # the listed points are among them, the same objects
         point.judgement_row = rows.get(point.pk)
+    run_caveats, point_caveats = _caveats(benchmark, shown)
+    ctx.update({
+        "points": shown,
+        "listed_points": listed,
+        "points_page": page,
+        "run_caveats": run_caveats,
+        "point_caveats": point_caveats,
+        "lengths_figure": charts.lengths_figure(shown),
+        "peer_sections": peers.peer_sections(shown),
+        "any_goodput": any(p.goodput_slos for p in listed),
+    })
     return render(request, "runs/detail.html", ctx)
+
+
+def _decisions_first(points: list[Point], rows: dict[int, dict[str, Any]]) -> list[Point]:
+    """A run listed over several pages shows its operating point and its Pareto frontier
+    first, then the others in order; a run on one page keeps its order."""
+    if len(points) <= POINTS_PER_PAGE:
+        return points
+
+    def decides(point: Point) -> bool:
+        row = rows.get(point.pk) or {}
+        return bool(row.get("selected") or row.get("on_frontier"))
+
+    return sorted(points, key=lambda point: not decides(point))  # stable: order kept within
+
+
+def _caveats(benchmark: Benchmark, shown: list[Point]) -> tuple[list[Caveat], list[Caveat]]:
+    """The run's own caveats, and one of each code its points carry (the caveats section: the
+    same caveat on many points, e.g. the CPU engine's, is listed once); each shown point gets
+    its own as caveat_list, for its row."""
+    by_point: dict[int, list[Caveat]] = defaultdict(list)
+    for caveat in Caveat.objects.filter(point__in=shown):
+        by_point[caveat.point_id].append(caveat)  # type: ignore[index]
+    for point in shown:
+        point.caveat_list = by_point.get(point.pk, [])
+    first_of_each = (Caveat.objects.filter(point__benchmark=benchmark).values("code")
+                     .annotate(first=Min("id")).values("first"))
+    return (list(Caveat.objects.filter(benchmark=benchmark)),
+            list(Caveat.objects.filter(pk__in=first_of_each).order_by("code")))
 
 
 def _estimate_beside_actual(benchmark: Benchmark) -> estimates.EstimateBesideActual | None:
@@ -219,11 +256,12 @@ def run_cancel(request: HttpRequest, code: UUID) -> HttpResponse:
 
 @login_required
 @require_POST
-@permission_required(ACCEPT_BASELINE, raise_exception=True)
 def run_baseline(request: HttpRequest, code: UUID) -> HttpResponse:
     """Accept the run as its plan's regression baseline (replacing the one before), or withdraw
     it: every run of the plan is judged again either way."""
     benchmark = get_benchmark_for_user(request, code)
+    if not can_accept_baseline(request.user, benchmark):
+        raise PermissionDenied
     withdraw = request.POST.get("action") == "withdraw"
     detail = "withdrawn as the plan's baseline" if withdraw else "accepted as the plan's baseline"
     try:

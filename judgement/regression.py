@@ -20,7 +20,11 @@ class RegressionSection:
     can_be_baseline: bool
 
 
-def regression_section(benchmark: Benchmark) -> RegressionSection:
+def regression_section(benchmark: Benchmark) -> RegressionSection | None:
+    """The section, or None for a run launched from no plan (an import): it has no baseline
+    to be judged against, and its page shows no section, so none is computed."""
+    if benchmark.source != Benchmark.Source.LAUNCHED:
+        return None
     baseline = regression.baseline_of(benchmark)
     report = error = None
     if baseline is not None and benchmark.state == Benchmark.State.SUCCEEDED:

@@ -25,6 +25,7 @@ REQUIRED_CAVEAT_CODES = (
     "disturbed-host",
     "vllm-bench-import",
     "peer-import",
+    "headroom-import",
 )
 DEFAULT_ITEMS = [Item.HEADLINE, Item.COMPARISON_TABLE, Item.CURVES, Item.QUEUE_EVIDENCE]
 

@@ -11,13 +11,16 @@ Per setting (engine config, load level, replicas, spec), over valid repeats only
 - improved: even the candidate's worst repeat is better than the baseline's best by more than it;
 - within spread otherwise.
 A config regressed when any of its settings did. Factors that differ between the two sides
-(runner.facts) are named beside the verdict, never hidden by it.
+(runner.facts) are named beside the verdict, never hidden by it. A figure that is not a finite
+number (NaN, infinity) makes its setting not comparable, and fails the CLI's gate: every
+comparison with NaN is false, so it would otherwise read as within spread.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -89,6 +92,8 @@ class SettingCheck:
     note: str | None = None  # why it could not be judged
     # What could distort the figures it was judged on: repeats left out, a saturated client.
     doubts: tuple[str, ...] = ()
+    # A figure that is not a finite number: no verdict, and a failure of the CLI's gate.
+    not_finite: bool = False
 
     @property
     def verdict(self) -> Verdict:
@@ -145,6 +150,13 @@ class RegressionReport:
     @property
     def regressed_configs(self) -> tuple[str, ...]:
         return tuple(c.config for c in self.configs if c.verdict == "regressed")
+
+    @property
+    def not_finite(self) -> tuple[str, ...]:
+        """Each setting with a figure that is not a finite number, with which: 'seqs=8 at burst
+        100: the candidate's output throughput is nan'."""
+        return tuple(f"{c.config} at {s.setting.load}: {s.note}"
+                     for c in self.configs for s in c.settings if s.not_finite)
 
     def factors_sentence(self) -> str:
         if not self.differing and not self.unknown:
@@ -218,6 +230,9 @@ def check_setting(
         side = "the baseline" if not base else "the candidate"
         return SettingCheck(setting, (), note=f"{side} has no valid repeat that other "
                             "processes left undisturbed", doubts=doubts)
+    if not_finite := _not_finite("the baseline", base) + _not_finite("the candidate", cand):
+        return SettingCheck(setting, (), note="; ".join(not_finite), doubts=doubts,
+                            not_finite=True)
     checks = []
     for figure in FIGURES:
         b, c = _values(base, figure), _values(cand, figure)
@@ -231,6 +246,13 @@ def _judged(points: Sequence[PointResult]) -> list[PointResult]:
     (HostCpu.disturbed), whose change would be the neighbour's rather than the engine's."""
     return [p for p in points
             if p.metrics.valid and not (p.host is not None and p.host.disturbed)]
+
+
+def _not_finite(side: str, points: Sequence[PointResult]) -> list[str]:
+    """Each watched figure of the side that is not a finite number, named with its value."""
+    return [f"{side}'s {figure.label} is {value}"
+            for figure in FIGURES for value in _values(points, figure)
+            if not math.isfinite(value)]
 
 
 def _doubts(

@@ -244,6 +244,7 @@ class Benchmark(models.Model):
     # Regression watch (benchmarks/regression.py): runs of one plan share its key
     # (runner.regression.plan_key, set on save from the plan); one of them may be the plan's
     # accepted baseline, and each other finished run keeps its verdict against it, for the list.
+    # An imported run was launched from no plan: its key is blank, and it is never a baseline.
     plan_key = models.CharField(max_length=64, blank=True, editable=False)
     accepted_baseline = models.BooleanField(default=False)
     regression = models.CharField(max_length=20, blank=True, editable=False,
@@ -280,6 +281,11 @@ class Benchmark(models.Model):
                 condition=Q(accepted_baseline=False) | Q(state="succeeded"),
                 name="benchmark_baseline_succeeded",
             ),
+            # Only a launched run has a plan to be the baseline of (an import's key is blank).
+            models.CheckConstraint(
+                condition=Q(accepted_baseline=False) | Q(source="launched"),
+                name="benchmark_baseline_launched",
+            ),
             models.UniqueConstraint(
                 fields=["plan_key"], condition=Q(accepted_baseline=True),
                 name="benchmark_one_baseline_per_plan",
@@ -313,8 +319,9 @@ class Benchmark(models.Model):
         return f"{self.name} ({self.state})"
 
     def save(self, *args: Any, **kwargs: Any) -> None:
-        # Derived from the plan, which never changes after the run is created.
-        self.plan_key = plan_key(self.plan)
+        # Derived from the plan, which never changes after the run is created. An import's
+        # "plan" is only its name and file: keyed, every import would be one plan.
+        self.plan_key = plan_key(self.plan) if self.source == self.Source.LAUNCHED else ""
         super().save(*args, **kwargs)
 
     @property

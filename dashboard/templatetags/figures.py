@@ -11,19 +11,32 @@ from judgement import vocabulary
 register = template.Library()
 
 
+# What a filter may be given: a stored figure, None, or "" (Django's string_if_invalid) where
+# the template names a key the stored dict does not hold, as a summary file's empty
+# slo_attainment has no "all"; each of these reads as missing ("-"), never as a failed page.
+Figure = float | int | str | None
+
+
+def _number(value: Figure) -> float | None:
+    return None if value is None or isinstance(value, str) else float(value)
+
+
 @register.filter
-def percent(value: float | None) -> str:
+def percent(value: Figure) -> str:
     """A level already in percent (a spread, a threshold): "0.38%", "73.1%"; "-" when missing."""
-    return "-" if value is None else vocabulary.percent(float(value))
+    number = _number(value)
+    return "-" if number is None else vocabulary.percent(number)
 
 
 @register.filter
-def change(value: float | None) -> str:
+def change(value: Figure) -> str:
     """A signed change in percent: "+0.38%", "-3.0%"; "-" when missing."""
-    return "-" if value is None else vocabulary.pct(float(value))
+    number = _number(value)
+    return "-" if number is None else vocabulary.pct(number)
 
 
 @register.filter
-def share(value: float | None) -> str:
+def share(value: Figure) -> str:
     """A 0-1 fraction (KV use, SLO attainment, scaling efficiency) in percent; "-" when missing."""
-    return "-" if value is None else vocabulary.percent(float(value) * 100)
+    number = _number(value)
+    return "-" if number is None else vocabulary.percent(number * 100)

@@ -122,7 +122,8 @@ def _points_of(path: Path) -> list[PointResult]:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     """The candidate's points against the baseline's (runner.regression); with
-    --fail-on-regression the exit status is 1 when a config regressed, for CI pipelines."""
+    --fail-on-regression the exit status is 1 when a config regressed or a figure is not a
+    finite number (no verdict can pass on it), for CI pipelines."""
     tolerance = args.fail_on_regression
     report = compare_runs(_points_of(args.baseline), _points_of(args.candidate),
                           REGRESSION_TOLERANCE_PCT if tolerance is None else tolerance)
@@ -132,6 +133,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if report.verdict == "not comparable" and not report.configs:
         raise CliError("the two files share no setting (engine config, load, replicas and "
                        "spec): nothing to compare")
+    if tolerance is not None and report.not_finite:
+        print("error: not a finite number, so no verdict: " + " | ".join(report.not_finite),
+              file=sys.stderr)
+        return EXIT_REGRESSED
     if tolerance is not None and report.verdict == "regressed":
         print(f"error: regression beyond {tolerance:g}% in "
               f"{', '.join(report.regressed_configs)}", file=sys.stderr)

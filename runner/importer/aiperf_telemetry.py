@@ -82,8 +82,9 @@ def _checked(document: Any, where: str) -> dict[str, Any]:
         )
     if not isinstance(document["timestamp_ns"], int) or isinstance(document["timestamp_ns"], bool):
         raise ImportFileError(f"{where}: timestamp_ns must be an integer (ns)")
-    if not isinstance(document["gpu_index"], int) or isinstance(document["gpu_index"], bool):
-        raise ImportFileError(f"{where}: gpu_index must be an integer")
+    index = document["gpu_index"]
+    if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+        raise ImportFileError(f"{where}: gpu_index must be an integer >= 0, got {index!r:.40}")
     if not isinstance(document["telemetry_data"], dict):
         raise ImportFileError(f"{where}: telemetry_data must be an object")
     for field in FIELDS:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any, Final, Literal
 
 from pydantic import (
@@ -77,7 +78,22 @@ def parse_lora_split(text: str) -> list[LoraShare]:
     names = [share.name for share in shares]
     if len(set(names)) != len(names):
         raise ValueError(f"an adapter is named twice: {' '.join(names)}")
+    split_fractions(shares)  # the arithmetic the run will do, checked before it starts
     return shares
+
+
+def split_fractions(shares: Sequence[LoraShare]) -> list[float]:
+    """Each adapter's fraction of the requests, weight / total (runner.workloads.lora splits a
+    point's requests by them). ValueError when the weights do not add up to a finite number:
+    1e308 twice overflows, and a run would only find out after its engine started."""
+    try:
+        total = math.fsum(share.weight for share in shares)
+    except OverflowError:  # fsum's intermediate overflow
+        total = math.inf
+    if not math.isfinite(total):
+        raise ValueError("the LoRA weights must add up to a finite number: give them as "
+                         "ratios, e.g. sql-lora:3 chat-lora:1")
+    return [share.weight / total for share in shares]
 
 
 def lora_split_text(shares: list[LoraShare]) -> str:
@@ -219,6 +235,7 @@ class WorkloadSpec(Schema):
         names = [share.name for share in self.lora_split]
         if len(set(names)) != len(names):
             raise ValueError(f"lora_split names an adapter twice: {names}")
+        split_fractions(self.lora_split)
         if names and self.kind == "conversation":
             raise ValueError(
                 "a conversation's turns must reach one model; a LoRA split assigns requests "

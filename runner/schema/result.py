@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal, get_args
 
 from pydantic import (
@@ -490,6 +491,31 @@ class PointResult(Schema):
     # The config's first load level measured again after its last one, on the same engine: how
     # far the host drifted over the config's points (runner.sweep).
     control: bool = False
+
+
+# The one figure of a point that may be infinite: a rate's burstiness, inf = evenly spaced.
+INFINITE_ALLOWED = frozenset({"load.burstiness"})
+
+
+def non_finite_figures(point: PointResult) -> list[str]:
+    """Each figure of the point, its request records aside, that is not a finite number, as
+    'metrics.output_throughput = inf'. An import refuses them: pages write figures into
+    JSON, which has no NaN or Infinity, and every comparison with NaN is false."""
+    found: list[str] = []
+
+    def walk(value: Any, path: str) -> None:
+        if isinstance(value, float) and not math.isfinite(value):
+            if path not in INFINITE_ALLOWED:
+                found.append(f"{path} = {value}")
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                walk(item, f"{path}.{key}" if path else str(key))
+        elif isinstance(value, list):
+            for index, item in enumerate(value):
+                walk(item, f"{path}[{index}]")
+
+    walk(point.model_dump(exclude={"requests"}), "")
+    return found
 
 
 def point_key(config: EngineConfig, load: LoadSpec, repeat: int) -> str:

@@ -163,8 +163,10 @@ class TelemetrySample(Schema):
     """
 
     t: float
-    replica: int = 0
-    gpu: int | None = Field(default=None, description="GPU index; None: a CPU-engine reading")
+    replica: int = Field(default=0, ge=0)
+    # Never negative: benchmarks.storage stores None as -1, so a -1 would read back as None.
+    gpu: int | None = Field(default=None, ge=0,
+                            description="GPU index; None: a CPU-engine reading")
     utilization_pct: float | None = Field(default=None, description="GPU busy, 0-100")
     memory_used_mib: float | None = None
     power_w: float | None = None

@@ -15,14 +15,15 @@ import math
 import random
 from dataclasses import replace
 
-from runner.schema.plan import LoraShare
+from runner.schema.plan import LoraShare, split_fractions
 from runner.workloads.prompts import Prompt
 
 
 def split_counts(split: list[LoraShare], n: int) -> dict[str, int]:
     """Requests per adapter for n requests, by largest remainder; they add up to n."""
-    total = math.fsum(share.weight for share in split)
-    quotas = [n * share.weight / total for share in split]
+    # n x (weight / total), never (n x weight) / total: a weight near the float maximum would
+    # make n x weight infinite.
+    quotas = [n * fraction for fraction in split_fractions(split)]
     counts = [math.floor(quota) for quota in quotas]
     left = n - sum(counts)
     by_remainder = sorted(range(len(split)), key=lambda i: (-(quotas[i] - counts[i]), i))

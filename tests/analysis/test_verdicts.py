@@ -358,6 +358,19 @@ def test_a_full_token_budget_is_the_cause_and_saturation_its_symptom():
     assert v.evidence["also"] == [] and v.evidence["saturated"] is True
 
 
+def test_a_full_token_budget_ranks_ahead_of_the_step_time_when_both_hold():
+    # Steps average 2,000 of 2048 below the cap while requests wait (the token budget), and
+    # against the level before running rose 100 -> 150 (+50%) for +0.48% output (the step
+    # time): the budget is a setting to change, so it is the verdict; the step time stands
+    # beside it.
+    previous = engine("lo", 1000, 41_800, mean_tokens_per_step=2_000.0,
+                      **{**BELOW_CAP_WAITING, "mean_running": 100.0})
+    current = engine("hi", 2000, 42_000, mean_tokens_per_step=2_000.0, **BELOW_CAP_WAITING)
+    v = verdict(current, previous)
+    assert (v.kind, v.partial) == ("token_budget", False)
+    assert v.evidence["also"] == ["step_time"]
+
+
 def test_kv_usage_exactly_at_ninety_five_percent_counts_as_full():
     # The rule is peak KV usage >= 0.95: at the boundary the cache is full and outranks the
     # pinned scheduler cap; just below it, the cap is the verdict.

@@ -141,6 +141,15 @@ def test_dashboard_pages_quick_mode_times_every_page_on_its_own_database(bench_d
     assert not _database_exists(name)
 
 
+def test_large_run_quick_mode_times_both_shared_pages_on_its_own_database(bench_database):
+    name, url = bench_database
+    done = run_bench("large_run.py", "--quick", "--database-url", url)
+    assert_ran(done)
+    rows = table_rows(done.stdout, "| page | beside ")
+    assert [row.split("|")[1].strip() for row in rows] == ["run page", "/comparisons/new/"]
+    assert not _database_exists(name)
+
+
 def test_report_page_quick_mode_renders_every_chart_on_its_own_database(bench_database):
     name, url = bench_database
     done = run_bench("report_page.py", "--quick", "--database-url", url)

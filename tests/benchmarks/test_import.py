@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import re
 
@@ -10,6 +11,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 from django.utils.html import escape
 
+from analysis.caveats import HEADROOM_IMPORT, HEADROOM_IMPORT_TEXT
 from benchmarks.models import Benchmark, ResultImport
 from tests.rows import make_point_result
 
@@ -410,6 +412,10 @@ def test_a_runs_json_download_imports_back_with_the_same_points_verdicts_and_cav
     call_command("import_results", str(path))
     commanded = Benchmark.objects.exclude(pk__in=[original.pk, uploaded.pk]).get()
 
+    # The same, and each point says it came through an import (issue 41, finding 8).
+    said = ("scope", HEADROOM_IMPORT, HEADROOM_IMPORT_TEXT)
+    for row in shown.values():
+        row["caveats"] = sorted([*row["caveats"], said])
     for imported in (uploaded, commanded):
         assert (imported.source, imported.state, imported.points_total) == ("imported",
                                                                             "succeeded", 3)
@@ -465,3 +471,28 @@ def test_a_download_cut_short_is_refused_as_cut_short_and_imports_nothing(owner_
         result_import.error_message)
     assert result_import.error_message in page
     assert not Benchmark.objects.filter(source="imported").exists()
+
+
+def test_a_figure_that_is_not_finite_is_refused_naming_the_file_and_field(owner_client):
+    # Stored, an Infinity would reach the run page's chart JSON, which has no such number.
+    document = make_point_result().model_dump(mode="json")
+    document["metrics"]["output_throughput"] = float("inf")
+    document["queue"]["mean_running"] = float("nan")
+    upload = SimpleUploadedFile("sweep.jsonl", (json.dumps(document) + "\n").encode())
+    result_import, page = status_page(owner_client,
+                                      owner_client.post("/runs/import/", {"file": upload}))
+    assert result_import.state == "failed"
+    assert result_import.error_message == (
+        "Cannot import sweep.jsonl: point 'seqs=256|burst 1000|r0': not a finite number: "
+        "metrics.output_throughput = inf; queue.mean_running = nan")
+    assert result_import.error_message in html.unescape(page)
+    assert not Benchmark.objects.exists()
+
+
+def test_an_infinite_burstiness_is_the_one_infinite_figure_an_import_keeps(owner_client):
+    point = make_point_result()
+    point.load = point.load.model_copy(update={"shape": "rate", "rate": 10.0,
+                                               "burstiness": float("inf")})
+    upload = SimpleUploadedFile("sweep.jsonl", results_jsonl(point))
+    assert owner_client.post("/runs/import/", {"file": upload}).status_code == 302
+    assert Benchmark.objects.get().points.get().load["burstiness"] == "inf"

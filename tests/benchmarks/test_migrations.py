@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from analysis.caveats import HEADROOM_IMPORT_TEXT
 from benchmarks import storage
 from runner.schema.records import RequestRecord
 from tests.migrations import migrate
@@ -67,3 +68,36 @@ def test_old_points_move_schedule_figures_to_their_names_and_get_vllm_figures_re
     assert point.median_tpot_ms == pytest.approx(200 / 3)  # the same under both origins
     assert "recomputed" in point.notes[-1]
     assert Point.objects.get(pk=imported.pk).median_ttft_ms == 42.0
+
+
+def test_imported_runs_lose_their_shared_plan_key_and_headroom_points_get_a_caveat(
+    newest_schema_after,
+):
+    apps = migrate([("benchmarks", "0026_workload_lora_split")])
+    Workload, Benchmark = (apps.get_model("benchmarks", name) for name in ("Workload", "Benchmark"))
+    workload = Workload.objects.create(name="imported")
+    shared = "f" * 64  # what every import's {name, imported_from} plan was keyed as
+    baseline, judged = (
+        Benchmark.objects.create(name=name, plan={"name": name, "imported_from": f"{name}.json"},
+                                 workload=workload, source="imported", state="succeeded",
+                                 plan_key=shared, accepted_baseline=accepted, regression=verdict)
+        for name, accepted, verdict in (("a", True, "baseline"), ("b", False, "regressed"))
+    )
+
+    Point = apps.get_model("benchmarks", "Point")
+    fields = {"engine_label": "defaults", "engine_config": {}, "load_label": "burst 1",
+              "load": {}, "offered_concurrency": 1, "workload": {}, "duration": 1.0,
+              "completed": 1, "failed": 0, "short_responses": 0, "valid": True,
+              "total_input_tokens": 1, "total_output_tokens": 1, "request_throughput": 1.0,
+              "output_throughput": 1.0, "total_token_throughput": 2.0}
+    headroom = Point.objects.create(benchmark=judged, key="h", source="headroom", **fields)
+    bench = Point.objects.create(benchmark=judged, key="v", source="vllm-bench-import", **fields)
+
+    apps = migrate([("benchmarks", "0028_imported_runs")])
+    Benchmark, Caveat = (apps.get_model("benchmarks", name) for name in ("Benchmark", "Caveat"))
+    rows = Benchmark.objects.filter(pk__in=[baseline.pk, judged.pk])
+    assert set(rows.values_list("plan_key", "accepted_baseline", "regression")) == {
+        ("", False, "")}
+    assert list(Caveat.objects.filter(code="headroom-import").values_list("point", "text")) == [
+        (headroom.pk, HEADROOM_IMPORT_TEXT)]
+    assert not Caveat.objects.filter(point=bench.pk).exists()

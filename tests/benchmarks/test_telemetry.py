@@ -54,6 +54,15 @@ def test_readings_survive_the_column_encoding_with_missing_values():
     assert storage.decode_telemetry(storage.encode_telemetry(readings)) == readings
 
 
+@pytest.mark.parametrize("field", ["gpu", "replica"])
+def test_a_negative_gpu_or_replica_is_refused_as_storage_marks_a_missing_one_with_minus_one(
+    field,
+):
+    # A GPU index of -1 would be stored as the CPU reading's "no GPU" and read back as None.
+    with pytest.raises(ValueError, match="greater than or equal to 0"):
+        TelemetrySample(t=0.0, **{field: -1})
+
+
 def test_no_readings_store_as_an_empty_blob():
     assert storage.encode_telemetry([]) == b""
     assert storage.decode_telemetry(b"") == [] and storage.decode_telemetry(memoryview(b"")) == []

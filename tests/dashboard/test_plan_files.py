@@ -409,6 +409,10 @@ def test_a_hand_written_plan_with_a_lora_split_fills_the_form_with_nothing_left_
         ("sql-lora:0", LORA_FLAGS, "'sql-lora:0': Input should be greater than 0."),
         ("sql-lora:lots", LORA_FLAGS, "'sql-lora:lots': the weight 'lots' is not a number."),
         ("sql-lora:inf", LORA_FLAGS, "must be a finite number > 0"),
+        # Each weight finite, their sum not: the run's split would overflow after the engine
+        # started.
+        ("sql-lora:1e308 chat-lora:1e308", LORA_FLAGS,
+         "the LoRA weights must add up to a finite number: give them as ratios"),
         ("acme/sql:1", LORA_FLAGS, "LoRA adapter name 'acme/sql': use letters, digits"),
         ("sql-lora:1 sql-lora:2", LORA_FLAGS, "an adapter is named twice: sql-lora sql-lora."),
         ("sql-lora:1 math-lora:1", LORA_FLAGS,

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 from django.db import IntegrityError, transaction
+from django.test import Client
 from django.urls import reverse
 
-from benchmarks import regression
+from benchmarks import imports, regression
 from benchmarks.models import AuditEvent, Benchmark, Node
 from benchmarks.points import store_point
 from benchmarks.tasks import _judge_against_baseline
@@ -169,3 +170,46 @@ def test_run_again_on_another_runtime_revision_and_node_is_the_same_plan(owner_c
     assert owner_client.post("/runs/new/", other).status_code == 302
     third = Benchmark.objects.exclude(pk__in=[first.pk, second.pk]).get()
     assert third.plan_key != first.plan_key
+
+
+def imported_by(user, throughput: float, name: str) -> Benchmark:
+    """A run imported from a Headroom file by user: one point, its plan only a name and file."""
+    point = make_point_result(output_throughput=throughput)
+    return imports.import_points([(point, None)], name=name, source_file=f"{name}.jsonl",
+                                 user=user)
+
+
+def test_imported_runs_have_no_plan_key_and_cannot_be_a_baseline(owner):
+    first, second = imported_by(owner, 1000.0, "a"), imported_by(owner, 700.0, "b")
+    assert (first.plan_key, second.plan_key) == ("", "")
+    with pytest.raises(regression.BaselineError, match="launched from no plan"):
+        regression.accept(first)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Benchmark.objects.filter(pk=first.pk).update(accepted_baseline=True)
+
+
+def test_the_baseline_endpoint_refuses_another_users_import(owner, teammate):
+    # The owner's imports as the teammate found them: one had a verdict from a shared key.
+    theirs, other = imported_by(owner, 1000.0, "theirs"), imported_by(owner, 700.0, "other")
+    client = Client()
+    client.force_login(teammate)
+    page = client.get(reverse("run_detail", args=[theirs.code]))
+    assert page.context["regression"] is None  # not computed where it is not shown
+    assert 'id="accept-baseline"' not in page.content.decode()
+
+    response = client.post(reverse("run_baseline", args=[theirs.code]))
+    assert response.status_code == 403
+    assert not fresh(theirs).accepted_baseline
+    assert {fresh(theirs).regression, fresh(other).regression} == {""}
+    assert not AuditEvent.objects.filter(action=AuditEvent.Action.BASELINE).exists()
+
+
+def test_a_teammate_may_accept_another_users_launched_run_as_the_page_offers(owner, teammate):
+    # A launched run's plan is the team's: the button the page shows, the endpoint accepts.
+    baseline = run_with(1000.0, created_by=owner)
+    client = Client()
+    client.force_login(teammate)
+    page = client.get(reverse("run_detail", args=[baseline.code])).content.decode()
+    assert 'id="accept-baseline"' in page
+    assert client.post(reverse("run_baseline", args=[baseline.code])).status_code == 302
+    assert fresh(baseline).accepted_baseline

@@ -7,11 +7,13 @@ import io
 import json
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
 from benchmarks.models import Benchmark
 from benchmarks.points import store_point
 from runner.schema.result import PointResult
+from tests.benchmarks.test_import import VLLM_BENCH
 from tests.rows import make_benchmark, make_node, make_point_result
 
 pytestmark = pytest.mark.django_db
@@ -151,3 +153,54 @@ def test_a_point_admin_page_shows_its_record_counts(admin_client, finished_run):
     point = finished_run.points.first()
     response = admin_client.get(f"/admin/benchmarks/point/{point.pk}/change/")
     assert response.status_code == 200 and b"Request count" in response.content
+
+
+@pytest.mark.usefixtures("run_imports_inline")
+def test_a_vllm_bench_summary_with_goodput_slos_shows_its_run_page(owner_client):
+    # A summary file (no per-request arrays) with its SLOs as the import guide advises: the
+    # SLOs are known, their attainment is not, so "Met all SLOs" has nothing to show.
+    summary = {**VLLM_BENCH, "request_goodput": 7.5, "goodput": "ttft:500,tpot:50"}
+    upload = SimpleUploadedFile("bench.json", json.dumps(summary).encode())
+    assert owner_client.post("/runs/import/", {"file": upload}).status_code == 302
+    point = Benchmark.objects.get().points.get()
+    assert (point.goodput_slos, point.slo_attainment) == ({"ttft": 500.0, "tpot": 50.0}, {})
+    response = owner_client.get(f"/runs/{point.benchmark.code}/")
+    assert response.status_code == 200
+    assert "Met all SLOs" in response.content.decode()
+
+
+def test_a_headroom_point_whose_attainment_lacks_all_shows_its_run_page(owner_client):
+    benchmark = make_benchmark(state="succeeded")
+    result = make_point_result()
+    result.metrics.goodput_slos = {"ttft": 500.0}
+    result.metrics.slo_attainment = {"ttft": 0.9}
+    store_point(benchmark, result)
+    assert owner_client.get(f"/runs/{benchmark.code}/").status_code == 200
+
+
+def test_a_run_over_several_pages_lists_its_decisions_first(owner_client, finished_run,
+                                                            monkeypatch):
+    monkeypatch.setattr("dashboard.views.POINTS_PER_PAGE", 3)
+    first = owner_client.get(f"/runs/{finished_run.code}/")
+    rows = first.context["judgement"]["rows"]
+    decisions = {r["point"].pk for r in rows if r["selected"] or r["on_frontier"]}
+    listed = [p.pk for p in first.context["listed_points"]]
+    assert len(listed) == 3 and 0 < len(decisions) <= 3
+    assert set(listed[:len(decisions)]) == decisions
+    assert "Points 1-3 of 4 (the operating point and the Pareto frontier first" in (
+        first.content.decode())
+    second = owner_client.get(f"/runs/{finished_run.code}/?page=2")
+    assert {p.pk for p in second.context["listed_points"]} == (
+        set(finished_run.points.values_list("pk", flat=True)) - set(listed))
+
+
+def test_a_run_beyond_the_judged_size_is_summarised_a_page_at_a_time(owner_client, finished_run,
+                                                                    monkeypatch):
+    monkeypatch.setattr("dashboard.views.POINTS_PER_PAGE", 3)
+    monkeypatch.setattr("dashboard.views.MAX_JUDGED_POINTS", 3)
+    response = owner_client.get(f"/runs/{finished_run.code}/")
+    html = response.content.decode()
+    assert response.context["judgement"] is None and response.context["throughput_figure"] is None
+    assert len(response.context["listed_points"]) == 3 and 'id="run-summarised"' in html
+    assert "This run has 4 points, more than the 3 a page judges at once" in html
+    assert "CPU engine stands in for a GPU" in html  # every point's caveats, once

@@ -27,6 +27,26 @@ def _with_version(benchmark, version: str, throughput: float):
                  median_e2el_ms=4000.0, update={"provenance": provenance})
 
 
+def test_the_comparison_form_lists_a_bounded_number_of_recent_points_and_runs(
+    owner_client, monkeypatch
+):
+    # A very large recent run must not make every engineer's form list all its points.
+    monkeypatch.setattr("dashboard.forms_judgement.MAX_POINT_CHOICES", 2)
+    monkeypatch.setattr("dashboard.forms_judgement.MAX_RUN_CHOICES", 1)
+    older = sweep()
+    newer = sweep(node=older.node)
+    chosen = point(older, 256, 2000)
+    form = owner_client.get("/comparisons/new/", {"baseline": chosen.pk}).context["form"]
+    points = form.fields["baseline_point"].queryset
+    assert len(points) == 3 and chosen in points  # two recent ones, and the one chosen
+    assert list(form.fields["baseline_run"].queryset) == [newer]
+    # A point or run chosen beyond the lists still validates: it joins the choices.
+    candidate = point(older, 512, 2000)
+    response = owner_client.post("/comparisons/new/", {
+        "baseline_point": chosen.pk, "candidate_point": candidate.pk, "name": "", "notes": ""})
+    assert response.status_code == 302
+
+
 def test_a_comparison_is_saved_from_two_points_and_shows_before_and_after(owner_client):
     benchmark = sweep()
     baseline, candidate = point(benchmark, 256, 2000), point(benchmark, 512, 2000)

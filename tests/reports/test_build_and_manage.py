@@ -8,9 +8,11 @@ import re
 import pytest
 from django.test import Client
 
+from analysis.caveats import HEADROOM_IMPORT_TEXT
+from benchmarks import imports
 from benchmarks.models import Caveat, Comparison, ExternalReference
 from reports.models import Report, token_digest
-from tests.reports.conftest import point
+from tests.reports.conftest import point, point_result
 from tests.reports.helpers import make_report
 
 pytestmark = pytest.mark.django_db
@@ -183,3 +185,20 @@ def test_revoking_turns_the_link_into_410_at_once(sweep, owner, owner_client):
     assert response.status_code == 302
     assert Client().get(f"/r/{report.issued_token}/").status_code == 410
     assert "revoked" in owner_client.get("/reports/").content.decode()
+
+
+def test_a_report_built_from_an_imported_headroom_file_says_it_was_imported(owner, owner_client):
+    # A file in Headroom's own format (source "headroom") claiming an H200 and vLLM 0.32.0.
+    points = [point_result(seqs, 32, launch_style="serve") for seqs in (8, 64)]
+    run = imports.import_points([(p, None) for p in points], name="claimed",
+                                source_file="claimed.jsonl", user=owner)
+    run_page = owner_client.get(f"/runs/{run.code}/").content.decode()
+    assert html.escape(HEADROOM_IMPORT_TEXT) in run_page
+    form = owner_client.get(f"/runs/{run.code}/report/").context["form"]
+    assert all("headroom-import" not in label for _, label in form.fields["caveats"].choices)
+
+    response = owner_client.post(f"/runs/{run.code}/report/", _form(run, language="en"))
+    report = Report.objects.get()
+    assert list(report.caveats.values_list("code", flat=True)) == ["headroom-import"]
+    public = Client().get(f"/r/{_shown_link(response)}/").content.decode()
+    assert "NVIDIA H200" in public and html.escape(HEADROOM_IMPORT_TEXT) in public

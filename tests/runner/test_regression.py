@@ -75,6 +75,22 @@ def test_a_latency_regresses_upward():
     assert check_figure(MEDIAN_E2EL, [5000.0, 5200.0], [4749.0], 5.0).verdict == "improved"
 
 
+@pytest.mark.parametrize(
+    ("figure", "candidate"),
+    [
+        # Exactly on the tolerance is not beyond it: "by more than" is strict, both ways.
+        (THROUGHPUT, 1000.0 * 0.95),
+        (THROUGHPUT, 1040.0 * 1.05),
+        (MEDIAN_E2EL, 5200.0 * 1.05),
+        (MEDIAN_E2EL, 5000.0 * 0.95),
+    ],
+)
+def test_a_figure_exactly_on_the_tolerance_is_within_spread(figure, candidate):
+    baseline = [1000.0, 1040.0] if figure.higher_is_better else [5000.0, 5200.0]
+    assert candidate in (950.0, 1092.0, 5460.0, 4750.0)  # the bound itself, no rounding
+    assert check_figure(figure, baseline, [candidate], 5.0).verdict == "within spread"
+
+
 def test_the_change_is_median_against_median():
     check = check_figure(THROUGHPUT, [1000.0, 1040.0], [816.0], 5.0)
     assert check.change_pct == pytest.approx((816 - 1020) / 1020 * 100)
@@ -205,6 +221,31 @@ def test_cli_says_which_file_it_cannot_read(tmp_path, capsys):
     garbage.write_text(json.dumps({"not": "a result"}) + "\n")
     assert main(["compare", str(baseline), str(garbage)]) == 2
     assert "garbage.jsonl" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf")])
+def test_a_figure_that_is_not_finite_is_not_comparable_and_named(value):
+    candidate = point(1000.0).model_copy(deep=True)
+    candidate.metrics.median_ttft_ms = value
+    report = compare_runs(BASELINE, [candidate])
+    assert report.verdict == "not comparable"
+    assert report.not_finite == (f"seqs=8 at burst 100: the candidate's median TTFT is {value}",)
+
+
+def test_cli_fails_the_gate_on_a_candidate_whose_figures_are_nan(tmp_path, capsys):
+    baseline = _write(tmp_path / "base.jsonl", BASELINE)
+    # As a hand-made or broken file has them: json writes NaN, pydantic reads it back.
+    document = point(1000.0).model_dump(mode="json")
+    for figure in FIGURES:
+        document["metrics"][figure.name] = float("nan")
+    candidate = tmp_path / "cand.jsonl"
+    candidate.write_text(json.dumps(document) + "\n")
+    status = main(["compare", str(baseline), str(candidate), "--fail-on-regression", "5"])
+    out = capsys.readouterr()
+    assert status == 1
+    assert "within spread" not in out.out
+    assert ("error: not a finite number, so no verdict: seqs=8 at burst 100: the candidate's "
+            "output throughput is nan;") in out.err
 
 
 def test_cli_refuses_files_with_nothing_in_common(tmp_path, capsys):

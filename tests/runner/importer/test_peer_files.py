@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import statistics
 from pathlib import Path
 
 import pytest
@@ -217,6 +218,22 @@ def test_aiperf_readings_with_the_records_give_headroom_telemetry_over_the_windo
     )
 
 
+def test_aiperf_records_with_chunk_gaps_give_aiperfs_itl_and_tpot():
+    # AIPerf's inter_chunk_latency gaps are vLLM's ITL, and its per-request
+    # inter_token_latency is vLLM's TPOT ((latency - TTFT) / (tokens - 1)). The main
+    # fixture's chunks all came at once (every gap 0 ms); these records have real gaps.
+    documents = [json.loads(line) for line in TELEMETRY_RECORDS.read_text().splitlines()]
+    gaps = [gap for d in documents for gap in d["metrics"]["inter_chunk_latency"]["value"]]
+    tpots = [d["metrics"]["inter_token_latency"]["value"] for d in documents]
+    assert sum(gap > 0 for gap in gaps) > len(gaps) // 2
+    [point] = load_result_file(TELEMETRY_RECORDS)
+    assert point.metrics.completed == len(documents)
+    assert point.metrics.mean_itl_ms == pytest.approx(statistics.fmean(gaps))
+    assert point.metrics.median_itl_ms == pytest.approx(statistics.median(gaps))
+    assert point.metrics.mean_tpot_ms == pytest.approx(statistics.fmean(tpots))
+    assert point.metrics.median_tpot_ms == pytest.approx(statistics.median(tpots))
+
+
 def test_an_aiperf_export_without_telemetry_has_none():
     [summary] = load_result_file(AIPERF_SUMMARY)
     [records] = load_result_file(AIPERF_RECORDS)
@@ -237,6 +254,11 @@ def test_a_malformed_aiperf_telemetry_file_is_named_and_refused_whole(tmp_path):
     broken.write_text("\n".join([*lines[:4], lines[4][:50]]) + "\n")
     with pytest.raises(ImportFileError, match=r"gpu_telemetry_export\.jsonl:5: not valid JSON"):
         load_result_file(TELEMETRY_RECORDS, aiperf_telemetry=broken)
+    # -1 is storage's marker of a missing GPU (a CPU reading): it would read back as none.
+    reading = {**json.loads(lines[2]), "gpu_index": -1}
+    broken.write_text("\n".join([*lines[:2], json.dumps(reading), *lines[3:]]) + "\n")
+    with pytest.raises(ImportFileError, match=r"jsonl:3: gpu_index must be an integer >= 0, got -1"):
+        load_result_file(TELEMETRY_RECORDS, aiperf_telemetry=broken)
     # The records themselves are untouched: they still import whole without the telemetry file.
     [point] = load_result_file(TELEMETRY_RECORDS)
     assert point.metrics.completed == json.loads(TELEMETRY_SUMMARY.read_text())[
@@ -252,9 +274,9 @@ def test_aiperf_telemetry_goes_only_with_the_per_request_file():
 def test_the_caveat_says_the_gpu_figures_are_aiperfs_dcgm_scrape():
     [with_telemetry] = load_result_file(TELEMETRY_RECORDS, aiperf_telemetry=TELEMETRY_READINGS)
     [without] = load_result_file(AIPERF_RECORDS)
-    said = {code: text for code, _, text in automatic_caveats(with_telemetry)}
+    said = {code: text for code, _, text in automatic_caveats(with_telemetry, imported=True)}
     assert "AIPerf's scrape of a dcgm-exporter" in said["peer-import"]
-    assert "dcgm-exporter" not in dict((c, t) for c, _, t in automatic_caveats(without))["peer-import"]
+    assert "dcgm-exporter" not in dict((c, t) for c, _, t in automatic_caveats(without, imported=True))["peer-import"]
 
 
 def test_telemetry_with_a_headroom_file_is_refused_before_it_is_read(tmp_path):

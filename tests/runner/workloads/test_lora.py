@@ -37,6 +37,8 @@ def split(**weights: float) -> list[LoraShare]:
         # A tie of remainders goes to the adapter listed first.
         ({"beta": 1, "alpha": 1, "gamma": 1}, 4, {"beta": 2, "alpha": 1, "gamma": 1}),
         ({"alpha": 1, "beta": 1}, 1, {"alpha": 1, "beta": 0}),
+        # A weight near the float maximum: n x weight would overflow, n x fraction does not.
+        ({"alpha": 1e308, "beta": 1e307}, 11, {"alpha": 10, "beta": 1}),
     ],
 )
 def test_the_requests_are_split_by_largest_remainder(weights, n, expected):
@@ -74,6 +76,8 @@ def test_each_prompt_names_its_adapter_and_the_body_sends_it_as_the_model():
         ([{"name": "a", "weight": 0}], "greater than 0"),
         ([{"name": "a", "weight": float("inf")}], "finite"),
         ([{"name": "a", "weight": 1}, {"name": "a", "weight": 2}], "names an adapter twice"),
+        ([{"name": "a", "weight": 1e308}, {"name": "b", "weight": 1e308}],
+         "must add up to a finite number"),
     ],
 )
 def test_a_split_with_a_bad_name_or_weight_is_refused(shares, message):
