@@ -81,6 +81,8 @@ class PlannedPoint:
     repeat: int
     # The config's first load level again after its last (StabilitySpec.control_point).
     control: bool = False
+    # Why a point beyond the plan's own is measured (a convergence round), for its notes.
+    note: str = ""
 
     @property
     def key(self) -> str:
@@ -187,16 +189,16 @@ def run_plan(
                            + [None] + [p for p in group if p.control])
                 drawn: list[PointResult] = []
                 for planned in ordered:
-                    extra = (_converging(plan, config, drawn, skip_keys, done)
+                    batch = (_converging(plan, config, drawn, skip_keys)
                              if planned is None else [planned])
-                    for planned_point, note in _with_notes(extra):
+                    for planned_point in batch:
                         if cancel.is_set():
                             raise Cancelled()
                         total = max(total, done + 1)
                         context = _PointContext(plan, planned_point, done, total, report)
                         point = _finished_point(context, running, prompts, inputs, cancel)
-                        if note:
-                            point.notes.append(note)
+                        if planned_point.note:
+                            point.notes.append(planned_point.note)
                         drawn.append(point)
                         done += 1
                         measured += int(planned is not None)
@@ -216,8 +218,7 @@ def _converging(
     config: EngineConfig,
     drawn: list[PointResult],
     skip_keys: frozenset[str],
-    done: int,
-) -> Iterator[tuple[PlannedPoint, str]]:
+) -> Iterator[PlannedPoint]:
     """The config's convergence rounds (runner.convergence): each round's deciding levels once
     more, as repeats after the plan's (and its control point's) numbers, with why."""
     spec = plan.stability
@@ -233,18 +234,12 @@ def _converging(
             repeat = plan.repeats + 1
             while point_key(config, loads[index], repeat) in taken:
                 repeat += 1
-            planned = PlannedPoint(config, loads[index], repeat)
+            planned = PlannedPoint(config, loads[index], repeat,
+                                   note=f"repeated to converge: {round_.reason}")
             taken.add(planned.key)
-            yield planned, f"repeated to converge: {round_.reason}"
+            yield planned
             # The caller measured it and appended the kept draw before asking for the next.
             by_level[index].append(drawn[-1])
-
-
-def _with_notes(
-    points: list[PlannedPoint] | Iterator[tuple[PlannedPoint, str]],
-) -> Iterator[tuple[PlannedPoint, str]]:
-    for item in points:
-        yield (item, "") if isinstance(item, PlannedPoint) else item
 
 
 @dataclass
