@@ -1,10 +1,10 @@
 """One answer from a server Headroom does not control, read within a size and a total time.
 
-Every request to an endpoint (/health, /version, /v1/models and /metrics of an engine or an
-attached server, a dcgm-exporter page) goes through read_bounded, from the worker and from the
-dashboard's "check now" alike. httpx's timeouts are per phase and per socket read: a server that
-sends a byte a second never trips a 5 s read timeout, and a 300 MB page is read whole into
-memory. So here:
+Every request to an endpoint (/health, /version, /v1/models, /tokenize and /metrics of an engine
+or an attached server, a quality set's questions, a dcgm-exporter page) goes through
+read_bounded, from the worker and from the dashboard's "check now" alike. httpx's timeouts are
+per phase and per socket read: a server that sends a byte a second never trips a 5 s read
+timeout, and a 300 MB page is read whole into memory. So here:
 
 - the body is read as a stream and refused once it passes max_bytes (a Content-Length over it
   before any of it is read);
@@ -39,6 +39,10 @@ METRICS_MAX_BYTES = 4 * MB
 # /health, /version and /v1/models answer a few hundred bytes; a /v1/models listing a thousand
 # LoRA adapters is about 300 KB.
 API_MAX_BYTES = 1 * MB
+# A /tokenize answer lists a prompt's token ids, about 7 bytes each: a 128k-token prompt is under
+# 1 MB. A quality answer is one non-streamed completion of a few hundred tokens.
+TOKENIZE_MAX_BYTES = 4 * MB
+COMPLETION_MAX_BYTES = 4 * MB
 
 # A socket wait cut to the deadline may end a clock tick before it: such a timeout is the
 # deadline's.
@@ -76,8 +80,12 @@ class Answer:
         return json.loads(self.body)
 
 
-def read_bounded(client: httpx.Client, url: str, *, max_bytes: int, total_s: float) -> Answer:
-    """GET url (relative to the client's base_url, if it has one) and read the answer whole.
+def read_bounded(
+    client: httpx.Client, url: str, *, max_bytes: int, total_s: float,
+    json_body: Any = None,
+) -> Answer:
+    """GET url (relative to the client's base_url, if it has one), or POST json_body to it when
+    one is given, and read the answer whole.
 
     AnswerTooLarge past max_bytes, AnswerTooSlow when the body has not all come within total_s;
     no answer by then is httpx's timeout, as a silent server's is. Every connect and socket
@@ -87,7 +95,8 @@ def read_bounded(client: httpx.Client, url: str, *, max_bytes: int, total_s: flo
     deadline = time.monotonic() + total_s
     token = _DEADLINE.set(deadline)
     try:
-        with client.stream("GET", url) as response:
+        method = "GET" if json_body is None else "POST"
+        with client.stream(method, url, json=json_body) as response:
             return _read_body(response, max_bytes, total_s, deadline)
     finally:
         _DEADLINE.reset(token)
@@ -96,7 +105,7 @@ def read_bounded(client: httpx.Client, url: str, *, max_bytes: int, total_s: flo
 def _read_body(
     response: httpx.Response, max_bytes: int, total_s: float, deadline: float
 ) -> Answer:
-    what = f"GET {response.request.url.path}"
+    what = f"{response.request.method} {response.request.url.path}"
     declared = response.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > max_bytes:
         raise _too_large(what, max_bytes, response.request)

@@ -39,6 +39,7 @@ import orjson
 import pydantic
 from pydantic import ConfigDict, Field, StrictInt, StrictStr, field_validator
 
+from runner.engine.bounded_read import COMPLETION_MAX_BYTES, DeadlineTransport, read_bounded
 from runner.engine.endpoint import NO_CREDENTIALS, Credentials, redact
 from runner.schema.base import Schema
 from runner.schema.plan import (
@@ -173,12 +174,13 @@ def score_quality(
     """
     rows: list[QualityRow] = []
     with httpx.Client(base_url=base_url.rstrip("/"), timeout=timeout_s,
-                      headers=credentials.http_headers()) as client:
+                      headers=credentials.http_headers(),
+                      transport=DeadlineTransport()) as client:
         for index, item in enumerate(quality.items):
             if cancel is not None and cancel.is_set():
                 rows.append(_row(index, item, error="not sent: the run was cancelled"))
                 continue
-            rows.append(_ask(client, index, item, model, workload, credentials))
+            rows.append(_ask(client, index, item, model, workload, credentials, timeout_s))
     return QualityResult.of(quality.name, rows)
 
 
@@ -207,11 +209,14 @@ def _ask(
     model: str,
     workload: WorkloadSpec,
     credentials: Credentials,
+    timeout_s: float,
 ) -> QualityRow:
     chat = workload.endpoint == "chat"
     path = "/v1/chat/completions" if chat else "/v1/completions"
     try:
-        response = client.post(path, json=request_body(item, model, workload))
+        # A question's whole answer within the request timeout and COMPLETION_MAX_BYTES.
+        response = read_bounded(client, path, json_body=request_body(item, model, workload),
+                                max_bytes=COMPLETION_MAX_BYTES, total_s=timeout_s)
     except httpx.HTTPError as exc:
         return _row(index, item, error=redact(f"request failed: {exc!r}", credentials))
     if response.status_code != 200:

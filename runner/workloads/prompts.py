@@ -36,6 +36,12 @@ import httpx
 import numpy as np
 import orjson
 
+from runner.engine.bounded_read import (
+    TOKENIZE_MAX_BYTES,
+    AnswerOverBound,
+    DeadlineTransport,
+    read_bounded,
+)
 from runner.engine.endpoint import NO_CREDENTIALS, Credentials
 from runner.schema.plan import WorkloadSpec
 
@@ -202,7 +208,7 @@ class ServerTokenizer:
         self.chat_template_kwargs = chat_template_kwargs
         self.client = httpx.Client(
             base_url=self.base_url, timeout=TOKENIZE_TIMEOUT_S,
-            headers=credentials.http_headers(),
+            headers=credentials.http_headers(), transport=DeadlineTransport(),
         )
 
     def __call__(self, text: str) -> int:
@@ -224,7 +230,11 @@ class ServerTokenizer:
         return [int(token) for token in self._tokenize(body)["tokens"]]
 
     def _tokenize(self, body: dict[str, Any]) -> Any:
-        response = self.client.post("/tokenize", json=body)
+        try:
+            response = read_bounded(self.client, "/tokenize", json_body=body,
+                                    max_bytes=TOKENIZE_MAX_BYTES, total_s=TOKENIZE_TIMEOUT_S)
+        except AnswerOverBound as exc:
+            raise WorkloadError(f"{self.base_url}: {exc}") from None
         if response.status_code != 200:
             raise WorkloadError(
                 f"POST {self.base_url}/tokenize answered HTTP {response.status_code}: "
