@@ -3,7 +3,9 @@ intervals and their wording, each on hand-computed draws."""
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -168,3 +170,55 @@ def test_capacity_and_the_lowest_repeat_leave_a_disturbed_draw_out():
     # Every repeat disturbed: they still stand, so the setting is not silently dropped.
     alone = [draw(8, 0, 300.0, disturbed=True)]
     assert [p.key for p in repeats.lowest_repeats(alone)] == [alone[0].key]
+
+
+# --- on a recorded grid: this host's own scatter ----------------------------------------------
+
+GRID = Path(__file__).resolve().parents[2] / "bench" / "grids" / "cpu-d.json"
+
+
+def recorded(controls: dict[tuple[str, str], float] | None = None,
+             first_repeat_is_control: bool = False) -> list:
+    """cpu-d (9 configs x 5 concurrency levels x 2 repeats, recorded back to back on this
+    host) as the rules' inputs; controls: more draws of (config, load), taken later."""
+    grid = json.loads(GRID.read_text())
+    lowest = {}
+    for p in grid["points"]:
+        level = float(p["load_label"].split()[1])
+        lowest[p["config_label"]] = min(level, lowest.get(p["config_label"], level))
+    out = []
+    for p in grid["points"]:
+        level = float(p["load_label"].split()[1])
+        control = (first_repeat_is_control and p["repeat"] == 1
+                   and level == lowest[p["config_label"]])
+        out.append(point(f"{p['config_label']}|{p['load_label']}|r{p['repeat']}", level,
+                         p["output_throughput"], config_label=p["config_label"],
+                         load_label=p["load_label"], repeat=p["repeat"], valid=p["valid"],
+                         control=control, median_e2el_ms=p["latencies"]["median_e2el_ms"]))
+    for (config, load), value in (controls or {}).items():
+        out.append(point(f"{config}|{load}|r2", float(load.split()[1]), value,
+                         config_label=config, load_label=load, repeat=2, control=True,
+                         median_e2el_ms=1.0))
+    return out
+
+
+def test_the_recorded_grid_has_no_drift_without_a_control_point():
+    found = noise.run_noise(recorded())
+    assert found.drifts == () and found.drifted is None
+    # Its back-to-back repeats scatter by a log sd of 0.146: one draw is good to about +/-33%.
+    assert found.repeat_sd == pytest.approx(0.1465, abs=5e-4)
+
+
+def test_on_the_recorded_grid_a_repeat_taken_as_control_is_inside_the_spread():
+    found = noise.run_noise(recorded(first_repeat_is_control=True))
+    assert len(found.drifts) == 9 and found.drifted is None
+    assert all(d.beyond_spread is False for d in found.drifts)
+
+
+def test_the_recorded_slow_spell_reads_as_drift_beyond_the_spread():
+    # The grid's answer point, 5617 and 5836 tok/s in the grid, gave 3103 on the same host
+    # eight minutes later (docs/performance.md): -44.8%, beyond the +/-50% band in log terms.
+    key = ("seqs=32,tokens=2048,len=1024", "concurrency 32 x 96")
+    found = noise.run_noise(recorded({key: 3103.0}))
+    assert found.drifted is not None and found.drifted.config_label == key[0]
+    assert found.drifted.change_pct == pytest.approx((3103.0 / 5617.327070305837 - 1) * 100)
