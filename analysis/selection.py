@@ -110,24 +110,40 @@ def knee(
     evidence: knee_found, steps (from/to keys, throughput_gain_pct, latency_growth_pct per
     step), and for a knee: from_key, to_key, throughput_before/after,
     median_e2el_before_ms/after_ms, throughput_gain_pct, latency_growth_pct; excluded_invalid,
-    excluded_disturbed (points other processes disturbed, stepped over), noise_band_pct.
+    excluded_disturbed (points other processes disturbed, stepped over), disturbed_walked
+    (disturbed points walked because too few quiet levels were left), noise_band_pct.
     """
     valid, excluded = split_valid(points)
-    # A disturbed point's change from its neighbours is the neighbour process's, not the
-    # engine's: the walk steps over it (the page says which).
-    disturbed = [p.key for p in valid if p.disturbed]
-    walked = [p for p in valid if not p.disturbed]
     configs: dict[str, list[PointFigures]] = {}
-    for point in walked:
+    for point in valid:
         configs.setdefault(point.config_label, []).append(point)
+    stepped_over, kept = [], []
+    for label, group in configs.items():
+        walked, over = undisturbed_walk(group)
+        configs[label] = walked
+        stepped_over += over
+        kept += [p.key for p in walked if p.disturbed]
     if len(configs) > 1:
         selection = _knee_per_config(configs, excluded, throughput_gain_pct, latency_growth_pct)
     else:
-        selection = _knee_walk(walked, excluded, throughput_gain_pct, latency_growth_pct)
-    selection.evidence["excluded_disturbed"] = disturbed
+        selection = _knee_walk(next(iter(configs.values()), []), excluded, throughput_gain_pct,
+                               latency_growth_pct)
+    selection.evidence["excluded_disturbed"] = stepped_over
+    selection.evidence["disturbed_walked"] = kept
     selection.evidence["noise_band_pct"] = noise_band_pct
     return _chosen(selection.method, selection.params, selection.chosen_key, selection.reason,
                    selection.evidence)
+
+
+def undisturbed_walk(group: list[PointFigures]) -> tuple[list[PointFigures], list[str]]:
+    """One config's levels to walk, and the keys stepped over. A disturbed point's change from
+    its neighbours is the neighbour process's, not the engine's, so the walk steps over it,
+    unless that leaves too few levels for a knee: on a host busy throughout, the walk takes
+    them all rather than choose nothing (the page names every disturbed point)."""
+    calm = [p for p in group if not p.disturbed]
+    if len(calm) == len(group) or len(calm) < MIN_KNEE_LEVELS:
+        return group, []
+    return calm, [p.key for p in group if p.disturbed]
 
 
 def _knee_per_config(

@@ -222,3 +222,14 @@ def test_the_recorded_slow_spell_reads_as_drift_beyond_the_spread():
     found = noise.run_noise(recorded({key: 3103.0}))
     assert found.drifted is not None and found.drifted.config_label == key[0]
     assert found.drifted.change_pct == pytest.approx((3103.0 / 5617.327070305837 - 1) * 100)
+
+
+def test_a_config_disturbed_throughout_is_still_walked_rather_than_left_without_a_knee():
+    # Two of four levels disturbed: two quiet ones are too few for a knee, so all four walk.
+    ladder = [draw(8, 0, 1000.0, disturbed=True), draw(16, 0, 1900.0),
+              draw(32, 0, 1910.0, median_e2el_ms=90000.0), draw(64, 0, 1915.0,
+                                                                disturbed=True)]
+    chosen = selection.knee(ladder)
+    assert chosen.chosen_key == ladder[1].key
+    assert chosen.evidence["excluded_disturbed"] == []
+    assert chosen.evidence["disturbed_walked"] == [ladder[0].key, ladder[3].key]
