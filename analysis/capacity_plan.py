@@ -616,3 +616,40 @@ def _demand_sentence(demand: Demand) -> Sentence:
             "mean": words.rate_text(demand.trace_mean_rate or 0),
             "windows": str(demand.trace_windows or 0)})
     return Sentence(words.DEMAND_RATE, {"rate": words.rate_text(demand.fleet_rate)})
+
+
+# --- a plan's table ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class Cells:
+    """One config's row of a plan's table: each cell a Sentence, None where the plan has no
+    such figure (a batch job's hours on traffic, a cost without a price)."""
+
+    capacity: Sentence
+    gpus: Sentence
+    hours: Sentence | None
+    cost: Sentence | None
+
+
+def cells(config: ConfigPlan, price: cost.GpuHourPrice | None, kind: DemandKind) -> Cells:
+    none = Sentence(words.CELL_NO_PLAN, {})
+    if not config.sized or config.capacity is None:
+        return Cells(capacity=none, gpus=none, hours=None, cost=None)
+    rate = Sentence(words.CELL_RATE, {"rate": words.rate_text(config.capacity.rate)})
+    if config.capacity_low is not None and config.capacity_high is not None:
+        rate = Sentence(words.CELL_RANGE, {"value": rate,
+                                           "low": words.rate_text(config.capacity_low),
+                                           "high": words.rate_text(config.capacity_high)})
+    gpus: Sentence = Sentence("%(gpus)s", {"gpus": str(config.gpus)}, translatable=False)
+    if config.gpus_low is not None and config.gpus_low != config.gpus_high:
+        gpus = Sentence(words.CELL_RANGE, {"value": str(config.gpus),
+                                           "low": str(config.gpus_low),
+                                           "high": str(config.gpus_high)})
+    hours = (Sentence(words.CELL_HOURS, {"hours": num(config.hours)})
+             if config.hours is not None else None)
+    money = None
+    if config.cost is not None and price is not None:
+        text = f"{cost.figure(float(config.cost))} {price.currency}"
+        money = Sentence(words.CELL_JOB if kind == "batch" else words.CELL_MONTH, {"cost": text})
+    return Cells(capacity=rate, gpus=gpus, hours=hours, cost=money)

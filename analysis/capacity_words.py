@@ -124,6 +124,15 @@ VERIFY_INVALID = (
     "Loaded at %(rate)s requests/s (%(load)s): %(invalid)s of %(draws)s draw(s) failed or came "
     "back short, so the targets did not hold.")
 
+# --- a plan's table: one row per config ---------------------------------------------------------
+
+CELL_RATE = "%(rate)s requests/s"
+CELL_RANGE = "%(value)s (%(low)s-%(high)s)"
+CELL_HOURS = "%(hours)s hours"
+CELL_MONTH = "%(cost)s per month"
+CELL_JOB = "%(cost)s for the job"
+CELL_NO_PLAN = "no plan"
+
 CAPACITY_TEMPLATES = (
     DEMAND_RATE, DEMAND_TRACE, DEMAND_BATCH, MARGIN, SPEC_ASSUMED, NO_SLO_INTERACTIVE,
     NO_INTERVAL, CAPACITY_SLO, CAPACITY_KNEE, CAPACITY_HIGHEST, NEXT_MISSED, NOT_ABOVE, SLO_UNMET,
@@ -132,7 +141,7 @@ CAPACITY_TEMPLATES = (
     NO_COST_PRICE, NO_COST_CPU, UNIT_GPUS, UNIT_CPU_ENGINES, HEADLINE_FIRST_TRAFFIC,
     HEADLINE_NEXT_TRAFFIC, HEADLINE_FIRST_JOB, HEADLINE_NEXT_JOB, HEADLINE_FIRST_NONE,
     HEADLINE_NEXT_NONE, HEADLINE_NOTHING_MET, VERIFY_HELD, VERIFY_MISSED, VERIFY_NO_SLO,
-    VERIFY_INVALID,
+    VERIFY_INVALID, CELL_RATE, CELL_RANGE, CELL_HOURS, CELL_MONTH, CELL_JOB, CELL_NO_PLAN,
 )
 
 
