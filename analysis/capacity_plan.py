@@ -40,7 +40,7 @@ from analysis import cost, noise, repeats, scaling, selection
 from analysis.convert import workload_shape
 from analysis.errors import AnalysisError
 from analysis.sentences import FIGURE_INTERVAL, Sentence, num, percent, setting_value_text
-from analysis.types import PointFigures, WorkloadShape
+from analysis.types import EXTRA_FLAGS, PointFigures, WorkloadShape
 from runner.facts import factor_status
 from runner.schema.plan import WorkloadSpec
 from runner.workloads.traces import TraceRate
@@ -249,7 +249,7 @@ def config_names(configs: dict[str, list[PointFigures]]) -> dict[str, tuple[str,
     4"; short "4" when only that one varies); a config alone is named by the settings it sets,
     or by its label when it sets none."""
     settings = {label: dict(group[0].settings()) for label, group in configs.items()}
-    names = list(next(iter(settings.values()), {}))
+    names = list(dict.fromkeys(name for values in settings.values() for name in values))
     varying = [n for n in names if len({repr(s.get(n)) for s in settings.values()}) > 1]
     out = {}
     for label, values in settings.items():
@@ -257,10 +257,25 @@ def config_names(configs: dict[str, list[PointFigures]]) -> dict[str, tuple[str,
         if not shown:
             out[label] = (label, label)
             continue
-        name = ", ".join(f"{n} {setting_value_text(values.get(n))}" for n in shown)
-        short = setting_value_text(values.get(shown[0])) if len(shown) == 1 else name
+        name = ", ".join(f"{n} {_value_text(n, values.get(n))}" for n in shown)
+        short = _value_text(shown[0], values.get(shown[0])) if len(shown) == 1 else name
         out[label] = (name, short)
     return out
+
+
+def _value_text(name: str, value: Any) -> str:
+    """A setting's value in a config's name; extra flags by name only, "(set)" where a value
+    was given: a value can be a local path, and a plan's headline goes into customer reports."""
+    if name != EXTRA_FLAGS or not isinstance(value, str):
+        return setting_value_text(value)
+    shown: list[str] = []
+    for token in value.split():
+        if token.startswith("-"):
+            flag, equals, _ = token.partition("=")
+            shown.append(flag + (" (set)" if equals else ""))
+        elif shown and not shown[-1].endswith(" (set)"):
+            shown[-1] += " (set)"
+    return " ".join(shown)
 
 
 # --- one config ----------------------------------------------------------------------------------
@@ -327,9 +342,9 @@ def _operating_point(c: _Config) -> tuple[PointFigures, Sentence]:
 
 def _rate_with_interval(rate: float, found: noise.RunNoise, draws: int) -> Sentence:
     interval = noise.value_interval(rate, found.throughput_sd, draws, "")
-    value = f"{words.rate_text(rate)} requests/s"
+    value = Sentence(words.CELL_RATE, {"rate": words.rate_text(rate)})
     if interval is None:
-        return Sentence("%(value)s", {"value": value}, translatable=False)
+        return value
     return Sentence(FIGURE_INTERVAL, {
         "value": value, "low": words.rate_text(interval.low),
         "high": words.rate_text(interval.high), "draws": str(interval.repeats)})

@@ -119,13 +119,13 @@ def _check(group: Sequence[PointFigures], slos: Mapping[str, float]) -> Check:
 
 
 def _ranges_text(values: Mapping[str, tuple[float, float]], slos: Mapping[str, float]) -> str:
-    """'p95_ttft_ms 1,480-1,720 ms (limit 2,000 ms)'."""
+    """'p95_ttft_ms 1,480-1,720 ms (<= 2,000 ms)': the figure over the draws, its target."""
     parts = []
     for name, limit in slos.items():
         if name not in values:
-            parts.append(f"{name} not recorded (limit {num(limit)} ms)")
+            parts.append(f"{name} - (<= {num(limit)} ms)")
             continue
         low, high = values[name]
         shown = num(low) if num(low) == num(high) else f"{num(low)}-{num(high)}"
-        parts.append(f"{name} {shown} ms (limit {num(limit)} ms)")
+        parts.append(f"{name} {shown} ms (<= {num(limit)} ms)")
     return ", ".join(parts)

@@ -138,7 +138,7 @@ def test_a_check_that_held_exits_0_and_one_that_missed_exits_4(tmp_path, capsys)
     args = ["capacity", str(results(tmp_path)), "--rate", "40", "--slo", "ttft:p95:2000",
             "--verified"]
     assert main([*args, str(_check_file(tmp_path, 1400.0))]) == 0
-    assert ("the targets held in 2 of 2 draw(s): p95_ttft_ms 1,400 ms (limit 2,000 ms)"
+    assert ("the targets held in 2 of 2 draw(s): p95_ttft_ms 1,400 ms (<= 2,000 ms)"
             in capsys.readouterr().out)
     (tmp_path / "check.jsonl").unlink()
     assert main([*args, str(_check_file(tmp_path, 2600.0))]) == EXIT_CHECK_MISSED

@@ -40,8 +40,9 @@ def level(seqs: int, rate: float, p95_ttft_ms: float, *, repeat: int = 0,
           **fields: Any) -> PointFigures:
     """One rate level of 100 requests: 256 output tokens each, so rate x 256 tok/s."""
     fields.setdefault("workload", CASE_STUDY_SPEC)
+    fields.setdefault("config_label", f"seqs={seqs}")
     return PointFigures(
-        key=f"seqs={seqs}|rate {rate}/s x 100|r{repeat}", config_label=f"seqs={seqs}",
+        key=f"{fields['config_label']}|rate {rate}/s x 100|r{repeat}",
         max_num_seqs=seqs, offered_concurrency=100.0, load_label=f"rate {rate}/s x 100",
         offered_rate=rate, request_throughput=rate * 0.95,
         output_throughput=throughput if throughput is not None else rate * 256,
@@ -306,3 +307,12 @@ def test_a_plan_reads_back_from_its_json_unchanged():
     found = plan(slos=P95_TTFT_2S, price=PRICE)
     adapter = TypeAdapter(CapacityPlan)
     assert adapter.validate_json(adapter.dump_json(found)) == found
+
+
+def test_configs_that_differ_in_extra_flags_are_named_by_the_flags_never_their_values():
+    flags = (("extra engine flags", "--chat-template /srv/private.jinja --enforce-eager"),)
+    points = [level(64, 4.0, 200.0), level(64, 4.0, 200.0, other_settings=flags,
+                                                config_label="seqs=64,flags")]
+    names = [c.name for c in plan(points, slos=P95_TTFT_2S).configs]
+    assert names == ["extra engine flags the engine default",
+                     "extra engine flags --chat-template (set) --enforce-eager"]

@@ -136,7 +136,7 @@ def test_the_checks_points_stand_beside_the_promise(owner_client, run, broker):
         store_point(row.check_run, result.model_copy(update={
             "load": load, "key": point_key(EngineConfig(max_num_seqs=512), load, repeat)}))
     page = owner_client.get(f"/capacity/{row.code}/").content.decode()
-    assert ("the targets held in only 1 of 2 draw(s): median_e2el_ms 4,200-5,600 ms (limit "
+    assert ("the targets held in only 1 of 2 draw(s): median_e2el_ms 4,200-5,600 ms (&lt;= "
             "5,000 ms)") in page
 
 
