@@ -153,3 +153,16 @@ def test_a_check_draw_that_failed_requests_is_a_miss():
     (found,) = check_points([from_point_result(point)], {"p95_ttft_ms": 2000.0})
     assert not found.held and found.invalid_draws == 1
     assert "failed or came back short" in str(found.sentence)
+
+
+def test_a_trace_demand_on_results_of_another_workload_gets_the_guards_words(tmp_path, capsys):
+    (tmp_path / "customer.csv").write_text(
+        "timestamp_s,input_tokens,output_tokens\n" + "".join(
+            f"{t / 4:.2f},64,256\n" for t in range(480)))  # 4 requests/s for two minutes
+    assert main(["capacity", str(results(tmp_path)), "--trace", "customer.csv",
+                 "--data-dir", str(tmp_path), "--trace-at", "p95", "--slo",
+                 "ttft:p95:2000"]) == EXIT_NOT_MET
+    out = capsys.readouterr().out
+    assert "Demand: the trace customer.csv at its p95 60.0 s window, 4.00 requests/s" in out
+    assert ("No plan across different specs: the demand trace customer.csv, this config "
+            "measured 63-66 in / 256 out.") in out
