@@ -25,14 +25,8 @@ from pathlib import Path
 import yaml
 from pydantic import TypeAdapter
 
-from analysis.capacity_plan import (
-    CapacityPlan,
-    ConfigPlan,
-    Demand,
-    PlanInputs,
-    plan_capacity,
-    trace_demand,
-)
+from analysis.capacity_plan import plan_capacity
+from analysis.capacity_types import CapacityPlan, ConfigPlan, Demand, PlanInputs, trace_demand
 from analysis.capacity_verify import check_points, verify_plan
 from analysis.convert import from_point_result
 from analysis.cost import GpuHourPrice

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 from analysis import capacity_words as words
 from analysis import repeats, selection
-from analysis.capacity_plan import ConfigPlan, level_rate
+from analysis.capacity_plan import level_rate
+from analysis.capacity_types import ConfigPlan
 from analysis.errors import AnalysisError
 from analysis.sentences import Sentence, num
 from analysis.types import PointFigures

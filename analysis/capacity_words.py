@@ -9,7 +9,10 @@ test_translations.py). The builders take numbers and names, never points.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
+from analysis import cost
+from analysis.capacity_types import ConfigPlan, DemandKind
 from analysis.sentences import Sentence, num, percent, with_unit
 
 # --- the demand -------------------------------------------------------------------------------
@@ -181,3 +184,40 @@ def joined(parts: Sequence[Sentence]) -> Sentence:
     names = [f"p{index}" for index in range(len(parts))]
     template = "; ".join(f"%({name})s" for name in names) + "."
     return Sentence(template, dict(zip(names, parts, strict=True)), translatable=False)
+
+
+# --- a plan's table ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class Cells:
+    """One config's row of a plan's table: each cell a Sentence, None where the plan has no
+    such figure (a batch job's hours on traffic, a cost without a price)."""
+
+    capacity: Sentence
+    gpus: Sentence
+    hours: Sentence | None
+    cost: Sentence | None
+
+
+def cells(config: ConfigPlan, price: cost.GpuHourPrice | None, kind: DemandKind) -> Cells:
+    none = Sentence(CELL_NO_PLAN, {})
+    if not config.sized or config.capacity is None:
+        return Cells(capacity=none, gpus=none, hours=None, cost=None)
+    rate = Sentence(CELL_RATE, {"rate": rate_text(config.capacity.rate)})
+    if config.capacity_low is not None and config.capacity_high is not None:
+        rate = Sentence(CELL_RANGE, {"value": rate,
+                                           "low": rate_text(config.capacity_low),
+                                           "high": rate_text(config.capacity_high)})
+    gpus: Sentence = Sentence("%(gpus)s", {"gpus": str(config.gpus)}, translatable=False)
+    if config.gpus_low is not None and config.gpus_low != config.gpus_high:
+        gpus = Sentence(CELL_RANGE, {"value": str(config.gpus),
+                                           "low": str(config.gpus_low),
+                                           "high": str(config.gpus_high)})
+    hours = (Sentence(CELL_HOURS, {"hours": num(config.hours)})
+             if config.hours is not None else None)
+    money = None
+    if config.cost is not None and price is not None:
+        text = f"{cost.figure(float(config.cost))} {price.currency}"
+        money = Sentence(CELL_JOB if kind == "batch" else CELL_MONTH, {"cost": text})
+    return Cells(capacity=rate, gpus=gpus, hours=hours, cost=money)

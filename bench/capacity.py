@@ -41,7 +41,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from analysis import noise  # noqa: E402
-from analysis.capacity_plan import ConfigPlan, Demand, PlanInputs, plan_capacity  # noqa: E402
+from analysis.capacity_plan import plan_capacity  # noqa: E402
+from analysis.capacity_types import ConfigPlan, Demand, PlanInputs  # noqa: E402
 from analysis.capacity_verify import Check, check_points, verify_plan  # noqa: E402
 from analysis.convert import from_point_result  # noqa: E402
 from analysis.types import PointFigures  # noqa: E402

@@ -14,7 +14,7 @@ from typing import Any
 import pydantic
 from django.db import transaction
 
-from analysis.capacity_plan import ConfigPlan, PlanInputs
+from analysis.capacity_types import ConfigPlan, PlanInputs
 from analysis.capacity_verify import verify_plan
 from analysis.errors import AnalysisError
 from benchmarks import estimates, launch_rules, plans

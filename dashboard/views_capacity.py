@@ -59,12 +59,12 @@ def _make(request: AuthenticatedHttpRequest, form: PlanCapacityForm, benchmark: 
     except AnalysisError as exc:
         form.add_error(None, f"Cannot plan: {exc}.")
         return None
-    name = form.cleaned_data.get("name") or f"{benchmark.name}: " + demand_label(
-        row_fields(plan, points)["inputs"])
+    fields = row_fields(plan, points)
+    name = form.cleaned_data.get("name") or f"{benchmark.name}: {demand_label(fields['inputs'])}"
     return CapacityPlan.objects.create(
         name=name[:200], benchmark=benchmark, scope=scope, comparison=comparison,
         plan_key=benchmark.plan_key if scope == CapacityPlan.Scope.PLAN else "",
-        derived_from=derived_from, created_by=request.user, **row_fields(plan, points))
+        derived_from=derived_from, created_by=request.user, **fields)
 
 
 def _form_page(request: HttpRequest, form: PlanCapacityForm, *, benchmark: Benchmark,

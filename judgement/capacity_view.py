@@ -19,18 +19,17 @@ from pydantic import TypeAdapter
 
 from analysis import AnalysisError
 from analysis import capacity_words as words
-from analysis.capacity_plan import (
+from analysis.capacity_plan import plan_capacity
+from analysis.capacity_types import (
     CapacityPlan,
-    Cells,
     ConfigPlan,
     Demand,
     DemandKind,
     PlanInputs,
-    cells,
-    plan_capacity,
     trace_demand,
 )
 from analysis.capacity_verify import Check, check_points
+from analysis.capacity_words import Cells, cells
 from analysis.sentences import Sentence
 from benchmarks.models import Benchmark, Comparison, Node, Point
 from benchmarks.models import CapacityPlan as PlanRow

@@ -12,7 +12,8 @@ import yaml
 from pydantic import TypeAdapter
 
 from analysis.capacity_cli import EXIT_BAD_INPUT, EXIT_CHECK_MISSED, EXIT_NOT_MET, main
-from analysis.capacity_plan import CapacityPlan, Demand, PlanInputs, plan_capacity
+from analysis.capacity_plan import plan_capacity
+from analysis.capacity_types import CapacityPlan, Demand, PlanInputs
 from analysis.capacity_verify import check_points, verify_plan
 from analysis.convert import from_point_result
 from runner.results import append_point

@@ -13,13 +13,8 @@ import pytest
 from pydantic import TypeAdapter
 
 from analysis import capacity_words as words
-from analysis.capacity_plan import (
-    CapacityPlan,
-    Demand,
-    PlanInputs,
-    plan_capacity,
-    trace_demand,
-)
+from analysis.capacity_plan import plan_capacity
+from analysis.capacity_types import CapacityPlan, Demand, PlanInputs, trace_demand
 from analysis.convert import workload_shape
 from analysis.cost import GpuHourPrice
 from analysis.errors import AnalysisError

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from analysis.capacity_plan import Demand, PlanInputs
+from analysis.capacity_types import Demand, PlanInputs
 from benchmarks.models import Benchmark, CapacityPlan, Point
 from benchmarks.points import store_point
 from judgement.capacity_view import answer, row_fields, source_points
