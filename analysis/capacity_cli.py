@@ -25,7 +25,7 @@ from pathlib import Path
 import yaml
 from pydantic import TypeAdapter
 
-from analysis.capacity_plan import plan_capacity
+from analysis.capacity_plan import plan_capacity, runs_together
 from analysis.capacity_types import CapacityPlan, ConfigPlan, Demand, PlanInputs, trace_demand
 from analysis.capacity_verify import check_points, verify_plan
 from analysis.convert import from_point_result
@@ -113,9 +113,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def figures_of(paths: Sequence[Path]) -> list[PointFigures]:
-    points = []
-    for path in paths:
-        points += [from_point_result(p) for p in load_result_file(path)]
+    """Every point of the files, each file a run of its own (runs_together)."""
+    runs = [(path.name, [from_point_result(p) for p in load_result_file(path)])
+            for path in paths]
+    points = runs_together(runs)
     if not points:
         raise CliError("the results hold no points")
     return points

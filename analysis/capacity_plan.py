@@ -404,6 +404,16 @@ def _batch(c: _Config, capacity: Level, replicas: int, efficiency: float | None,
     return out
 
 
+def runs_together(runs: Sequence[tuple[str, Sequence[PointFigures]]]) -> list[PointFigures]:
+    """The points of several runs (result files, the runs of one plan) as one plan reads them:
+    a point's key is its run's own ("seqs=4|burst 64|r0" in each), so with more than one run
+    each key is prefixed with its run's name; the repeats of a setting across runs stay its
+    draws."""
+    if len(runs) == 1:
+        return list(runs[0][1])
+    return [replace(p, key=f"{name}: {p.key}") for name, points in runs for p in points]
+
+
 # --- the plan ------------------------------------------------------------------------------------
 
 

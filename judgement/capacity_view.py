@@ -19,7 +19,7 @@ from pydantic import TypeAdapter
 
 from analysis import AnalysisError
 from analysis import capacity_words as words
-from analysis.capacity_plan import plan_capacity
+from analysis.capacity_plan import plan_capacity, runs_together
 from analysis.capacity_types import (
     CapacityPlan,
     ConfigPlan,
@@ -128,7 +128,12 @@ def source_points(benchmark: Benchmark, scope: str,
 
 
 def answer(points: list[Point], inputs: PlanInputs) -> CapacityPlan:
-    figs = list(figures_by_key(points)[0].values())
+    """The rule's answer over the points, each run's points read as one run (runs_together)."""
+    runs: dict[int, list[Point]] = {}
+    for point in points:
+        runs.setdefault(point.benchmark_id, []).append(point)
+    figs = runs_together([(f"run {pk}", list(figures_by_key(group)[0].values()))
+                          for pk, group in runs.items()])
     return plan_capacity(figs, inputs, today=timezone.localdate())
 
 

@@ -167,3 +167,12 @@ def test_a_trace_demand_on_results_of_another_workload_gets_the_guards_words(tmp
     assert "Demand: the trace customer.csv at its p95 60.0 s window, 4.00 requests/s" in out
     assert ("No plan across different specs: the demand trace customer.csv, this config "
             "measured 63-66 in / 256 out.") in out
+
+
+def test_two_result_files_are_two_runs_whose_levels_are_each_others_draws(tmp_path, capsys):
+    first, second = results(tmp_path, name="a.jsonl"), results(tmp_path, name="b.jsonl")
+    assert main(["capacity", str(first), str(second), "--rate", "40",
+                 "--slo", "ttft:p95:2000", "--json"]) == 0
+    configs = json.loads(capsys.readouterr().out)["plan"]["configs"]
+    assert [c["capacity"]["draws"] for c in configs] == [2, 2]
+    assert configs[0]["capacity"]["key"].startswith(("a.jsonl: ", "b.jsonl: "))

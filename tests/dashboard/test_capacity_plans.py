@@ -148,3 +148,14 @@ def test_an_imported_run_is_checked_from_the_command_line(owner_client, run):
     owner_client.post(f"/capacity/{row.code}/check/", {"config": "seqs=512", "repeats": "2"})
     row.refresh_from_db()
     assert row.check_run is None
+
+
+def test_a_plan_over_every_run_of_the_plan_reads_each_succeeded_run(owner_client, run):
+    again = sweep(node=run.node, checkpoint=run.checkpoint)
+    assert again.plan_key == run.plan_key  # the same plan run twice
+    page = owner_client.get(f"/runs/{run.code}/").content.decode()
+    assert "every run of this run&#x27;s plan (2)" in page
+    row = make_plan(owner_client, run, scope="plan")
+    assert (row.scope, row.plan_key, len(row.point_ids)) == ("plan", run.plan_key, 12)
+    # Each level now has two draws, one per run: the lowest of them is the capacity.
+    assert [c.capacity.draws for c in stored_plan(row).configs] == [2, 2]
