@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/capacity.py
     .venv/bin/python bench/capacity.py --configs 1 2 4 --check-repeats 3
+    .venv/bin/python bench/capacity.py --quick     # one engine, a three-level ladder
 
 For each engine config (max_num_seqs 1, 2 and 4 by default) on a vLLM CPU engine serving the
 tiny model, started once and measured through the runner's own run_plan:
@@ -21,7 +22,12 @@ median TPOT at most 1.5x, and a p95 E2EL at most 2x. An absolute target would si
 config's ladder and beyond another's, and the bench is about the plan's promise, not about
 which config is faster. It prints, per config and target, the capacity with its interval, the
 level that missed, and how many draws held at 1x and at 1.3x; then the host's noise (the
-ladder's repeats, analysis.noise) and the cores other processes took during the points.
+ladder's repeats, analysis.noise) and its load average at each engine start. The engines are
+attached to once started, so the cores other processes took cannot be told from the engine's
+own (runner.measure.host_cpu needs the engine's processes).
+
+--quick: max_num_seqs 4, the ladder's top three levels with one draw each, one draw per check:
+the same steps in about two minutes; tests/bench/test_quick_modes.py runs it.
 """
 
 from __future__ import annotations
@@ -123,7 +129,8 @@ def one_config(args: argparse.Namespace, seqs: int, workdir: Path,
                                     [LoadSpec(shape="burst", num_requests=BURST)], 1),
                         workdir / f"burst{seqs}")[0]
         most = burst.metrics.request_throughput
-        ladder = attach_plan(url, args.model, config, [rate_load(most * x) for x in LADDER],
+        shares = LADDER[-3:] if args.quick else LADDER
+        ladder = attach_plan(url, args.model, config, [rate_load(most * x) for x in shares],
                              args.ladder_repeats)
         points = measure(ladder, workdir / f"ladder{seqs}")
         figs = [from_point_result(p) for p in points]
@@ -147,7 +154,7 @@ def _plans(args: argparse.Namespace, config: EngineConfig, ladder: SweepPlan,
                               today=date.today())
         capacity = probe.configs[0].capacity
         if capacity is None:
-            outcomes.append(Outcome(config.label(), f"{name} <= {slos[name]}",
+            outcomes.append(Outcome(config.label(), f"{name} <= {slos[name]:g} ms",
                                     probe.configs[0], None, None))
             continue
         plan = plan_capacity(figs, PlanInputs(demand=Demand(kind="rate", rate=capacity.rate),
@@ -192,11 +199,18 @@ def print_outcomes(outcomes: list[Outcome]) -> None:
           f"1.3x missed in every draw for {broke} of {len(planned)}")
 
 
-def print_noise(figs: list[PointFigures], taken: list[float]) -> None:
+def print_noise(figs: list[PointFigures], taken: list[float], loads: list[float]) -> None:
     found = noise.run_noise(figs)
     band = noise.band_pct(found.throughput_sd)
-    spread = "not measured" if band is None else f"+/-{band:.1f}% (95%, {found.draws} draws)"
-    print(f"host noise: one draw of a ladder level is good to {spread}")
+    if band is None:
+        print("host noise: not measured (no level was drawn twice)")
+    else:
+        print(f"host noise: one draw of a ladder level is good to +/-{band:.1f}% (95%, "
+              f"{found.draws} draws)")
+    print(f"load average (1 min) at each engine start and at the end: "
+          f"{', '.join(f'{x:.1f}' for x in loads)}")
+    # The bench attaches to the engines it starts, so the runner cannot tell their CPU time
+    # from others' (runner.measure.host_cpu): the cores others took are known only when it can.
     if taken:
         print(f"other processes took {statistics.mean(taken):.2f} cores on average during the "
               f"points (at most {max(taken):.2f}); {sum(t > 0.25 for t in taken)} of "
@@ -209,20 +223,26 @@ def main(argv: list[str] | None = None) -> int:
                         metavar="MAX_NUM_SEQS")
     parser.add_argument("--ladder-repeats", type=int, default=2)
     parser.add_argument("--check-repeats", type=int, default=3)
+    parser.add_argument("--quick", action="store_true")
     parser.add_argument("--model", default=os.environ.get(
         "HEADROOM_TINY_MODEL", str(ROOT / "var" / "tiny-model")))
     args = parser.parse_args(argv)
+    if args.quick:
+        args.configs, args.ladder_repeats, args.check_repeats = [4], 1, 1
     print(f"bench/capacity.py on {platform.node()}, {os.cpu_count()} CPUs, {utc_now()}",
           flush=True)
     started = time.monotonic()
     outcomes: list[Outcome] = []
     ladders: list[PointFigures] = []
     taken: list[float] = []
+    loads: list[float] = []
     with tempfile.TemporaryDirectory(prefix="headroom-capacity-") as tmp:
         for seqs in args.configs:
+            loads.append(os.getloadavg()[0])
             outcomes += one_config(args, seqs, Path(tmp), ladders, taken)
+    loads.append(os.getloadavg()[0])
     print_outcomes(outcomes)
-    print_noise(ladders, taken)
+    print_noise(ladders, taken, loads)
     print(f"\n{time.monotonic() - started:.0f} s in all")
     return 0
 
