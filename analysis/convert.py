@@ -114,6 +114,8 @@ def from_point_result(p: PointResult) -> PointFigures:
         load_label=p.load.label(),
         offered_concurrency=p.load.offered_concurrency(),
         output_throughput=m.output_throughput,
+        request_throughput=m.request_throughput,
+        offered_rate=p.load.rate if p.load.shape == "rate" else None,
         max_num_seqs=p.engine_config.max_num_seqs,
         max_num_batched_tokens=p.engine_config.max_num_batched_tokens,
         **limits,

@@ -43,6 +43,9 @@ class Setting(NamedTuple):
     """What repeats of one measurement share: an engine config under one load level, on one
     number of replicas, with one input/output spec.
 
+    The load is its label as well as its offered concurrency: two rate loads of 100 requests
+    at 2 and at 4 requests/s offer the same concurrency but are two levels, not two repeats.
+
     The replica count and the spec belong here because a node run or another spec is another
     measurement, not a repeat: grouping an 8-replica run with a single-GPU point of the same
     config and load would show their difference as a "spread" and call the single GPU's figure
@@ -53,11 +56,13 @@ class Setting(NamedTuple):
     offered_concurrency: float
     replicas: int
     workload: WorkloadShape | None
+    load_label: str = ""
 
 
 def setting_of(point: PointFigures) -> Setting:
     """The setting a point repeats; its repeats are the points with the same one."""
-    return Setting(point.config_label, point.offered_concurrency, point.replicas, point.workload)
+    return Setting(point.config_label, point.offered_concurrency, point.replicas, point.workload,
+                   point.load_label)
 
 
 def group_by_setting(points: Sequence[PointFigures]) -> dict[Setting, list[PointFigures]]:

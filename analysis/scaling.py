@@ -78,6 +78,19 @@ def scaling(
     )
 
 
+def node_efficiency(node: PointFigures, reference: PointFigures) -> float:
+    """A node point's efficiency against a single-replica reference of the same workload and
+    GPUs per replica: node throughput / (replicas x reference throughput), with the checks
+    scaling() makes of both (AnalysisError names the first that fails)."""
+    check_node_point(node)
+    if node.replicas < 2:
+        raise AnalysisError(f"point {node.key} ran one replica: it is not a node run")
+    if node.workload is None:
+        raise AnalysisError(f"node point {node.key} has no workload spec")
+    _check_reference(reference, node.workload, node.gpu_count // node.replicas)
+    return node.output_throughput / (node.replicas * reference.output_throughput)
+
+
 def _checks_text(point: PointFigures) -> str:
     """The failed checks' sentences as one clause (the page ends the sentence)."""
     return " ".join(point.failed_checks).rstrip(".")

@@ -75,6 +75,9 @@ LATENCY_LABELS: dict[str, str] = {
     "median_tpot_ms": "Median TPOT (ms, vllm bench serve)",
     "p95_tpot_ms": "p95 TPOT (ms, vllm bench serve)",
     "p99_tpot_ms": "p99 TPOT (ms, vllm bench serve)",
+    "median_itl_ms": "Median ITL (ms, vllm bench serve)",
+    "p95_itl_ms": "p95 ITL (ms, vllm bench serve)",
+    "p99_itl_ms": "p99 ITL (ms, vllm bench serve)",
     "median_e2el_ms": "Median request latency (ms, vllm bench serve E2EL)",
     "p95_e2el_ms": "p95 request latency (ms, vllm bench serve E2EL)",
     "p99_e2el_ms": "p99 request latency (ms, vllm bench serve E2EL)",
@@ -123,6 +126,11 @@ class PointFigures:
     output_throughput: float
     # As the load names itself (runner.schema.plan.LoadSpec.label), for sentences: "burst 64".
     load_label: str = ""
+    # Completed requests over the window (vLLM's request_throughput); None: not recorded.
+    request_throughput: float | None = None
+    # A rate load's requests/s as scheduled (LoadSpec.rate); None for a burst, a closed loop
+    # or a trace replay, whose arrival rate the load does not name.
+    offered_rate: float | None = None
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
     # The two limits as the engine ran: the config's (the default here), else vLLM's own
@@ -160,6 +168,9 @@ class PointFigures:
     median_tpot_ms: float | None = None
     p95_tpot_ms: float | None = None
     p99_tpot_ms: float | None = None
+    median_itl_ms: float | None = None
+    p95_itl_ms: float | None = None
+    p99_itl_ms: float | None = None
     median_e2el_ms: float | None = None
     p95_e2el_ms: float | None = None
     p99_e2el_ms: float | None = None
@@ -214,7 +225,8 @@ class PointFigures:
         if self.gpu_count < 1 or self.replicas < 1:
             raise AnalysisError(f"{owner}: gpu_count and replicas must be >= 1")
         for name in (*LATENCY_FIELDS, *QUEUE_FIELDS, "mean_tokens_per_step", "queue_gap_fraction",
-                     "prefix_cache_hit_rate", "at_cap_share", "taken_cores"):
+                     "prefix_cache_hit_rate", "at_cap_share", "taken_cores",
+                     "request_throughput", "offered_rate"):
             _check_finite(owner, name, getattr(self, name))
 
     @property

@@ -11,7 +11,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
 
-from benchmarks.models import Benchmark, Checkpoint, Comparison, ResultImport
+from benchmarks.models import Benchmark, CapacityPlan, Checkpoint, Comparison, ResultImport
 
 # Runs and imports.
 LAUNCH = "benchmarks.launch_benchmark"
@@ -32,6 +32,7 @@ CHANGE_ENDPOINT = "benchmarks.change_endpoint"
 # The judgement pages: reading them needs only a login; storing a choice needs these.
 CHOOSE_OPERATING_POINT = "benchmarks.add_operatingpoint"
 SAVE_COMPARISON = "benchmarks.add_comparison"
+MAKE_CAPACITY_PLAN = "benchmarks.add_capacityplan"
 ADD_REFERENCE = "benchmarks.add_externalreference"
 EDIT_REFERENCE = "benchmarks.change_externalreference"
 
@@ -63,6 +64,13 @@ def get_comparison_for_user(request: HttpRequest, code: UUID) -> Comparison:
     queryset = Comparison.objects.select_related(
         "baseline_point__benchmark__node", "candidate_point__benchmark__node", "created_by"
     )
+    return get_object_or_404(queryset, code=code)
+
+
+def get_capacity_plan_for_user(request: HttpRequest, code: UUID) -> CapacityPlan:
+    """Every logged-in teammate sees every capacity plan, as every run it was made from."""
+    queryset = CapacityPlan.objects.select_related(
+        "benchmark__node", "comparison", "check_run", "derived_from", "created_by")
     return get_object_or_404(queryset, code=code)
 
 

@@ -1,6 +1,13 @@
 from django.urls import path
 
-from dashboard import views, views_catalog, views_imports, views_judgement, views_launch
+from dashboard import (
+    views,
+    views_capacity,
+    views_catalog,
+    views_imports,
+    views_judgement,
+    views_launch,
+)
 
 urlpatterns = [
     path("runs/", views.runs, name="runs"),
@@ -32,6 +39,13 @@ urlpatterns = [
         views_judgement.operating_point,
         name="operating_point",
     ),
+    # Capacity plans (dashboard/views_capacity.py).
+    path("runs/<uuid:code>/capacity/", views_capacity.capacity_new, name="capacity_new"),
+    path("comparisons/<uuid:code>/capacity/", views_capacity.capacity_new_from_comparison,
+         name="capacity_new_from_comparison"),
+    path("capacity/<uuid:code>/", views_capacity.capacity_detail, name="capacity_detail"),
+    path("capacity/<uuid:code>/edit/", views_capacity.capacity_edit, name="capacity_edit"),
+    path("capacity/<uuid:code>/check/", views_capacity.capacity_check, name="capacity_check"),
     path("comparisons/", views_judgement.comparisons, name="comparisons"),
     path("comparisons/new/", views_judgement.comparison_new, name="comparison_new"),
     path(

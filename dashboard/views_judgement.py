@@ -14,6 +14,7 @@ from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_safe
 
 from benchmarks.models import Benchmark, Comparison, ExternalReference, Point
@@ -27,6 +28,7 @@ from dashboard.access import (
     get_benchmark_for_user,
     get_comparison_for_user,
 )
+from dashboard.forms_capacity import PlanCapacityForm, plan_form
 from dashboard.forms_judgement import (
     ComparisonForm,
     ExternalReferenceForm,
@@ -50,7 +52,7 @@ from judgement.lora import adapter_sections
 from judgement.operating_point import frontier as pareto_frontier
 from judgement.operating_point import select, shown_operating_point
 from judgement.queues import queue_charts
-from judgement.rows import load_points, scaling_reference_choices
+from judgement.rows import capacity_plans, load_points, scaling_reference_choices
 from judgement.scaling import node_scaling_refusal, scaling_for
 from judgement.search import search_view
 from judgement.spec_decode import spec_decode_by_key
@@ -176,6 +178,8 @@ def run_detail_context(request: HttpRequest, benchmark: Benchmark) -> dict[str, 
             # Speculative decoding's column only where some point's engine ran it.
             "spec_decode_shown": bool(speculative),
             "scaling": _scaling_sections(request, points),
+            "fleet": {"form": plan_form(benchmark), "plans": capacity_plans(benchmark),
+                         "action": reverse("capacity_new", args=[benchmark.code])},
             # Figures per LoRA adapter, for the points whose workload had a split.
             "lora": adapter_sections(points),
             "references": refs,
@@ -220,8 +224,6 @@ def operating_point(request: HttpRequest, code: UUID) -> HttpResponse:
 
 
 def _run_url(benchmark: Benchmark) -> str:
-    from django.urls import reverse
-
     return reverse("run_detail", args=[benchmark.code])
 
 
@@ -282,7 +284,12 @@ def comparison_detail(request: HttpRequest, code: UUID) -> HttpResponse:
     stability = None if result is None else comparison_stability(
         comparison.baseline_point, comparison.candidate_point, result.ratio)
     ctx = {"comparison": comparison, "result": result, "error": error, "worth": worth,
-           "parity": parity, "stability": stability}
+           "parity": parity, "stability": stability,
+           "capacity": {"form": PlanCapacityForm(node=comparison.candidate_point.benchmark.node,
+                                                 comparison=True),
+                        "plans": list(comparison.capacity_plans.all()[:20]),
+                        "action": reverse("capacity_new_from_comparison",
+                                          args=[comparison.code])}}
     return render(request, "judgement/comparison_detail.html", ctx)
 
 

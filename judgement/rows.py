@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from benchmarks.models import Benchmark, ExternalReference, Point, PointData
+from django.db.models import Q
+
+from benchmarks.models import Benchmark, CapacityPlan, ExternalReference, Point, PointData
 from benchmarks.storage import decode_samples
 from runner.schema.records import EngineSample
 
@@ -49,3 +51,34 @@ def scaling_reference_choices(node_point: Point, limit: int = 200) -> list[Point
         .select_related("benchmark")
         .order_by("-id")[:limit]
     )
+
+
+def plan_runs_points(benchmark: Benchmark) -> list[Point]:
+    """The points of every succeeded run of the benchmark's plan (its plan_key), and its own."""
+    if not benchmark.plan_key:
+        return load_points(benchmark)
+    return list(Point.objects.filter(
+        Q(benchmark=benchmark)
+        | Q(benchmark__plan_key=benchmark.plan_key, benchmark__state=Benchmark.State.SUCCEEDED)
+    ).order_by("benchmark_id", "id"))
+
+
+def plan_runs_count(benchmark: Benchmark) -> int:
+    """How many succeeded runs share the benchmark's plan, itself included if succeeded."""
+    if not benchmark.plan_key:
+        return 1
+    return Benchmark.objects.filter(plan_key=benchmark.plan_key,
+                                    state=Benchmark.State.SUCCEEDED).count()
+
+
+def config_points(pairs: Sequence[tuple[Benchmark, str]]) -> list[Point]:
+    """Each run's points of one engine config (a comparison's two sides), every replica count."""
+    where = Q(pk__in=[])
+    for benchmark, engine_label in pairs:
+        where |= Q(benchmark=benchmark, engine_label=engine_label)
+    return list(Point.objects.filter(where).order_by("benchmark_id", "id"))
+
+
+def capacity_plans(benchmark: Benchmark, limit: int = 20) -> list[CapacityPlan]:
+    """The run's capacity plans, newest first."""
+    return list(benchmark.capacity_plans.select_related("created_by")[:limit])

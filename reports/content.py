@@ -28,6 +28,7 @@ from judgement.scaling import scaling_for
 from judgement.stability import comparison_stability
 from judgement.vocabulary import UNIT_OUTPUT_TPS_PER_GPU, AnalysisError
 from reports import facts
+from reports.fleet_section import fleet
 from reports.models import Item, Report
 from reports.page import Headline, ReferenceRow, ReportContent, Side, TableRow
 from reports.rows import Build, Sweeps, report_points
@@ -107,6 +108,8 @@ def build_report_content(report: Report, generated_at: datetime | None = None,
         curve(content, build)
     if report.shows(Item.QUEUE_EVIDENCE):
         queue(content, build)
+    if report.shows(Item.FLEET):
+        fleet(content, build)
     methodology(content, build)
     acceptance(content, build)
     caveats = list(report.caveats.all())

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import uuid
+
 from django import forms
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from benchmarks.models import Benchmark, Caveat, Comparison, ExternalReference, Point
+from benchmarks.models import (
+    Benchmark,
+    CapacityPlan,
+    Caveat,
+    Comparison,
+    ExternalReference,
+    Point,
+)
 from dashboard.form_fields import declared_field
 from judgement.comparisons import compare_points
 from judgement.vocabulary import AnalysisError
@@ -36,6 +45,13 @@ class PointChoiceField(forms.ModelChoiceField):
                 f"{point.output_throughput:,.0f} tok/s{'' if point.valid else ' (invalid)'}")
 
 
+def _plan_of(plans, code: str | None) -> CapacityPlan | None:
+    try:
+        return plans.filter(code=uuid.UUID(code)).first() if code else None
+    except ValueError:
+        return None
+
+
 class ReportForm(forms.ModelForm):
     items = forms.MultipleChoiceField(
         choices=Item.choices, widget=forms.CheckboxSelectMultiple, initial=DEFAULT_ITEMS
@@ -48,6 +64,10 @@ class ReportForm(forms.ModelForm):
                                      help_text="node scaling: a point run on several replicas")
     scaling_reference = PointChoiceField(queryset=Point.objects.none(), required=False,
                                          help_text="node scaling: the single-replica reference")
+    capacity_plan = forms.ModelChoiceField(
+        queryset=CapacityPlan.objects.none(), required=False, label="Capacity plan",
+        help_text="what it means for the customer's fleet: one of this run's capacity plans",
+    )
     references = forms.ModelMultipleChoiceField(
         queryset=ExternalReference.objects.all(), required=False,
         widget=forms.CheckboxSelectMultiple,
@@ -69,12 +89,20 @@ class ReportForm(forms.ModelForm):
     class Meta:
         model = Report
         fields = ["title", "language", "items", "baseline_point", "candidate_point",
-                  "scaling_point", "scaling_reference", "references", "expires_at"]
+                  "scaling_point", "scaling_reference", "capacity_plan", "references",
+                  "expires_at"]
 
     def __init__(self, *args, benchmark: Benchmark, comparison: Comparison | None = None,
-                 **kwargs) -> None:
+                 plan_code: str | None = None, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.benchmark, self.comparison = benchmark, comparison
+        plans = CapacityPlan.objects.filter(benchmark=benchmark)
+        if comparison is not None:
+            plans = plans | CapacityPlan.objects.filter(comparison=comparison)
+        declared_field(self, "capacity_plan", forms.ModelChoiceField).queryset = plans
+        chosen = _plan_of(plans, plan_code) if not self.is_bound else None
+        if chosen is not None:  # "Include in a customer report" on the plan's page
+            self.initial.update(capacity_plan=chosen.pk, items=[*DEFAULT_ITEMS, Item.FLEET])
         points = Point.objects.filter(benchmark=benchmark).defer("per_replica", "client")
         for name in ("scaling_point", "scaling_reference"):
             declared_field(self, name, forms.ModelChoiceField).queryset = points
@@ -139,6 +167,10 @@ class ReportForm(forms.ModelForm):
             self._clean_scaling(data)
         elif data.get("scaling_point") or data.get("scaling_reference"):
             data["scaling_point"] = data["scaling_reference"] = None
+        if Item.FLEET in items and not data.get("capacity_plan"):
+            self.add_error("capacity_plan", "Choose a capacity plan, or leave the item out.")
+        elif Item.FLEET not in items:
+            data["capacity_plan"] = None
         if Item.REFERENCES in items and not data.get("references"):
             self.add_error("references", "Choose at least one reference, or leave the item out.")
         return data

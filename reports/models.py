@@ -19,7 +19,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from benchmarks.models import Benchmark, ExternalReference, Point
+from benchmarks.models import Benchmark, CapacityPlan, ExternalReference, Point
 
 # 32 random bytes = 256 bits, urlsafe base64 = 43 characters. The issue asks for at least 128.
 TOKEN_BYTES = 32
@@ -68,6 +68,7 @@ class Item(models.TextChoices):
     QUEUE_EVIDENCE = "queue_evidence", "Queue evidence (waiting vs running, KV)"
     NODE_SCALING = "node_scaling", "Node scaling (one common window)"
     REFERENCES = "references", "Dated external references"
+    FLEET = "fleet", "What it means for your fleet (a capacity plan)"
 
 
 ITEM_ORDER = tuple(Item.values)
@@ -128,6 +129,12 @@ class Report(IssuesLinks, models.Model):
         help_text="the single-replica run the node throughput is compared with",
     )
     references = models.ManyToManyField(ExternalReference, blank=True, related_name="reports")
+    # A plan is kept as it was answered (editing one makes a new row), and a published version
+    # keeps the page as it was built: a link already sent never changes its fleet.
+    capacity_plan = models.ForeignKey(
+        CapacityPlan, models.PROTECT, null=True, blank=True, related_name="reports",
+        help_text="what it means for the customer's fleet: a stored capacity plan",
+    )
     items = models.JSONField(validators=[validate_items])
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, models.SET_NULL, null=True, blank=True, related_name="reports"

@@ -107,6 +107,33 @@ class AcceptanceRow:
 
 
 @dataclass
+class FleetRow:
+    """One engine config of a capacity plan: what one replica sustains, the GPUs the demand
+    needs, the hours a batch job takes and what it costs; each sentence beside it."""
+
+    config: str
+    capacity: str
+    gpus: str
+    hours: str | None
+    cost: str | None
+    sentences: list[str]
+
+
+@dataclass
+class Fleet:
+    """What a stored capacity plan means for the customer's fleet, as it was answered."""
+
+    headline: str
+    notes: list[str]
+    rows: list[FleetRow]
+    batch: bool
+    # The plan's check against the engine: what loading the config at its promised rate
+    # measured; empty when it was not checked (or its run had no point yet).
+    check: list[str] = field(default_factory=list)
+    check_held: bool | None = None
+
+
+@dataclass
 class ReportContent:
     title: str
     language: str
@@ -144,6 +171,9 @@ class ReportContent:
     # (judgement.costs.worth_of's sentences, translated); empty in versions published before
     # it existed.
     worth: list[str] = field(default_factory=list)
+    # What a capacity plan means for the customer's fleet; None when the report does not show
+    # one, and in versions published before it existed.
+    fleet: Fleet | None = None
     # Everything the charts draw (json_script): raw numbers and translated axis titles.
     figures: dict[str, Any] = field(default_factory=dict)
     # Ids of the rows the figures came from; kept on the published version, never rendered.

@@ -92,7 +92,8 @@ def _build(request: HttpRequest, form: ReportForm) -> HttpResponse:
 @permission_required(PUBLISH, raise_exception=True)
 def report_new(request: HttpRequest, code: UUID) -> HttpResponse:
     benchmark = get_object_or_404(Benchmark, code=code)
-    form = ReportForm(request.POST or None, benchmark=benchmark)
+    form = ReportForm(request.POST or None, benchmark=benchmark,
+                      plan_code=request.GET.get("capacity_plan"))
     if request.method == "POST" and form.is_valid():
         return _build(request, form)
     ctx = {"form": form, "benchmark": benchmark}
@@ -108,7 +109,8 @@ def report_new_from_comparison(request: HttpRequest, code: UUID) -> HttpResponse
     )
     # The curve is the candidate's sweep: where the tuned setting sits on its own curve.
     benchmark = comparison.candidate_point.benchmark
-    form = ReportForm(request.POST or None, benchmark=benchmark, comparison=comparison)
+    form = ReportForm(request.POST or None, benchmark=benchmark, comparison=comparison,
+                      plan_code=request.GET.get("capacity_plan"))
     if request.method == "POST" and form.is_valid():
         return _build(request, form)
     ctx = {"form": form, "benchmark": benchmark, "comparison": comparison}

@@ -16,7 +16,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.test import Client
 
-ROLES_MIGRATION = "benchmarks.migrations.0024_regression_baseline"
+ROLES_MIGRATION = "benchmarks.migrations.0029_capacity_plans"
 OWNER_PASSWORD = "owner-password"
 
 

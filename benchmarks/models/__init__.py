@@ -3,6 +3,7 @@ is imported here from the module about its topic; everything else is imported fr
 """
 
 from benchmarks.models.audit import AuditEvent
+from benchmarks.models.capacity_records import CapacityPlan
 from benchmarks.models.catalog import Checkpoint, Endpoint, EngineStart, Node, Runtime
 from benchmarks.models.comparisons import Comparison, ExternalReference, OperatingPoint
 from benchmarks.models.result_imports import ResultImport
@@ -11,6 +12,7 @@ from benchmarks.models.runs import Benchmark, Caveat, Point, PointData, Workload
 __all__ = [
     "AuditEvent",
     "Benchmark",
+    "CapacityPlan",
     "Caveat",
     "Checkpoint",
     "Comparison",

@@ -366,3 +366,46 @@ def parse_goodput(pairs: list[str]) -> dict[str, float]:
         except ValueError:
             raise ValueError(f"expected KEY:MS such as ttft:500, got {pair!r}") from None
     return check_goodput(slos)
+
+
+# A latency target as a capacity plan takes it: METRIC:STATISTIC:MS, the goodput metrics (and
+# vLLM's ITL, which --goodput leaves out) at one of the percentiles a point records.
+SLO_METRICS = (*GOODPUT_METRICS, "itl")
+SLO_STATISTICS = ("p50", "p95", "p99")
+
+
+def parse_slos(pairs: list[str]) -> dict[str, float]:
+    """`["ttft:p95:2000", "tpot:p99:50"]` -> {"p95_ttft_ms": 2000.0, "p99_tpot_ms": 50.0}: the
+    point figures' names (p50 is their median_), in milliseconds.
+
+    ValueError names the pair that is not METRIC:STATISTIC:MS, its unknown metric or statistic,
+    a limit that is not a finite number above 0, or a figure limited twice.
+    """
+    slos: dict[str, float] = {}
+    for pair in pairs:
+        parts = [part.strip() for part in pair.split(":")]
+        if len(parts) != 3 or not all(parts):
+            raise ValueError(f"expected METRIC:STATISTIC:MS such as ttft:p95:2000, got {pair!r}")
+        metric, statistic, text = parts
+        if metric not in SLO_METRICS:
+            raise ValueError(f"{pair!r}: unknown metric {metric!r}; use {', '.join(SLO_METRICS)}")
+        if statistic not in SLO_STATISTICS:
+            raise ValueError(
+                f"{pair!r}: unknown statistic {statistic!r}; use {', '.join(SLO_STATISTICS)}")
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value) or value <= 0:
+            raise ValueError(f"{pair!r}: the limit must be a number of ms above 0")
+        name = f"{'median' if statistic == 'p50' else statistic}_{metric}_ms"
+        if name in slos:
+            raise ValueError(f"{pair!r}: {metric} {statistic} is limited twice")
+        slos[name] = value
+    return slos
+
+
+def slo_text(name: str) -> str:
+    """A point figure's name as parse_slos reads it back: p95_ttft_ms -> ttft:p95."""
+    statistic, metric, _unit = name.split("_")
+    return f"{metric}:{'p50' if statistic == 'median' else statistic}"

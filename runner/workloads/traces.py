@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import orjson
 
 from runner.schema.plan import LoadSpec, WorkloadSpec
@@ -370,3 +371,69 @@ def trace_where(source: SourceFile, workload: WorkloadSpec) -> str:
     if workload.trace_span_s is None:
         return f"the trace {source.name}"
     return f"the first {workload.trace_span_s:g} s of the trace {source.name}"
+
+
+# ---------------------------------------------------------------------------------------------
+# A trace's arrival rate over time: the demand a capacity plan sizes for
+# ---------------------------------------------------------------------------------------------
+
+# A trace's rate is counted in windows of this many trace seconds unless a plan says: long
+# enough that one window holds several requests of a production trace, short enough that a
+# minute's peak is not averaged away.
+TRACE_RATE_WINDOW_S = 60.0
+
+
+@dataclass(frozen=True)
+class TraceRate:
+    """A trace's arrivals per second in consecutive windows, and the rate a plan sizes at.
+
+    statistic: "peak" (the busiest window) or "pNN" (that percentile of the windows' rates,
+    linear interpolation as numpy). rate: that statistic, requests/s at replay speed 1.
+    """
+
+    name: str
+    window_s: float
+    windows: int
+    statistic: str
+    rate: float
+    mean_rate: float
+
+
+def window_rates(source: SourceFile, window_s: float) -> list[float]:
+    """Requests per second in each whole window of window_s trace seconds from the first
+    arrival. A part-window at the end is left out (divided by the whole width it would read as
+    a lull, by its own as a spike); a trace shorter than one window is one window."""
+    if not (math.isfinite(window_s) and window_s > 0):
+        raise TraceError(f"a rate window must be a number of seconds above 0, got {window_s!r}")
+    arrivals = [row.arrival_s for row in source.rows if row.arrival_s is not None]
+    if not arrivals:
+        raise TraceError(f"{source.name} has no arrival times: it is not a trace")
+    first = min(arrivals)
+    whole = int((max(arrivals) - first) // window_s)
+    if whole == 0:
+        return [len(arrivals) / window_s]
+    counts = [0] * whole
+    for arrival in arrivals:
+        index = int((arrival - first) // window_s)
+        if index < whole:
+            counts[index] += 1
+    return [count / window_s for count in counts]
+
+
+def trace_rate(source: SourceFile, window_s: float = TRACE_RATE_WINDOW_S,
+               statistic: str = "peak") -> TraceRate:
+    """The trace's rate at its peak window or a percentile of its windows ("p95")."""
+    rates = window_rates(source, window_s)
+    if statistic == "peak":
+        rate = max(rates)
+    else:
+        try:
+            percentile = float(statistic.removeprefix("p"))
+        except ValueError:
+            percentile = math.nan
+        if not statistic.startswith("p") or not 0 < percentile <= 100:
+            raise TraceError(f"size a trace at its peak or a percentile such as p95, got "
+                             f"{statistic!r}")
+        rate = float(np.percentile(rates, percentile))
+    return TraceRate(name=source.name, window_s=window_s, windows=len(rates),
+                     statistic=statistic, rate=rate, mean_rate=sum(rates) / len(rates))

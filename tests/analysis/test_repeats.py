@@ -49,10 +49,10 @@ def test_capacity_by_setting_groups_repeats_and_skips_invalid_ones():
         point("c|r0", 8000, 1, repeat=0, valid=False),
     ]
     out = capacity_by_setting(points)
-    assert out[(CONFIG, 2000, 1, CASE_STUDY_SPEC)].capacity == 45_800
-    assert out[(CONFIG, 2000, 1, CASE_STUDY_SPEC)].repeats == 2
-    assert out[(CONFIG, 500, 1, CASE_STUDY_SPEC)].capacity == 30_000
-    assert (CONFIG, 8000, 1, CASE_STUDY_SPEC) not in out
+    assert out[(CONFIG, 2000, 1, CASE_STUDY_SPEC, "")].capacity == 45_800
+    assert out[(CONFIG, 2000, 1, CASE_STUDY_SPEC, "")].repeats == 2
+    assert out[(CONFIG, 500, 1, CASE_STUDY_SPEC, "")].capacity == 30_000
+    assert (CONFIG, 8000, 1, CASE_STUDY_SPEC, "") not in out
 
 
 def test_lowest_repeats_keeps_one_point_per_setting():
@@ -66,9 +66,15 @@ def test_lowest_repeats_keeps_one_point_per_setting():
 
 
 def test_a_setting_is_config_load_replica_count_and_workload_spec():
-    p = point("a", 2000, 46_000, replicas=8, gpu_count=8)
-    assert setting_of(p) == (CONFIG, 2000, 8, CASE_STUDY_SPEC)
-    assert setting_of(p).replicas == 8
+    p = point("a", 2000, 46_000, replicas=8, gpu_count=8, load_label="burst 2000")
+    assert setting_of(p) == (CONFIG, 2000, 8, CASE_STUDY_SPEC, "burst 2000")
+
+
+def test_two_rates_of_one_request_count_are_two_levels_not_repeats():
+    # A rate load offers its request count as its concurrency: 2/s and 4/s x 100 share 100.
+    slow = point("slow", 100, 512, load_label="rate 2.0/s x 100", offered_rate=2.0)
+    fast = point("fast", 100, 1024, load_label="rate 4.0/s x 100", offered_rate=4.0)
+    assert sorted(p.key for p in lowest_repeats([slow, fast])) == ["fast", "slow"]
 
 
 def test_a_node_run_is_not_a_repeat_of_a_single_replica_point():
@@ -80,8 +86,8 @@ def test_a_node_run_is_not_a_repeat_of_a_single_replica_point():
         point("node|r1", 2000, 329_000, replicas=8, gpu_count=8, repeat=1),
     ]
     out = capacity_by_setting(points)
-    assert out[(CONFIG, 2000, 1, CASE_STUDY_SPEC)].repeats == 1
-    node = out[(CONFIG, 2000, 8, CASE_STUDY_SPEC)]
+    assert out[(CONFIG, 2000, 1, CASE_STUDY_SPEC, "")].repeats == 1
+    node = out[(CONFIG, 2000, 8, CASE_STUDY_SPEC, "")]
     assert (node.capacity, node.repeats, node.spread) == (329_000, 2, 1_000)
     assert sorted(p.key for p in lowest_repeats(points)) == ["node|r1", "single"]
 
@@ -89,6 +95,6 @@ def test_a_node_run_is_not_a_repeat_of_a_single_replica_point():
 def test_a_point_at_another_workload_spec_is_not_a_repeat():
     points = [point("short", 2000, 46_000), point("long", 2000, 9_000, workload=LONG_SPEC)]
     out = capacity_by_setting(points)
-    assert out[(CONFIG, 2000, 1, CASE_STUDY_SPEC)].capacity == 46_000
-    assert out[(CONFIG, 2000, 1, LONG_SPEC)].capacity == 9_000
+    assert out[(CONFIG, 2000, 1, CASE_STUDY_SPEC, "")].capacity == 46_000
+    assert out[(CONFIG, 2000, 1, LONG_SPEC, "")].capacity == 9_000
     assert len(lowest_repeats(points)) == 2

@@ -196,6 +196,19 @@ def test_peer_vllm_quick_mode_compares_both_clients_on_both_workloads(tiny_model
 
 @pytest.mark.engine
 @needs_own_cores
+def test_capacity_quick_mode_plans_and_loads_the_promise_on_one_engine(tiny_model, tmp_path):
+    done = run_bench("capacity.py", "--quick", "--model", str(tiny_model),
+                     timeout_s=ENGINE_BENCH_TIMEOUT_S,
+                     env={"TMPDIR": str(tmp_path), "HF_HUB_OFFLINE": "1"})
+    assert_ran(done)
+    rows = table_rows(done.stdout, "| config | target |")
+    assert [row.split("|")[2].strip().split(" ")[0] for row in rows] == [
+        "median_tpot_ms", "p95_e2el_ms"]
+    assert "host noise:" in done.stdout
+
+
+@pytest.mark.engine
+@needs_own_cores
 def test_scrape_cost_quick_mode_times_both_metrics_pages(tiny_model, tmp_path):
     done = run_bench(
         "scrape_cost.py", "--quick", "--model", str(tiny_model), timeout_s=ENGINE_BENCH_TIMEOUT_S,

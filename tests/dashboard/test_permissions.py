@@ -28,6 +28,7 @@ from kombu.exceptions import OperationalError as BrokerError
 from benchmarks.models import (
     AuditEvent,
     Benchmark,
+    CapacityPlan,
     Checkpoint,
     Comparison,
     ExternalReference,
@@ -36,6 +37,7 @@ from benchmarks.models import (
     Runtime,
 )
 from reports.models import Report
+from tests.judgement.helpers import make_capacity_plan
 from tests.personas import grant_role
 from tests.reports.conftest import make_sweep, point
 from tests.reports.helpers import make_report
@@ -66,9 +68,10 @@ ADD_ENDPOINT = "benchmarks.add_endpoint"
 CHANGE_ENDPOINT = "benchmarks.change_endpoint"
 VIEW_AUDIT = "benchmarks.view_auditevent"
 ACCEPT_BASELINE = "benchmarks.accept_baseline"
+PLAN_CAPACITY = "benchmarks.add_capacityplan"
 
 ENGINEER = frozenset({LAUNCH, IMPORT, CHOOSE, COMPARE, ADD_REFERENCE, EDIT_REFERENCE, PUBLISH,
-                      ACCEPT_BASELINE})
+                      ACCEPT_BASELINE, PLAN_CAPACITY})
 FLEET_MANAGER = ENGINEER | {
     CANCEL_ANY,
     "benchmarks.add_checkpoint", "benchmarks.change_checkpoint",
@@ -101,6 +104,7 @@ class World:
     reference: ExternalReference
     report: Report
     result_import: ResultImport
+    capacity_plan: CapacityPlan
 
 
 @dataclass(frozen=True)
@@ -134,6 +138,10 @@ def report_link(world: World) -> dict[str, Any]:
 
 def comparison(world: World) -> dict[str, Any]:
     return {"code": world.comparison.code}
+
+
+def capacity_plan(world: World) -> dict[str, Any]:
+    return {"code": world.capacity_plan.code}
 
 
 def reference(world: World) -> dict[str, Any]:
@@ -198,6 +206,13 @@ RULES: dict[str, Rule] = {
     "comparisons": Rule(LOGIN, None),
     "comparison_new": Rule(COMPARE, COMPARE),
     "comparison_detail": Rule(LOGIN, None, comparison),
+    "capacity_new": Rule(PLAN_CAPACITY, PLAN_CAPACITY, run),
+    "capacity_new_from_comparison": Rule(PLAN_CAPACITY, PLAN_CAPACITY, comparison),
+    "capacity_detail": Rule(LOGIN, None, capacity_plan),
+    # Saving makes a new plan; the one edited is kept as it was.
+    "capacity_edit": Rule(PLAN_CAPACITY, PLAN_CAPACITY, capacity_plan),
+    # The check is a launch: the plan's config on the run's node.
+    "capacity_check": Rule(None, LAUNCH, capacity_plan),
     "references": Rule(LOGIN, None),
     "reference_new": Rule(ADD_REFERENCE, ADD_REFERENCE),
     "reference_edit": Rule(EDIT_REFERENCE, EDIT_REFERENCE, reference),
@@ -291,6 +306,7 @@ def make_world(owner) -> World:
             workload_spec="63-66 in / 256 out"),
         report=make_report(sweep, owner),
         result_import=ResultImport.objects.create(created_by=owner, file_name="a.jsonl", size=1),
+        capacity_plan=make_capacity_plan(sweep, owner),
     )
 
 

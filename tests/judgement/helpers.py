@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchmarks.models import Benchmark, Point
+from analysis.capacity_types import Demand, PlanInputs
+from benchmarks.models import Benchmark, CapacityPlan, Point
 from benchmarks.points import store_point
+from judgement.capacity_view import answer, row_fields, source_points
 from runner.schema.engine_config import EngineConfig
 from runner.schema.plan import LoadSpec
 from runner.schema.result import point_key
@@ -104,3 +106,13 @@ def adaptive_run() -> Benchmark:
     )
     benchmark.refresh_from_db()
     return benchmark
+
+
+def make_capacity_plan(benchmark: Benchmark, owner: Any = None, *, rate: float = 10.0,
+                       slos: dict[str, float] | None = None) -> CapacityPlan:
+    """A capacity plan of the run's points, stored as the plan form stores one."""
+    points = source_points(benchmark, CapacityPlan.Scope.RUN)
+    inputs = PlanInputs(demand=Demand(kind="rate", rate=rate), slos=slos or {})
+    return CapacityPlan.objects.create(name=f"{rate:g} requests/s", benchmark=benchmark,
+                                       created_by=owner, **row_fields(answer(points, inputs),
+                                                                      points))

@@ -12,7 +12,8 @@ from tests.reports.helpers import make_report
 pytestmark = pytest.mark.django_db(transaction=True)
 
 BEFORE = [("reports", "0003_report_permissions")]
-AFTER = [("reports", "0004_hashed_tokens")]
+# Through to the newest reports schema, which the models this test reads with describe.
+AFTER = [("reports", "0005_report_capacity_plan")]
 SENT = "a-link-sent-before-the-upgrade-0123456789ab"
 SENT_UNPUBLISHED = "a-link-of-a-report-from-before-versions-012"
 

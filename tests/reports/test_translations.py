@@ -14,6 +14,7 @@ from django.utils import translation
 from django.utils.translation import trans_real
 
 from benchmarks.models import ExternalReference
+from tests.judgement.helpers import make_capacity_plan
 from tests.reports.helpers import drafting_lora_sides, make_report
 from tests.rows import make_benchmark
 
@@ -55,8 +56,11 @@ def test_a_korean_report_with_every_item_has_no_untranslated_sentence(sweep, own
     other_spec = ExternalReference.objects.create(
         source="Vendor 1k", url="https://vendor.example/b", value=9000.0,
         recorded_on="2025-03-01", gpu_name="NVIDIA H200", workload_spec="1000 in / 1000 out")
-    report = make_report(sweep, owner, language="ko", references=[same_spec, other_spec])
-    assert Client().get(f"/r/{report.issued_token}/").status_code == 200
+    plan = make_capacity_plan(sweep, owner, rate=40.0, slos={"median_e2el_ms": 4000.0})
+    report = make_report(sweep, owner, language="ko", references=[same_spec, other_spec],
+                         capacity_plan=plan)
+    body = Client().get(f"/r/{report.issued_token}/").content.decode()
+    assert "귀사 설비에 주는 의미" in body and "이 트래픽에" in body
     assert looked_up, "the recorder saw no lookup: the test would pass on anything"
     catalog = _catalog()
     missing = sorted({m for m in looked_up if m not in catalog and (m, 0) not in catalog})
@@ -77,7 +81,8 @@ def test_a_korean_report_of_drafting_lora_engines_has_no_untranslated_sentence(
 
 @pytest.mark.parametrize(("module", "templates"), [
     ("analysis.sentences", "OPERATING_POINT_TEMPLATES"), ("analysis.causes", "STORY_TEMPLATES"),
-    ("analysis.sentences", "NOISE_TEMPLATES")])
+    ("analysis.sentences", "NOISE_TEMPLATES"),
+    ("analysis.capacity_words", "CAPACITY_TEMPLATES")])
 def test_every_template_the_run_page_writes_has_a_korean_translation(module, templates):
     catalog = _catalog()
     written = getattr(importlib.import_module(module), templates)

@@ -1,0 +1,132 @@
+"""A capacity plan checked against the engine: the plan that loads one config at the rate the
+plan promises each replica, and what the points it measured say about the promise.
+
+The check is a run of its own (runner.sweep.run_plan through the dashboard's launch path, or
+`python -m runner sweep` on the plan `python -m analysis capacity --verify-plan` writes): the
+chosen engine config on one replica, an open-loop rate load at each replica's share of the
+demand on Headroom's schedule (runner.client.schedule), or, for a demand sized from a trace,
+the trace itself replayed at the speed that brings its sized rate to that share. The load
+sends as many requests as the level that measured the capacity, so its percentiles rest on as
+many requests as the promise did.
+
+A target held when every draw was valid and met every limit: a draw that failed or came back
+short is a miss, since its latencies leave out the requests that never finished.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from analysis import capacity_words as words
+from analysis import repeats, selection
+from analysis.capacity_plan import level_rate
+from analysis.capacity_types import ConfigPlan
+from analysis.errors import AnalysisError
+from analysis.sentences import Sentence, num
+from analysis.types import PointFigures
+from runner.schema.plan import LoadSpec, StabilitySpec, SweepPlan
+
+
+def verify_plan(source: SweepPlan, config: ConfigPlan, rates: Sequence[float], *,
+                repeats_each: int = 2, trace_rate: float | None = None) -> SweepPlan:
+    """The source run's plan cut to the config's check: its engine config, one replica, a load
+    per rate (requests/s per replica) and `repeats_each` draws of each.
+
+    trace_rate: the sized rate of a trace demand at replay speed 1; given, and the source plan
+    replays that trace, each load replays it at speed rate / trace_rate instead.
+    """
+    if config.capacity is None:
+        raise AnalysisError(f"{config.name} has no plan to check")
+    engine = next((e for e in source.engine_configs if e.label() == config.config_label), None)
+    if engine is None:
+        raise AnalysisError(f"the run's plan has no engine config {config.config_label}")
+    measured = next((load for load in source.loads
+                     if load.label() == config.capacity.load_label), None)
+    count = measured.num_requests if measured is not None else source.loads[0].num_requests
+    loads = [_load(rate, count, measured, source, trace_rate) for rate in rates]
+    return source.model_copy(update={
+        "name": f"{source.name}: check of {config.name}",
+        "engine_configs": [engine], "loads": loads, "repeats": repeats_each, "replicas": 1,
+        "search": None,
+        # Each load is its own promise: no first level to measure again for drift.
+        "stability": StabilitySpec(redraw_disturbed=source.stability.redraw_disturbed,
+                                   control_point=False)})
+
+
+def _load(rate: float, count: int, measured: LoadSpec | None, source: SweepPlan,
+          trace_rate: float | None) -> LoadSpec:
+    if not (math.isfinite(rate) and rate > 0):
+        raise AnalysisError(f"a check loads a rate above 0 requests/s, got {rate!r}")
+    if trace_rate is not None and source.workload.kind == "trace":
+        return LoadSpec(shape="trace", num_requests=count, speed=rate / trace_rate)
+    burstiness = measured.burstiness if measured is not None and measured.shape == "rate" else 1.0
+    return LoadSpec(shape="rate", num_requests=count, rate=rate, burstiness=burstiness)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Check:
+    """One loaded rate: its draws and whether the targets held in each."""
+
+    load_label: str
+    rate: float
+    draws: int
+    held_draws: int
+    invalid_draws: int
+    values: dict[str, tuple[float, float]]  # limit -> (lowest, highest) over the valid draws
+    held: bool
+    sentence: Sentence
+
+
+def check_points(points: Sequence[PointFigures], slos: Mapping[str, float]) -> tuple[Check, ...]:
+    """Each loaded rate of a check run, in rate order, against the plan's limits."""
+    checks = []
+    groups = repeats.group_by_setting([p for p in points if p.replicas == 1])
+    for group in sorted(groups.values(), key=lambda g: level_rate(g[0])):
+        checks.append(_check(group, slos))
+    return tuple(checks)
+
+
+def _check(group: Sequence[PointFigures], slos: Mapping[str, float]) -> Check:
+    first = group[0]
+    rate, load = level_rate(first), first.load_label or first.key
+    valid = [p for p in group if p.valid]
+    values: dict[str, tuple[float, float]] = {}
+    for name in slos:
+        seen = [v for p in valid if (v := getattr(p, selection.latency_field(name))) is not None]
+        if seen:
+            values[name] = (min(seen), max(seen))
+    held = sum(1 for p in valid if all(
+        (v := getattr(p, selection.latency_field(n))) is not None and v <= limit
+        for n, limit in slos.items()))
+    common = {"rate": words.rate_text(rate), "load": load, "draws": str(len(group))}
+    if len(valid) < len(group):
+        sentence = Sentence(words.VERIFY_INVALID, {**common,
+                                                   "invalid": str(len(group) - len(valid))})
+    elif not slos:
+        lowest = min(valid, key=lambda p: p.output_throughput)
+        latency = lowest.median_e2el_ms
+        sentence = Sentence(words.VERIFY_NO_SLO, {
+            **common, "throughput": num(lowest.output_throughput),
+            "latency": num(latency) if latency is not None else "?"})
+    else:
+        template = words.VERIFY_HELD if held == len(group) else words.VERIFY_MISSED
+        sentence = Sentence(template, {**common, "held": str(held),
+                                       "values": _ranges_text(values, slos)})
+    return Check(load_label=load, rate=rate, draws=len(group), held_draws=held,
+                 invalid_draws=len(group) - len(valid), values=values,
+                 held=len(valid) == len(group) and held == len(group), sentence=sentence)
+
+
+def _ranges_text(values: Mapping[str, tuple[float, float]], slos: Mapping[str, float]) -> str:
+    """'p95_ttft_ms 1,480-1,720 ms (<= 2,000 ms)': the figure over the draws, its target."""
+    parts = []
+    for name, limit in slos.items():
+        if name not in values:
+            parts.append(f"{name} - (<= {num(limit)} ms)")
+            continue
+        low, high = values[name]
+        shown = num(low) if num(low) == num(high) else f"{num(low)}-{num(high)}"
+        parts.append(f"{name} {shown} ms (<= {num(limit)} ms)")
+    return ", ".join(parts)

@@ -1,0 +1,251 @@
+"""Does a capacity plan's promise hold on the engine it sized?
+
+    .venv/bin/python bench/capacity.py
+    .venv/bin/python bench/capacity.py --configs 1 2 4 --check-repeats 3
+    .venv/bin/python bench/capacity.py --quick     # one engine, a three-level ladder
+
+For each engine config (max_num_seqs 1, 2 and 4 by default) on a vLLM CPU engine serving the
+tiny model, started once and measured through the runner's own run_plan:
+
+1. a burst finds roughly what one replica completes at most (requests/s);
+2. a rate ladder from about a third of that to a little past it, in steps of 1.25x, each level
+   measured twice, is the run a plan reads;
+3. for each of two targets, the plan (analysis.capacity_plan, as the page and the CLI) sizes a
+   demand equal to one replica's capacity, so its per-replica rate is the capacity itself, and
+   the check plan (analysis.capacity_verify.verify_plan, as the Verify button and
+   --verify-plan) loads that rate and 1.3x it, each with its own draws;
+4. check_points judges each loaded rate against the target: the promise should hold at the
+   planned rate and break at 1.3x (the ladder's next level, 1.25x, already missed).
+
+The two targets are stated against each config's own unloaded latency (its lowest level): a
+median TPOT at most 1.5x, and a p95 E2EL at most 2x. An absolute target would sit inside one
+config's ladder and beyond another's, and the bench is about the plan's promise, not about
+which config is faster. It prints, per config and target, the capacity with its interval, the
+level that missed, and how many draws held at 1x and at 1.3x; then the host's noise (the
+ladder's repeats, analysis.noise) and its load average at each engine start. The engines are
+attached to once started, so the cores other processes took cannot be told from the engine's
+own (runner.measure.host_cpu needs the engine's processes).
+
+--quick: max_num_seqs 4, the ladder's top three levels with one draw each, one draw per check:
+the same steps in about two minutes; tests/bench/test_quick_modes.py runs it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from analysis import noise  # noqa: E402
+from analysis.capacity_plan import plan_capacity  # noqa: E402
+from analysis.capacity_types import ConfigPlan, Demand, PlanInputs  # noqa: E402
+from analysis.capacity_verify import Check, check_points, verify_plan  # noqa: E402
+from analysis.convert import from_point_result  # noqa: E402
+from analysis.types import PointFigures  # noqa: E402
+from runner.engine.process import engines  # noqa: E402
+from runner.engine.provenance import utc_now  # noqa: E402
+from runner.schema.engine_config import Checkpoint, EngineConfig, EngineLaunch  # noqa: E402
+from runner.schema.plan import (  # noqa: E402
+    ClientSpec,
+    LoadSpec,
+    StabilitySpec,
+    SweepPlan,
+    WorkloadSpec,
+)
+from runner.schema.result import PointResult  # noqa: E402
+from runner.sweep import run_plan  # noqa: E402
+
+ENGINE_CPU, CLIENT_CPU = 0, 1
+OUTPUT_TOKENS = 64
+BURST = 32
+# The ladder, as shares of what the burst completed: 1.25x steps, so the level above a capacity
+# is 1.25x it and a check at 1.3x lies beyond a level that already missed.
+LADDER = tuple(1.19 / 1.25 ** k for k in range(6, -1, -1))
+OVERLOAD = 1.3
+# Each level sends about this many seconds of its rate, at least MIN_REQUESTS requests.
+POINT_S = 6.0
+MIN_REQUESTS = 16
+# The two targets, against the config's lowest level: (figure, multiple).
+TARGETS = (("median_tpot_ms", 1.5), ("p95_e2el_ms", 2.0))
+
+
+@dataclass
+class Outcome:
+    config: str
+    target: str
+    plan: ConfigPlan
+    at_plan: Check | None
+    at_overload: Check | None
+
+
+def attach_plan(url: str, model: str, config: EngineConfig, loads: list[LoadSpec],
+                repeats: int) -> SweepPlan:
+    return SweepPlan(
+        name="capacity bench", checkpoint=Checkpoint(model=model, served_model_name="tiny"),
+        launch=EngineLaunch(style="attach", base_url=url), engine_configs=[config],
+        loads=loads, repeats=repeats,
+        workload=WorkloadSpec(kind="random", input_tokens_min=16, input_tokens_max=20,
+                              output_tokens=OUTPUT_TOKENS),
+        client=ClientSpec(request_timeout_s=300, stall_timeout_s=120, cpus=[CLIENT_CPU]),
+        sample_interval_s=0.1, warmup_requests=4,
+        stability=StabilitySpec(redraw_disturbed=1, control_point=False))
+
+
+def rate_load(rate: float) -> LoadSpec:
+    return LoadSpec(shape="rate", rate=round(rate, 3),
+                    num_requests=max(MIN_REQUESTS, round(rate * POINT_S)))
+
+
+def measure(plan: SweepPlan, workdir: Path) -> list[PointResult]:
+    points = list(run_plan(plan, workdir))
+    for p in points:
+        m = p.metrics
+        print(f"  {p.key}: {m.request_throughput:.2f} req/s, median TPOT "
+              f"{m.median_tpot_ms or 0:.1f} ms, p95 E2EL {m.p95_e2el_ms or 0:.0f} ms"
+              f"{'' if m.valid else ' (invalid)'}", flush=True)
+    return points
+
+
+def one_config(args: argparse.Namespace, seqs: int, workdir: Path,
+               ladders: list[PointFigures], taken: list[float]) -> list[Outcome]:
+    config = EngineConfig(max_num_seqs=seqs, max_model_len=1024)
+    launch = EngineLaunch(style="cpu", startup_timeout_s=400,
+                          env={"VLLM_CPU_OMP_THREADS_BIND": str(ENGINE_CPU)})
+    checkpoint = Checkpoint(model=args.model, served_model_name="tiny")
+    print(f"max_num_seqs {seqs}: starting the engine", flush=True)
+    with engines(launch, checkpoint, config, replicas=1, log_dir=workdir / f"logs{seqs}") as up:
+        url = up[0].base_url
+        burst = measure(attach_plan(url, args.model, config,
+                                    [LoadSpec(shape="burst", num_requests=BURST)], 1),
+                        workdir / f"burst{seqs}")[0]
+        most = burst.metrics.request_throughput
+        shares = LADDER[-3:] if args.quick else LADDER
+        ladder = attach_plan(url, args.model, config, [rate_load(most * x) for x in shares],
+                             args.ladder_repeats)
+        points = measure(ladder, workdir / f"ladder{seqs}")
+        figs = [from_point_result(p) for p in points]
+        ladders.extend(figs)
+        outcomes = _plans(args, config, ladder, figs, url, workdir, taken)
+    taken += [p.host.taken_cores for p in points
+                  if p.host is not None and p.host.taken_cores is not None]
+    return outcomes
+
+
+def _plans(args: argparse.Namespace, config: EngineConfig, ladder: SweepPlan,
+           figs: list[PointFigures], url: str, workdir: Path,
+           taken: list[float]) -> list[Outcome]:
+    lowest = min(figs, key=lambda f: f.offered_rate or 0)
+    checked: dict[float, list[PointFigures]] = {}
+    outcomes = []
+    for name, multiple in TARGETS:
+        unloaded = getattr(lowest, name)
+        slos = {name: round(unloaded * multiple, 1)}
+        probe = plan_capacity(figs, PlanInputs(demand=Demand(kind="rate", rate=1.0), slos=slos),
+                              today=date.today())
+        capacity = probe.configs[0].capacity
+        if capacity is None:
+            outcomes.append(Outcome(config.label(), f"{name} <= {slos[name]:g} ms",
+                                    probe.configs[0], None, None))
+            continue
+        plan = plan_capacity(figs, PlanInputs(demand=Demand(kind="rate", rate=capacity.rate),
+                                              slos=slos),
+                             today=date.today()).configs[0]
+        rate = plan.share or capacity.rate
+        if rate not in checked:
+            check = verify_plan(ladder, plan, [rate, rate * OVERLOAD],
+                                repeats_each=args.check_repeats)
+            points = measure(check, workdir / f"check{config.max_num_seqs}-{len(checked)}")
+            taken += [p.host.taken_cores for p in points
+                  if p.host is not None and p.host.taken_cores is not None]
+            checked[rate] = [from_point_result(p) for p in points]
+        found = check_points(checked[rate], slos)
+        outcomes.append(Outcome(config.label(), f"{name} <= {slos[name]:g} ms", plan,
+                                found[0], found[1] if len(found) > 1 else None))
+    return outcomes
+
+
+def _held(check: Check | None) -> str:
+    return "-" if check is None else f"{check.held_draws} of {check.draws}"
+
+
+def print_outcomes(outcomes: list[Outcome]) -> None:
+    print("\n| config | target | capacity requests/s (95% interval) | next level missed "
+          "| held at 1x | held at 1.3x |")
+    print("|---|---|---|---|---|---|")
+    for o in outcomes:
+        c = o.plan.capacity
+        interval = ("" if o.plan.capacity_low is None
+                    else f" ({o.plan.capacity_low:.2f}-{o.plan.capacity_high:.2f})")
+        shown = "no plan" if c is None else f"{c.rate:.2f}{interval}"
+        missed = "-" if o.plan.next_level is None else f"{o.plan.next_level.rate:.2f}"
+        if o.plan.at_top:
+            missed = "none (not measured above)"
+        print(f"| {o.config} | {o.target} | {shown} | {missed} | {_held(o.at_plan)} "
+              f"| {_held(o.at_overload)} |")
+    planned = [o for o in outcomes if o.at_plan is not None]
+    met = sum(1 for o in planned if o.at_plan and o.at_plan.held)
+    broke = sum(1 for o in planned if o.at_overload and o.at_overload.held_draws == 0)
+    print(f"\nthe planned rate held in every draw for {met} of {len(planned)} (config, target); "
+          f"1.3x missed in every draw for {broke} of {len(planned)}")
+
+
+def print_noise(figs: list[PointFigures], taken: list[float], loads: list[float]) -> None:
+    found = noise.run_noise(figs)
+    band = noise.band_pct(found.throughput_sd)
+    if band is None:
+        print("host noise: not measured (no level was drawn twice)")
+    else:
+        print(f"host noise: one draw of a ladder level is good to +/-{band:.1f}% (95%, "
+              f"{found.draws} draws)")
+    print(f"load average (1 min) at each engine start and at the end: "
+          f"{', '.join(f'{x:.1f}' for x in loads)}")
+    # The bench attaches to the engines it starts, so the runner cannot tell their CPU time
+    # from others' (runner.measure.host_cpu): the cores others took are known only when it can.
+    if taken:
+        print(f"other processes took {statistics.mean(taken):.2f} cores on average during the "
+              f"points (at most {max(taken):.2f}); {sum(t > 0.25 for t in taken)} of "
+              f"{len(taken)} points above a quarter of a core")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--configs", type=int, nargs="+", default=[1, 2, 4],
+                        metavar="MAX_NUM_SEQS")
+    parser.add_argument("--ladder-repeats", type=int, default=2)
+    parser.add_argument("--check-repeats", type=int, default=3)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--model", default=os.environ.get(
+        "HEADROOM_TINY_MODEL", str(ROOT / "var" / "tiny-model")))
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.configs, args.ladder_repeats, args.check_repeats = [4], 1, 1
+    print(f"bench/capacity.py on {platform.node()}, {os.cpu_count()} CPUs, {utc_now()}",
+          flush=True)
+    started = time.monotonic()
+    outcomes: list[Outcome] = []
+    ladders: list[PointFigures] = []
+    taken: list[float] = []
+    loads: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="headroom-capacity-") as tmp:
+        for seqs in args.configs:
+            loads.append(os.getloadavg()[0])
+            outcomes += one_config(args, seqs, Path(tmp), ladders, taken)
+    loads.append(os.getloadavg()[0])
+    print_outcomes(outcomes)
+    print_noise(ladders, taken, loads)
+    print(f"\n{time.monotonic() - started:.0f} s in all")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,313 @@
+"""Capacity plans computed by hand: replicas rounded up, interpolation between two measured
+levels, tensor parallel, a node run's efficiency, a batch deadline, the price with its date,
+every "not measured" path and the guard when the workloads differ."""
+
+from __future__ import annotations
+
+import math
+from datetime import date
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from pydantic import TypeAdapter
+
+from analysis import capacity_words as words
+from analysis.capacity_plan import plan_capacity
+from analysis.capacity_types import CapacityPlan, Demand, PlanInputs, trace_demand
+from analysis.convert import workload_shape
+from analysis.cost import GpuHourPrice
+from analysis.errors import AnalysisError
+from analysis.hardware import hardware_use
+from analysis.types import PointFigures
+from runner.schema.plan import WorkloadSpec
+from runner.workloads.traces import TraceRate
+from tests.analysis.helpers import CASE_STUDY_SPEC
+
+TODAY = date(2026, 2, 1)
+PRICE = GpuHourPrice(amount=Decimal("2.50"), currency="USD", as_of=date(2026, 1, 5))
+P95_TTFT_2S = {"p95_ttft_ms": 2000.0}
+TRACE = "traces/customer.jsonl"
+
+
+def level(seqs: int, rate: float, p95_ttft_ms: float, *, repeat: int = 0,
+          throughput: float | None = None, median_e2el_ms: float = 2000.0,
+          **fields: Any) -> PointFigures:
+    """One rate level of 100 requests: 256 output tokens each, so rate x 256 tok/s."""
+    fields.setdefault("workload", CASE_STUDY_SPEC)
+    fields.setdefault("config_label", f"seqs={seqs}")
+    return PointFigures(
+        key=f"{fields['config_label']}|rate {rate}/s x 100|r{repeat}",
+        max_num_seqs=seqs, offered_concurrency=100.0, load_label=f"rate {rate}/s x 100",
+        offered_rate=rate, request_throughput=rate * 0.95,
+        output_throughput=throughput if throughput is not None else rate * 256,
+        p95_ttft_ms=p95_ttft_ms, median_e2el_ms=median_e2el_ms, repeat=repeat, **fields)
+
+
+# max_num_seqs 4 meets p95 TTFT <= 2 s at 2 and 4 requests/s and misses at 8; max_num_seqs
+# 64 meets it at every level it measured (4, 8 and 16 requests/s).
+SWEEP = [
+    level(4, 2.0, 300.0), level(4, 4.0, 1500.0), level(4, 8.0, 5000.0),
+    level(64, 4.0, 200.0), level(64, 8.0, 600.0), level(64, 16.0, 1800.0),
+]
+
+
+def plan(points: list[PointFigures] = SWEEP, today: date = TODAY, **inputs: Any) -> CapacityPlan:
+    inputs.setdefault("demand", Demand(kind="rate", rate=40.0))
+    return plan_capacity(points, PlanInputs(**inputs), today=today)
+
+
+def texts(config: Any) -> list[str]:
+    return [str(s) for s in config.sentences]
+
+
+def test_replicas_are_the_demand_over_one_replicas_capacity_rounded_up():
+    found = plan(slos=P95_TTFT_2S)
+    small, large = found.configs
+    # 40 / 4 is exactly 10 replicas (never 11 for a float's last digit); 40 / 16 = 2.5 -> 3.
+    assert (small.capacity.rate, small.replicas, small.gpus) == (4.0, 10, 10)
+    assert (large.capacity.rate, large.replicas, large.gpus) == (16.0, 3, 3)
+    assert str(found.headline) == "At max_num_seqs 4 this traffic needs 10 GPUs; at 64, 3."
+    assert found.met and found.best is large
+
+
+def test_a_margin_sizes_the_fleet_for_the_demand_with_headroom_on_top():
+    small, large = plan(slos=P95_TTFT_2S, margin_pct=20.0).configs
+    # 40 x 1.2 = 48 requests/s: 48 / 4 = 12 replicas; 48 / 16 = 3 exactly, each at 16.
+    assert (small.replicas, large.replicas, large.share) == (12, 3, 16.0)
+    assert large.position == "at"
+    # 3 x 1.1 / 0.3 is 11.000000000000002 in floating point: still 11 replicas, not 12.
+    slow = [level(64, 0.3, 500.0)]
+    assert plan(slow, slos=P95_TTFT_2S, demand=Demand(kind="rate", rate=3.0),
+                margin_pct=10.0).configs[0].replicas == 11
+
+
+def test_the_capacity_is_the_lowest_repeat_of_its_level():
+    # A burst names no rate: its rate is what completed over the window, 10 and 9 requests/s.
+    def burst(repeat: int, requests_per_s: float) -> PointFigures:
+        return PointFigures(key=f"b|r{repeat}", config_label="seqs=64", max_num_seqs=64,
+                            offered_concurrency=100.0, load_label="burst 100",
+                            request_throughput=requests_per_s,
+                            output_throughput=requests_per_s * 256, p95_ttft_ms=900.0,
+                            repeat=repeat, workload=CASE_STUDY_SPEC)
+
+    only = plan([burst(0, 10.0), burst(1, 9.0)], slos=P95_TTFT_2S).configs[0]
+    assert (only.capacity.rate, only.capacity.draws, only.replicas) == (9.0, 2, 5)
+
+
+def test_a_share_between_two_measured_levels_is_interpolated_and_says_between_which():
+    large = plan(slos=P95_TTFT_2S).configs[1]
+    # 40 / 3 = 13.33 requests/s per replica, between 8 (600 ms) and 16 (1,800 ms):
+    # 600 + (1,800 - 600) x (13.33 - 8) / 8 = 1,400 ms.
+    assert large.position == "between"
+    assert large.expected["p95_ttft_ms"] == pytest.approx(1400.0)
+    assert ("Each replica's 13.3 requests/s lies between two measured levels, 8.00 and 16.0 "
+            "requests/s (rate 8.0/s x 100 and rate 16.0/s x 100); interpolated linearly: "
+            "p95_ttft_ms 1,400 ms.") in texts(large)
+
+
+def test_the_capacity_names_the_faster_level_that_missed():
+    small = plan(slos=P95_TTFT_2S).configs[0]
+    assert small.next_level.rate == 8.0 and not small.at_top
+    assert ("The next level measured, 8.00 requests/s (rate 8.0/s x 100), reached p95_ttft_ms "
+            "5,000 ms: the capacity lies between the two levels, and the plan counts the "
+            "lower.") in texts(small)
+
+
+def test_a_capacity_at_the_highest_level_measured_is_not_scaled_beyond_it():
+    large = plan(slos=P95_TTFT_2S).configs[1]
+    assert large.at_top and large.next_level is None
+    assert ("Not measured above 16.0 requests/s: the plan counts no more, though one replica "
+            "may sustain more.") in texts(large)
+
+
+def test_a_target_met_at_no_measured_level_gets_no_plan_and_says_how_far_off():
+    found = plan(slos={"p95_ttft_ms": 100.0})
+    assert not found.met and found.best is None
+    assert [c.status for c in found.configs] == ["slo_unmet", "slo_unmet"]
+    assert [c.gpus for c in found.configs] == [None, None]
+    assert texts(found.configs[0]) == [
+        "No measured level met p95_ttft_ms <= 100 ms: the lowest, 2.00 requests/s (rate 2.0/s "
+        "x 100), reached p95_ttft_ms 300 ms. Not measured below 2.00 requests/s, so this config "
+        "gets no plan."]
+    assert str(found.headline) == words.HEADLINE_NOTHING_MET
+
+
+def test_one_config_without_a_plan_is_named_in_the_headline():
+    found = plan(slos={"p95_ttft_ms": 250.0})
+    assert str(found.headline) == ("At max_num_seqs 4 there is no plan within what was "
+                                   "measured; at 64, 10.")
+
+
+def test_a_share_below_the_lowest_measured_level_is_said_not_measured():
+    large = plan(slos=P95_TTFT_2S, demand=Demand(kind="rate", rate=3.0)).configs[1]
+    assert (large.replicas, large.position) == (1, "below")
+    assert ("Each replica's 3.00 requests/s is below the lowest measured level, 4.00 "
+            "requests/s (rate 4.0/s x 100), and was not measured; that level reached "
+            "p95_ttft_ms 200 ms.") in texts(large)
+
+
+def test_a_config_without_a_valid_level_gets_no_plan():
+    points = [level(4, 2.0, 300.0, valid=False, run_valid=False), *SWEEP[3:]]
+    small = plan(points, slos=P95_TTFT_2S).configs[0]
+    assert small.status == "no_levels" and small.gpus is None
+
+
+def test_tensor_parallel_counts_every_gpu_of_a_replica():
+    points = [level(64, rate, ttft, gpu_count=2) for rate, ttft in
+              ((4.0, 200.0), (8.0, 600.0), (16.0, 1800.0))]
+    only = plan(points, slos=P95_TTFT_2S).configs[0]
+    assert (only.replicas, only.gpus_per_replica, only.gpus) == (3, 2, 6)
+
+
+def _node(efficiency: float) -> PointFigures:
+    return level(64, 16.0, 1800.0, replicas=4, gpu_count=4,
+                 throughput=efficiency * 4 * 16.0 * 256)
+
+
+def test_a_node_runs_efficiency_is_applied_to_the_replicas():
+    large = plan([*SWEEP, _node(0.8)], slos=P95_TTFT_2S).configs[1]
+    # 40 / (16 x 0.8) = 3.125 -> 4 replicas, where linear scaling would say 3.
+    assert (large.efficiency, large.replicas) == (pytest.approx(0.8), 4)
+    assert ("The node run's scaling efficiency, 80.0% over 4 replicas at rate 16.0/s x 100, is "
+            "applied to the replicas.") in texts(large)
+    # The node run is not a level of one replica: the capacity stays the single replica's.
+    assert large.capacity.rate == 16.0
+
+
+def test_without_a_node_run_linear_scaling_is_said_as_an_assumption():
+    large = plan(slos=P95_TTFT_2S).configs[1]
+    assert large.efficiency is None
+    assert str(words.SCALING_ASSUMED) in texts(large)
+
+
+def test_an_efficiency_above_one_is_never_applied_as_more_than_linear():
+    large = plan([*SWEEP, _node(1.2)], slos=P95_TTFT_2S).configs[1]
+    assert large.replicas == 3
+    assert any("above 100%: the plan takes 100%" in t for t in texts(large))
+
+
+# A batch job sized at the throughput operating point: no knee in 4 -> 8 -> 16 (output doubles
+# at each step), so the highest throughput measured, 16 requests/s at 2.5 s median latency.
+BATCH = [level(64, rate, 200.0, median_e2el_ms=e2el)
+         for rate, e2el in ((4.0, 2000.0), (8.0, 2200.0), (16.0, 2500.0))]
+
+
+def test_a_batch_job_is_done_by_its_deadline_with_the_queue_littles_law_needs():
+    found = plan(BATCH, demand=Demand(kind="batch", requests=1_000_000, hours=10.0), price=PRICE)
+    only = found.configs[0]
+    # 1,000,000 / 36,000 s = 27.8 requests/s -> ceil(27.8 / 16) = 2 replicas, which finish in
+    # 1,000,000 / (2 x 16) / 3,600 = 8.68 hours; each keeps 16 x 2.5 s = 40 in the system.
+    assert only.replicas == 2
+    assert only.hours == pytest.approx(1_000_000 / 32 / 3600)
+    assert only.in_system == pytest.approx(40.0)
+    assert str(found.headline) == "At max_num_seqs 64 this job is done in 8.7 hours on 2 GPUs."
+    assert ("To stay saturated each replica needs about 40.0 requests in the system (Little's "
+            "law: 16.0 requests/s x 2.5 s median latency): a queue of at least 80 across the "
+            "fleet.") in texts(only)
+    # The job's cost: 2 GPUs x 8.6806 hours x 2.50 USD = 43.40 USD, with the price's date.
+    assert only.cost == Decimal("2.50") * 2 * Decimal("8.6806")
+    assert ("About 43.40 USD for the job: 2 GPUs x 8.7 hours x 2.50 USD per GPU-hour as of "
+            "2026-01-05.") in texts(only)
+
+
+def test_interactive_traffic_is_priced_per_month_with_the_prices_date():
+    large = plan(slos=P95_TTFT_2S, price=PRICE).configs[1]
+    # 3 GPUs x 2.50 USD x 730 hours.
+    assert large.cost == Decimal("5475.00")
+    assert ("About 5,475.00 USD per month: 3 GPUs x 2.50 USD per GPU-hour as of 2026-01-05 x "
+            "730 hours.") in texts(large)
+
+
+def test_an_old_price_is_said_beside_the_cost():
+    large = plan(slos=P95_TTFT_2S, price=PRICE, today=date(2026, 9, 1)).configs[1]
+    assert any("239 days old" in t for t in texts(large))
+
+
+def test_without_a_price_or_on_a_cpu_engine_there_is_no_money_figure():
+    assert str(words.NO_COST_PRICE) in texts(plan(slos=P95_TTFT_2S).configs[1])
+    cpu = hardware_use(gpu_name=None, precision=None, cpu_engine=True, bytes_per_s=None,
+                       flops_per_s=None)
+    points = [level(64, 16.0, 1800.0, hardware=cpu)]
+    only = plan(points, slos=P95_TTFT_2S, price=PRICE).configs[0]
+    assert only.cost is None and str(words.NO_COST_CPU) in texts(only)
+    assert "3 CPU engines in all" in texts(only)[2]
+
+
+def test_a_demand_of_another_workload_gets_the_guards_words_and_no_figure():
+    demand = trace_demand(TraceRate(name=TRACE, window_s=60.0, windows=10, statistic="p95",
+                                    rate=12.0, mean_rate=4.0), TRACE)
+    found = plan(slos=P95_TTFT_2S, demand=demand)
+    assert [c.status for c in found.configs] == ["spec_differs", "spec_differs"]
+    assert texts(found.configs[0]) == [
+        f"No plan across different specs: the demand trace {TRACE}, this config measured 63-66 "
+        "in / 256 out."]
+    assert not found.met
+
+
+def test_a_trace_demand_on_a_run_of_that_trace_is_sized_at_its_statistic():
+    replayed = workload_shape(WorkloadSpec(kind="trace", dataset_path=TRACE))
+    points = [level(64, r, t, workload=replayed) for r, t in ((4.0, 200.0), (16.0, 1800.0))]
+    demand = trace_demand(TraceRate(name=TRACE, window_s=60.0, windows=10, statistic="p95",
+                                    rate=12.0, mean_rate=4.0), TRACE)
+    found = plan(points, slos=P95_TTFT_2S, demand=demand)
+    assert found.configs[0].replicas == 1
+    assert str(found.notes[0]) == (
+        f"Demand: the trace {TRACE} at its p95 60.0 s window, 12.0 requests/s (4.00 requests/s "
+        "on average over 10 windows).")
+
+
+def test_the_capacity_carries_the_runs_noise_as_an_interval_and_the_gpus_a_range():
+    points = [*SWEEP, level(64, 16.0, 1700.0, repeat=1, throughput=3800.0)]
+    large = plan(points, slos=P95_TTFT_2S, demand=Demand(kind="rate", rate=50.0)).configs[1]
+    # One repeated level: sd = |ln(4096 / 3800)| / sqrt 2; two draws: 16 x exp(+/-1.96 sd / sqrt 2).
+    sd = abs(math.log(4096 / 3800)) / math.sqrt(2)
+    half = 1.96 * sd / math.sqrt(2)
+    assert large.capacity_low == pytest.approx(16 * math.exp(-half))
+    assert large.capacity_high == pytest.approx(16 * math.exp(half))
+    # 50 / 16 = 3.1 -> 4; at 17.2 requests/s 3, at 14.9 still 4.
+    assert (large.gpus, large.gpus_low, large.gpus_high) == (4, 3, 4)
+    assert texts(large)[0].startswith(
+        "One replica sustains 16.0 requests/s (95% interval 14.9-17.2, from 2 draw(s)) within")
+
+
+def test_with_nothing_measuring_the_noise_the_plan_says_so():
+    assert str(words.NO_INTERVAL) in [str(n) for n in plan(slos=P95_TTFT_2S).notes]
+
+
+def test_without_targets_interactive_traffic_is_sized_at_the_operating_point_and_said_so():
+    found = plan(BATCH)
+    assert found.configs[0].capacity.rate == 16.0
+    assert str(words.NO_SLO_INTERACTIVE) in [str(n) for n in found.notes]
+
+
+def test_an_itl_target_is_read_from_the_points_itl():
+    points = [level(64, 4.0, 200.0, p95_itl_ms=20.0), level(64, 8.0, 300.0, p95_itl_ms=80.0)]
+    only = plan(points, slos={"p95_itl_ms": 50.0}).configs[0]
+    assert only.capacity.rate == 4.0
+
+
+def test_a_demand_or_margin_that_means_nothing_is_refused():
+    with pytest.raises(AnalysisError, match="requests/s at peak"):
+        Demand(kind="rate", rate=0.0)
+    with pytest.raises(AnalysisError, match="deadline"):
+        Demand(kind="batch", requests=10, hours=0.0)
+    with pytest.raises(AnalysisError, match="margin"):
+        PlanInputs(demand=Demand(kind="rate", rate=1.0), margin_pct=-5.0)
+    with pytest.raises(AnalysisError, match="unknown latency metric"):
+        PlanInputs(demand=Demand(kind="rate", rate=1.0), slos={"p95_queue_ms": 5.0})
+
+
+def test_a_plan_reads_back_from_its_json_unchanged():
+    found = plan(slos=P95_TTFT_2S, price=PRICE)
+    adapter = TypeAdapter(CapacityPlan)
+    assert adapter.validate_json(adapter.dump_json(found)) == found
+
+
+def test_configs_that_differ_in_extra_flags_are_named_by_the_flags_never_their_values():
+    flags = (("extra engine flags", "--chat-template /srv/private.jinja --enforce-eager"),)
+    points = [level(64, 4.0, 200.0), level(64, 4.0, 200.0, other_settings=flags,
+                                                config_label="seqs=64,flags")]
+    names = [c.name for c in plan(points, slos=P95_TTFT_2S).configs]
+    assert names == ["extra engine flags the engine default",
+                     "extra engine flags --chat-template (set) --enforce-eager"]
