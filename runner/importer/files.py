@@ -302,7 +302,7 @@ def _points_of(
     elif found.kind == "vllm-sweep-summary":
         yield from vllm_sweep.summary_points(document, source)
     else:
-        yield from_vllm_bench(document, source_name=source)
+        yield from_vllm_bench(document, source_name=source, format_label=found.version)
 
 
 def _headroom_point(document: Any, source: str) -> PointResult:

@@ -19,6 +19,7 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
+from runner.importer.detect import vllm_bench_format
 from runner.importer.vllm_bench import from_vllm_bench
 from runner.importer.vllm_document import ImportFileError
 from runner.schema.result import PointResult
@@ -33,7 +34,8 @@ def summary_points(document: list[Any], source: str) -> Iterator[PointResult]:
     for index, run in enumerate(document):
         if not isinstance(run, dict):
             raise ImportFileError(f"{source}: item {index} is not a vllm bench serve result")
-        yield from_vllm_bench(run, source_name=f"{source}#{index}")
+        yield from_vllm_bench(run, source_name=f"{source}#{index}",
+                              format_label=vllm_bench_format(run))
 
 
 def csv_points(text: str, source: str) -> Iterator[PointResult]:
@@ -54,7 +56,8 @@ def csv_points(text: str, source: str) -> Iterator[PointResult]:
                                   f"{len(columns)}")  # fmt: skip
         document = {name: _cell(cell) for name, cell in zip(columns, row, strict=True)
                     if name and cell != "" and name not in ARRAY_COLUMNS}  # fmt: skip
-        point = from_vllm_bench(document, source_name=f"{source}:{line}")
+        point = from_vllm_bench(document, source_name=f"{source}:{line}",
+                                format_label=vllm_bench_format(document))
         dropped = [name for name, cell in zip(columns, row, strict=True)
                    if name in ARRAY_COLUMNS and cell]  # fmt: skip
         point.notes.append(
