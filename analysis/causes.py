@@ -42,6 +42,8 @@ CAUSE_STEP_TIME = (
     "the engine's own step time bound, with mean running up %(growth)s over the previous load "
     "level for %(gain)s output")
 CAUSE_UNDERLOADED = "no limit bound, with nothing waiting (peak running %(peak)s of %(cap)s)"
+# An imported scrape without a running count: only the queue is known.
+CAUSE_UNDERLOADED_NO_RUNNING = "no limit bound, with nothing waiting (mean %(waiting)s)"
 CAUSE_CLIENT = "the load generator was saturated, so its timings may be wrong"
 CAUSE_UNCLEAR = "no limit can be named from the engine's evidence"
 # The ladder's symptom, beside the cause (the step time's own clause already says it).
@@ -80,6 +82,7 @@ STORY_LEVEL_LIMIT = (
 STORY_TEMPLATES = (
     CAUSE_SCHEDULER_CAP, CAUSE_SCHEDULER_CAP_MEAN, CAUSE_KV_CAPACITY, CAUSE_DEFERRED,
     CAUSE_TOKEN_BUDGET, CAUSE_TOKEN_BUDGET_PARTIAL, CAUSE_STEP_TIME, CAUSE_UNDERLOADED,
+    CAUSE_UNDERLOADED_NO_RUNNING,
     CAUSE_CLIENT, CAUSE_UNCLEAR, SATURATED_CLAUSE, SATURATED_NOISE_CLAUSE, CHANGE_RAISED,
     CHANGE_LOWERED, CHANGE_CHANGED, CHANGE_TWO, STORY_ROSE, STORY_FELL, STORY_NOISE, STORY_LEVEL,
     STORY_LEVEL_LIMIT,
@@ -112,6 +115,8 @@ def _cause_values(kind: str, e: Mapping[str, Any], partial: bool) -> tuple[str, 
     if kind == "step_time":
         return CAUSE_STEP_TIME, {"growth": pct(e["running_growth_pct"]),
                                  "gain": pct(e["throughput_gain_pct"])}
+    if kind == "underloaded" and e.get("peak_running") is None:
+        return CAUSE_UNDERLOADED_NO_RUNNING, {"waiting": waiting}
     if kind == "underloaded":
         return CAUSE_UNDERLOADED, {"peak": num(e["peak_running"]), "cap": cap}
     if kind == "client_bound":

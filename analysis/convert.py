@@ -131,6 +131,7 @@ def from_point_result(p: PointResult) -> PointFigures:
         client_saturated=client_limited(p),
         total_output_tokens=m.total_output_tokens,
         queue_samples=q.samples,
+        **queue_source(p),
         queue_gap_fraction=queue_gap_fraction(p),
         mean_tokens_per_step=q.mean_tokens_per_step,
         **{name: getattr(m, name) for name in LATENCY_FIELDS if name != "goodput_miss_pct"},
@@ -142,6 +143,14 @@ def from_point_result(p: PointResult) -> PointFigures:
         disturbed=p.host is not None and p.host.disturbed,
         control=p.control,
     )
+
+
+def queue_source(p: PointResult) -> dict[str, Any]:
+    """Whose scrape an imported point's queue is (PointFigures.queue_source, queue_lacks)."""
+    server = p.peer.server if p.peer is not None else None
+    if server is None:
+        return {}
+    return {"queue_source": server.tool, "queue_lacks": tuple(server.lacks)}
 
 
 def running_while_waiting(p: PointResult) -> dict[str, float] | None:

@@ -400,9 +400,11 @@ def _scheduler_cap(e: Mapping[str, Any], scope: _Scope) -> str:
     on_each = f" on each of {scope.replicas} replicas" if scope.node else ""
     share = e.get("at_cap_share")
     for_how_long = f" for {percent(share * 100)} of the time requests waited" if share else ""
+    # An imported scrape may state the mean only (its peak is then not in the evidence).
+    peak = (f", peak {num(e['peak_running'])}" if e.get("peak_running") is not None else "")
     return (
         f"scheduler cap: running pinned at max_num_seqs{on_each}{for_how_long} "
-        f"(mean {scope.mean(e['mean_running'])}, peak {num(e['peak_running'])} of "
+        f"(mean {scope.mean(e['mean_running'])}{peak} of "
         f"{limit_text(e, 'max_num_seqs')}{scope.busiest}) while "
         f"{num(e['mean_waiting'] / scope.replicas)} "
         f"requests wait{scope.each} on average"
@@ -486,6 +488,11 @@ def _deferred(e: Mapping[str, Any], scope: _Scope) -> str:
 
 
 def _underloaded(e: Mapping[str, Any], scope: _Scope) -> str:
+    if e.get("peak_running") is None:
+        # An imported scrape without a running count (or its peak): only the queue is known.
+        running = (f"; mean running {scope.mean(e['mean_running'])}"
+                   if e.get("mean_running") is not None else "")
+        return f"underloaded: nothing waits (mean {scope.mean(e['mean_waiting'])}{running})"
     full = e.get("max_num_seqs") is not None and e["peak_running"] >= e["max_num_seqs"]
     if full:
         room = "the load just fills max_num_seqs"
@@ -529,7 +536,16 @@ def verdict_sentence(kind: str, evidence: Mapping[str, Any], partial: bool) -> s
         text += "; " + _saturated(evidence, scope)
     if evidence.get("memory_bound"):
         text += "; " + memory_bound_clause(evidence["memory_bandwidth_pct"], scope)
+    if evidence.get("queue_source"):
+        text += "; " + evidence_clause(evidence["queue_source"], evidence.get("lacked") or ())
     return text
+
+
+def evidence_clause(source: str, lacked: Sequence[str]) -> str:
+    """Whose scrape an imported point's verdict rests on, and what it did not hold."""
+    if not lacked:
+        return f"evidence: {source}"
+    return f"evidence: {source}, which lacks {join_names(list(lacked))}"
 
 
 def memory_bound_clause(bandwidth_pct: float, scope: _Scope) -> str:

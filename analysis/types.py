@@ -181,6 +181,11 @@ class PointFigures:
     goodput_miss_pct: float | None = None
     # Engine queue summary (QueueSummary names; `samples` renamed to say whose samples).
     queue_samples: int = 0
+    # An imported point's queue came from the tool's scrape of the server (ServerEvidence):
+    # what it was ("inference-perf's Prometheus report"), and what it did not hold ("running
+    # requests"); None: Headroom's own /metrics samples, or none.
+    queue_source: str | None = None
+    queue_lacks: tuple[str, ...] = ()
     # The longest unsampled stretch of the point as a fraction of its window (QueueSummary
     # max_gap_s / duration); None when not recorded (older results, imports).
     queue_gap_fraction: float | None = None

@@ -161,12 +161,31 @@ def memory_bound(bandwidth_pct: float | None) -> bool:
 
 
 def _has_engine_data(point: PointFigures) -> bool:
+    """Headroom's own samples of running and waiting, or an imported point's scrape by its
+    tool (queue_source) with at least the waiting count: the verdict then judges only what
+    that scrape holds (_conditions) and names what it lacked (lacked_evidence)."""
+    if point.queue_source is not None:
+        return point.mean_waiting is not None
     return (
         point.queue_samples > 0
         and point.mean_running is not None
         and point.peak_running is not None
         and point.mean_waiting is not None
     )
+
+
+def lacked_evidence(point: PointFigures) -> list[str]:
+    """What an imported point's evidence did not hold that a verdict reads: its scrape's lacks
+    and the engine's limits; empty for Headroom's own points (their limits are known or
+    vLLM's defaults, and their samples hold every gauge)."""
+    if point.queue_source is None:
+        return []
+    lacked = list(point.queue_lacks)
+    if point.seqs_limit is None:
+        lacked.append("max_num_seqs")
+    if point.token_budget is None:
+        lacked.append("max_num_batched_tokens")
+    return lacked
 
 
 def ladder_of(point: PointFigures) -> tuple[str, int, WorkloadShape | None, int]:
@@ -213,20 +232,28 @@ def _saturation(point: PointFigures, previous: PointFigures) -> dict[str, Any]:
 
 
 def _conditions(point: PointFigures, evidence: dict[str, Any]) -> dict[str, bool]:
-    """Which verdicts hold (True) at this point; token_budget_partial is the unchecked-step form."""
-    assert point.mean_running is not None and point.peak_running is not None
+    """Which verdicts hold (True) at this point; token_budget_partial is the unchecked-step form.
+
+    An imported scrape may hold means without peaks, or no running count (queue_source): a
+    mean at or past a limit stands for the peak there (a peak is never below its mean); a
+    condition that needs what the scrape lacks does not hold, and the verdict says what was
+    lacking (lacked_evidence)."""
     assert point.mean_waiting is not None
     cap, budget = point.seqs_limit, point.token_budget
     waits = point.mean_waiting >= WAITING_MEAN_MIN
-    kv_full = (point.peak_kv_usage is not None and point.peak_kv_usage >= KV_FULL) or (
+    kv_peak = point.peak_kv_usage if point.peak_kv_usage is not None else point.mean_kv_usage
+    kv_full = (kv_peak is not None and kv_peak >= KV_FULL) or (
         point.preemptions is not None and point.preemptions > 0
     )
+    running = point.mean_running
+    peak = point.peak_running if point.peak_running is not None else running
     # The peak is one replica's, the mean the node's sum (module docstring).
-    pinned = cap is not None and point.peak_running >= cap and (
+    pinned = cap is not None and running is not None and peak is not None and peak >= cap and (
         point.at_cap_share > PINNED_SHARE if point.at_cap_share is not None
-        else point.mean_running >= PINNED_FRACTION * cap * point.replicas
+        else running >= PINNED_FRACTION * cap * point.replicas
     )
-    budget_suspect = cap is not None and not pinned and waits and not kv_full
+    budget_suspect = (cap is not None and running is not None and not pinned and waits
+                      and not kv_full)  # fmt: skip
     steps_known = point.mean_tokens_per_step is not None and budget is not None
     steps_full = steps_known and point.mean_tokens_per_step >= TOKEN_BUDGET_FRACTION * budget  # type: ignore[operator]
     deferred = point.mean_waiting_deferred is not None and waits and (
@@ -274,8 +301,15 @@ def saturated(point: PointFigures, evidence: Mapping[str, Any]) -> bool:
 
 
 def _unclear_why(point: PointFigures) -> str:
-    assert point.mean_waiting is not None and point.peak_running is not None
+    assert point.mean_waiting is not None
     waits = point.mean_waiting >= WAITING_MEAN_MIN
+    if waits and point.mean_running is None:
+        limits = "" if point.seqs_limit is not None else " and max_num_seqs is not recorded"
+        return (
+            f"requests wait (mean {sentences.num(point.mean_waiting)}) but "
+            f"{point.queue_source or 'the evidence'} has no count of running requests{limits}, "
+            "so the scheduler cap and the token budget cannot be told apart"
+        )
     if waits and point.seqs_limit is None:
         return (
             "requests wait but max_num_seqs is not recorded, so the scheduler cap and "
@@ -340,6 +374,9 @@ def verdict(
         raise AnalysisError(
             f"point {point.key} has no engine samples (running/waiting from /metrics); "
             "a bottleneck verdict needs them"
+            if point.queue_source is None
+            else f"point {point.key}: {point.queue_source} has no waiting count, which a "
+            "bottleneck verdict needs"
         )
     elif sparse_queue_samples(point.queue_gap_fraction):
         assert point.queue_gap_fraction is not None  # sparse_queue_samples says so
@@ -369,6 +406,8 @@ def verdict(
             kind, partial = "token_budget", True
         else:
             kind = first  # type: ignore[assignment]
+    evidence["queue_source"] = point.queue_source
+    evidence["lacked"] = lacked_evidence(point) if kind != "client_bound" else []
     evidence["saturated"] = kind != "client_bound" and saturated(point, evidence)
     evidence["memory_bound"] = kind != "client_bound" and memory_bound(
         evidence["memory_bandwidth_pct"])

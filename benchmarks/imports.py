@@ -186,17 +186,18 @@ def import_file(
     stated: StatedFacts | None = None,
     on_point: Callable[[int], None] | None = None,
     document_limit: bool = True,
-    aiperf_telemetry: Path | None = None,
-    telemetry_file: str = "",
+    companion: Path | None = None,
+    companion_file: str = "",
 ) -> Benchmark:
-    """Store a result file as one imported run, reading it a point at a time.
+    """Store a result file (or a folder of them) as one imported run, a point at a time.
 
     source_file is the file's name as its owner gave it (default: the path's); ImportFileError
-    if the file is bad anywhere, with nothing stored. document_limit: refuse a vllm bench JSON
-    document (or AIPerf telemetry file) over HEADROOM_MAX_IMPORT_DOCUMENT_BYTES (an upload's
-    limit; False: an operator's own file on the command line). aiperf_telemetry: the
-    gpu_telemetry_export.jsonl that goes with an AIPerf profile_export.jsonl, named
-    telemetry_file as its owner gave it.
+    if the file is bad anywhere, with nothing stored. document_limit: refuse a document read
+    whole (a vllm bench, AIPerf, GuideLLM, inference-perf or llm-d file, or a companion) over
+    HEADROOM_MAX_IMPORT_DOCUMENT_BYTES (an upload's limit; False: an operator's own file on
+    the command line). companion: the file that came with it (runner.importer.companions:
+    AIPerf's gpu_telemetry_export.jsonl, inference-perf's stage_N_prometheus_metrics.json),
+    named companion_file as its owner gave it.
     """
     source_file = source_file or path.name
     # Each point's records are encoded batch by batch as they are read: at 100,000 requests x
@@ -204,7 +205,8 @@ def import_file(
     points = iter_result_file_into(
         path, RequestEncoder, name=source_file,
         max_document_bytes=settings.HEADROOM_MAX_IMPORT_DOCUMENT_BYTES if document_limit else None,
-        aiperf_telemetry=aiperf_telemetry, telemetry_name=telemetry_file,
+        companion=companion, companion_name=companion_file,
+        max_unpacked_bytes=settings.HEADROOM_MAX_UPLOAD_BYTES if document_limit else None,
     )
     return import_points(
         points, name=name or source_file, source_file=source_file, user=user, stated=stated,
@@ -409,8 +411,8 @@ def _import_row(row: ResultImport) -> str:
                 user=row.created_by,
                 stated=StatedFacts(**row.stated),
                 on_point=progress.report,
-                aiperf_telemetry=row.stored_telemetry_path if row.telemetry_file_name else None,
-                telemetry_file=row.telemetry_file_name,
+                companion=row.stored_telemetry_path if row.telemetry_file_name else None,
+                companion_file=row.telemetry_file_name,
             )
             # With the run, in its transaction: the record and the import are kept together.
             AuditEvent.objects.record(row.created_by, AuditEvent.Action.IMPORTED, benchmark,

@@ -22,13 +22,16 @@ class ImportForm(forms.Form):
 
     file = forms.FileField(
         help_text="Headroom result lines (JSONL), a run's JSON download, a vllm bench serve "
-        "result, or an AIPerf, GuideLLM or inference-perf result file"
+        "result, an AIPerf, GuideLLM, inference-perf or llm-d-benchmark result file, or a .zip "
+        "of a tool's output folder"
     )
-    aiperf_telemetry = forms.FileField(
-        label="AIPerf GPU telemetry",
+    companion = forms.FileField(
+        label="File that came with it",
         required=False,
-        help_text="with AIPerf's profile_export.jsonl only: the gpu_telemetry_export.jsonl of "
-        "the same run (--gpu-telemetry), read as the GPUs' power, memory and energy over it",
+        help_text="the server-side file the tool wrote beside the result: with AIPerf's "
+        "profile_export.jsonl, its gpu_telemetry_export.jsonl (the GPUs' power, memory and "
+        "energy); with an inference-perf stage_N_lifecycle_metrics.json, its "
+        "stage_N_prometheus_metrics.json (the server's queue over the stage)",
     )
     name = forms.CharField(max_length=200, required=False)
 
@@ -80,7 +83,7 @@ class ImportForm(forms.Form):
         file.widget.attrs["data-max-bytes"] = str(settings.HEADROOM_MAX_UPLOAD_BYTES)
         file.help_text = (
             f"{file.help_text}, at most {filesizeformat(settings.HEADROOM_MAX_UPLOAD_BYTES)} "
-            "with its telemetry file"
+            "with the file that came with it"
         )
 
     def stated_fields(self) -> list[forms.BoundField]:

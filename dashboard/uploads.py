@@ -75,8 +75,8 @@ class ReceivedFile(UploadedFile):
 class ResultFileUploadHandler(FileUploadHandler):
     """The import page's only upload handler; `refusal` says why a file was not taken.
 
-    The limit holds for the files of one body together (a result file and its AIPerf
-    telemetry file): each is counted from where the ones before it ended.
+    The limit holds for the files of one body together (a result file and the file that came
+    with it): each is counted from where the ones before it ended.
     """
 
     def __init__(self, request: Any = None, limit: int | None = None) -> None:

@@ -31,6 +31,7 @@ urlpatterns = [
     ),
     path("runs/<uuid:code>.json", views.run_json, name="run_json"),
     path("runs/<uuid:code>.csv", views.run_csv, name="run_csv"),
+    path("runs/<uuid:code>.llm-d.yaml", views.run_llm_d, name="run_llm_d"),
     path("runs/<uuid:code>/plan.yaml", views.run_plan_yaml, name="run_plan_yaml"),
     path("runs/<uuid:code>/again/", views_launch.run_again, name="run_again"),
     # The judgement layer (dashboard/views_judgement.py).

@@ -30,7 +30,7 @@ from django.http import (
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST, require_safe
 
-from benchmarks import estimates, lifecycle, regression, storage
+from benchmarks import estimates, exports, lifecycle, regression, storage
 from benchmarks.models import (
     AuditEvent,
     Benchmark,
@@ -318,6 +318,19 @@ def run_json(request: HttpRequest, code: UUID) -> StreamingHttpResponse:
 
     response = StreamingHttpResponse(body(), content_type="application/json")
     response["Content-Disposition"] = f'attachment; filename="headroom-{benchmark.code}.json"'
+    return response
+
+
+@login_required
+@require_safe
+def run_llm_d(request: HttpRequest, code: UUID) -> StreamingHttpResponse:
+    """The run as llm-d-benchmark benchmark reports (benchmarks.exports), one a point."""
+    benchmark = get_benchmark_for_user(request, code)
+    response = StreamingHttpResponse(exports.llm_d_documents(benchmark),
+                                     content_type="application/yaml")  # fmt: skip
+    response["Content-Disposition"] = (
+        f'attachment; filename="headroom-{benchmark.code}.llm-d.yaml"'
+    )
     return response
 
 

@@ -68,7 +68,7 @@ def _queue_import(request: AuthenticatedHttpRequest, form: ImportForm) -> Result
     The web never parses the file: a worker does (benchmarks.imports.run_result_import).
     """
     upload = form.cleaned_data["file"]
-    telemetry = form.cleaned_data.get("aiperf_telemetry")
+    telemetry = form.cleaned_data.get("companion")
     with transaction.atomic():  # committed: a worker can always find the row and its files
         result_import = ResultImport.objects.create(
             created_by=request.user,

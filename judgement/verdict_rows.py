@@ -20,7 +20,13 @@ class VerdictRows:
 
 
 def _has_samples(f: PointFigures) -> bool:
-    return f.client_saturated or (f.queue_samples > 0 and f.mean_running is not None)
+    """Headroom's own samples, or an imported scrape with a waiting count (the verdict then
+    says what that scrape lacked: analysis.verdicts.lacked_evidence)."""
+    if f.client_saturated:
+        return True
+    if f.queue_source is not None:
+        return f.mean_waiting is not None
+    return f.queue_samples > 0 and f.mean_running is not None
 
 
 def verdict_rows(figs: Sequence[PointFigures]) -> VerdictRows:
@@ -34,6 +40,8 @@ def verdict_rows(figs: Sequence[PointFigures]) -> VerdictRows:
     judged = [f for f in figs if _has_samples(f)]
     missing = {
         f.key: "no engine samples (running/waiting from /metrics); a verdict needs them"
+        if f.queue_source is None
+        else f"{f.queue_source} has no count of waiting requests; a verdict needs it"
         for f in figs
         if not _has_samples(f)
     }
@@ -110,6 +118,7 @@ EVIDENCE_ITEMS: tuple[tuple[str, str, str, str | None], ...] = (
     ("mean_waiting", "mean waiting", "number", "mean_waiting"),
     ("peak_waiting", "peak waiting", "number", "peak_waiting"),
     ("peak_kv_usage", "peak KV", "percent", "peak_kv_usage"),
+    ("mean_kv_usage", "mean KV", "percent", "mean_kv_usage"),
     ("mean_waiting_capacity", "waiting for capacity", "number", "mean_waiting_capacity"),
     ("mean_waiting_deferred", "waiting deferred", "number", "mean_waiting_deferred"),
     ("mean_queue_time_s", "mean queue time", "seconds", "mean_queue_time_s"),
@@ -131,8 +140,8 @@ EVIDENCE_ITEMS: tuple[tuple[str, str, str, str | None], ...] = (
 )
 
 # Fractions (0-1) in the evidence that the page reads in percent.
-EVIDENCE_FRACTIONS = frozenset({"peak_kv_usage", "queue_gap_fraction", "prefix_cache_hit_rate",
-                                "at_cap_share"})
+EVIDENCE_FRACTIONS = frozenset({"peak_kv_usage", "mean_kv_usage", "queue_gap_fraction",
+                                "prefix_cache_hit_rate", "at_cap_share"})
 
 # Whose figure a node run's evidence is, by QueueSummary's node rule.
 NODE_SCOPES = {"sum": "all {n} replicas", "max": "highest replica", "mean": "mean of replicas",

@@ -27,13 +27,19 @@ class PlanTextError(ValueError):
     """A plan file that cannot be read as data; the message names the file and says why."""
 
 
-class _Refused(Exception):
-    pass
+class BoundRefused(Exception):
+    """A YAML document past a BoundedLoader's bounds; the message says which."""
 
 
-class _BoundedLoader(yaml.SafeLoader):
-    """safe_load's loader, refusing an alias, a node past MAX_PLAN_DEPTH levels, or past
-    MAX_PLAN_NODES in all, as the composer reaches it."""
+class BoundedLoader(yaml.SafeLoader):
+    """safe_load's loader, refusing an alias, a node past max_depth levels, or past max_nodes
+    in all, as the composer reaches it. A plan's bounds by default; a subclass sets others for
+    other documents (runner.importer.llm_d_report: an llm-d benchmark report), and `what`
+    names the document in the refusal."""
+
+    max_depth = MAX_PLAN_DEPTH
+    max_nodes = MAX_PLAN_NODES
+    what = "a plan"
 
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
@@ -42,12 +48,13 @@ class _BoundedLoader(yaml.SafeLoader):
 
     def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
         if self.check_event(yaml.AliasEvent):
-            raise _Refused("a plan file may not use YAML aliases (*name)")
+            raise BoundRefused(f"{self.what} file may not use YAML aliases (*name)")
         self.nodes += 1
-        if self.nodes > MAX_PLAN_NODES:
-            raise _Refused(f"more than {MAX_PLAN_NODES} values, more than any plan has")
-        if self.depth >= MAX_PLAN_DEPTH:
-            raise _Refused(f"nested too deeply to be a plan (over {MAX_PLAN_DEPTH} levels)")
+        if self.nodes > self.max_nodes:
+            raise BoundRefused(f"more than {self.max_nodes} values, more than {self.what} has")
+        if self.depth >= self.max_depth:
+            raise BoundRefused(f"nested too deeply to be {self.what} (over {self.max_depth} "
+                               "levels)")  # fmt: skip
         self.depth += 1
         try:
             return super().compose_node(parent, index)
@@ -59,8 +66,8 @@ def read_plan_data(text: str, name: str) -> dict[str, Any]:
     """The mapping a plan file holds, before the schema's validation; PlanTextError else."""
     is_json = name.lower().endswith(".json")
     try:
-        data = json.loads(text) if is_json else yaml.load(text, Loader=_BoundedLoader)
-    except _Refused as exc:
+        data = json.loads(text) if is_json else yaml.load(text, Loader=BoundedLoader)
+    except BoundRefused as exc:
         raise PlanTextError(f"{name}: {exc}") from None
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
         raise PlanTextError(f"{name}: not valid {'JSON' if is_json else 'YAML'}: {exc}") from None

@@ -43,7 +43,8 @@ class ResultImport(models.Model):
     )
     # As the browser named it: shown and written into the run, never used as a path.
     file_name = models.CharField(max_length=255)
-    # AIPerf's gpu_telemetry_export.jsonl, sent with its profile_export.jsonl; blank: none.
+    # The file that came with the result (runner.importer.companions: AIPerf's
+    # gpu_telemetry_export.jsonl, an inference-perf stage's Prometheus report); blank: none.
     telemetry_file_name = models.CharField(max_length=255, blank=True)
     size = models.PositiveBigIntegerField(help_text="bytes received, both files together")
     name = models.CharField(max_length=200, blank=True, help_text="the run's name, if given")
@@ -92,12 +93,12 @@ class ResultImport(models.Model):
 
     @property
     def stored_telemetry_path(self) -> Path:
-        """Where the AIPerf telemetry file sent with it waits, if one was."""
+        """Where the file that came with it (its companion) waits, if one was sent."""
         return Path(settings.HEADROOM_IMPORT_DIR) / f"{self.code}.telemetry"
 
     @property
     def imported_files(self) -> str:
-        """The file's name, and its telemetry file's: as the import's messages name them."""
+        """The file's name, and its companion's: as the import's messages name them."""
         if self.telemetry_file_name:
             return f"{self.file_name} with {self.telemetry_file_name}"
         return self.file_name

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from runner.importer import aiperf_telemetry
+from runner.importer.detect import Detected
 from runner.importer.peers import (
     counted_metrics,
     flat_figures,
@@ -61,8 +62,11 @@ def is_record(document: Any) -> bool:
 # ---------------------------------------------------------------------------------------------
 
 
-def from_summary(document: dict[str, Any], *, source_name: str) -> PointResult:
-    """profile_export_aiperf.json as one point."""
+def from_summary(
+    document: dict[str, Any], *, source_name: str, detected: Detected | None = None
+) -> PointResult:
+    """profile_export_aiperf.json as one point (the first releases' `records` map too)."""
+    document = _flattened(document)
     config = document.get("input_config") or {}
     figures, units = _summary_figures(document)
     completed = int(_required(document, COMPLETED_NAMES, source_name))
@@ -98,6 +102,7 @@ def from_summary(document: dict[str, Any], *, source_name: str) -> PointResult:
     point = peer_point(
         tool="aiperf",
         version=str(document.get("aiperf_version") or "") or None,
+        format_label=detected.version if detected else None,
         source=source_name,
         key=f"import:{source_name}:{document.get('benchmark_id', '')}",
         load=_load(config, completed + failed),
@@ -113,6 +118,16 @@ def from_summary(document: dict[str, Any], *, source_name: str) -> PointResult:
     if telemetry is not None:
         point.telemetry = telemetry
     return point
+
+
+def _flattened(document: dict[str, Any]) -> dict[str, Any]:
+    """AIPerf's first releases kept each metric under `records` (with its tag and header);
+    later ones put it at the top level, as GenAI-Perf did. Read both alike."""
+    records = document.get("records")
+    if not isinstance(records, dict):
+        return document
+    rest = {key: value for key, value in document.items() if key != "records"}
+    return {**records, **rest}
 
 
 def _summary_figures(document: dict[str, Any]) -> tuple[dict[str, float], dict[str, str]]:
@@ -160,12 +175,15 @@ def _token_count_notes(config: dict[str, Any]) -> list[str]:
 def _model(config: dict[str, Any]) -> str | None:
     items = (config.get("models") or {}).get("items") or []
     names = [str(item.get("name")) for item in items if isinstance(item, dict)]
+    # The first releases named them endpoint.model_names.
+    names = names or [str(name) for name in (config.get("endpoint") or {}).get("model_names") or []]
     return ",".join(names) or None
 
 
 def _load(config: dict[str, Any], num_requests: int) -> LoadSpec:
     phases = [p for p in config.get("phases") or [] if p.get("kind") == MEASURED_PHASE]
-    phase = phases[0] if phases else {}
+    # The first releases kept the load under loadgen, without phases.
+    phase = phases[0] if phases else config.get("loadgen") or {}
     concurrency = phase.get("concurrency")
     rate = number(phase.get("rate") or phase.get("request_rate"))
     requests = max(num_requests, 1)
@@ -193,6 +211,7 @@ def from_records(
     the run's gpu_telemetry_export.jsonl and that file's name), its GPU telemetry too."""
     measured = []
     for line, document in enumerate(documents, 1):
+        document = _current_record(document)
         if not is_record(document):
             raise ImportFileError(f"{source_name}:{line}: not an AIPerf per-request record")
         if document["metadata"].get("benchmark_phase", MEASURED_PHASE) == MEASURED_PHASE:
@@ -236,6 +255,27 @@ def from_records(
             point, readings, origin_ns=first_start, window=window_of(records), name=name
         )
     return point
+
+
+# The first releases' names in a per-request record, and the later ones'.
+EARLY_METADATA = {"timestamp_ns": "request_start_ns", "credit_phase": "benchmark_phase"}
+EARLY_METRICS = {"ttft": "time_to_first_token", "ttst": "time_to_second_token"}
+
+
+def _current_record(document: Any) -> Any:
+    """A record of AIPerf's first releases (metadata.timestamp_ns, the request's start, and
+    credit_phase; metrics ttft and ttst) under the later names. Its output_sequence_length
+    counts every generated token, reasoning included, as later ones do (output_token_count
+    leaves the reasoning tokens out)."""
+    if not isinstance(document, dict) or not isinstance(document.get("metadata"), dict):
+        return document
+    metadata, metrics = document["metadata"], document.get("metrics")
+    if "request_start_ns" in metadata or "timestamp_ns" not in metadata:
+        return document
+    renamed = {EARLY_METADATA.get(key, key): value for key, value in metadata.items()}
+    if isinstance(metrics, dict):
+        metrics = {EARLY_METRICS.get(key, key): value for key, value in metrics.items()}
+    return {**document, "metadata": renamed, "metrics": metrics}
 
 
 def _value(document: dict[str, Any], name: str) -> Any:

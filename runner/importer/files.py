@@ -1,4 +1,6 @@
-"""Read result files: Headroom's own JSONL, a run's JSON download, `vllm bench serve` results."""
+"""Read result files: Headroom's own JSONL, a run's JSON download, and the result files of vllm
+bench serve, AIPerf, GuideLLM, inference-perf and llm-d-benchmark, each by what
+runner.importer.detect finds it is; a folder of them (runner.importer.folders)."""
 
 from __future__ import annotations
 
@@ -10,9 +12,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from runner.importer import aiperf, guidellm, inference_perf
-from runner.importer import aiperf_telemetry as aiperf_telemetry_file
+from runner.importer import aiperf, guidellm, inference_perf, llm_d_report, vllm_sweep
+from runner.importer.archives import is_zip, unpacked
+from runner.importer.companions import Companion, check_size, read_companion
+from runner.importer.detect import detect, unknown_refusal
 from runner.importer.downloads import is_download, iter_download_into
+from runner.importer.folders import iter_folder
+from runner.importer.llm_d_report import read_yaml_documents
 from runner.importer.vllm_bench import from_vllm_bench
 from runner.importer.vllm_document import ImportFileError
 from runner.results import (
@@ -40,6 +46,7 @@ STRING_OR_BRACKET = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"?|[\[\]{}]', re.DOTA
 # with a schema_version of its own.
 HEADROOM_LINE_START = b'{"schema_version":"headroom.'
 HEADROOM_HEAD_BYTES = 4096
+YAML_SUFFIXES = (".yaml", ".yml")
 
 
 def load_result_file(
@@ -47,15 +54,15 @@ def load_result_file(
     *,
     name: str = "",
     max_document_bytes: int | None = None,
-    aiperf_telemetry: Path | None = None,
-    telemetry_name: str = "",
+    companion: Path | None = None,
+    companion_name: str = "",
 ) -> list[PointResult]:
-    """Every point in a Headroom results file (JSONL), a run's download or a vllm bench file;
+    """Every point in a result file (or a folder of them, runner.importer.folders);
     ImportFileError else."""
     return list(
         iter_result_file(
             path, name=name, max_document_bytes=max_document_bytes,
-            aiperf_telemetry=aiperf_telemetry, telemetry_name=telemetry_name,
+            companion=companion, companion_name=companion_name,
         )
     )  # fmt: skip
 
@@ -65,28 +72,30 @@ def iter_result_file(
     *,
     name: str = "",
     max_document_bytes: int | None = None,
-    aiperf_telemetry: Path | None = None,
-    telemetry_name: str = "",
+    companion: Path | None = None,
+    companion_name: str = "",
 ) -> Iterator[PointResult]:
     """The points of a result file, one at a time; messages call the file `name` (its own name
     by default: an uploaded file is stored under a generated one).
 
     Headroom's JSONL is read a line at a time, never whole: each line is one point. A run's JSON
-    download is read as a stream, a point and a request at a time. Anything else is JSON
-    documents read whole (a vllm bench file is one, --append-result writes one a line),
-    so such a file over max_document_bytes is refused before it is read. What the streamed
-    formats build whole (a JSONL line, a download's point without its requests, one request)
-    is held to max_document_bytes too, as it is read. None sets no limit (a file of one's own
-    on the command line). A bad line raises when it is reached: a caller that stores points
-    stores them in one transaction (benchmarks.imports), so nothing is half-kept.
+    download is read as a stream, a point and a request at a time. Anything else is JSON (or an
+    llm-d report's YAML) documents read whole (a vllm bench file is one, --append-result writes
+    one a line), so such a file over max_document_bytes is refused before it is read. What the
+    streamed formats build whole (a JSONL line, a download's point without its requests, one
+    request) is held to max_document_bytes too, as it is read. None sets no limit (a file of
+    one's own on the command line). A bad line raises when it is reached: a caller that stores
+    points stores them in one transaction (benchmarks.imports), so nothing is half-kept.
 
-    aiperf_telemetry: the gpu_telemetry_export.jsonl of the AIPerf run whose profile_export.jsonl
-    `path` is (runner.importer.aiperf_telemetry); refused with any other file. It is read
-    whole, so max_document_bytes applies to it too; messages call it telemetry_name.
+    companion: the file that came with this one (runner.importer.companions: AIPerf's
+    gpu_telemetry_export.jsonl with its profile_export.jsonl, inference-perf's
+    stage_N_prometheus_metrics.json with its stage report); refused with any other file. It is
+    read whole, so max_document_bytes applies to it too; messages call it companion_name.
+    A folder (runner.importer.folders) pairs its companions itself.
     """
     points = iter_result_file_into(
         path, RecordList, name=name, max_document_bytes=max_document_bytes,
-        aiperf_telemetry=aiperf_telemetry, telemetry_name=telemetry_name,
+        companion=companion, companion_name=companion_name,
     )  # fmt: skip
     for point, batches in points:
         if batches is not None:
@@ -100,30 +109,48 @@ def iter_result_file_into(
     *,
     name: str = "",
     max_document_bytes: int | None = None,
-    aiperf_telemetry: Path | None = None,
-    telemetry_name: str = "",
+    companion: Path | None = None,
+    companion_name: str = "",
+    max_unpacked_bytes: int | None = None,
 ) -> Iterator[tuple[PointResult, SinkT | None]]:
     """iter_result_file, a Headroom file's batched records going to sinks a batch at a time as
     runner.results.iter_points_into gives them (each point with its sink, or None); a run
-    download's records go to sinks too (runner.importer.downloads); a vllm bench file's points
-    come with None, their requests in the point (its document is read whole anyway)."""
+    download's records go to sinks too (runner.importer.downloads); a document's points
+    come with None, their requests in the point (its document is read whole anyway).
+    A .zip of a folder is unpacked (runner.importer.archives, its files together held to
+    max_unpacked_bytes) and read as the folder."""
     name = name or path.name
-    if not path.is_file():
+    folder = path.is_dir()
+    if not folder and not path.is_file():
         raise ImportFileError(f"{name}: no such file")
+    zipped = not folder and is_zip(_head(path))
+    if (folder or zipped) and companion is not None:
+        raise ImportFileError(f"{name}: a folder pairs the files that came with its results "
+                              "itself; import it without a companion file")  # fmt: skip
+    if folder:
+        for point in iter_folder(path, name, max_document_bytes, read_documents):
+            yield point, None
+        return
+    if zipped:
+        with unpacked(path, name, max_member_bytes=max_document_bytes,
+                      max_total_bytes=max_unpacked_bytes) as unpacked_folder:  # fmt: skip
+            for point in iter_folder(unpacked_folder, name, max_document_bytes, read_documents):
+                yield point, None
+        return
     head = _head(path)
     headroom = head.lstrip().startswith((HEADROOM_LINE_START, BATCH_LINE_START))
     download = not headroom and is_download(head)
-    telemetry = None
-    if aiperf_telemetry is not None:
-        telemetry_name = telemetry_name or aiperf_telemetry.name
+    found = None
+    if companion is not None:
+        companion_name = companion_name or companion.name
         if headroom or download:
-            _refuse_telemetry(name, telemetry_name)  # before reading it for nothing
-        if not aiperf_telemetry.is_file():
-            raise ImportFileError(f"{telemetry_name}: no such file")
-        _check_document_size(aiperf_telemetry, telemetry_name, max_document_bytes,
-                             "AIPerf's GPU telemetry file")  # fmt: skip
-        telemetry = (aiperf_telemetry_file.read_readings(aiperf_telemetry, telemetry_name),
-                     telemetry_name)  # fmt: skip
+            what = "a Headroom results file" if headroom else "a run's JSON download"
+            raise ImportFileError(  # before reading the companion for nothing
+                f"{name}: {companion_name} is a file that comes with another tool's result "
+                f"(AIPerf's profile_export.jsonl or an inference-perf stage report); {what} has "
+                "none"
+            )
+        found = read_companion(companion, companion_name, max_document_bytes)
     try:
         if headroom:
             # A last line cut short (a run killed mid-write) is skipped, as --resume skips it.
@@ -136,29 +163,29 @@ def iter_result_file_into(
             return
     except ResultFileError as exc:
         raise ImportFileError(str(exc)) from None
-    _check_document_size(path, name, max_document_bytes, "a vllm bench file")
-    for point in _document_points(_read_text(path, name), name, telemetry):
+    for point in read_documents(path, name, max_document_bytes, found):
         yield point, None
+
+
+def read_documents(
+    path: Path, name: str, max_document_bytes: int | None, companion: Companion | None = None
+) -> Iterator[PointResult]:
+    """The points of a file of JSON or YAML documents, read whole within the limit."""
+    check_size(path, name, max_document_bytes, "a result document")
+    text = _read_text(path, name)
+    if path.suffix.lower() in YAML_SUFFIXES:
+        yield from _yaml_points(text, name, companion)
+    elif path.suffix.lower() == ".csv":
+        _refuse_companion(companion, name, "a vllm bench sweep summary.csv")
+        yield from vllm_sweep.csv_points(text, name)
+    else:
+        yield from _document_points(text, name, companion)
 
 
 def _head(path: Path) -> bytes:
     """The file's first bytes: enough to tell Headroom's JSONL and a run's download."""
     with path.open("rb") as handle:
         return handle.read(HEADROOM_HEAD_BYTES)
-
-
-def _check_document_size(path: Path, name: str, limit: int | None, what: str) -> None:
-    """A file read whole must fit the limit for that, or it is refused unread."""
-    size = path.stat().st_size
-    if limit is not None and size > limit:
-        raise ImportFileError(
-            f"{name}: {what} is read whole, and this one ({_megabytes(size)}) is over the "
-            f"{_megabytes(limit)} limit for that"
-        )
-
-
-def _megabytes(size: int) -> str:
-    return f"{size / 2**20:.1f} MB"
 
 
 def _read_text(path: Path, name: str) -> str:
@@ -168,13 +195,23 @@ def _read_text(path: Path, name: str) -> str:
         raise ImportFileError(f"{name}: not a text file (is it compressed or binary?)") from None
 
 
+def _yaml_points(text: str, name: str, companion: Companion | None) -> Iterator[PointResult]:
+    """An llm-d-benchmark report written as YAML (one document, or several after `---`)."""
+    _refuse_companion(companion, name, "a YAML file")
+    documents = read_yaml_documents(text, name)
+    if not documents:
+        raise ImportFileError(f"{name}: the file is empty")
+    for index, document in enumerate(documents):
+        yield from _points_of(document, name if len(documents) == 1 else f"{name}#{index}")
+
+
 def _document_points(
-    text: str, name: str, telemetry: tuple[list[dict[str, Any]], str] | None = None
+    text: str, name: str, companion: Companion | None = None
 ) -> Iterator[PointResult]:
     """The points of JSON documents: the whole text, or one a line (--append-result).
 
-    Each document is parsed once; only the point made from it is kept. telemetry (AIPerf's
-    readings and their file's name) goes only with AIPerf's per-request file.
+    Each document is parsed once; only the point made from it is kept. companion (the file that
+    came with this one) goes only with the kind of file it belongs to.
     """
     lines = [(number, line) for number, line in enumerate(text.splitlines(), 1) if line.strip()]
     if not lines:
@@ -185,64 +222,97 @@ def _document_points(
         except json.JSONDecodeError:
             pass  # not one object a line: one document written over several lines
         else:
-            if aiperf.is_record(first):
+            if detect(first).kind == "aiperf-records":
                 documents = [first] + [_line_document(name, n, line) for n, line in lines[1:]]
-                yield aiperf.from_records(documents, source_name=name, telemetry=telemetry)
+                yield _aiperf_records(documents, name, companion)
                 return
-            _refuse_telemetry(name, None if telemetry is None else telemetry[1])
+            _refuse_companion(companion, name, "a file of one result a line")
             yield from _points_of(first, f"{name}:{lines[0][0]}")
             del first
             for number, line in lines[1:]:
                 yield from _points_of(_line_document(name, number, line), f"{name}:{number}")
             return
-    _refuse_telemetry(name, None if telemetry is None else telemetry[1])
     del lines
     try:
         document = _loads(text)
     except json.JSONDecodeError as exc:
+        if _looks_like_yaml(text):
+            yield from _yaml_points(text, name, companion)
+            return
         raise ImportFileError(
-            f"not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg} "
+            f"{name}: not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg} "
             "(is the file truncated?)"
         ) from None
     del text
-    yield from _points_of(document, name)
+    yield from _points_of(document, name, companion)
 
 
-def _refuse_telemetry(name: str, telemetry_name: str | None) -> None:
-    """Readings given with any file but AIPerf's per-request one would be silently dropped."""
-    if telemetry_name is not None:
-        raise ImportFileError(
-            f"{name}: AIPerf's GPU telemetry file {telemetry_name} is read only with AIPerf's "
-            "per-request file, profile_export.jsonl"
-        )
+def _looks_like_yaml(text: str) -> bool:
+    """An llm-d report saved under a .json name is still YAML: it starts with its version."""
+    return text.lstrip().startswith(("version:", "---", "run:", "scenario:"))
 
 
-def _points_of(document: Any, source: str) -> Iterator[PointResult]:
-    """The points of one JSON document: Headroom's, another client's, or vllm bench's."""
-    if aiperf.is_record(document):
-        yield aiperf.from_records([document], source_name=source)
-    elif aiperf.is_summary(document):
-        yield aiperf.from_summary(document, source_name=source)
-    elif guidellm.is_report(document):
-        yield from guidellm.from_report(document, source_name=source)
-    elif inference_perf.is_stage_report(document):
-        yield inference_perf.from_stage_report(document, source_name=source)
-    elif inference_perf.is_summary_report(document):
-        raise ImportFileError(inference_perf.SUMMARY_REFUSED.format(source=source))
+def _refuse_companion(companion: Companion | None, name: str, found: str) -> None:
+    """A companion given with a file it does not belong to would be silently dropped."""
+    if companion is not None:
+        companion.refuse_with(name, found)
+
+
+def _aiperf_records(
+    documents: list[Any], name: str, companion: Companion | None
+) -> PointResult:
+    telemetry = None
+    if companion is not None:
+        if companion.kind != "aiperf-gpu-telemetry":
+            companion.refuse_with(name, "AIPerf's per-request file")
+        telemetry = (companion.data, companion.name)
+    return aiperf.from_records(documents, source_name=name, telemetry=telemetry)
+
+
+def _points_of(
+    document: Any, source: str, companion: Companion | None = None
+) -> Iterator[PointResult]:
+    """The points of one JSON document, by what runner.importer.detect finds it is."""
+    found = detect(document, source)
+    if found.kind == "unknown" and found.refusal is None:
+        _refuse_companion(companion, source, "an unrecognised file")
+        unknown_refusal(document, source)
+    found.check(source)
+    if found.kind == "aiperf-records":
+        yield _aiperf_records([document], source, companion)
+        return
+    if found.kind == "inference-perf-stage":
+        server = None
+        if companion is not None:
+            if companion.kind != "inference-perf-prometheus":
+                companion.refuse_with(source, f"an {found.label}")
+            server = (companion.data, companion.name)
+        yield inference_perf.from_stage_report(document, source_name=source, detected=found,
+                                               server=server)  # fmt: skip
+        return
+    _refuse_companion(companion, source, found.label)
+    if found.kind == "headroom-point":
+        yield _headroom_point(document, source)
+    elif found.kind == "aiperf-summary":
+        yield aiperf.from_summary(document, source_name=source, detected=found)
+    elif found.kind == "guidellm-report":
+        yield from guidellm.from_report(document, source_name=source, detected=found)
+    elif found.kind == "llm-d-report":
+        yield from llm_d_report.from_report(document, source_name=source, detected=found)
+    elif found.kind == "vllm-sweep-summary":
+        yield from vllm_sweep.summary_points(document, source)
     else:
-        yield _point_of(document, source)
+        yield from_vllm_bench(document, source_name=source, format_label=found.version)
 
 
-def _point_of(document: Any, source: str) -> PointResult:
-    """A Headroom point written as one JSON document, else a vllm bench serve result."""
-    if isinstance(document, dict) and "schema_version" in document:
-        try:
-            return PointResult.model_validate(document)
-        except ValidationError as exc:
-            raise ImportFileError(
-                f"{source}: not a valid Headroom point: {exc.errors()[0]['msg']}"
-            ) from None
-    return from_vllm_bench(document, source_name=source)
+def _headroom_point(document: Any, source: str) -> PointResult:
+    """A Headroom point written as one JSON document."""
+    try:
+        return PointResult.model_validate(document)
+    except ValidationError as exc:
+        raise ImportFileError(
+            f"{source}: not a valid Headroom point: {exc.errors()[0]['msg']}"
+        ) from None
 
 
 def check_nesting(text: str) -> None:

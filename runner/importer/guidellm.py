@@ -1,4 +1,11 @@
-"""A GuideLLM benchmarks report (guidellm 0.8 `--output kind=json`) as Headroom points.
+"""A GuideLLM benchmarks report (guidellm 0.3 to 0.8, JSON or YAML) as Headroom points.
+
+The report's shape changed twice (runner.importer.detect tells them apart): 0.3 kept each
+benchmark's request_totals, run_stats and strategy (args.strategy) on the benchmark, its
+requests' times as start_time, first_token_time and last_token_time; from 0.4 a benchmark has
+its config (strategy, backend) and metrics (request_totals among them) and its requests' times
+under info.timings; from 0.7 the report's metadata names guidellm_version. Reports of 0.3 to
+0.6 do not name their version: the provenance names the format.
 
 Every benchmark of the report (each stream count or rate of a sweep) is one point. GuideLLM's
 own statistics are kept under its names ("time_to_first_token_ms.successful.p99"): its
@@ -15,6 +22,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from runner.importer.detect import Detected
 from runner.importer.peers import (
     counted_metrics,
     flat_figures,
@@ -33,38 +41,45 @@ from runner.schema.result import Metrics, PointResult
 STATUSES = ("successful", "errored", "incomplete")
 
 
-def is_report(document: Any) -> bool:
-    return (
-        isinstance(document, dict)
-        and isinstance(document.get("benchmarks"), list)
-        and "guidellm_version" in (document.get("metadata") or {})
-    )
-
-
-def from_report(document: dict[str, Any], *, source_name: str) -> list[PointResult]:
+def from_report(
+    document: dict[str, Any], *, source_name: str, detected: Detected
+) -> list[PointResult]:
     benchmarks = document["benchmarks"]
     if not benchmarks:
-        raise ImportFileError(f"{source_name}: the GuideLLM report holds no benchmarks")
-    version = str(document["metadata"].get("guidellm_version") or "") or None
+        detected.refuse(source_name, "the report holds no benchmarks")
+    version = str((document.get("metadata") or {}).get("guidellm_version") or "") or None
     return [
-        _point(benchmark, index, version, f"{source_name}#{index}")
+        _point(benchmark, index, version, f"{source_name}#{index}", detected)
         for index, benchmark in enumerate(benchmarks)
     ]
 
 
+def _config(benchmark: dict[str, Any]) -> dict[str, Any]:
+    """The benchmark's config (0.4 on), or 0.3's args and worker in its shape."""
+    if isinstance(benchmark.get("config"), dict):
+        return benchmark["config"]
+    args = benchmark.get("args") or {}
+    worker = benchmark.get("worker") or {}
+    return {
+        "id_": benchmark.get("id_"),
+        "strategy": args.get("strategy") or {},
+        "backend": {"model": worker.get("backend_model")},
+    }
+
+
 def _point(
-    benchmark: dict[str, Any], index: int, version: str | None, source: str
+    benchmark: dict[str, Any], index: int, version: str | None, source: str, detected: Detected
 ) -> PointResult:
-    config = benchmark.get("config") or {}
+    config = _config(benchmark)
     metrics_tree = benchmark.get("metrics") or {}
-    totals = metrics_tree.get("request_totals") or {}
+    totals = metrics_tree.get("request_totals") or benchmark.get("request_totals") or {}
     entries = benchmark.get("requests") or {}
     counted = {status: int(number(totals.get(status)) or 0) for status in STATUSES}
     kept = {status: entries.get(status) or [] for status in STATUSES}
     complete = all(len(kept[status]) == counted[status] for status in STATUSES)
     notes: list[str] = []
     records = _records(kept, source) if complete else []
-    endpoint = str((config.get("backend") or {}).get("request_format") or "chat")
+    endpoint = str((config.get("backend") or {}).get("request_format") or _request_type(kept))
     workload = workload_of(records, endpoint=endpoint, label="guidellm")
     if records:
         metrics = metrics_of(records, workload)
@@ -82,6 +97,7 @@ def _point(
     return peer_point(
         tool="guidellm",
         version=version,
+        format_label=detected.version,
         source=source,
         key=f"import:{source}:{config.get('id_', index)}",
         load=_load(config.get("strategy") or {}, sum(counted.values())),
@@ -93,6 +109,15 @@ def _point(
         started_at=_iso(benchmark.get("start_time")),
         notes=notes,
     )
+
+
+def _request_type(kept: dict[str, list[Any]]) -> str:
+    """0.3's request entries name their type (text_completions, chat_completions)."""
+    for entries in kept.values():
+        for entry in entries:
+            if isinstance(entry, dict) and entry.get("request_type"):
+                return str(entry["request_type"])
+    return "chat"
 
 
 def _figures(metrics_tree: dict[str, Any]) -> dict[str, float]:
@@ -121,8 +146,14 @@ def _timings(entry: dict[str, Any]) -> dict[str, Any]:
     return (entry.get("info") or {}).get("timings") or {}
 
 
+def _request_start(entry: dict[str, Any]) -> float | None:
+    """When the request went out: info.timings.request_start (0.4 on), or 0.3's start_time."""
+    return (number(_timings(entry).get("request_start")) or number(entry.get("request_start_time"))
+            or number(entry.get("start_time")))  # fmt: skip
+
+
 def _start(entry: dict[str, Any], source: str) -> float:
-    start = number(_timings(entry).get("request_start")) or number(entry.get("request_start_time"))
+    start = _request_start(entry)
     if start is None:
         raise ImportFileError(f"{source}: a request entry has no request_start time")
     return start
@@ -130,13 +161,14 @@ def _start(entry: dict[str, Any], source: str) -> float:
 
 def _record(index: int, status: str, entry: dict[str, Any], send: float) -> RequestRecord:
     timings = _timings(entry)
-    start = number(timings.get("request_start")) or number(entry.get("request_start_time")) or 0.0
-    first = number(timings.get("first_token_iteration"))
-    last = number(timings.get("last_request_iteration")) or number(timings.get("request_end"))
+    start = _request_start(entry) or 0.0
+    first = number(timings.get("first_token_iteration")) or number(entry.get("first_token_time"))
+    last = (number(timings.get("last_request_iteration")) or number(timings.get("request_end"))
+            or number(entry.get("last_token_time")))  # fmt: skip
     error = None
     if status != "successful":
         info = entry.get("info") or {}
-        error = str(info.get("error") or f"{status} in GuideLLM")
+        error = str(info.get("error") or entry.get("error") or f"{status} in GuideLLM")
     ttft = first - start if first is not None else None
     e2el = last - start if last is not None else None
     return request(

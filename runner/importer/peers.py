@@ -42,6 +42,7 @@ SOURCES: dict[PeerTool, PointSource] = {
     "aiperf": "aiperf-import",
     "guidellm": "guidellm-import",
     "inference-perf": "inference-perf-import",
+    "llm-d-benchmark": "llm-d-import",
 }
 
 
@@ -166,6 +167,7 @@ def peer_point(
     *,
     tool: PeerTool,
     version: str | None,
+    format_label: str | None = None,
     source: str,
     key: str,
     load: LoadSpec,
@@ -178,9 +180,16 @@ def peer_point(
     started_at: str,
     notes: list[str],
 ) -> PointResult:
-    """A point imported from another client's file; its provenance names the tool and version."""
+    """A point imported from another client's file; its provenance names the tool and version,
+    or, where the file does not name its version, the format recognised (format_label, from
+    runner.importer.detect: "stage report (0.2 to 0.4 format)")."""
     name = IMPORT_CLIENTS[SOURCES[tool]]
-    client = f"{name} {version}" if version else f"{name} (version not recorded in the file)"
+    if version:
+        client = f"{name} {version}"
+    elif format_label:
+        client = f"{name} {format_label} (version not recorded in the file)"
+    else:
+        client = f"{name} (version not recorded in the file)"
     notes = [
         f"imported from {name} file {source}",
         f"vLLM-named figures are Headroom's, computed from {name}'s per-request records; "

@@ -30,8 +30,9 @@ from runner.schema.records import Float64Array, Int32Array, RequestRecord
 from runner.schema.result import Metrics, PointResult
 
 
-def from_vllm_bench(data: Any, *, source_name: str) -> PointResult:
-    """Turn one `vllm bench serve --save-result` document into a point."""
+def from_vllm_bench(data: Any, *, source_name: str, format_label: str = "") -> PointResult:
+    """Turn one `vllm bench serve --save-result` document into a point; format_label: the
+    format runner.importer.detect recognised, named in the provenance."""
     if not isinstance(data, dict):
         raise ImportFileError(f"{source_name}: expected a JSON object, got {_kind(data)}")
     missing = [key for key in VLLM_BENCH_REQUIRED if key not in data]
@@ -41,12 +42,14 @@ def from_vllm_bench(data: Any, *, source_name: str) -> PointResult:
         )
     try:
         doc = BenchDocument.model_validate(data)
-        return _point(doc, data, source_name)
+        return _point(doc, data, source_name, format_label)
     except ValidationError as exc:
         raise ImportFileError(f"{source_name}: {_first_error(exc)}") from None
 
 
-def _point(doc: BenchDocument, data: dict[str, Any], source: str) -> PointResult:
+def _point(
+    doc: BenchDocument, data: dict[str, Any], source: str, format_label: str
+) -> PointResult:
     metadata = read_metadata(data, source)
     notes = [f"imported from vllm bench serve file {source}"]
     chat = "chat" in (doc.backend or doc.endpoint_type or "")
@@ -54,7 +57,7 @@ def _point(doc: BenchDocument, data: dict[str, Any], source: str) -> PointResult
     metrics = _metrics(doc, data, requests, metadata, notes, source)
     load = _load(doc, metrics.completed + metrics.failed, source, notes)
     engine_config = from_metadata(EngineConfig, metadata.group("engine"), source)
-    notes.append(engine_settings_note(engine_config, metadata))
+    notes.append(engine_settings_note(engine_config, metadata, sweep=doc.run_number is not None))
     notes += leftover_notes(data, metadata)
     return PointResult(
         key=f"import:{source}:{doc.date or ''}",
@@ -63,7 +66,8 @@ def _point(doc: BenchDocument, data: dict[str, Any], source: str) -> PointResult
         load=load,
         workload=_workload(doc, chat, requests, metrics),
         metrics=metrics,
-        provenance=bench_provenance(doc, metadata, source, notes),
+        provenance=bench_provenance(doc, metadata, source, notes, format_label),
+        repeat=doc.run_number if doc.run_number is not None and doc.run_number >= 0 else 0,
         requests=requests,
         source="vllm-bench-import",
         notes=notes,

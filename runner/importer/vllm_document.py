@@ -134,6 +134,8 @@ class BenchDocument(BaseModel):
     latencies: list[float] | None = None
     start_times: list[float] | None = None
     errors: list[str | None] | None = None
+    # `vllm bench sweep serve` adds each run's repeat number (0 on) beside the swept settings.
+    run_number: int | None = None
 
 
 KNOWN_VLLM_KEYS = frozenset(BenchDocument.model_fields) | VLLM_KEYS_WITHOUT_FIELD
@@ -212,13 +214,13 @@ def from_metadata(
         raise ImportFileError(f"{source}: --metadata {where}: {error['msg']}") from None
 
 
-def engine_settings_note(config: EngineConfig, metadata: BenchMetadata) -> str:
+def engine_settings_note(config: EngineConfig, metadata: BenchMetadata, sweep: bool) -> str:
+    """Where the engine settings came from: --metadata, or the parameters `vllm bench sweep`
+    added to the run (sweep)."""
     if not metadata.group("engine"):
         return "engine settings are not recorded in vllm bench files; shown as 'defaults'"
-    return (
-        f"engine settings from the file's --metadata: {config.label()}; "
-        "settings not named there are unknown"
-    )
+    where = "the sweep's serve parameters" if sweep else "the file's --metadata"
+    return f"engine settings from {where}: {config.label()}; settings not named there are unknown"
 
 
 def leftover_notes(data: dict[str, Any], metadata: BenchMetadata) -> list[str]:
@@ -244,7 +246,8 @@ def leftover_notes(data: dict[str, Any], metadata: BenchMetadata) -> list[str]:
 
 
 def bench_provenance(
-    doc: BenchDocument, metadata: BenchMetadata, source: str, notes: list[str]
+    doc: BenchDocument, metadata: BenchMetadata, source: str, notes: list[str],
+    format_label: str = "",
 ) -> Provenance:
     name, note = _engine_name(doc, metadata, source)
     notes.append(note)
@@ -256,7 +259,8 @@ def bench_provenance(
         checkpoint=from_metadata(
             Checkpoint, metadata.group("checkpoint"), source, model=doc.model_id or UNKNOWN_MODEL
         ),
-        client_version=f"vllm bench serve ({doc.backend or 'unknown backend'})",
+        client_version=(f"vllm bench serve ({doc.backend or 'unknown backend'}) "
+                        f"{format_label}").strip(),
         started_at=_iso_date(doc.date),
     )
 

@@ -419,9 +419,10 @@ class Provenance(Schema):
 
 
 # The other clients whose result files Headroom imports (runner/importer/peers.py).
-PeerTool = Literal["aiperf", "guidellm", "inference-perf"]
+PeerTool = Literal["aiperf", "guidellm", "inference-perf", "llm-d-benchmark"]
 PointSource = Literal[
-    "headroom", "vllm-bench-import", "aiperf-import", "guidellm-import", "inference-perf-import"
+    "headroom", "vllm-bench-import", "aiperf-import", "guidellm-import", "inference-perf-import",
+    "llm-d-import",
 ]
 # Points another client measured, by source, and that client's name: no engine queue samples,
 # no client health, provenance only as far as the file records it.
@@ -430,8 +431,29 @@ IMPORT_CLIENTS: dict[str, str] = {
     "aiperf-import": "NVIDIA AIPerf",
     "guidellm-import": "GuideLLM",
     "inference-perf-import": "inference-perf",
+    "llm-d-import": "llm-d-benchmark",
 }
 IMPORTED_SOURCES: frozenset[str] = frozenset(get_args(PointSource)) - {"headroom"}
+
+
+class ServerEvidence(Schema):
+    """Where an imported point's engine queue (PointResult.queue) came from: the server's
+    metrics as the tool that ran the load scraped them, never Headroom's own sampling.
+
+    kind "summary": the tool's own statistics over the point (inference-perf's Prometheus
+    report, llm-d's aggregates), put under the queue's names only where they mean the same (a
+    mean of the gauge over the window); "samples": the tool's per-timestamp scrape, which
+    Headroom summarised over the point's window as it does its own samples
+    (runner.measure.sampler.summarize). lacks: what the diagnosis reads and the scrape does not
+    hold ("running requests", "KV cache use"), said beside every verdict on the point.
+    """
+
+    tool: str = Field(description="the tool and what of its output: inference-perf's "
+                      "Prometheus report")
+    file: str
+    kind: Literal["summary", "samples"]
+    lacks: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
 
 
 class PeerFigures(Schema):
@@ -447,6 +469,9 @@ class PeerFigures(Schema):
     file: str
     figures: dict[str, float] = Field(default_factory=dict)
     units: dict[str, str] = Field(default_factory=dict, description="by figure name, if given")
+    # The server-side evidence that came with the file (a companion file, or the report's own
+    # observability section); None: the point has no engine queue evidence.
+    server: ServerEvidence | None = None
 
 
 class PointResult(Schema):

@@ -15,7 +15,7 @@ function guardUploadSize() {
   if (!input) return;
   var limit = Number(input.dataset.maxBytes);
   input.form.addEventListener("submit", function (event) {
-    // The limit is for the body's files together: the result file and its telemetry file.
+    // The limit is for the body's files together: the result file and the file that came with it.
     var total = 0, count = 0;
     input.form.querySelectorAll("input[type=file]").forEach(function (each) {
       if (each.files[0]) { total += each.files[0].size; count += 1; }

@@ -72,8 +72,9 @@ def test_a_bad_upload_gets_a_clear_message_and_creates_nothing(owner_client):
     result_import, page = status_page(owner_client, response)
     assert result_import.state == "failed"
     assert result_import.error_message.startswith("Cannot import notes.json:")
-    assert "not a vllm bench serve result (missing duration" in result_import.error_message
-    assert result_import.error_message in page and "Nothing was stored." in page
+    assert ("not a result file Headroom reads (a JSON object with keys hello)"
+            in result_import.error_message)
+    assert escape(result_import.error_message) in page and "Nothing was stored." in page
     assert not Benchmark.objects.exists()
 
 

@@ -77,7 +77,7 @@ def test_aiperf_records_upload_with_their_telemetry_file_as_headroom_telemetry(
 ):
     records = SimpleUploadedFile(TELEMETRY_RECORDS.name, TELEMETRY_RECORDS.read_bytes())
     readings = SimpleUploadedFile(TELEMETRY_READINGS.name, TELEMETRY_READINGS.read_bytes())
-    response = owner_client.post("/runs/import/", {"file": records, "aiperf_telemetry": readings})
+    response = owner_client.post("/runs/import/", {"file": records, "companion": readings})
     result_import, status = status_page(owner_client, response)
     assert result_import.state == "succeeded", result_import.error_message
     assert result_import.telemetry_file_name == "gpu_telemetry_export.jsonl"
@@ -87,7 +87,7 @@ def test_aiperf_records_upload_with_their_telemetry_file_as_headroom_telemetry(
     assert list(run_imports_inline.iterdir()) == []  # both stored files are gone
 
     # The same point the runner's loader makes from the two files.
-    [expected] = load_result_file(TELEMETRY_RECORDS, aiperf_telemetry=TELEMETRY_READINGS)
+    [expected] = load_result_file(TELEMETRY_RECORDS, companion=TELEMETRY_READINGS)
     point = result_import.benchmark.points.get()
     stored = point_to_result(point)
     assert stored.telemetry == expected.telemetry and stored.telemetry.source == "aiperf-dcgm"
@@ -101,11 +101,12 @@ def test_aiperf_records_upload_with_their_telemetry_file_as_headroom_telemetry(
 def test_a_telemetry_file_with_any_other_file_is_refused_by_name(owner_client):
     report = SimpleUploadedFile(GUIDELLM.name, GUIDELLM.read_bytes())
     readings = SimpleUploadedFile(TELEMETRY_READINGS.name, TELEMETRY_READINGS.read_bytes())
-    response = owner_client.post("/runs/import/", {"file": report, "aiperf_telemetry": readings})
+    response = owner_client.post("/runs/import/", {"file": report, "companion": readings})
     result_import, status = status_page(owner_client, response)
     assert result_import.state == "failed"
-    assert (f"Cannot import {GUIDELLM.name}: AIPerf&#x27;s GPU telemetry file "
-            "gpu_telemetry_export.jsonl is read only with AIPerf&#x27;s per-request file") in status
+    assert (f"Cannot import {GUIDELLM.name}: NVIDIA AIPerf&#x27;s GPU telemetry "
+            "gpu_telemetry_export.jsonl is read only with AIPerf&#x27;s per-request file, "
+            "profile_export.jsonl, not with GuideLLM 0.8.1") in status
     assert not Benchmark.objects.exists()
 
 
@@ -114,7 +115,7 @@ def test_a_broken_telemetry_file_fails_the_import_naming_its_line(owner_client, 
     broken = "\n".join([*lines[:2], "{not json", *lines[3:]]).encode()
     records = SimpleUploadedFile(TELEMETRY_RECORDS.name, TELEMETRY_RECORDS.read_bytes())
     readings = SimpleUploadedFile("gpu.jsonl", broken)
-    response = owner_client.post("/runs/import/", {"file": records, "aiperf_telemetry": readings})
+    response = owner_client.post("/runs/import/", {"file": records, "companion": readings})
     result_import, status = status_page(owner_client, response)
     assert result_import.state == "failed"
     assert "gpu.jsonl:3: not valid JSON" in status
@@ -133,8 +134,8 @@ def test_the_command_takes_aiperf_telemetry_with_one_records_file(capsys):
     ("files", "telemetry", "message"),
     [
         ([TELEMETRY_RECORDS, AIPERF_RECORDS], TELEMETRY_READINGS,
-         "--aiperf-telemetry goes with one file, the profile_export.jsonl of the same AIPerf "
-         "run; 2 were given"),
+         "--companion goes with one file, the result it came with (AIPerf's "
+         "profile_export.jsonl, an inference-perf stage report); 2 were given"),
         ([TELEMETRY_RECORDS], TELEMETRY.parent / "missing.jsonl", "missing.jsonl: no such file"),
         ([STAGE_0], TELEMETRY_READINGS, "is read only with AIPerf's per-request file"),
     ],

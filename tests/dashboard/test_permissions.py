@@ -200,6 +200,7 @@ RULES: dict[str, Rule] = {
     "point_samples": Rule(LOGIN, None, lambda w: {"code": w.run.code, "point_id": w.point.pk}),
     "run_json": Rule(LOGIN, None, run),
     "run_csv": Rule(LOGIN, None, run),
+    "run_llm_d": Rule(LOGIN, None, run),
     "run_plan_yaml": Rule(LOGIN, None, run),
     "run_again": Rule(LAUNCH, None, run),  # the launch form filled in: it launches nothing
     "operating_point": Rule(LOGIN, CHOOSE, run),

@@ -118,7 +118,7 @@ def test_the_limit_holds_for_a_file_and_its_telemetry_file_together(
 ):
     half = LIMIT // 2
     files = {"file": SimpleUploadedFile("profile_export.jsonl", b"x" * half),
-             "aiperf_telemetry": SimpleUploadedFile("gpu.jsonl", b"y" * (LIMIT - half + 1))}
+             "companion": SimpleUploadedFile("gpu.jsonl", b"y" * (LIMIT - half + 1))}
     response = owner_client.post("/runs/import/", files)
     assert response.status_code == 400
     assert response.context["form"].errors["file"] == [
@@ -128,7 +128,7 @@ def test_the_limit_holds_for_a_file_and_its_telemetry_file_together(
     assert stored_files(settings.HEADROOM_IMPORT_DIR) == []
     # One byte less, and both are taken: the limit is the sum, exactly.
     files = {"file": SimpleUploadedFile("profile_export.jsonl", b"x" * half),
-             "aiperf_telemetry": SimpleUploadedFile("gpu.jsonl", b"y" * (LIMIT - half))}
+             "companion": SimpleUploadedFile("gpu.jsonl", b"y" * (LIMIT - half))}
     assert owner_client.post("/runs/import/", files).status_code == 302
     assert ResultImport.objects.get().size == LIMIT
 
@@ -183,7 +183,7 @@ def test_a_vllm_bench_file_over_the_document_cap_is_refused_unread(owner_client,
     document = json.dumps({**VLLM_BENCH, "padding": "x" * (2**19 * 3)}).encode()
     result_import, _ = status_page(owner_client, post_file(owner_client, "big.json", document))
     assert result_import.error_message == (
-        "Cannot import big.json: a vllm bench file is read whole, and this one (1.5 MB) is over "
+        "Cannot import big.json: a result document is read whole, and this one (1.5 MB) is over "
         "the 1.0 MB limit for that"
     )
 
@@ -191,11 +191,11 @@ def test_a_vllm_bench_file_over_the_document_cap_is_refused_unread(owner_client,
 def test_a_telemetry_file_over_the_document_cap_is_refused_unread(owner_client, settings):
     settings.HEADROOM_MAX_IMPORT_DOCUMENT_BYTES = 2**20
     files = {"file": SimpleUploadedFile("profile_export.jsonl", b"{}"),
-             "aiperf_telemetry": SimpleUploadedFile("gpu.jsonl", b"x" * (2**19 * 3))}
+             "companion": SimpleUploadedFile("gpu.jsonl", b"x" * (2**19 * 3))}
     result_import, _ = status_page(owner_client, owner_client.post("/runs/import/", files))
     assert result_import.error_message == (
-        "Cannot import profile_export.jsonl: gpu.jsonl: AIPerf's GPU telemetry file is read "
-        "whole, and this one (1.5 MB) is over the 1.0 MB limit for that"
+        "Cannot import profile_export.jsonl: gpu.jsonl: a file that comes with a result file "
+        "is read whole, and this one (1.5 MB) is over the 1.0 MB limit for that"
     )
 
 

@@ -1,4 +1,5 @@
-"""python manage.py import_results FILE... : each file becomes one imported run."""
+"""python manage.py import_results FILE... : each file (or folder, or .zip of one) becomes one
+imported run; --companion FILE gives the file that came with a single FILE."""
 
 from __future__ import annotations
 
@@ -26,16 +27,20 @@ STATED_FLAGS = {
 
 class Command(BaseCommand):
     help = (
-        "Import Headroom result files (JSONL), runs' JSON downloads or vllm bench serve "
-        "--save-result JSON."
+        "Import result files: Headroom JSONL, runs' JSON downloads, and the results of vllm "
+        "bench serve, AIPerf, GuideLLM, inference-perf and llm-d-benchmark. A folder (or a .zip "
+        "of one) of a tool's output is one run: an inference-perf run's stage reports with "
+        "their Prometheus reports, a vllm bench sweep's runs."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("files", nargs="+", type=Path)
         parser.add_argument("--name", default="", help="run name (default: the file name)")
         parser.add_argument(
-            "--aiperf-telemetry", type=Path, metavar="FILE",
-            help="AIPerf's gpu_telemetry_export.jsonl, with its profile_export.jsonl as FILE",
+            "--companion", "--aiperf-telemetry", type=Path, metavar="FILE", dest="companion",
+            help="the file that came with the one FILE: AIPerf's gpu_telemetry_export.jsonl "
+            "with its profile_export.jsonl, inference-perf's stage_N_prometheus_metrics.json "
+            "with stage_N_lifecycle_metrics.json",
         )  # fmt: skip
         stated = parser.add_argument_group(
             "stated facts", "what the files do not record; never replaces what they do"
@@ -44,17 +49,20 @@ class Command(BaseCommand):
             stated.add_argument(flag, dest=f"stated_{name}", help=help_text)
 
     def handle(
-        self, *args: object, files: list[Path], name: str, aiperf_telemetry: Path | None,
+        self, *args: object, files: list[Path], name: str, companion: Path | None,
         **options: object,
     ) -> None:  # fmt: skip
         stated = _stated_facts(options)
-        for path in [*files, *([aiperf_telemetry] if aiperf_telemetry else [])]:
-            if not path.is_file():
-                raise CommandError(f"{path}: no such file")
-        if aiperf_telemetry is not None and len(files) != 1:
+        for path in files:
+            if not path.exists():
+                raise CommandError(f"{path}: no such file or folder")
+        if companion is not None and not companion.is_file():
+            raise CommandError(f"{companion}: no such file")
+        if companion is not None and len(files) != 1:
             raise CommandError(
-                "--aiperf-telemetry goes with one file, the profile_export.jsonl of the same "
-                f"AIPerf run; {len(files)} were given"
+                "--companion goes with one file, the result it came with (AIPerf's "
+                "profile_export.jsonl, an inference-perf stage report); "
+                f"{len(files)} were given"
             )
         # One transaction for every file, so one bad file leaves the database untouched; each
         # file is read a point at a time as it is stored (import_file), never held whole.
@@ -63,8 +71,7 @@ class Command(BaseCommand):
             for path in files:
                 try:
                     benchmark = import_file(path, name=name or path.name, stated=stated,
-                                            document_limit=False,
-                                            aiperf_telemetry=aiperf_telemetry)
+                                            document_limit=False, companion=companion)
                 except ImportFileError as exc:
                     raise CommandError(f"{path}: {exc}") from None
                 # No account: the event's actor is the command line.

@@ -183,7 +183,7 @@ def test_import_of_a_foreign_file_is_refused_with_its_name(tmp_path, capsys):
     foreign.write_text('{"title": "meeting notes"}')
     status = main(["import-vllm-bench", str(foreign), "--out", str(tmp_path / "i.jsonl")])
     assert status == 2
-    assert "notes.json: not a vllm bench serve result" in capsys.readouterr().err
+    assert "notes.json: not a result file Headroom reads" in capsys.readouterr().err
 
 
 def test_the_summary_says_why_a_point_has_no_queue_figures(capsys):

@@ -189,7 +189,7 @@ def test_aiperf_telemetry_summary_keeps_aiperf_gpu_figures_under_its_names():
 
 def test_aiperf_readings_with_the_records_give_headroom_telemetry_over_the_window():
     summary = json.loads(TELEMETRY_SUMMARY.read_text())
-    [point] = load_result_file(TELEMETRY_RECORDS, aiperf_telemetry=TELEMETRY_READINGS)
+    [point] = load_result_file(TELEMETRY_RECORDS, companion=TELEMETRY_READINGS)
     telemetry = point.telemetry
     assert telemetry.source == "aiperf-dcgm"
     assert len(point.telemetry_samples) == len(TELEMETRY_READINGS.read_text().splitlines())
@@ -250,15 +250,15 @@ def test_a_malformed_aiperf_telemetry_file_is_named_and_refused_whole(tmp_path):
     broken = tmp_path / "gpu_telemetry_export.jsonl"
     broken.write_text("\n".join([*lines[:2], json.dumps(reading), *lines[3:]]) + "\n")
     with pytest.raises(ImportFileError, match=r"gpu_telemetry_export\.jsonl:3: .*nvidia_power_usage"):
-        load_result_file(TELEMETRY_RECORDS, aiperf_telemetry=broken)
+        load_result_file(TELEMETRY_RECORDS, companion=broken)
     broken.write_text("\n".join([*lines[:4], lines[4][:50]]) + "\n")
     with pytest.raises(ImportFileError, match=r"gpu_telemetry_export\.jsonl:5: not valid JSON"):
-        load_result_file(TELEMETRY_RECORDS, aiperf_telemetry=broken)
+        load_result_file(TELEMETRY_RECORDS, companion=broken)
     # -1 is storage's marker of a missing GPU (a CPU reading): it would read back as none.
     reading = {**json.loads(lines[2]), "gpu_index": -1}
     broken.write_text("\n".join([*lines[:2], json.dumps(reading), *lines[3:]]) + "\n")
     with pytest.raises(ImportFileError, match=r"jsonl:3: gpu_index must be an integer >= 0, got -1"):
-        load_result_file(TELEMETRY_RECORDS, aiperf_telemetry=broken)
+        load_result_file(TELEMETRY_RECORDS, companion=broken)
     # The records themselves are untouched: they still import whole without the telemetry file.
     [point] = load_result_file(TELEMETRY_RECORDS)
     assert point.metrics.completed == json.loads(TELEMETRY_SUMMARY.read_text())[
@@ -268,11 +268,11 @@ def test_a_malformed_aiperf_telemetry_file_is_named_and_refused_whole(tmp_path):
 
 def test_aiperf_telemetry_goes_only_with_the_per_request_file():
     with pytest.raises(ImportFileError, match="only with AIPerf's per-request file"):
-        load_result_file(TELEMETRY_SUMMARY, aiperf_telemetry=TELEMETRY_READINGS)
+        load_result_file(TELEMETRY_SUMMARY, companion=TELEMETRY_READINGS)
 
 
 def test_the_caveat_says_the_gpu_figures_are_aiperfs_dcgm_scrape():
-    [with_telemetry] = load_result_file(TELEMETRY_RECORDS, aiperf_telemetry=TELEMETRY_READINGS)
+    [with_telemetry] = load_result_file(TELEMETRY_RECORDS, companion=TELEMETRY_READINGS)
     [without] = load_result_file(AIPERF_RECORDS)
     said = {code: text for code, _, text in automatic_caveats(with_telemetry, imported=True)}
     assert "AIPerf's scrape of a dcgm-exporter" in said["peer-import"]
@@ -283,5 +283,5 @@ def test_telemetry_with_a_headroom_file_is_refused_before_it_is_read(tmp_path):
     results = tmp_path / "sweep.jsonl"
     results.write_text(make_point_result().model_dump_json() + "\n")
     missing = tmp_path / "gpu_telemetry_export.jsonl"  # never opened: the refusal comes first
-    with pytest.raises(ImportFileError, match="is read only with AIPerf's per-request file"):
-        load_result_file(results, aiperf_telemetry=missing)
+    with pytest.raises(ImportFileError, match="a Headroom results file has none"):
+        load_result_file(results, companion=missing)

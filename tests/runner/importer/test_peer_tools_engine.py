@@ -132,7 +132,7 @@ def test_aiperf_gpu_telemetry_imports_from_its_dcgm_scrape(
     summary = json.loads(summary_file.read_text())
     [from_summary] = load_result_file(summary_file)
     [point] = load_result_file(
-        records_file, aiperf_telemetry=peer_tools.aiperf_telemetry_file(tmp_path)
+        records_file, companion=peer_tools.aiperf_telemetry_file(tmp_path)
     )
 
     [endpoint] = summary["telemetry_data"]["endpoints"].values()

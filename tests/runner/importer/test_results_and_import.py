@@ -103,7 +103,8 @@ def test_it_refuses_a_truncated_json_file(tmp_path):
 def test_it_refuses_a_foreign_json_file(tmp_path):
     foreign = tmp_path / "package.json"
     foreign.write_text(json.dumps({"name": "left-pad", "version": "1.3.0"}))
-    with pytest.raises(ImportFileError, match="missing duration"):
+    with pytest.raises(ImportFileError, match=r"package\.json: not a result file Headroom reads "
+                       r"\(a JSON object with keys name, version\)"):
         load_result_file(foreign)
 
 
@@ -251,7 +252,7 @@ def test_it_names_the_bad_line_of_an_append_result_file_and_imports_nothing(tmp_
     with pytest.raises(ImportFileError, match=r"cut\.json:2: not valid JSON.*cut short"):
         load_result_file(cut)
     foreign = write_json(tmp_path / "foreign.json", vllm_bench_032(), {"name": "left-pad"})
-    with pytest.raises(ImportFileError, match=r"foreign\.json:2: .*missing duration"):
+    with pytest.raises(ImportFileError, match=r"foreign\.json:2: not a result file Headroom"):
         load_result_file(foreign)
     bad_value = write_json(tmp_path / "value.json", vllm_bench_032(), vllm_bench_032(tp="two"))
     with pytest.raises(ImportFileError, match=r"value\.json:2: --metadata tp=two"):

@@ -1,0 +1,116 @@
+"""A folder of result files as one run: a tool's output folder, read as the tool wrote it.
+
+- inference-perf: each stage_N_lifecycle_metrics.json is a point, in stage order, read with its
+  stage_N_prometheus_metrics.json when that is beside it (runner.importer.companions); the
+  summary reports, per-request reports and config.yaml are not points.
+- vllm bench sweep: each run=N.json under the sweep's SERVE-.../BENCH-... folders is a point
+  (warmup.json and each combination's summary.json, the list of its runs, are not read again);
+  a sweep folder with only its summary.csv gives that file's rows.
+- anything else: every .json, .jsonl, .yaml and .yml file, in name order.
+
+The folder is walked to at most MAX_DEPTH levels and MAX_FILES files; each file is held to the
+document limit as a file of its own would be.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from runner.importer.companions import Companion, read_companion
+from runner.importer.detect import STAGE_NAME
+from runner.importer.vllm_document import ImportFileError
+from runner.schema.result import PointResult
+
+MAX_DEPTH = 4
+MAX_FILES = 5_000
+RESULT_SUFFIXES = (".json", ".jsonl", ".yaml", ".yml")
+SWEEP_RUN = re.compile(r"^run=(\d+)\.json$")
+
+Reader = Callable[[Path, str, "int | None", "Companion | None"], Iterator[PointResult]]
+
+
+def iter_folder(
+    folder: Path, name: str, limit: int | None, read: Reader
+) -> Iterator[PointResult]:
+    """The points of every result file in the folder, as its layout says (module docstring)."""
+    files = _files(folder, name)
+    stages = sorted(
+        ((int(match[1]), path) for path in files
+         if (match := STAGE_NAME.search(path.name)) and match[2] == "lifecycle"),
+        key=lambda pair: (pair[0], str(pair[1])),
+    )  # fmt: skip
+    if stages:
+        yield from _inference_perf(stages, folder, name, limit, read)
+        return
+    runs = sorted((path for path in files if SWEEP_RUN.match(path.name)), key=_sweep_order)
+    if runs:
+        for path in runs:
+            yield from read(path, _label(name, folder, path), limit, None)
+        return
+    chosen = [p for p in files if p.name == "summary.csv"] or [
+        p for p in files if p.suffix.lower() in RESULT_SUFFIXES
+    ]
+    if not chosen:
+        raise ImportFileError(f"{name}: no result files in this folder (.json, .jsonl, .yaml, "
+                              ".yml, or a vllm bench sweep's summary.csv)")  # fmt: skip
+    for path in sorted(chosen):
+        yield from read(path, _label(name, folder, path), limit, None)
+
+
+def _files(folder: Path, name: str) -> list[Path]:
+    found: list[Path] = []
+    pending = [(folder, 0)]
+    while pending:
+        here, depth = pending.pop()
+        for entry in sorted(here.iterdir()):
+            if entry.is_symlink():
+                continue  # a link may lead out of the folder
+            if entry.is_dir() and depth < MAX_DEPTH:
+                pending.append((entry, depth + 1))
+            elif entry.is_file():
+                found.append(entry)
+                if len(found) > MAX_FILES:
+                    raise ImportFileError(f"{name}: more than {MAX_FILES} files; import the "
+                                          "tool's output folder itself")  # fmt: skip
+    return found
+
+
+def _label(name: str, folder: Path, path: Path) -> str:
+    return f"{name}/{path.relative_to(folder).as_posix()}"
+
+
+def _sweep_order(path: Path) -> tuple[str, int]:
+    match = SWEEP_RUN.match(path.name)
+    return (str(path.parent), int(match[1]) if match else 0)
+
+
+def _inference_perf(
+    stages: list[tuple[int, Path]], folder: Path, name: str, limit: int | None, read: Reader
+) -> Iterator[PointResult]:
+    """The stages, in order, each with its Prometheus report; all with one workload.
+
+    The stages of one run sent one workload, but a stage report only states the lengths its
+    own requests had: each would read as a workload of its own, and no stage would stand on
+    the same ladder as the one before it. So the stages share the workload that spans them
+    all. Stage points hold no requests, so holding them all costs little.
+    """
+    points: list[PointResult] = []
+    for number, path in stages:
+        server = path.with_name(f"stage_{number}_prometheus_metrics.json")
+        companion = None
+        if server.is_file():
+            companion = read_companion(server, _label(name, folder, server), limit)
+        points.extend(read(path, _label(name, folder, path), limit, companion))
+    shared = points[0].workload.model_copy(update={
+        "input_tokens_min": min(p.workload.input_tokens_min for p in points),
+        "input_tokens_max": max(p.workload.input_tokens_max for p in points),
+        "output_tokens": max(p.workload.output_tokens for p in points),
+    })  # fmt: skip
+    for point in points:
+        if point.workload != shared:
+            point.notes.append("workload shown as the span of the run's stages (each stage "
+                               "report states only its own requests' lengths)")  # fmt: skip
+        point.workload = shared
+        yield point
