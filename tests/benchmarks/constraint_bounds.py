@@ -111,6 +111,12 @@ BOUNDS: tuple[Bound, ...] = (
           {"source": "launched", "state": "succeeded", "accepted_baseline": True},
           {"source": "imported", "state": "succeeded", "accepted_baseline": True}),
     Bound("point_duration_nonneg", "point", {"duration": 0.0}, {"duration": -1e-9}),
+    Bound("capacity_plan_comparison_with_its_scope", "capacity_plan",
+          {"scope": "comparison", "comparison": Row("comparison")},
+          {"scope": "run", "comparison": Row("comparison")}),
+    Bound("capacity_plan_check_names_its_config", "capacity_plan",
+          {"check_run": Row("benchmark"), "check_config": "seqs=4"},
+          {"check_run": Row("benchmark"), "check_config": ""}),
     Bound("point_replicas_pos", "point", {"replicas": 1}, {"replicas": 0}),
     Bound("caveat_exactly_one_target", "caveat",
           {"benchmark": Row("benchmark"), "point": None}, {"benchmark": Row("benchmark"), "point": Row("point")}),
@@ -183,6 +189,7 @@ def base_rows() -> dict[str, models.Model]:
 
     from benchmarks.models import (
         AuditEvent,
+        CapacityPlan,
         Caveat,
         Comparison,
         Endpoint,
@@ -235,6 +242,8 @@ def base_rows() -> dict[str, models.Model]:
         "report": report,
         "report_version": ReportVersion.objects.create(report=report, number=1, language="en",
                                                        content={}),
+        "capacity_plan": CapacityPlan.objects.create(name="c", benchmark=benchmark, inputs={},
+                                                     outputs={}, met=True),
     }
 
 
