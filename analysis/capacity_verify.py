@@ -60,7 +60,11 @@ def _load(rate: float, count: int, measured: LoadSpec | None, source: SweepPlan,
     if not (math.isfinite(rate) and rate > 0):
         raise AnalysisError(f"a check loads a rate above 0 requests/s, got {rate!r}")
     if trace_rate is not None and source.workload.kind == "trace":
-        return LoadSpec(shape="trace", num_requests=count, speed=rate / trace_rate)
+        return LoadSpec(shape="trace", num_requests=count,
+                        speed=_significant(rate / trace_rate))
+    # As a person would type it: a load's label (and so its point key) shows the number as
+    # given, and 1.3 x 13.32 is 17.316000000000003; four figures move it by under 0.05%.
+    rate = _significant(rate)
     burstiness = measured.burstiness if measured is not None and measured.shape == "rate" else 1.0
     return LoadSpec(shape="rate", num_requests=count, rate=rate, burstiness=burstiness)
 
@@ -130,3 +134,9 @@ def _ranges_text(values: Mapping[str, tuple[float, float]], slos: Mapping[str, f
         shown = num(low) if num(low) == num(high) else f"{num(low)}-{num(high)}"
         parts.append(f"{name} {shown} ms (<= {num(limit)} ms)")
     return ", ".join(parts)
+
+
+def _significant(value: float) -> float:
+    """value to four significant figures."""
+    return float(f"{value:.4g}")
+
