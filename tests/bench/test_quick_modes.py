@@ -136,7 +136,7 @@ def test_dashboard_pages_quick_mode_times_every_page_on_its_own_database(bench_d
     done = run_bench("dashboard_pages.py", "--quick", "--database-url", url)
     assert_ran(done)
     rows = table_rows(done.stdout, "| target | limit |")
-    assert len(rows) == 6  # store_point and five pages
+    assert len(rows) == 7  # store_point and six pages (the request timeline's JSON one)
     assert "0 reading a blob column" in done.stdout
     assert not _database_exists(name)
 
