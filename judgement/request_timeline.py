@@ -50,8 +50,12 @@ PHASE_MEDIANS = (
     "first token, %(streaming)s streaming (over the %(count)s requests that got a first token)."
 )
 NO_FIRST_TOKEN = "No request of this point got a first token."
+# A phase's length, a clause of PHASE_MEDIANS.
+SECONDS = "%(value)s s"
+MILLISECONDS = "%(value)s ms"
 # Every template above, for the report's catalog (tests/reports/test_translations.py).
-TIMELINE_TEMPLATES = (ALL_DRAWN, SAMPLE_DRAWN, PHASE_MEDIANS, NO_FIRST_TOKEN)
+TIMELINE_TEMPLATES = (ALL_DRAWN, SAMPLE_DRAWN, PHASE_MEDIANS, NO_FIRST_TOKEN, SECONDS,
+                      MILLISECONDS)
 
 # The run page's words for the phases and axes; a report translates its own (reports.content).
 PHASE_NAMES = {
@@ -127,11 +131,13 @@ def phase_bounds(arrays: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     }
 
 
-def _span(seconds: float) -> str:
-    """A phase's length for prose: milliseconds under a second, else seconds."""
+def _span(seconds: float) -> Sentence:
+    """A phase's length for prose (a clause a report translates with its sentence):
+    milliseconds under a second, else seconds."""
     if seconds < 1:
-        return f"{seconds * 1000:.1f} ms" if seconds < 0.01 else f"{seconds * 1000:.0f} ms"
-    return f"{seconds:.2f} s" if seconds < 10 else f"{seconds:.1f} s"
+        ms = seconds * 1000
+        return Sentence(MILLISECONDS, {"value": f"{ms:.1f}" if ms < 10 else f"{ms:.0f}"})
+    return Sentence(SECONDS, {"value": f"{seconds:.2f}" if seconds < 10 else f"{seconds:.1f}"})
 
 
 def phase_medians(bounds: Mapping[str, np.ndarray]) -> Sentence:

@@ -183,9 +183,9 @@ function drawTelemetry() {
 // and running counts beneath on the same clock. Words and data from judgement.request_timeline;
 // static/js/report.js draws a report's the same way.
 var TIMELINE_PHASES = [
-  ["waiting", "due", "sent", "#f0b429"],
+  ["waiting", "due", "sent", "#a0a4ab"],
   ["in_flight", "sent", "first_token", "#d62728"],
-  ["streaming", "first_token", "last_token", "#1f77b4"],
+  ["streaming", "first_token", "last_token", "#2ca02c"],
   ["failed", "sent", "ended", "#444444"]
 ];
 
@@ -212,9 +212,9 @@ function countTraces(queue, titles) {
   queue.replicas.forEach(function (r) {
     var suffix = queue.replicas.length > 1 ? " r" + r.replica : "";
     traces.push({type: "scatter", mode: "lines", name: titles.waiting + suffix, x: r.t,
-                 y: r.waiting, yaxis: "y2", line: {shape: queue.line_shape, color: "#ff7f0e"}});
+                 y: r.waiting, yaxis: "y2", line: {shape: queue.line_shape, color: "#1f77b4"}});
     traces.push({type: "scatter", mode: "lines", name: titles.running + suffix, x: r.t,
-                 y: r.running, yaxis: "y2", line: {shape: queue.line_shape, color: "#2ca02c"}});
+                 y: r.running, yaxis: "y2", line: {shape: queue.line_shape, color: "#ff7f0e"}});
   });
   return traces;
 }

@@ -146,7 +146,7 @@ def test_report_page_quick_mode_renders_every_chart_on_its_own_database(bench_da
     done = run_bench("report_page.py", "--quick", "--database-url", url)
     assert_ran(done)
     (row,) = table_rows(done.stdout, "| page | first request |")
-    assert "(4 chart areas)" in row
+    assert "(6 chart areas)" in row
     assert not _database_exists(name)
 
 

@@ -52,9 +52,10 @@ def test_a_logged_out_visitor_sees_the_charts_drawn_and_the_stored_numbers(
     response = page.goto(f"{live_server.url}/r/{report.issued_token}/")
     assert response.status == 200
 
-    for chart in ("#curve-chart", "#queue-chart-0", "#queue-chart-1", "#scaling-chart"):
+    for chart in ("#curve-chart", "#queue-chart-0", "#queue-chart-1", "#scaling-chart",
+                  "#timeline-chart-0", "#timeline-chart-1"):
         expect(page.locator(f"{chart}.js-plotly-plot .main-svg").first).to_be_visible()
-    expect(page.locator("body")).to_have_attribute("data-charts-drawn", "4")
+    expect(page.locator("body")).to_have_attribute("data-charts-drawn", "6")
     # Plotly drew the stored points: one marker per single-replica point, plus the star.
     markers = page.locator("#curve-chart .scatterlayer .point").count()
     assert markers == sweep.points.filter(replicas=1).count() + 1
