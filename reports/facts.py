@@ -8,10 +8,10 @@ themselves come from judgement.figures (its one mapping from a row to a result),
 from __future__ import annotations
 
 import re
-from pathlib import PurePosixPath
 from typing import Any
 
 from benchmarks.models import Point
+from runner.schema.flags import model_display_name
 
 
 def is_cpu_engine(point: Point) -> bool:
@@ -24,12 +24,11 @@ def is_cpu_engine(point: Point) -> bool:
 
 
 def public_model_name(model: str | None) -> str | None:
-    """A hub id as is; a local directory by its last part only (a path can name a person)."""
+    """A hub id as is; a local directory by its last part only (a path can name a person):
+    the dashboard's own display name (runner.schema.flags.model_display_name)."""
     if not model:
         return None
-    if model.startswith(("/", "./", "../", "~")) or "\\" in model:
-        return PurePosixPath(model.replace("\\", "/")).name or None
-    return model
+    return model_display_name(model) or None
 
 
 # One engine flag token as runner.schema.flags.check_extra_args admits it: --name or --name=VALUE.
