@@ -149,10 +149,11 @@ def _chart_labels() -> dict[str, str]:
 
 def _headline(baseline: Point, candidate: Point, comparison: Any) -> Headline:
     rows = comparison.factors
+    # A factor whose value the page hides (the host) has nothing to show as held fixed: a bare
+    # label read as a value gone missing. Whether it matched still counts in "controlled".
     held = [
-        (factor_label(row),
-         "" if row.name in HIDDEN_FACTOR_VALUES else factor_value(row.name, row.baseline))
-        for row in rows if row.status == "match"
+        (factor_label(row), factor_value(row.name, row.baseline))
+        for row in rows if row.status == "match" and row.name not in HIDDEN_FACTOR_VALUES
     ]
     differing = [
         (factor_label(row),
