@@ -73,6 +73,8 @@ def curve(content: ReportContent, build: Build) -> None:
         "x": None if selected.median_e2el_ms is None else selected.median_e2el_ms / 1000,
         "y": selected.output_throughput,
         "name": facts.public_engine_label(selected.engine_label),
+        # Which config it is, spelled as the run page's label (data-config): not shown.
+        "config": facts.public_engine_key(selected.engine_label),
     }
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import Permission
 
+from reports.facts import public_engine_label
 from reports.models import Report
 from tests.reports.conftest import make_sweep, point
 from tests.reports.helpers import make_report, store_ladder
@@ -182,7 +183,8 @@ def _screenshot(page: Any, tmp_path: Path, name: str) -> None:
 
 def _assert_same_point(run: dict[str, Any], report: dict[str, Any]) -> None:
     assert report["config"] == run["config"]
-    assert report["text"].startswith(f"{run['config']} at {run['load']}: ")
+    # The same config, its settings in words for the customer.
+    assert report["text"].startswith(f"{public_engine_label(run['config'])} at {run['load']}: ")
     assert report["output_throughput"] == run["output_throughput"]
     # Each chart marks that point with one star, at the same place on the same axes.
     assert len(run["stars"]) == 1 and run["stars"][0][1] == run["output_throughput"]
