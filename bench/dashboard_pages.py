@@ -9,7 +9,10 @@ Targets (from the issue):
   each, streamed one token per chunk: 256 chunk times per request) and 5,000 engine samples:
   server time under 300 ms;
 - first page of the run list `/runs/` with 10,000 runs: under 150 ms;
-- `benchmarks.points.store_point` of one such 32,768-request point: under 2 s.
+- `benchmarks.points.store_point` of one such 32,768-request point: under 2 s;
+- the request timeline of that point (`/runs/<code>/points/<id>/timeline.json`, issue 44):
+  under 200 ms. Beside it, the timeline's columns read from the blob's spans alone
+  (benchmarks.points.stored_request_arrays) and from the whole blob, side by side.
 
 The script creates its own database (--database-url, default headroom_bench on the local
 server; it refuses the names of the development and test databases), migrates it, builds the
@@ -75,6 +78,7 @@ BLOBS = ("requests", "samples", "telemetry")  # PointData's blob columns
 RUN_PAGE_TARGET_S = 0.300
 RUN_LIST_TARGET_S = 0.150
 STORE_POINT_TARGET_S = 2.0
+TIMELINE_TARGET_S = 0.200
 
 # The case study's engine: 1,024 requests admitted at once, the rest wait their turn.
 MAX_NUM_SEQS = 1024
@@ -560,6 +564,25 @@ def check_run_page_reads_no_records(client, url: str) -> dict[str, int]:
             "html_bytes": len(response.content)}
 
 
+def timeline_reads(point) -> tuple[list[Timing], list[Timing]]:
+    """The request timeline's columns of the point, read as the timeline reads them (the
+    blob's head and those arrays' spans) and from the whole blob, alternately, 5 times each."""
+    from benchmarks import points, storage
+    from judgement.request_timeline import FIELDS as TIMELINE_FIELDS
+
+    spans, whole = [], []
+    for _ in range(5):
+        timing, found = timed(lambda: points.stored_request_arrays(point, TIMELINE_FIELDS))
+        spans.append(timing)
+        timing, expected = timed(lambda: storage.request_arrays(points.stored_requests(point),
+                                                               TIMELINE_FIELDS))
+        whole.append(timing)
+        if any(not np.array_equal(found[f], expected[f], equal_nan=True)
+               for f in TIMELINE_FIELDS):
+            raise SystemExit("the spans read other values than the whole blob holds")
+    return spans, whole
+
+
 def encode_format_1(arrays: dict[str, np.ndarray]) -> bytes:
     """The storage format before this benchmark (zlib level 1 over a whole shuffled .npz),
     kept here only to time it side by side with format 2 and to check it still decodes."""
@@ -663,6 +686,9 @@ def _measure(args) -> int:
 
     client = _logged_in_client()
     run_url = f"/runs/{runs[0].code}/"
+    big_point = runs[0].points.get()
+    timeline_url = f"/runs/{runs[0].code}/points/{big_point.pk}/timeline.json"
+    spans_times, whole_times = timeline_reads(big_point)
     list_url = "/runs/"
     guard = check_run_page_reads_no_records(client, run_url)
     # Page 100 of the full list; the last one of a shorter list (--quick).
@@ -673,6 +699,8 @@ def _measure(args) -> int:
         (f"run page, 1 point of {sizes.requests:,} requests + {sizes.samples:,} samples",
          run_url, RUN_PAGE_TARGET_S),
         (f"run list, first page of {args.runs + len(runs):,} runs", list_url, RUN_LIST_TARGET_S),
+        (f"request timeline JSON, 1 point of {sizes.requests:,} requests", timeline_url,
+         TIMELINE_TARGET_S),
         (f"run page, {len(others) + 1} points, one of {sizes.requests:,} requests "
          "(not a target)", f"/runs/{sweep.code}/", None),
         (f"run list, page {deep_page} (not a target)", f"{list_url}?page={deep_page}", None),
@@ -699,6 +727,8 @@ def _measure(args) -> int:
     print(f"encode_requests from the records (reading them included): wall {_ms(encode_times)}, "
           f"CPU {_cpu(encode_times)}; decode_requests (downloads only): wall "
           f"{decode_time.wall * 1000:.0f} ms")
+    print("the request timeline's columns, wall median / max of 5: "
+          f"the blob's spans alone {_ms(spans_times)}, the whole blob {_ms(whole_times)}")
     print("INSERT of the blobs alone, one each (wall; CPU web + PostgreSQL):")
     for label, timing in insert_rows:
         print(f"  {label}: {timing.wall * 1000:.0f} ms; {timing.cpu * 1000:.0f} ms + "

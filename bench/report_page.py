@@ -5,7 +5,7 @@
 
 Target (issue 5): a report page with three charts (throughput vs latency with the operating
 point, the queue evidence of baseline and candidate, node scaling) answers in under 200 ms of
-server time.
+server time. Since issue 44 each side's queue evidence has its request timeline too.
 
 The script creates its own PostgreSQL database (--database-url, default headroom_report_bench on
 the local server), migrates it, stores a realistic sweep through benchmarks.points.store_point
@@ -43,8 +43,10 @@ TARGET_S = 0.200
 # The report compares these two points (max_num_seqs, requests); every sweep has them.
 BASELINE, CANDIDATE = (8, 1024), (1024, 1024)
 INPUT_TOKENS, OUTPUT_TOKENS = 64, 256  # per request
-# The chart areas the report page must have: the curve, both queue charts, node scaling.
-CHARTS = ("curve-chart", "queue-chart-0", "queue-chart-1", "scaling-chart")
+# The chart areas the report page must have: the curve, both queue charts, node scaling, both
+# request timelines.
+CHARTS = ("curve-chart", "queue-chart-0", "queue-chart-1", "scaling-chart", "timeline-chart-0",
+          "timeline-chart-1")
 
 
 @dataclass(frozen=True)

@@ -338,6 +338,63 @@ def readers(blob: bytes | bytearray | memoryview) -> dict[str, Reader]:
     return readers
 
 
+# -- a few arrays of a stored blob -------------------------------------------------------------
+
+# What head_length needs of a blob: MAGIC and the header's length.
+HEAD_PREFIX_BYTES = len(MAGIC) + _HEADER_LENGTH.size
+
+
+
+def head_length(prefix: bytes | bytearray | memoryview) -> int | None:
+    """How many bytes a format 2 blob's head (MAGIC, header length, header) takes, from its
+    first HEAD_PREFIX_BYTES; None for a format 1 blob, which has no head to read apart."""
+    view = memoryview(prefix)
+    if bytes(view[: len(MAGIC)]) != MAGIC:
+        return None
+    if len(view) < HEAD_PREFIX_BYTES:
+        raise ValueError("too few bytes of the blob to read its header's length")
+    (header_length,) = _HEADER_LENGTH.unpack_from(view, len(MAGIC))
+    return len(MAGIC) + _HEADER_LENGTH.size + header_length
+
+
+
+def array_spans(head: bytes | bytearray | memoryview) -> dict[str, tuple[int, int]]:
+    """Each array of a format 2 blob as (offset in the blob, bytes): its parts lie back to back
+    there, so a reader that needs a few arrays of a large blob can fetch only those bytes
+    (benchmarks.points.stored_request_arrays) and make a blob of them with `subset`."""
+    view = memoryview(head)
+    length = head_length(view)
+    if length is None or len(view) < length:
+        raise ValueError("not the whole head of a format 2 blob")
+    header = json.loads(bytes(view[len(MAGIC) + _HEADER_LENGTH.size : length]))
+    spans, offset = {}, length
+    for entry in header["arrays"]:
+        size = sum(nbytes for _codec, nbytes in entry["parts"])
+        spans[entry["name"]] = (offset, size)
+        offset += size
+    return spans
+
+
+def subset(head: bytes | bytearray | memoryview, arrays: Mapping[str, bytes]) -> bytearray:
+    """A format 2 blob of some arrays of another: `head` is that blob's head, `arrays` each
+    chosen array's stored bytes (its span). readers() reads the same values from it as from
+    the whole blob."""
+    view = memoryview(head)
+    length = head_length(view)
+    if length is None or len(view) < length:
+        raise ValueError("not the whole head of a format 2 blob")
+    header = json.loads(bytes(view[len(MAGIC) + _HEADER_LENGTH.size : length]))
+    entries = [entry for entry in header["arrays"] if entry["name"] in arrays]
+    kept = json.dumps({**header, "arrays": entries}).encode()
+    out = bytearray(MAGIC + _HEADER_LENGTH.pack(len(kept)) + kept)
+    for entry in entries:
+        data = arrays[entry["name"]]
+        if len(data) != sum(nbytes for _codec, nbytes in entry["parts"]):
+            raise ValueError(f"{entry['name']}: {len(data)} bytes, not its stored size")
+        out += data
+    return out
+
+
 def unpack(blob: bytes | bytearray | memoryview) -> dict[str, np.ndarray]:
     """Every array of a blob, whole."""
     return {name: reader.whole() for name, reader in readers(blob).items()}

@@ -10,8 +10,11 @@ hardware:
   of its points, over its engine starts (start-up, warm-up and the gaps between points all land
   there; runs from before starts were measured). The measured start comes first because it is
   the start itself and current, though it leaves out the warm-up and gaps the runs' figure
-  holds. Another checkpoint's starts are not used: a start is mostly loading and compiling that
-  model, seconds for a small one and many minutes for a large one;
+  holds. On a GPU node another checkpoint's starts are not used: a start is mostly loading and
+  compiling that model, seconds for a small one and many minutes for a large one. A CPU node
+  serves only small models, whose start is mostly vLLM's own: there the node's starts of other
+  checkpoints come next, and before any start at all the CPU engine's start as measured here,
+  not a GPU's default (the first demo sweep was estimated at an hour and took three minutes);
 - per point: the planned output tokens over the output tokens/s, per replica, that the earlier
   runs of the checkpoint (started the same way: engines of their own, or the same endpoint)
   measured at the nearest load level (the same engine config when they ran it, the same load
@@ -42,6 +45,10 @@ from runner.sweep import plan_points
 # With no earlier run: an engine start as slow as a large checkpoint loading from a cold disk,
 # and a decode rate far below any GPU's, so a default never promises a short run.
 DEFAULT_ENGINE_START_S = 600.0
+# A CPU engine before this node measured any start: the tiny model's CPU engine starts in 34 s
+# with a warm compile cache and about a minute cold on two cores (docs/vllm.md, "vLLM on a
+# CPU"); the slow side of that.
+DEFAULT_CPU_ENGINE_START_S = 90.0
 DEFAULT_OUTPUT_TOKENS_PER_S_PER_GPU = 50.0
 # The most recent earlier runs read: enough to average noise, few enough to follow changes.
 HISTORY_RUNS = 10
@@ -184,9 +191,11 @@ class PerStart:
     basis: str
 
 
-def per_start(measured: Sequence[float], runs: Sequence[PastRun]) -> PerStart:
-    """The measured starts' median; else the earlier runs' time outside points per start; else
-    the default."""
+def per_start(measured: Sequence[float], runs: Sequence[PastRun], *, cpu: bool = False,
+              node_starts: Sequence[float] = ()) -> PerStart:
+    """The measured starts' median; else the earlier runs' time outside points per start; on
+    a CPU node (cpu), else the median of its starts of other checkpoints (node_starts), else
+    the CPU engine's start; else the default."""
     if measured:
         median = statistics.median(measured)
         return PerStart(median, f"measured engine starts on this node: {len(measured)}, "
@@ -195,6 +204,14 @@ def per_start(measured: Sequence[float], runs: Sequence[PastRun]) -> PerStart:
     if derived is not None:
         return PerStart(derived, f"{duration_label(derived)} per engine start (wall time less "
                                  "the points)")
+    if cpu and node_starts:
+        median = statistics.median(node_starts)
+        return PerStart(median, "measured CPU engine starts on this node, of other checkpoints: "
+                                f"{len(node_starts)}, median {duration_label(median)}")
+    if cpu:
+        return PerStart(DEFAULT_CPU_ENGINE_START_S,
+                        "no engine start measured on this CPU node: a CPU engine's start as "
+                        f"measured on two cores, {DEFAULT_CPU_ENGINE_START_S:.0f} s")
     return PerStart(DEFAULT_ENGINE_START_S, "no engine start measured on this node: default "
                                             f"{duration_label(DEFAULT_ENGINE_START_S)}")
 
@@ -255,12 +272,15 @@ def estimate(
     *,
     where: str,
     measured_starts: Sequence[float] = (),
+    node_starts: Sequence[float] = (),
 ) -> Estimate:
-    """The plan's wall time and GPU-hours from the measured engine starts (seconds) and the
-    earlier runs (or the defaults); `where` names the checkpoint and node in the basis."""
+    """The plan's wall time and GPU-hours from the measured engine starts (seconds; on a CPU
+    node its starts of other checkpoints too) and the earlier runs (or the defaults); `where`
+    names the checkpoint and node in the basis."""
     size = plan_size(plan)
     past = [p for run in runs for p in run.points]
-    start = per_start(measured_starts, runs)
+    start = per_start(measured_starts, runs, cpu=plan.launch.style == "cpu",
+                      node_starts=node_starts)
     fallback_rate = default_tokens_per_s_per_replica(plan)
     points_s = 0.0
     defaulted_points = 0
@@ -425,6 +445,13 @@ def measured_starts(node: Node, checkpoint: Checkpoint) -> list[float]:
     return list(starts[: EngineStart.KEPT])
 
 
+def other_checkpoint_starts(node: Node, checkpoint: Checkpoint) -> list[float]:
+    """Seconds of the node's last EngineStart.KEPT starts of any other checkpoint."""
+    starts = (EngineStart.objects.filter(node=node).exclude(checkpoint=checkpoint)
+              .order_by("-started_at", "-pk").values_list("seconds", flat=True))
+    return list(starts[: EngineStart.KEPT])
+
+
 def start_prior_s(node: Node, checkpoint: Checkpoint) -> float | None:
     """An adaptive sweep's engine start before it measures one: the median of this node's last
     starts of this checkpoint (another node's disk or another model's size says nothing of it);
@@ -439,5 +466,8 @@ def estimate_launch(
     where = f"{checkpoint} on {endpoint.name if endpoint else node.queue}"
     # An endpoint's server is already running: how engines start on this node is beside it.
     starts = [] if endpoint else measured_starts(node, checkpoint)
+    # Read only where they count: a CPU node with none of this checkpoint's starts.
+    others = (other_checkpoint_starts(node, checkpoint)
+              if not starts and plan.launch.style == "cpu" else [])
     return estimate(plan, past_runs(node, checkpoint, endpoint), where=where,
-                    measured_starts=starts)
+                    measured_starts=starts, node_starts=others)

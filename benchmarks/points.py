@@ -10,12 +10,13 @@ import struct
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import numpy as np
 from django.db import connection, transaction
 from django.db.models import F, Field, Q
 from django.db.models.functions import Greatest
 
 from analysis.caveats import automatic_caveats
-from benchmarks import storage
+from benchmarks import blobs, storage
 from benchmarks.models import Benchmark, Caveat, Point, PointData
 from runner.schema.result import Metrics, PointResult, Window
 from runner.schema.samples import TelemetrySummary
@@ -209,6 +210,59 @@ def stored_requests(point: Point) -> bytes | bytearray | None:
         for start, piece in cursor.stream(pieces_query.format(table), params, binary=True):
             blob[start - 1 : start - 1 + len(piece)] = piece
     return blob
+
+
+# A requests blob's head (one JSON entry per array) is a few kilobytes: this many bytes are read
+# first, and the rest of a longer head once more.
+HEAD_READ_BYTES = 16 << 10
+
+
+def stored_request_arrays(point: Point, fields: Sequence[str]) -> dict[str, np.ndarray] | None:
+    """A few numeric fields of the point's requests (storage.request_arrays); None when it has
+    no PointData row.
+
+    On PostgreSQL only the blob's head and those fields' arrays are read: substring() of the
+    uncompressed (EXTERNAL) column reads only the TOAST chunks they lie in, about 2 MB of the
+    43 MB blob of 32,768 requests of 256 chunks (docs/performance.md, "Request timeline"). A
+    format 1 blob, and any blob elsewhere (SQLite), is read whole.
+    """
+    from django.db.backends.postgresql.psycopg_any import is_psycopg3
+
+    if connection.vendor != "postgresql" or not is_psycopg3:
+        blob = stored_requests(point)
+        return None if blob is None else storage.request_arrays(blob, fields)
+    import psycopg
+    from psycopg import sql
+
+    spans_query = sql.SQL(
+        "SELECT s.n, substring(requests FROM s.start FOR s.size) FROM {}, "
+        "unnest(%s::integer[], %s::integer[]) WITH ORDINALITY AS s(start, size, n) "
+        "WHERE point_id = %s ORDER BY s.n"
+    ).format(sql.Identifier(PointData._meta.db_table))
+    connection.ensure_connection()
+    with psycopg.Cursor(connection.connection) as cursor:
+
+        def read(spans: list[tuple[int, int]]) -> list[bytes]:
+            """The bytes at each (offset, size) of the blob, in order."""
+            params = [[start + 1 for start, _ in spans], [size for _, size in spans], point.pk]
+            rows = cursor.execute(spans_query, params, binary=True).fetchall()
+            return [bytes(piece) for _n, piece in rows]
+
+        found = read([(0, HEAD_READ_BYTES)])
+        if not found:
+            return None
+        head = found[0]
+        length = blobs.head_length(head)
+        if length is None:  # format 1: one zlib stream, read whole
+            blob = stored_requests(point)
+            return None if blob is None else storage.request_arrays(blob, fields)
+        if length > len(head):
+            head = read([(0, length)])[0]
+        spans = blobs.array_spans(head)
+        names = [name for name in dict.fromkeys(("index", *fields)) if name in spans]
+        pieces = read([spans[name] for name in names])
+    return storage.request_arrays(blobs.subset(head, dict(zip(names, pieces, strict=True))),
+                                  fields)
 
 
 def _count_point(benchmark: Benchmark, result: PointResult) -> None:

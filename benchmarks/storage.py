@@ -349,6 +349,34 @@ def request_columns(
     return RequestColumns(values, lengths)
 
 
+# The scalar numeric fields request_arrays reads: floats (NaN: missing) and counts (-1).
+NUMERIC_REQUEST_FIELDS = _REQUEST_FLOATS + _REQUEST_INTS
+
+
+def request_arrays(
+    blob: bytes | bytearray | memoryview, fields: Sequence[str]
+) -> dict[str, np.ndarray]:
+    """The named numeric fields of every request as the stored arrays themselves (NaN for a
+    missing float, MISSING_INT for a missing count), for a reader of a few fields of every
+    request that computes on them (the request timeline); nothing else is decompressed. The
+    blob may be a subset holding only these fields and "index" (blobs.subset). A field the
+    blob predates reads as missing for every request."""
+    unknown = set(fields) - set(NUMERIC_REQUEST_FIELDS)
+    if unknown:
+        raise ValueError(f"not numeric RequestRecord fields: {sorted(unknown)}")
+    readers = blobs.readers(blob)
+    count = len(readers["index"].whole())
+    arrays = {}
+    for name in fields:
+        if name in readers:
+            arrays[name] = readers[name].whole()
+        elif name in _REQUEST_FLOATS:
+            arrays[name] = np.full(count, math.nan)
+        else:
+            arrays[name] = np.full(count, MISSING_INT, np.int64)
+    return arrays
+
+
 def encode_samples(samples: Sequence[EngineSample]) -> bytes:
     arrays = {name: _floats([getattr(s, name) for s in samples]) for name in _SAMPLE_FLOATS}
     arrays["replica"] = np.array([s.replica for s in samples], dtype=np.int64)

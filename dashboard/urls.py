@@ -29,6 +29,11 @@ urlpatterns = [
         views.point_samples,
         name="point_samples",
     ),
+    path(
+        "runs/<uuid:code>/points/<int:point_id>/timeline.json",
+        views.point_timeline,
+        name="point_timeline",
+    ),
     path("runs/<uuid:code>.json", views.run_json, name="run_json"),
     path("runs/<uuid:code>.csv", views.run_csv, name="run_csv"),
     path("runs/<uuid:code>.llm-d.yaml", views.run_llm_d, name="run_llm_d"),

@@ -56,6 +56,7 @@ from dashboard.access import (
 )
 from judgement import charts, peers
 from judgement.regression import regression_section
+from judgement.request_timeline import request_timeline, timeline_figure
 from runner.schema.plan import SweepPlan
 from runner.schema.records import RequestRecord
 from runner.schema.result import PointResult
@@ -236,6 +237,19 @@ def point_samples(request: HttpRequest, code: UUID, point_id: int) -> JsonRespon
     # GPU telemetry (or the CPU engine's CPU use) on the same clock, drawn beside the queue.
     figure["telemetry"] = storage.telemetry_series(blobs[1])
     return JsonResponse(figure)
+
+
+@login_required
+@require_safe
+def point_timeline(request: HttpRequest, code: UUID, point_id: int) -> JsonResponse:
+    """The point's request timeline (judgement.request_timeline), drawn by static/js/run.js:
+    only the few request columns it needs are read, never the records."""
+    benchmark = get_benchmark_for_user(request, code)
+    point = Point.objects.filter(benchmark=benchmark, pk=point_id).only("pk").first()
+    timeline = request_timeline(point) if point is not None else None
+    if timeline is None:
+        raise Http404("This run has no such point with stored requests.")
+    return JsonResponse(timeline_figure(timeline))
 
 
 @login_required

@@ -16,13 +16,19 @@ def load_points(benchmark: Benchmark) -> list[Point]:
     return list(benchmark.points.all())
 
 
-def points_with_samples(points: Sequence[Point]) -> set[int]:
-    """The pks of the points with stored engine samples (PointData) to draw a queue chart from."""
-    return set(
-        PointData.objects.filter(point__in=list(points), sample_count__gt=0).values_list(
-            "point_id", flat=True
-        )
-    )
+def stored_counts(points: Sequence[Point]) -> dict[int, tuple[int, int]]:
+    """(engine samples, request records) stored for each point that has either (PointData's
+    count columns, one query): what a queue chart and a request timeline are drawn from."""
+    rows = PointData.objects.filter(
+        Q(sample_count__gt=0) | Q(request_count__gt=0), point__in=list(points)
+    ).values_list("point_id", "sample_count", "request_count")
+    return {pk: (samples, requests) for pk, samples, requests in rows}
+
+
+def samples_blob(point: Point) -> bytes | None:
+    """The point's stored engine samples (only that column: its request records can be
+    hundreds of megabytes); None without a PointData row."""
+    return PointData.objects.filter(point=point).values_list("samples", flat=True).first()
 
 
 def engine_samples(points: Sequence[Point]) -> dict[int, list[EngineSample]]:

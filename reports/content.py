@@ -24,6 +24,8 @@ from django.utils.translation import gettext as _
 from benchmarks.models import ExternalReference, Point
 from judgement.comparisons import compare_points, compare_with_reference, output_parity
 from judgement.costs import worth_of
+from judgement.request_timeline import PHASE_NAMES
+from judgement.request_timeline import TITLES as TIMELINE_TITLES
 from judgement.scaling import scaling_for
 from judgement.stability import comparison_stability
 from judgement.vocabulary import UNIT_OUTPUT_TPS_PER_GPU, AnalysisError
@@ -140,15 +142,21 @@ def _chart_labels() -> dict[str, str]:
         "kv": _("KV cache use"),
         "replica": _("replica"),
         "reference": _("single-replica reference"),
+        # The request timeline's words (judgement.request_timeline), in the report's language.
+        "due_order": _(TIMELINE_TITLES["lanes"]),
+        "engine_counts": _(TIMELINE_TITLES["counts"]),
+        "request": _(TIMELINE_TITLES["request"]),
+        **{f"phase_{name}": _(words) for name, words in PHASE_NAMES.items()},
     }
 
 
 def _headline(baseline: Point, candidate: Point, comparison: Any) -> Headline:
     rows = comparison.factors
+    # A factor whose value the page hides (the host) has nothing to show as held fixed: a bare
+    # label read as a value gone missing. Whether it matched still counts in "controlled".
     held = [
-        (factor_label(row),
-         "" if row.name in HIDDEN_FACTOR_VALUES else factor_value(row.name, row.baseline))
-        for row in rows if row.status == "match"
+        (factor_label(row), factor_value(row.name, row.baseline))
+        for row in rows if row.status == "match" and row.name not in HIDDEN_FACTOR_VALUES
     ]
     differing = [
         (factor_label(row),

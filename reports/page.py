@@ -60,6 +60,11 @@ class QueueSide:
     # Why the side has no queue chart (no engine samples stored); empty when it has one.
     # Versions published before this field read as having a chart, as they were drawn.
     no_chart: str = ""
+    # The side's request timeline (judgement.request_timeline): which requests its lanes are,
+    # and each phase's median. Empty when the point stored no requests, and in versions
+    # published before the timeline existed, which draw none.
+    timeline_drawn: str = ""
+    timeline_phases: str = ""
 
 
 @dataclass

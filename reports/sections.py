@@ -16,6 +16,7 @@ from judgement.capacity import capacity_of as setting_capacity
 from judgement.figures import figures as point_figures
 from judgement.lora import adapter_rows
 from judgement.operating_point import operating_point_sentence, shown_operating_point
+from judgement.request_timeline import REPORT_TIMELINE_LANES, request_timeline
 from judgement.spec_decode import spec_decode
 from judgement.stability import figure_sentences, run_stability
 from judgement.verdict_rows import cause, step_story
@@ -77,6 +78,8 @@ def curve(content: ReportContent, build: Build) -> None:
         "x": None if selected.median_e2el_ms is None else selected.median_e2el_ms / 1000,
         "y": selected.output_throughput,
         "name": facts.public_engine_label(selected.engine_label),
+        # Which config it is, spelled as the run page's label (data-config): not shown.
+        "config": facts.public_engine_key(selected.engine_label),
     }
 
 
@@ -116,6 +119,7 @@ def queue(content: ReportContent, build: Build) -> None:
     blobs = dict(PointData.objects.filter(point__in=[baseline, candidate])
                  .values_list("point_id", "samples"))
     sides, figures = [], []
+    lanes: list[dict[str, Any] | None] = []
     for point, label in ((baseline, _("Before")), (candidate, _("After"))):
         config = facts.public_engine_label(point.engine_label)
         title = f"{label}: {config}{cpu_label(facts.is_cpu_engine(point))}"
@@ -130,14 +134,20 @@ def queue(content: ReportContent, build: Build) -> None:
         }
         blob = blobs.get(point.pk)
         drawn = charts.samples_figure(blob) if blob else {"replicas": []}
+        timeline = request_timeline(point, REPORT_TIMELINE_LANES)
         sides.append(QueueSide(
             title=title, verdict=_verdict_text(point, build), sentence=sentence,
             no_chart="" if drawn["replicas"] else _(
-                "No engine samples were stored for this point, so there is no queue chart.")))
+                "No engine samples were stored for this point, so there is no queue chart."),
+            timeline_drawn=timeline.drawn.translated(_) if timeline else "",
+            timeline_phases=timeline.phases.translated(_) if timeline else ""))
         figures.append({"title": title, "replicas": drawn["replicas"],
                         "line_shape": drawn.get("line_shape", "linear")})
+        # Its lanes; the engine's counts beneath them are the queue chart's own samples.
+        lanes.append(dataclasses.asdict(timeline.lanes) if timeline else None)
     content.queue = sides
     content.figures["queue"] = figures
+    content.figures["timeline"] = lanes
     before, after = _verdict(baseline, build), _verdict(candidate, build)
     if before is not None and after is not None:
         content.queue_story = step_story(before, after).translated(_)

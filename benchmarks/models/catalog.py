@@ -14,7 +14,7 @@ from django.db import models, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from runner.schema.flags import check_command_value, check_model_source
+from runner.schema.flags import check_command_value, check_model_source, model_display_name
 
 REVISION_REGEX = r"^[0-9a-f]{40}$"
 # Links shown as <a href>: http(s) only, so a javascript: or data: URL can never be stored.
@@ -235,9 +235,23 @@ class Checkpoint(models.Model):
         ]
 
     def __str__(self) -> str:
+        return self._label(self.repo)
+
+    @property
+    def display_name(self) -> str:
+        """What lists call it: the hub repo id, or a local folder's name, never its path on
+        the node (runner.schema.flags.model_display_name)."""
+        return model_display_name(self.repo) or self.repo
+
+    @property
+    def display_label(self) -> str:
+        """str() with the display name: "tiny-model@22b68337 bf16"."""
+        return self._label(self.display_name)
+
+    def _label(self, name: str) -> str:
         revision = f"@{self.revision[:8]}" if self.revision else ""
         precision = f" {self.precision}" if self.precision else ""
-        return f"{self.repo}{revision}{precision}"
+        return f"{name}{revision}{precision}"
 
     def clean(self) -> None:
         # The repo goes on vLLM's command line: never one it would read as a flag, and an

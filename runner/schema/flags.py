@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Literal
 
 # Engine flags that Headroom sets through named fields; passing them again as extra flags would
@@ -159,6 +159,16 @@ def is_hub_repo_id(text: str) -> bool:
     return len(parts) == 2 and all(
         HUB_NAME_RE.fullmatch(part) and "--" not in part and ".." not in part for part in parts
     )
+
+
+def model_display_name(model: str) -> str:
+    """How a page names a model: a hub repo id (or any name) as it is, a local folder given as
+    a path by its last part only, since a machine path says where the weights lie, not what
+    they are, and can name a person ("/home/alice/models/qwen3" -> "qwen3"). "" for a path
+    with no last part."""
+    if model.startswith(("/", "./", "../", "~")) or "\\" in model:
+        return PurePosixPath(model.replace("\\", "/")).name
+    return model
 
 
 def check_model_source(model: str, allowed_dirs: list[Path]) -> str:

@@ -64,6 +64,50 @@
     }, PLOT_CONFIG);
   }
 
+  // A side's request timeline: a trace per phase, each lane's segment at its own height and
+  // lanes apart by nulls; the engine's counts beneath are the side's queue samples, on the
+  // same clock. Drawn as static/js/run.js draws the run page's.
+  var PHASES = [
+    ["waiting", "due", "sent", "#a0a4ab"],
+    ["in_flight", "sent", "first_token", "#d62728"],
+    ["streaming", "first_token", "last_token", "#2ca02c"],
+    ["failed", "sent", "ended", "#444444"]
+  ];
+
+  function drawTimeline(lanes, queue, index, labels) {
+    var id = "timeline-chart-" + index;
+    if (!lanes || !document.getElementById(id)) return null;
+    var count = lanes.due.length;
+    var width = Math.max(1, Math.min(6, 300 / Math.max(count, 1)));
+    var traces = PHASES.map(function (phase) {
+      var from = lanes[phase[1]], to = lanes[phase[2]];
+      var x = [], y = [], text = [];
+      for (var i = 0; i < count; i++) {
+        if (from[i] === null || to[i] === null) continue;
+        var label = labels.request + " " + lanes.index[i];
+        x.push(from[i], to[i], null); y.push(i, i, null); text.push(label, label, null);
+      }
+      return {type: "scatter", mode: "lines", name: labels["phase_" + phase[0]], x: x, y: y,
+              text: text, hovertemplate: "%{text}: %{x:.3f} s<extra>%{fullData.name}</extra>",
+              line: {color: phase[3], width: width}};
+    });
+    (queue ? queue.replicas : []).forEach(function (r) {
+      var suffix = queue.replicas.length > 1 ? " r" + r.replica : "";
+      var shape = queue.line_shape || "linear";
+      traces.push({type: "scatter", mode: "lines", name: labels.waiting + suffix, x: r.t,
+                   y: r.waiting, yaxis: "y2", line: {shape: shape, color: "#1f77b4"}});
+      traces.push({type: "scatter", mode: "lines", name: labels.running + suffix, x: r.t,
+                   y: r.running, yaxis: "y2", line: {shape: shape, color: "#ff7f0e"}});
+    });
+    return Plotly.newPlot(id, traces, {
+      font: FONT, margin: {t: 10, r: 10}, legend: {orientation: "h", y: -0.2},
+      xaxis: {title: {text: labels.time}, anchor: "y2"},
+      yaxis: {title: {text: labels.due_order}, domain: [0.38, 1], autorange: "reversed",
+              showticklabels: false, zeroline: false},
+      yaxis2: {title: {text: labels.engine_counts}, domain: [0, 0.28], rangemode: "tozero"}
+    }, PLOT_CONFIG);
+  }
+
   function drawScaling(fig, labels) {
     if (!fig || !document.getElementById("scaling-chart")) return null;
     var names = fig.replicas.map(function (r) { return labels.replica + " " + r; });
@@ -82,6 +126,9 @@
     var labels = figs.labels || {};
     var drawing = [drawCurve(figs.curve, labels), drawScaling(figs.scaling, labels)];
     (figs.queue || []).forEach(function (side, i) { drawing.push(drawQueue(side, i, labels)); });
+    (figs.timeline || []).forEach(function (lanes, i) {
+      drawing.push(drawTimeline(lanes, (figs.queue || [])[i], i, labels));
+    });
     drawing = drawing.filter(function (p) { return p; });
     Promise.all(drawing).then(function () {
       document.body.setAttribute("data-charts-drawn", String(drawing.length));

@@ -178,6 +178,85 @@ function drawTelemetry() {
   draw();
 }
 
+// The request timeline: one lane per request, a trace per phase (each lane's segment at its own
+// height, lanes apart by nulls, so thousands of lanes are four SVG paths), the engine's waiting
+// and running counts beneath on the same clock. Words and data from judgement.request_timeline;
+// static/js/report.js draws a report's the same way.
+var TIMELINE_PHASES = [
+  ["waiting", "due", "sent", "#a0a4ab"],
+  ["in_flight", "sent", "first_token", "#d62728"],
+  ["streaming", "first_token", "last_token", "#2ca02c"],
+  ["failed", "sent", "ended", "#444444"]
+];
+
+function laneTraces(lanes, names, requestWord) {
+  var count = lanes.due.length;
+  var width = Math.max(1, Math.min(6, 400 / Math.max(count, 1)));
+  return TIMELINE_PHASES.map(function (phase) {
+    var from = lanes[phase[1]], to = lanes[phase[2]];
+    var x = [], y = [], text = [];
+    for (var i = 0; i < count; i++) {
+      if (from[i] === null || to[i] === null) continue;
+      var label = requestWord + " " + lanes.index[i] +
+        (lanes.replica[i] ? " (replica " + lanes.replica[i] + ")" : "");
+      x.push(from[i], to[i], null); y.push(i, i, null); text.push(label, label, null);
+    }
+    return {type: "scatter", mode: "lines", name: names[phase[0]], x: x, y: y, text: text,
+            hovertemplate: "%{text}: %{x:.3f} s<extra>%{fullData.name}</extra>",
+            line: {color: phase[3], width: width}};
+  });
+}
+
+function countTraces(queue, titles) {
+  var traces = [];
+  queue.replicas.forEach(function (r) {
+    var suffix = queue.replicas.length > 1 ? " r" + r.replica : "";
+    traces.push({type: "scatter", mode: "lines", name: titles.waiting + suffix, x: r.t,
+                 y: r.waiting, yaxis: "y2", line: {shape: queue.line_shape, color: "#1f77b4"}});
+    traces.push({type: "scatter", mode: "lines", name: titles.running + suffix, x: r.t,
+                 y: r.running, yaxis: "y2", line: {shape: queue.line_shape, color: "#ff7f0e"}});
+  });
+  return traces;
+}
+
+function timelineLayout(titles) {
+  return {
+    margin: {t: 10, r: 10}, legend: {orientation: "h", y: -0.12},
+    xaxis: {title: {text: titles.time}, anchor: "y2"},
+    yaxis: {title: {text: titles.lanes}, domain: [0.34, 1], autorange: "reversed",
+            showticklabels: false, zeroline: false},
+    yaxis2: {title: {text: titles.counts}, domain: [0, 0.26], rangemode: "tozero"}
+  };
+}
+
+function drawTimeline() {
+  var select = document.getElementById("timeline-point");
+  if (!select) return;
+  function draw() {
+    fetch(select.value, {credentials: "same-origin"})
+      .then(function (r) { return r.json(); })
+      .then(function (figure) {
+        var traces = laneTraces(figure.lanes, figure.phase_names, figure.titles.request)
+          .concat(countTraces(figure.queue, figure.titles));
+        document.getElementById("timeline-drawn").textContent = figure.drawn;
+        document.getElementById("timeline-phases").textContent = figure.phases;
+        Plotly.react("timeline-chart", traces, timelineLayout(figure.titles), PLOT_CONFIG);
+      });
+  }
+  select.addEventListener("change", draw);
+  // The queue chart's point is the one to look at: follow it.
+  var queueSelect = document.getElementById("samples-point");
+  if (queueSelect) {
+    queueSelect.addEventListener("change", function () {
+      var chosen = queueSelect.options[queueSelect.selectedIndex].dataset.point;
+      Array.prototype.forEach.call(select.options, function (o) {
+        if (o.dataset.point === chosen) { select.value = o.value; draw(); }
+      });
+    });
+  }
+  draw();
+}
+
 var POLL_MS = 3000;
 
 function pollProgress() {
@@ -213,6 +292,7 @@ document.addEventListener("DOMContentLoaded", function () {
   drawPareto();
   drawSamples();
   drawTelemetry();
+  drawTimeline();
   showPlan();
   setTimeout(pollProgress, POLL_MS);
 });

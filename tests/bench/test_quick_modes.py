@@ -136,7 +136,7 @@ def test_dashboard_pages_quick_mode_times_every_page_on_its_own_database(bench_d
     done = run_bench("dashboard_pages.py", "--quick", "--database-url", url)
     assert_ran(done)
     rows = table_rows(done.stdout, "| target | limit |")
-    assert len(rows) == 6  # store_point and five pages
+    assert len(rows) == 7  # store_point and six pages (the request timeline's JSON one)
     assert "0 reading a blob column" in done.stdout
     assert not _database_exists(name)
 
@@ -155,7 +155,7 @@ def test_report_page_quick_mode_renders_every_chart_on_its_own_database(bench_da
     done = run_bench("report_page.py", "--quick", "--database-url", url)
     assert_ran(done)
     (row,) = table_rows(done.stdout, "| page | first request |")
-    assert "(4 chart areas)" in row
+    assert "(6 chart areas)" in row
     assert not _database_exists(name)
 
 

@@ -17,6 +17,19 @@ def test_a_local_checkpoint_may_have_no_revision():
     assert Checkpoint.objects.create(repo="/models/tiny").revision == ""
 
 
+@pytest.mark.parametrize(("repo", "name"), [
+    ("nvidia/Qwen3-30B-A3B-FP4", "nvidia/Qwen3-30B-A3B-FP4"),
+    ("/srv/people/alice/var/tiny-model", "tiny-model"),
+    ("./models/qwen3/", "qwen3"),
+    ("~alice/weights", "weights"),
+])
+def test_a_checkpoint_is_named_by_its_hub_id_or_its_folder_never_its_path(repo, name):
+    checkpoint = Checkpoint(repo=repo, revision="22b68337" + "0" * 32, precision="bf16")
+    assert checkpoint.display_name == name
+    assert checkpoint.display_label == f"{name}@22b68337 bf16"
+    assert str(checkpoint) == f"{repo}@22b68337 bf16"  # the admin and the run page keep it
+
+
 def test_a_launched_benchmark_needs_a_node():
     with pytest.raises(IntegrityError):
         Benchmark.objects.create(name="x", workload=make_workload(), plan={},

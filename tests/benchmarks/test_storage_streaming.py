@@ -15,6 +15,7 @@ from benchmarks import blobs, storage
 from benchmarks.imports import import_file
 from benchmarks.models import PointData
 from benchmarks.points import store_point
+from judgement import request_timeline
 from runner import results
 from runner.schema.records import RequestRecord, ragged_fields
 from tests.rows import make_benchmark, make_point_result
@@ -220,3 +221,57 @@ def test_a_stored_blob_is_read_back_whole_from_its_pieces(monkeypatch):
     assert len(blob) > 20 * 4096 and bytes(blob) == whole_array_blob(result.requests)
     PointData.objects.filter(point=point).delete()
     assert points.stored_requests(point) is None
+
+
+# What the request timeline reads of each request.
+TIMELINE_FIELDS = request_timeline.FIELDS
+
+
+@pytest.mark.django_db
+def test_a_few_columns_are_read_alone_and_equal_the_whole_blobs(monkeypatch):
+    from benchmarks import points
+
+    monkeypatch.setattr(points, "HEAD_READ_BYTES", 64)  # the head takes a second read
+    result = make_point_result()
+    result.requests = varied_records(300)
+    point = store_point(make_benchmark(state="succeeded"), result)
+    read: list[int] = []
+    subset = blobs.subset
+    monkeypatch.setattr(blobs, "subset", lambda head, arrays: read.append(
+        sum(map(len, arrays.values()))) or subset(head, arrays))
+    found = points.stored_request_arrays(point, TIMELINE_FIELDS)
+    whole = points.stored_requests(point)
+    expected = storage.request_arrays(whole, TIMELINE_FIELDS)
+    assert found.keys() == expected.keys()
+    for name in TIMELINE_FIELDS:
+        assert found[name].dtype == expected[name].dtype
+        assert np.array_equal(found[name], expected[name], equal_nan=True), name
+    assert np.isnan(found["ttft"][0])  # a request with no chunk: no first token
+    assert read and read[0] < len(whole) / 10  # the chunk times stayed in the database
+    PointData.objects.filter(point=point).delete()
+    assert points.stored_request_arrays(point, TIMELINE_FIELDS) is None
+
+
+@pytest.mark.django_db
+def test_a_format_1_blob_gives_its_columns_read_whole():
+    from benchmarks import points
+    from tests.rows import format_1_blob
+
+    records = varied_records(40)
+    point = store_point(make_benchmark(state="succeeded"), make_point_result())
+    old = format_1_blob(storage._unpack(storage.encode_requests(records)))
+    PointData.objects.filter(point=point).update(requests=old)
+    found = points.stored_request_arrays(point, TIMELINE_FIELDS)
+    assert found["index"].tolist() == list(range(40))
+    assert found["intended_send"].tolist() == [r.intended_send for r in records]
+
+
+def test_a_subset_blob_refuses_an_array_of_the_wrong_size():
+    blob = storage.encode_requests(varied_records(10))
+    head = bytes(blob[: blobs.head_length(blob[: blobs.HEAD_PREFIX_BYTES])])
+    offset, size = blobs.array_spans(head)["index"]
+    assert storage.request_arrays(
+        blobs.subset(head, {"index": blob[offset : offset + size]}), ["ttft"]
+    )["ttft"].shape == (10,)  # a field the subset lacks reads as missing
+    with pytest.raises(ValueError, match=r"index: .* not its stored size"):
+        blobs.subset(head, {"index": blob[offset : offset + size - 1]})

@@ -147,7 +147,7 @@ def test_the_run_page_shows_each_points_telemetry_and_says_where_none_was_taken(
         owner_client, mixed_run):
     html = owner_client.get(f"/runs/{mixed_run.code}/").content.decode()
     points = points_by_seqs(mixed_run)
-    rows = {seqs: html.split(f'id="point-{p.pk}"')[1].split("</tr>")[0]
+    rows = {seqs: html.split(f'id="point-{p.pk}-figures"')[1].split("</tr>")[0]
             for seqs, p in points.items()}
     # GPU: 80% busy, 412.5 W mean and 500 W peak, 675 J / 1350 tokens.
     assert "80% · 413/500 W" in rows[256]

@@ -204,6 +204,35 @@ def test_only_the_starts_of_this_checkpoint_on_this_node_are_read():
     assert "no engine start measured on this node: default 10 min" in fresh.basis
 
 
+def test_a_cpu_node_that_measured_no_start_counts_a_cpu_engines_start_not_a_gpus():
+    # The first demo sweep's shape: 3 configs on the CPU node, before any engine started there.
+    plan = sweep_plan([EngineConfig(max_num_seqs=s) for s in (4, 16, 64)], [100], style="cpu")
+    got = estimates.estimate(plan, [], where="tiny-model on cpu-local")
+    # Three starts of 90 s (not 600), then 100 x 256 tokens at 50 tok/s (512 s) a config.
+    assert got.wall_s == pytest.approx(3 * 90 + 3 * 512)
+    assert got.basis.startswith("No earlier run of tiny-model on cpu-local: no engine start "
+                                "measured on this CPU node: a CPU engine's start as measured "
+                                "on two cores, 90 s; ")
+    gpu = estimates.estimate(sweep_plan(plan.engine_configs, [100]), [], where="m on gpu-a")
+    assert gpu.wall_s == pytest.approx(3 * 600 + 3 * 512)  # a GPU node keeps its default
+
+
+def test_a_cpu_node_counts_its_starts_of_other_checkpoints_before_any_of_this_one():
+    node = make_node("cpu-local", gpu_name="", gpu_count=0, launch_style="cpu")
+    checkpoint, other = make_checkpoint(), make_checkpoint(repo="Qwen/Qwen3-8B")
+    for seconds in (40.0, 70.0, 50.0):
+        EngineStart.objects.record(node, other, seconds)
+    EngineStart.objects.record(make_node("cpu-b", launch_style="cpu"), checkpoint, 1.0)
+    plan = sweep_plan([EngineConfig(max_num_seqs=8)], [100], style="cpu")
+    got = estimates.estimate_launch(plan, node=node, checkpoint=checkpoint)
+    assert got.wall_s == pytest.approx(50 + 512)  # the median of 40, 50 and 70 s
+    assert ("measured CPU engine starts on this node, of other checkpoints: 3, median 50 s"
+            in got.basis)
+    EngineStart.objects.record(node, checkpoint, 30.0)  # its own start comes first
+    assert estimates.estimate_launch(plan, node=node, checkpoint=checkpoint).wall_s == (
+        pytest.approx(30 + 512))
+
+
 def test_runs_of_another_checkpoint_or_node_and_unfinished_runs_are_not_used():
     node, checkpoint = make_node("gpu-a"), make_checkpoint()
     fast = [(8, 100, 1.0, 100_000.0)]

@@ -198,6 +198,7 @@ RULES: dict[str, Rule] = {
     "run_cancel": Rule(None, LAUNCH, run),  # the persona's own run; another's is tested below
     "run_baseline": Rule(None, ACCEPT_BASELINE, run),
     "point_samples": Rule(LOGIN, None, lambda w: {"code": w.run.code, "point_id": w.point.pk}),
+    "point_timeline": Rule(LOGIN, None, lambda w: {"code": w.run.code, "point_id": w.point.pk}),
     "run_json": Rule(LOGIN, None, run),
     "run_csv": Rule(LOGIN, None, run),
     "run_llm_d": Rule(LOGIN, None, run),

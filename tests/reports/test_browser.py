@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import Permission
 
+from reports.facts import public_engine_label
 from reports.models import Report
 from tests.reports.conftest import make_sweep, point
 from tests.reports.helpers import make_report, store_ladder
@@ -52,9 +53,10 @@ def test_a_logged_out_visitor_sees_the_charts_drawn_and_the_stored_numbers(
     response = page.goto(f"{live_server.url}/r/{report.issued_token}/")
     assert response.status == 200
 
-    for chart in ("#curve-chart", "#queue-chart-0", "#queue-chart-1", "#scaling-chart"):
+    for chart in ("#curve-chart", "#queue-chart-0", "#queue-chart-1", "#scaling-chart",
+                  "#timeline-chart-0", "#timeline-chart-1"):
         expect(page.locator(f"{chart}.js-plotly-plot .main-svg").first).to_be_visible()
-    expect(page.locator("body")).to_have_attribute("data-charts-drawn", "4")
+    expect(page.locator("body")).to_have_attribute("data-charts-drawn", "6")
     # Plotly drew the stored points: one marker per single-replica point, plus the star.
     markers = page.locator("#curve-chart .scatterlayer .point").count()
     assert markers == sweep.points.filter(replicas=1).count() + 1
@@ -181,7 +183,8 @@ def _screenshot(page: Any, tmp_path: Path, name: str) -> None:
 
 def _assert_same_point(run: dict[str, Any], report: dict[str, Any]) -> None:
     assert report["config"] == run["config"]
-    assert report["text"].startswith(f"{run['config']} at {run['load']}: ")
+    # The same config, its settings in words for the customer.
+    assert report["text"].startswith(f"{public_engine_label(run['config'])} at {run['load']}: ")
     assert report["output_throughput"] == run["output_throughput"]
     # Each chart marks that point with one star, at the same place on the same axes.
     assert len(run["stars"]) == 1 and run["stars"][0][1] == run["output_throughput"]

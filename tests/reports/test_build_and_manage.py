@@ -152,7 +152,7 @@ def test_references_are_shown_with_their_recording_dates(sweep, owner_client):
     assert "Recorded on March 1, 2025" in body
     assert "no longer listed since June 1, 2025" in body
     # The reference and this result per GPU, side by side: 41,873.6 / 20,000 = 2.09x.
-    assert ("Reference: 20,000 output tokens/s per GPU (63-66 in / 256 out); After: seqs=64: "
+    assert ("Reference: 20,000 output tokens/s per GPU (63-66 in / 256 out); After: max_num_seqs 64: "
             "41,874 output tokens/s per GPU (CPU engine) (2.09x, +109.4%)") in body
     assert "Not a controlled comparison." in body
     assert "Matches: GPU count" in body

@@ -71,7 +71,7 @@ def test_the_report_fits_a_390_px_phone(live_server, owner, browser, tmp_path, l
     context = browser.new_context(viewport=PHONE, device_scale_factor=2, is_mobile=True)
     page = context.new_page()
     assert page.goto(f"{live_server.url}/r/{report.issued_token}/").status == 200
-    expect(page.locator("body")).to_have_attribute("data-charts-drawn", "4")
+    expect(page.locator("body")).to_have_attribute("data-charts-drawn", "6")
     found = page.evaluate(OVERFLOWING)
     assert found["page"] <= found["width"], found
     assert found["out"] == [], found
@@ -79,8 +79,9 @@ def test_the_report_fits_a_390_px_phone(live_server, owner, browser, tmp_path, l
     differs = page.locator("#comparison-table td.differs").first
     assert differs.bounding_box()["x"] + differs.bounding_box()["width"] <= PHONE["width"]
     assert REVISION in page.locator("#methodology").inner_text()
-    curve = page.locator("#curve-chart .main-svg").first.bounding_box()
-    assert curve["x"] + curve["width"] <= PHONE["width"]
+    for chart in ("#curve-chart", "#timeline-chart-1"):
+        box = page.locator(f"{chart} .main-svg").first.bounding_box()
+        assert box["x"] + box["width"] <= PHONE["width"], chart
     shot = tmp_path / f"report-phone-{language}.png"
     page.screenshot(path=str(shot), full_page=True)
     if os.environ.get("HEADROOM_SCREENSHOT_DIR"):  # CI keeps it for a person to look at

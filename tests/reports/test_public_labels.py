@@ -9,7 +9,7 @@ from django.test import Client
 
 from benchmarks.models import Benchmark, ExternalReference, Point
 from benchmarks.points import store_point
-from reports.facts import public_engine_label, public_point_key
+from reports.facts import public_engine_key, public_engine_label, public_point_key
 from runner.schema.result import point_key
 from tests import rows as factories
 from tests.reports.conftest import SECRET_HOST, SWEEP, point_result
@@ -27,14 +27,17 @@ HIDDEN = (TEMPLATE_PATH, "customer-x", ".jinja", TOKENIZER_REPO, "acme-internal"
 @pytest.mark.parametrize(
     ("label", "public"),
     [
-        ("seqs=64", "seqs=64"),
-        ("defaults", "defaults"),
-        ("seqs=64,tokens=8192", "seqs=64,tokens=8192"),
+        ("seqs=64", "max_num_seqs 64"),
+        ("defaults", "engine defaults"),
+        ("seqs=64,tokens=8192", "max_num_seqs 64, max_num_batched_tokens 8192"),
+        ("seqs=4,len=1024", "max_num_seqs 4, max_model_len 1024"),
+        ("seqs=8,prefix=False,kv=fp8", "max_num_seqs 8, enable_prefix_caching off, "
+                                       "kv_cache_dtype fp8"),
         ("--enforce-eager", "--enforce-eager"),
-        ("seqs=64,--chat-template=/srv/x.jinja", "seqs=64,--chat-template (set)"),
-        ("seqs=64,--tokenizer org/x", "seqs=64,--tokenizer (set)"),
+        ("seqs=64,--chat-template=/srv/x.jinja", "max_num_seqs 64, --chat-template (set)"),
+        ("seqs=64,--tokenizer org/x", "max_num_seqs 64, --tokenizer (set)"),
         ("seqs=8,--enforce-eager --tokenizer org/x --chat-template=/srv/a b.jinja",
-         "seqs=8,--enforce-eager --tokenizer (set) --chat-template (set)"),
+         "max_num_seqs 8, --enforce-eager --tokenizer (set) --chat-template (set)"),
         ('--hf-overrides {"rope": "--scaled"}', "--hf-overrides (set)"),
     ],
 )
@@ -42,9 +45,24 @@ def test_a_public_engine_label_names_flags_but_never_their_values(label, public)
     assert public_engine_label(label) == public
 
 
+@pytest.mark.parametrize(
+    ("label", "key"),
+    [
+        ("seqs=64,tokens=8192", "seqs=64,tokens=8192"),
+        ("defaults", "defaults"),
+        ("seqs=64,--chat-template=/srv/x.jinja", "seqs=64,--chat-template (set)"),
+        ("seqs=8,--enforce-eager --tokenizer org/x --chat-template=/srv/a b.jinja",
+         "seqs=8,--enforce-eager --tokenizer (set) --chat-template (set)"),
+    ],
+)
+def test_a_public_engine_key_spells_settings_as_the_run_page_and_hides_flag_values(label, key):
+    # What the report's data-config holds, compared with the run page's label by the demo.
+    assert public_engine_key(label) == key
+
+
 def test_a_point_key_keeps_its_load_and_repeat_and_loses_the_flag_values():
     assert (public_point_key("seqs=64,--tokenizer org/x|burst 64|r0")
-            == "seqs=64,--tokenizer (set)|burst 64|r0")
+            == "max_num_seqs 64, --tokenizer (set)|burst 64|r0")
 
 
 def _flagged_sweep(owner) -> Benchmark:
@@ -89,6 +107,6 @@ def test_the_public_page_and_stored_version_show_flag_names_and_the_run_page_the
         for hidden in HIDDEN:
             assert hidden not in text, hidden
         assert "--chat-template (set) --tokenizer (set)" in text
-    assert "seqs=64,--chat-template (set) --tokenizer (set)|burst 64|r0" in pages[0]
+    assert "max_num_seqs 64, --chat-template (set) --tokenizer (set)|burst 64|r0" in pages[0]
     run_page = owner_client.get(f"/runs/{benchmark.code}/").content.decode()
     assert TEMPLATE_PATH in run_page and TOKENIZER_REPO in run_page

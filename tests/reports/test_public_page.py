@@ -197,8 +197,8 @@ def test_the_public_page_points_at_the_operating_point_of_the_tuned_config(sweep
     report = make_report(sweep, owner)
     body = Client().get(f"/r/{report.issued_token}/").content.decode()
     tuned = point(sweep, 64, 32)
-    assert "seqs=64 at burst 32: 41,600 output tokens/s" in body or \
-        f"seqs=64 at burst 32: {tuned.output_throughput:,.0f}" in body
+    assert "max_num_seqs 64 at burst 32: 41,600 output tokens/s" in body or \
+        f"max_num_seqs 64 at burst 32: {tuned.output_throughput:,.0f}" in body
     assert "before the knee" in body
 
 
@@ -210,7 +210,7 @@ def test_a_stored_operating_point_is_the_one_marked_with_its_reason(sweep, owner
                                   sentence="chosen by an engineer", reason="<b>latency SLO</b>")
     report = make_report(sweep, owner)
     body = Client().get(f"/r/{report.issued_token}/").content.decode()
-    assert "seqs=64 at burst 16: 30,000 output tokens/s" in body
+    assert "max_num_seqs 64 at burst 16: 30,000 output tokens/s" in body
     assert "chosen by an engineer: &lt;b&gt;latency SLO&lt;/b&gt;" in body
 
 

@@ -92,7 +92,7 @@ def test_without_a_saved_choice_the_report_names_the_run_pages_point_in_another_
     shown = run_page.context["judgement"]["shown"]
     assert shown.stored is None and shown.key == point(sweep, 64, 32, repeat=1).key
     assert _text(body, "curve-selected").startswith(
-        "seqs=64 at burst 32: 41,600 output tokens/s, median latency 2.5 s")
+        "max_num_seqs 64 at burst 32: 41,600 output tokens/s, median latency 2.5 s")
     # One sentence on both pages, written by the judgement layer. The sweep's repeats scatter
     # by about 1%, so the +1.2% step past the knee is within its noise and is said so.
     sentence = _text(body, "curve-sentence")
@@ -130,7 +130,7 @@ def test_a_reference_is_compared_with_the_report_point_of_its_own_spec(sweep, ow
                          references=[reference])
     body = Client().get(f"/r/{report.issued_token}/").content.decode()
     references = " ".join(_section(body, "references").split())
-    assert "Before: seqs=16: 18,000 output tokens/s per GPU (CPU engine) (1.80x, +80.0%)" \
+    assert "Before: max_num_seqs 16: 18,000 output tokens/s per GPU (CPU engine) (1.80x, +80.0%)" \
         in references
     # And the headline, across specs, says so instead of printing a ratio.
     assert 'id="headline-ratio"' not in body
@@ -160,10 +160,10 @@ def test_the_comparison_table_holds_one_row_per_comparison(sweep, owner):
     assert tuning[1:3] == ["18,012", "→ 41,874"]
     assert tuning[3].startswith("Ratio 2.32x (+132.5%). Median request latency fell from "
                                 "5.0 s to 2.5 s.")
-    assert "Engine settings seqs=8 → seqs=64." in tuning[4]
+    assert "Engine settings max_num_seqs 8 → max_num_seqs 64." in tuning[4]
     # The dated reference: 41,873.6 / 20,000 = 2.09x, +109.4%, against the "after" point.
     assert vendor[1:3] == ["20,000", "→ 41,874 (CPU engine)"]
-    assert vendor[3] == "After: seqs=64 is 2.09x the reference (+109.4%)."
+    assert vendor[3] == "After: max_num_seqs 64 is 2.09x the reference (+109.4%)."
     assert vendor[4].startswith("Not controlled. Differs: GPU: NVIDIA H200 → CPU only")
     # The node capacity: 80,000 over 2 x 41,873.6 = 83,747.2 is 95.5%.
     assert node[0] == "Node capacity: 2 replicas, one common window (CPU engine)"
@@ -293,8 +293,10 @@ def test_an_adaptive_runs_report_names_the_point_its_search_chose(owner, owner_c
     body = Client().get(f"/r/{report.issued_token}/").content.decode()
     shown = owner_client.get(f"/runs/{benchmark.code}/").context["judgement"]["shown"]
     assert shown.method == "slo" and shown.key == chosen.key
-    assert _text(body, "curve-selected").startswith("seqs=512 at burst 2000")
-    assert shown.sentence == _text(body, "curve-sentence")
+    assert _text(body, "curve-selected").startswith("max_num_seqs 512 at burst 2000")
+    # The same sentence, its point key's engine settings in words for the customer.
+    assert shown.sentence.replace("(seqs=512|", "(max_num_seqs 512|") == _text(
+        body, "curve-sentence")
 
 
 def _methodology_row(body: str, label: str) -> list[str] | None:

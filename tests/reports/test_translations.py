@@ -82,7 +82,8 @@ def test_a_korean_report_of_drafting_lora_engines_has_no_untranslated_sentence(
 @pytest.mark.parametrize(("module", "templates"), [
     ("analysis.sentences", "OPERATING_POINT_TEMPLATES"), ("analysis.causes", "STORY_TEMPLATES"),
     ("analysis.sentences", "NOISE_TEMPLATES"),
-    ("analysis.capacity_words", "CAPACITY_TEMPLATES")])
+    ("analysis.capacity_words", "CAPACITY_TEMPLATES"),
+    ("judgement.request_timeline", "TIMELINE_TEMPLATES")])
 def test_every_template_the_run_page_writes_has_a_korean_translation(module, templates):
     catalog = _catalog()
     written = getattr(importlib.import_module(module), templates)

@@ -51,7 +51,7 @@ def test_a_sent_report_is_unchanged_after_its_reference_operating_point_and_poin
     report = make_report(sweep, owner, references=[_reference()], caveats=["Short prompts."])
     sent = _pages(report.issued_token)
     assert "20,000" in sent["en"] and "2.09x" in sent["en"]  # 41,874 / 20,000
-    assert "seqs=64 at burst 32" in sent["en"]
+    assert "max_num_seqs 64 at burst 32" in sent["en"]
 
     _edit_everything(sweep, report)
 
@@ -80,8 +80,8 @@ def test_publishing_again_makes_version_2_while_the_first_link_still_shows_versi
     old, new = _pages(report.issued_token)["en"], _pages(second_token)["en"]
     assert "Version 1" in old and "20,000" in old and "Renamed later" not in old
     assert "Version 2" in new and "30,000" in new and "Renamed later" in new
-    assert "seqs=64 at burst 16" in new and "a latency target" in new
-    assert "seqs=64 at burst 16" not in old
+    assert "max_num_seqs 64 at burst 16" in new and "a latency target" in new
+    assert "max_num_seqs 64 at burst 16" not in old
 
 
 def test_the_engineer_sees_each_version_and_when_it_was_generated_but_no_link_again(
