@@ -193,7 +193,9 @@ def print_headlines(runs: dict[str, tuple[bool, list[Drawn]]]) -> None:
     print("|---|---|---|---|")
     for name, (disturbed, _) in runs.items():
         found = estimates[name]
-        shown = "-" if found is None else f"{found.ratio:.2f}x | {found.low:.2f}x-{found.high:.2f}x"
+        # No interval where the run's control points were disturbed: nothing else measured it.
+        shown = ("- | -" if found is None
+                 else f"{found.ratio:.2f}x | {found.low:.2f}x-{found.high:.2f}x")
         print(f"| {name} | {'yes' if disturbed else 'no'} | {shown} |")
     quiet = [name for name, (disturbed, _) in runs.items() if not disturbed]
     print("\n| quiet pair | each interval holds the other's ratio |")
