@@ -18,7 +18,10 @@ tiny model, started once and measured through the runner's own run_plan:
    planned rate and break at 1.3x (the ladder's next level, 1.25x, already missed).
 
 The two targets are stated against each config's own unloaded latency (its lowest level): a
-median TPOT at most 1.5x, and a p95 E2EL at most 2x. An absolute target would sit inside one
+p95 TTFT at most 3x, and a p95 E2EL at most 2x. Both grow with the queue, which is what a rate
+past capacity builds; a TPOT target does not bind here, since a capped engine keeps its batch
+and so its step time while the requests past the cap wait (a first run's TPOT target held at
+every level of every ladder). An absolute target would sit inside one
 config's ladder and beyond another's, and the bench is about the plan's promise, not about
 which config is faster. It prints, per config and target, the capacity with its interval, the
 level that missed, and how many draws held at 1x and at 1.3x; then the host's noise (the
@@ -70,13 +73,15 @@ OUTPUT_TOKENS = 64
 BURST = 32
 # The ladder, as shares of what the burst completed: 1.25x steps, so the level above a capacity
 # is 1.25x it and a check at 1.3x lies beyond a level that already missed.
-LADDER = tuple(1.19 / 1.25 ** k for k in range(6, -1, -1))
+# Up to 1.86x the burst's rate: a burst of 32 reads below what a rate load keeps up with (a first
+# run's ladder topped out at 1.19x with every target still met on max_num_seqs 4).
+LADDER = tuple(1.19 / 1.25 ** k for k in range(6, -3, -1))
 OVERLOAD = 1.3
 # Each level sends about this many seconds of its rate, at least MIN_REQUESTS requests.
 POINT_S = 6.0
 MIN_REQUESTS = 16
 # The two targets, against the config's lowest level: (figure, multiple).
-TARGETS = (("median_tpot_ms", 1.5), ("p95_e2el_ms", 2.0))
+TARGETS = (("p95_ttft_ms", 3.0), ("p95_e2el_ms", 2.0))
 
 
 @dataclass
