@@ -52,7 +52,7 @@ def verify_plan(source: SweepPlan, config: ConfigPlan, rates: Sequence[float], *
         "search": None,
         # Each load is its own promise: no first level to measure again for drift.
         "stability": StabilitySpec(redraw_disturbed=source.stability.redraw_disturbed,
-                                   control_point=False)})
+                                   control_point=False, end_control=False)})
 
 
 def _load(rate: float, count: int, measured: LoadSpec | None, source: SweepPlan,

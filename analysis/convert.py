@@ -142,6 +142,7 @@ def from_point_result(p: PointResult) -> PointFigures:
         taken_cores=p.host.taken_cores if p.host is not None else None,
         disturbed=p.host is not None and p.host.disturbed,
         control=p.control,
+        end_control=p.end_control,
     )
 
 

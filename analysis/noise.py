@@ -6,7 +6,10 @@ amount: the spread is taken on the log scale, as the standard deviation of log(f
 the draws of each setting (a setting's repeats and its control point), pooled over the run's
 settings by their degrees of freedom. A control point (runner.sweep) is its config's first
 level measured once more after the last, on the same engine: the pair measures the drift over
-the config's points, and a figure's interval is never narrower than the widest pair implies.
+the config's points. The end control (StabilitySpec.end_control) is the first config's first
+level once more after the last config, on a fresh engine start: against that level's first draw
+it measures the drift over the whole sweep, across engine starts. A figure's interval is never
+narrower than the widest of these pairs implies.
 With one draw per level and no control point nothing measured the noise, and no interval is
 given rather than a made-up one.
 
@@ -43,7 +46,8 @@ class Interval:
 
 @dataclass(frozen=True, kw_only=True)
 class Drift:
-    """One config's control point against its first draw of the same level."""
+    """One config's control point, or the run's end control, against the first draw of the
+    same level."""
 
     config_label: str
     first_key: str
@@ -55,11 +59,12 @@ class Drift:
 
 @dataclass(frozen=True, kw_only=True)
 class RunNoise:
-    """The run's scatter, per figure, and its control points' drifts.
+    """The run's scatter, per figure, its control points' drifts and its end control's.
 
     sd: the log-scale standard deviation of one draw used for intervals (None: nothing measured
     it); repeat_sd the same over repeats alone, control points left out (None: no setting was
-    repeated); draws: how many draws the estimate rests on.
+    repeated); draws: how many draws the estimate rests on; end_drift: the end control against
+    the first config's first draw, start to end of the sweep (None: no end control).
     """
 
     throughput_sd: float | None
@@ -67,6 +72,7 @@ class RunNoise:
     repeat_sd: float | None
     draws: int
     drifts: tuple[Drift, ...]
+    end_drift: Drift | None = None
 
     @property
     def drifted(self) -> Drift | None:
@@ -88,26 +94,48 @@ def _draws(points: Sequence[PointFigures], figure: Callable[[PointFigures], floa
            controls: bool) -> list[list[float]]:
     groups = []
     for group in group_by_setting(points).values():
-        judged = [p for p in judged_repeats(group) if controls or not p.control]
+        judged = [p for p in judged_repeats(group) if controls or not _is_control(p)]
         groups.append([v for p in judged if (v := figure(p)) is not None])
     return groups
+
+
+def _is_control(point: PointFigures) -> bool:
+    return point.control or point.end_control
+
+
+def _drift(judged: Sequence[PointFigures], control: PointFigures | None,
+           repeat_sd: float | None) -> Drift | None:
+    """The control against the setting's first draw (its lowest repeat that is no control),
+    beyond the band of a change between two draws when the repeats measured one."""
+    first = min((p for p in judged if not _is_control(p)), key=lambda p: p.repeat, default=None)
+    if control is None or first is None or first.output_throughput <= 0:
+        return None
+    change = (control.output_throughput / first.output_throughput - 1) * 100
+    beyond = None
+    if repeat_sd is not None:
+        beyond = not within_band(change, band_pct(repeat_sd, math.sqrt(2)))
+    return Drift(config_label=first.config_label, first_key=first.key,
+                 control_key=control.key, change_pct=change, beyond_spread=beyond)
 
 
 def _drifts(points: Sequence[PointFigures], repeat_sd: float | None) -> tuple[Drift, ...]:
     out = []
     for group in group_by_setting(points).values():
         judged = judged_repeats(group)
-        control = next((p for p in judged if p.control), None)
-        first = min((p for p in judged if not p.control), key=lambda p: p.repeat, default=None)
-        if control is None or first is None or first.output_throughput <= 0:
-            continue
-        change = (control.output_throughput / first.output_throughput - 1) * 100
-        beyond = None
-        if repeat_sd is not None:
-            beyond = not within_band(change, band_pct(repeat_sd, math.sqrt(2)))
-        out.append(Drift(config_label=first.config_label, first_key=first.key,
-                         control_key=control.key, change_pct=change, beyond_spread=beyond))
+        drift = _drift(judged, next((p for p in judged if p.control), None), repeat_sd)
+        if drift is not None:
+            out.append(drift)
     return tuple(out)
+
+
+def _end_drift(points: Sequence[PointFigures], repeat_sd: float | None) -> Drift | None:
+    """The end control against its setting's first draw, by the per-config controls' rule."""
+    for group in group_by_setting(points).values():
+        judged = judged_repeats(group)
+        end = next((p for p in judged if p.end_control), None)
+        if end is not None:
+            return _drift(judged, end, repeat_sd)
+    return None
 
 
 def _at_least_pairs(sd: float | None, drifts: Sequence[Drift]) -> float | None:
@@ -127,12 +155,15 @@ def run_noise(points: Sequence[PointFigures]) -> RunNoise:
         _draws(points, lambda p: p.output_throughput, controls=True))
     latency_sd, _ = pooled_log_sd(_draws(points, lambda p: p.median_e2el_ms, controls=True))
     drifts = _drifts(points, repeat_sd)
+    end_drift = _end_drift(points, repeat_sd)
+    pairs = (*drifts, *([end_drift] if end_drift is not None else []))
     return RunNoise(
-        throughput_sd=_at_least_pairs(throughput_sd, drifts),
-        latency_sd=_at_least_pairs(latency_sd, drifts),
+        throughput_sd=_at_least_pairs(throughput_sd, pairs),
+        latency_sd=_at_least_pairs(latency_sd, pairs),
         repeat_sd=repeat_sd,
         draws=draws,
         drifts=drifts,
+        end_drift=end_drift,
     )
 
 
@@ -189,7 +220,8 @@ def noise_sentences(noise: RunNoise, disturbed: Sequence[PointFigures]) -> tuple
     if band is None:
         out.append(Sentence(sentences.NOISE_NONE, {}))
     elif noise.repeat_sd is None:
-        out.append(Sentence(sentences.NOISE_CONTROLS, {
+        template = sentences.NOISE_CONTROLS if controls else sentences.NOISE_END_ONLY
+        out.append(Sentence(template, {
             "changes": sentences.changes_list(controls), "band": percent(band)}))
     else:
         out.append(Sentence(sentences.NOISE_REPEATS, {"band": percent(band),
@@ -203,12 +235,24 @@ def noise_sentences(noise: RunNoise, disturbed: Sequence[PointFigures]) -> tuple
         elif controls:
             out.append(Sentence(sentences.NO_DRIFT, {
                 "changes": sentences.changes_list(controls), "band": repeat_band}))
+    if band is not None and noise.end_drift is not None:
+        out.append(_end_sentence(noise.end_drift, noise.repeat_sd))
     if disturbed:
         names = sentences.join_names([f"{p.config_label} at {p.load_label or p.key}"
                                       for p in disturbed])
         out.append(Sentence(sentences.DISTURBED_POINTS, {"count": str(len(disturbed)),
                                                          "points": names}))
     return tuple(out)
+
+
+def _end_sentence(drift: Drift, repeat_sd: float | None) -> Sentence:
+    """The end control: beyond the repeats' band, inside it, or with no repeats to judge by."""
+    values = {"change": pct(drift.change_pct), "config": drift.config_label}
+    if repeat_sd is None or drift.beyond_spread is None:
+        return Sentence(sentences.END_MOVED, values)
+    values["band"] = percent(band_pct(repeat_sd, math.sqrt(2)) or 0.0)
+    template = sentences.END_DRIFTED if drift.beyond_spread else sentences.END_NO_DRIFT
+    return Sentence(template, values)
 
 
 def figure_sentence(value: float, interval: Interval | None, unit: str) -> Sentence:

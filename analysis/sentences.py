@@ -605,6 +605,21 @@ DRIFTED = (
 NO_DRIFT = (
     "The control points (each config's first load level measured again after its last) moved "
     "%(changes)s, inside the ±%(band)s the repeats scatter by: no drift beyond the noise.")
+NOISE_END_ONLY = (
+    "With one draw per level and no control point per config, the end control is the run's "
+    "only measure of its noise: one draw is good to ±%(band)s (its 95%% interval).")
+END_MOVED = (
+    "The end control (%(config)s's first load level, measured again on a fresh engine start "
+    "after the last config) moved %(change)s from the start of the sweep; with one draw per "
+    "level nothing tells that from noise, and every interval here is widened to include it.")
+END_DRIFTED = (
+    "Drifted by %(change)s between the start and the end of the sweep: %(config)s's first load "
+    "level, measured again on a fresh engine start after the last config, moved beyond the "
+    "±%(band)s its repeats scatter by. Every interval here is widened to include it.")
+END_NO_DRIFT = (
+    "The end control (%(config)s's first load level, measured again on a fresh engine start "
+    "after the last config) moved %(change)s, inside the ±%(band)s the repeats scatter by: no "
+    "drift between the start and the end of the sweep.")
 DISTURBED_POINTS = (
     "Other processes on the host disturbed %(count)s point(s) (%(points)s): they are drawn "
     "hollow, and the knee, the saturation tag and the sweep's story do not read their change as "
@@ -617,7 +632,8 @@ RATIO_WITHIN_NOISE = (
     "%(baseline)s and %(candidate)s draws)")
 RATIO_NO_INTERVAL = (
     "%(ratio)s from single draws, with no interval: nothing in either run measured its noise")
-NOISE_TEMPLATES = (NOISE_REPEATS, NOISE_CONTROLS, NOISE_NONE, DRIFTED, NO_DRIFT, DISTURBED_POINTS,
+NOISE_TEMPLATES = (NOISE_REPEATS, NOISE_CONTROLS, NOISE_NONE, DRIFTED, NO_DRIFT, NOISE_END_ONLY,
+                   END_MOVED, END_DRIFTED, END_NO_DRIFT, DISTURBED_POINTS,
                    FIGURE_INTERVAL, RATIO_INTERVAL, RATIO_WITHIN_NOISE, RATIO_NO_INTERVAL)
 
 

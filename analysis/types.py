@@ -217,6 +217,9 @@ class PointFigures:
     disturbed: bool = False
     # The config's first load level measured again after its last (PointResult.control).
     control: bool = False
+    # The first config's first load level again after the last config, on a fresh engine start
+    # (PointResult.end_control).
+    end_control: bool = False
 
     def __post_init__(self) -> None:
         owner = f"point {self.key}"

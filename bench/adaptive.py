@@ -48,7 +48,13 @@ sys.path.insert(0, str(ROOT))
 
 from runner.engine.provenance import utc_now  # noqa: E402
 from runner.schema.engine_config import Checkpoint, EngineConfig, EngineLaunch  # noqa: E402
-from runner.schema.plan import ClientSpec, LoadSpec, SweepPlan, WorkloadSpec  # noqa: E402
+from runner.schema.plan import (  # noqa: E402
+    ClientSpec,
+    LoadSpec,
+    StabilitySpec,
+    SweepPlan,
+    WorkloadSpec,
+)
 from runner.schema.search import SearchRecord, SearchSpec  # noqa: E402
 from runner.search.replay import (  # noqa: E402
     GridAnswer,
@@ -98,6 +104,8 @@ def grid_plan(args: argparse.Namespace) -> SweepPlan:
         client=ClientSpec(request_timeout_s=300, stall_timeout_s=120, cpus=[CLIENT_CPU]),
         repeats=args.repeats,
         warmup_requests=4,
+        # The grid is the search's yardstick for cost: no engine start beyond one per config.
+        stability=StabilitySpec(end_control=False),
     )
 
 

@@ -21,6 +21,8 @@ hardware:
   shape when they had it), never faster than an open loop's arrival schedule allows.
 
 With none of these, a stated conservative default stands in, and the basis sentence says so.
+The end control (StabilitySpec.end_control) is one engine start and one point more, counted as
+such; the basis sentence says so, or, for a plan that could take one, that it has none.
 GPU-hours are wall hours times the GPUs the run holds: its replicas times the widest config's
 tensor-parallel size. A CPU node holds none, nor does a run attached to an endpoint (the
 server's GPUs are not this run's): the estimate says so instead of a number.
@@ -125,11 +127,32 @@ def gpus_held(plan: SweepPlan) -> int:
     return plan.replicas * max(config.tensor_parallel_size for config in plan.engine_configs)
 
 
+def engine_starts(plan: SweepPlan) -> int:
+    """One start per engine config, and one more for the end control (its first config again)."""
+    if not starts_engines(plan):
+        return 0
+    return len(plan.engine_configs) + int(plan.has_end_control)
+
+
+def end_control_note(plan: SweepPlan) -> str:
+    """What the end control adds to the estimate, or why a plan that could have one has none;
+    "" where it cannot (one config, an endpoint, a search)."""
+    if plan.has_end_control:
+        return (f"The end control adds one engine start ({plan.engine_configs[0].label()} "
+                "again after the last config) and one point.")
+    could = plan.model_copy(update={"stability": plan.stability.model_copy(
+        update={"end_control": True})})
+    if not could.has_end_control:
+        return ""
+    return ("No end control (one engine start more; on by default only for a CPU engine, "
+            "off where a start loads a GPU-sized checkpoint).")
+
+
 def plan_size(plan: SweepPlan) -> PlanSize:
     points = points_to_run(plan)
     requests = sum(point.requests_per_replica for point in points) * plan.replicas
     return PlanSize(
-        engine_starts=len(plan.engine_configs) if starts_engines(plan) else 0,
+        engine_starts=engine_starts(plan),
         points=len(points),
         requests=requests,
         output_tokens=requests * plan.workload.output_tokens,
@@ -310,6 +333,8 @@ def estimate(
         basis = (f"Converging to ±{plan.stability.converge_pct:g}%: the planned points shown, "
                  f"and up to {extra} more draws of deciding levels if the host is noisy. {basis}"
                  )[:BASIS_MAX_CHARS]
+    if end_control_note(plan):
+        basis = f"{basis} {end_control_note(plan)}"[:BASIS_MAX_CHARS]
     note = no_gpus_note(plan)
     gpu_hours = None if note else wall_s / SECONDS_PER_HOUR * size.gpus_held
     return Estimate(wall_s=wall_s, gpu_hours=gpu_hours, no_gpus_note=note, basis=basis)
@@ -421,18 +446,23 @@ def past_runs(
         if started is not None and finished is not None  # as filtered; for the type checker
     }  # fmt: skip
     points: dict[int, list[PastPoint]] = defaultdict(list)
+    ended: set[int] = set()  # runs with an end control: one start more than their configs
     rows = Point.objects.filter(benchmark_id__in=list(walls)).values_list(
         "benchmark_id", "engine_label", "load__shape", "offered_concurrency", "duration",
-        "output_throughput", "replicas",
+        "output_throughput", "replicas", "end_control",
     )  # fmt: skip
-    for benchmark_id, label, shape, offered, duration, throughput, replicas in rows:
+    for benchmark_id, label, shape, offered, duration, throughput, replicas, end in rows:
         points[benchmark_id].append(PastPoint(label, str(shape), offered, duration, throughput,
                                               replicas))
+        if end:
+            ended.add(benchmark_id)
     return [
         PastRun(
             wall_s=wall_s,
-            # Attached runs start nothing; a launched one restarts its engine per config.
-            engine_starts=0 if endpoint else len({p.engine_label for p in points[pk]}),
+            # Attached runs start nothing; a launched one restarts its engine per config, and
+            # once more for its end control.
+            engine_starts=0 if endpoint else (len({p.engine_label for p in points[pk]})
+                                              + int(pk in ended)),
             points=tuple(points[pk]),
         )
         for pk, wall_s in walls.items()

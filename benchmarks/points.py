@@ -94,6 +94,7 @@ def _store_point(
             peer=result.peer.model_dump(mode="json") if result.peer else None,
             host=result.host.model_dump(mode="json") if result.host else None,
             control=result.control,
+            end_control=result.end_control,
             **metrics,
         )
         _insert_point_data({
@@ -334,6 +335,7 @@ def point_to_result(
             "peer": point.peer,
             "host": point.host,
             "control": point.control,
+            "end_control": point.end_control,
         }
     )
 

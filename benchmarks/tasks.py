@@ -30,7 +30,7 @@ from runner.engine.endpoint import NO_CREDENTIALS, Credentials, redact
 from runner.engine.provenance import collect_hardware
 from runner.schema.plan import SweepPlan
 from runner.schema.search import SearchRecord
-from runner.sweep import Cancelled, Progress, run_plan
+from runner.sweep import Cancelled, EndControlMissed, Progress, run_plan
 
 log = logging.getLogger(__name__)
 State = Benchmark.State
@@ -121,6 +121,7 @@ def execute_benchmark(benchmark_id: int) -> str:
     skip_keys = frozenset(benchmark.points.values_list("key", flat=True))
     known = stored_observations(benchmark) if plan.search is not None and skip_keys else {}
     cancel = threading.Event()
+    note = "all points measured" if plan.search is None else "search finished"
     with RunMonitor(benchmark_id, cancel) as monitor:
         try:
             for result in run_plan(
@@ -138,6 +139,10 @@ def execute_benchmark(benchmark_id: int) -> str:
                 with storage.RequestEncoder() as requests:
                     requests.take(result.requests)
                     store_point(benchmark, result, requests=requests)
+        except EndControlMissed as exc:
+            # Every planned point is stored: the run succeeded, and its note says what is missing.
+            log.warning("benchmark %s: %s", benchmark_id, exc)
+            note = redact(f"all points measured but the {exc}", credentials)
         except Cancelled:
             lifecycle.finish(benchmark_id, State.CANCELLED, note="cancelled; engine stopped")
             return State.CANCELLED
@@ -165,7 +170,6 @@ def execute_benchmark(benchmark_id: int) -> str:
                 error_detail=detail,
             )
             return State.FAILED
-    note = "all points measured" if plan.search is None else "search finished"
     if lifecycle.finish(benchmark_id, State.SUCCEEDED, note=note):
         _judge_against_baseline(benchmark_id)
     return State.SUCCEEDED

@@ -172,6 +172,13 @@ class LaunchForm(SearchFields):
         label="Control point", required=False, initial=True,
         help_text="measure each engine config's first load level again after its last, on the "
         "same engine: how far the host drifted (one point more per config)")
+    end_control = forms.TypedChoiceField(
+        label="End control", required=False, empty_value=None, coerce=lambda value: value == "on",
+        choices=[("", "by engine: on for a CPU engine, off on GPUs"), ("on", "on"),
+                 ("off", "off")],
+        help_text="measure the first engine config's first load level again after the last "
+        "config, on a fresh engine start: how far the host drifted over the whole sweep (one "
+        "engine start and one point more, for two or more configs)")
     converge_pct = forms.FloatField(
         label="Converge to (±%)", required=False, min_value=0.1, max_value=50,
         help_text="repeat each config's deciding load levels (the knee's operating point and its "
@@ -614,14 +621,17 @@ def _with_quality(plan: SweepPlan, name: str | None) -> SweepPlan:
 
 
 def _stability(data: dict[str, Any]) -> StabilitySpec:
-    """What the sweep does about a noisy host, from the two fields (a form posted without them,
-    as a plan review's was before they existed, takes the defaults)."""
+    """What the sweep does about a noisy host, from its fields (a form posted without them,
+    as a plan review's was before they existed, takes the defaults). The end control left "by
+    engine" is left unset: the plan sets it by its launch style (SweepPlan)."""
     defaults = StabilitySpec()
     redraws, cap = data.get("redraw_disturbed"), data.get("max_repeats")
+    end_control = data.get("end_control")
     return StabilitySpec(
         redraw_disturbed=defaults.redraw_disturbed if redraws is None else redraws,
         control_point=bool(data.get("control_point")),
         converge_pct=data.get("converge_pct"),
         max_repeats=defaults.max_repeats if cap is None else cap,
+        **({} if end_control is None else {"end_control": end_control}),
     )
 

@@ -122,6 +122,7 @@ def plan_on_form(plan: SweepPlan) -> PlanOnForm:
         "replicas": plan.replicas,
         "redraw_disturbed": plan.stability.redraw_disturbed,
         "control_point": plan.stability.control_point,
+        "end_control": "on" if plan.stability.end_control else "off",
         "converge_pct": plan.stability.converge_pct,
         "max_repeats": plan.stability.max_repeats,
         "goodput": " ".join(f"{name}:{_number(ms)}" for name, ms in plan.goodput.items()),

@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,6 +81,9 @@ class PlannedPoint:
     repeat: int
     # The config's first load level again after its last (StabilitySpec.control_point).
     control: bool = False
+    # The first config's first load level again after the last config, on a fresh engine
+    # start (StabilitySpec.end_control).
+    end_control: bool = False
     # Why a point beyond the plan's own is measured (a convergence round), for its notes.
     note: str = ""
 
@@ -101,11 +104,17 @@ class SweepIncomplete(Exception):
         super().__init__("; ".join(failures))
 
 
+class EndControlMissed(Exception):
+    """Every planned point was measured but the end control, whose extra engine start failed:
+    the run's figures stand, only its drift over the whole sweep is unmeasured."""
+
+
 def plan_points(plan: SweepPlan) -> list[PlannedPoint]:
     """Every point of the plan in run order. Per config, repeats are interleaved (every load
     level ascending, then every level again), so a slow spell of the host touches all levels
     alike instead of one level's repeats; then, with two or more levels, the control point: the
-    first level once more, as the repeat after the last, to show the drift."""
+    first level once more, as the repeat after the last, to show the drift. Last, where the
+    plan has one (SweepPlan.has_end_control), the end control."""
     loads = ladder(plan.loads)
     points = []
     for config in plan.engine_configs:
@@ -113,6 +122,11 @@ def plan_points(plan: SweepPlan) -> list[PlannedPoint]:
                    for repeat in range(plan.repeats) for load in loads]
         if plan.stability.control_point and len(loads) > 1:
             points.append(PlannedPoint(config, loads[0], plan.repeats, control=True))
+    if plan.has_end_control:
+        # Numbered after the control point's repeat, whatever converges: a resumed run finds
+        # it by its key, and convergence rounds number their draws around it.
+        points.append(PlannedPoint(plan.engine_configs[0], loads[0], plan.repeats + 1,
+                                   end_control=True))
     return points
 
 
@@ -134,7 +148,10 @@ def run_plan(
 
     Engine logs go under workdir/logs. An engine config whose engine fails to start, or dies
     mid-point, is recorded and the sweep moves on to the next config; SweepIncomplete is raised
-    at the end naming them. Cancelled is raised when cancel is set (engines stopped first).
+    at the end naming them. The end control (StabilitySpec.end_control) starts the first config
+    again after the last: when only its start fails, EndControlMissed is raised at the end
+    instead, every other point having been yielded. Cancelled is raised when cancel is set
+    (engines stopped first).
     ValueError, before any engine starts, when the plan's client CPUs are not on this host or
     its dataset, trace or length log is not a regular file inside data_dir (the node's data
     directory, given for a plan from the dashboard; None: the operator's own plan, whose file
@@ -175,9 +192,11 @@ def run_plan(
     total = len(todo)
     done = 0
     failures: list[str] = []
+    measured_keys: set[str] = set()
+    configs = [p for p in todo if not p.end_control]
 
-    for config in _unique_configs(todo):
-        group = [p for p in todo if p.config is config]
+    for config in _unique_configs(configs):
+        group = [p for p in configs if p.config is config]
         if cancel.is_set():
             raise Cancelled()
         report(Progress(done, total, 0, 0, f"starting engine {config.label()}"))
@@ -200,6 +219,7 @@ def run_plan(
                         if planned_point.note:
                             point.notes.append(planned_point.note)
                         drawn.append(point)
+                        measured_keys.add(point.key)
                         done += 1
                         measured += int(planned is not None)
                         yield point
@@ -209,8 +229,50 @@ def run_plan(
             log.warning("engine config %s failed: %s", config.label(), exc)
             failures.append(f"{config.label()}: {exc}")
             done += len(group) - measured  # the config's remaining points cannot be measured
+    missed: str | None = None
+    for planned in [p for p in todo if p.end_control]:
+        context = _PointContext(plan, planned, done, total, report)
+        missed = yield from _end_control(context, workdir, inputs, cancel, on_started,
+                                         measured_keys | skip_keys)
     if failures:
-        raise SweepIncomplete(failures)
+        raise SweepIncomplete(failures + ([missed] if missed else []))
+    if missed:
+        raise EndControlMissed(missed)
+
+
+def _end_control(
+    context: _PointContext,
+    workdir: Path,
+    inputs: _Inputs,
+    cancel: threading.Event,
+    on_started: Callable[[float], None],
+    measured: set[str] | frozenset[str],
+) -> Generator[PointResult, None, str | None]:
+    """The end control, measured on a fresh start of the first config's engine; returns why it
+    was not measured when that start failed, or None. Without the first config's first draw
+    (its engine failed) there is nothing to compare it with, and nothing is started."""
+    plan, planned = context.plan, context.planned
+    if PlannedPoint(planned.config, planned.load, 0).key not in measured:
+        return None
+    if cancel.is_set():
+        raise Cancelled()
+    label = planned.config.label()
+    context.report(Progress(context.done, context.total, 0, 0,
+                            f"starting engine {label} again for the end control"))
+    try:
+        with _started(plan, planned.config, workdir, inputs, cancel, on_started) as (
+                running, prompts):
+            # Timed from here: the engine's start is not the point's.
+            timed = _PointContext(plan, planned, context.done, context.total, context.report)
+            point = _finished_point(timed, running, prompts, inputs, cancel)
+    except EngineError as exc:
+        log.warning("the end control's engine %s failed: %s", label, exc)
+        return f"end control ({label} started again after the last config): {exc}"
+    point.notes.append("end control: the first config's first load level measured again on "
+                       "a fresh engine start after the last config")
+    yield point
+    context.report(Progress(context.done + 1, context.total, 0, 0, f"finished {planned.key}"))
+    return None
 
 
 def _converging(
@@ -227,7 +289,8 @@ def _converging(
     loads = ladder(plan.loads)
     by_level: list[list[PointResult]] = [
         [p for p in drawn if p.load == load and not p.control] for load in loads]
-    taken = {p.key for p in drawn} | skip_keys
+    # The plan's own keys too: the end control's repeat is kept for it.
+    taken = {p.key for p in drawn} | skip_keys | {p.key for p in plan_points(plan)}
     while (round_ := convergence.next_round(by_level, spec.converge_pct,
                                             spec.max_repeats)) is not None:
         for index in round_.levels:
@@ -501,6 +564,7 @@ def _measure_point(
     point = _point_from_outcome(plan, planned, running, outcome, samples)
     point.host = host_cpu.host_cpu(cpu_before, cpu_after)
     point.control = planned.control
+    point.end_control = planned.end_control
     record_telemetry(point, telemetry, raw_telemetry, outcome.t0)
     for note in (sampler.unavailable_note(), sampler.skipped_note()):
         if note:

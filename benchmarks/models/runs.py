@@ -469,6 +469,9 @@ class Point(models.Model):
     host = models.JSONField(null=True, blank=True)
     # The config's first load level measured again after its last one (PointResult.control).
     control = models.BooleanField(default=False)
+    # The first config's first load level again after the last config, on a fresh engine start
+    # (PointResult.end_control).
+    end_control = models.BooleanField(default=False)
 
     class Meta:
         # Measurement order, which is the plan's order: engine configs as the user listed them

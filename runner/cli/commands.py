@@ -191,6 +191,8 @@ def with_stability_args(plan: SweepPlan, args: argparse.Namespace) -> SweepPlan:
         update["redraw_disturbed"] = args.redraw_disturbed
     if args.no_control_point:
         update["control_point"] = False
+    if args.end_control is not None:
+        update["end_control"] = args.end_control
     if args.converge is not None:
         update["converge_pct"] = args.converge
     if args.max_repeats is not None:
@@ -363,8 +365,8 @@ def run_and_report(plan: SweepPlan, args: argparse.Namespace, *, resume: bool) -
     from runner.client.workers import check_client_cpus
     from runner.engine.command import EngineError
     from runner.measure.quality import load_quality
+    from runner.sweep import EndControlMissed, SweepIncomplete, plan_points, run_plan
     from runner.sweep import Progress as RunProgress
-    from runner.sweep import SweepIncomplete, plan_points, run_plan
     from runner.workloads.conversations import check_conversations
     from runner.workloads.traces import check_source
 
@@ -414,6 +416,7 @@ def run_and_report(plan: SweepPlan, args: argparse.Namespace, *, resume: bool) -
             )
 
         failures: list[str] = []
+        missed = ""
         try:
             for point in run_plan(
                 plan, workdir, skip_keys=skip, on_progress=show, credentials=credentials,
@@ -424,6 +427,8 @@ def run_and_report(plan: SweepPlan, args: argparse.Namespace, *, resume: bool) -
                 bars.update(overall, completed=len(points))
         except SweepIncomplete as exc:
             failures = exc.failures
+        except EndControlMissed as exc:
+            missed = str(exc)  # every planned point was measured: the sweep is complete
         except EngineError as exc:
             failures = [str(exc)]
     # Printed after the progress bars have closed, so nothing interleaves with them.
@@ -436,7 +441,7 @@ def run_and_report(plan: SweepPlan, args: argparse.Namespace, *, resume: bool) -
         search_path.write_text(searches[-1].model_dump_json(indent=1) + "\n", encoding="utf-8")
         print_search(searches[-1])
         console.print(f"the search's record written to {search_path}")
-    for failure in failures:
+    for failure in [*failures, *([missed] if missed else [])]:
         print(f"not measured: {failure}", file=sys.stderr)
     return EXIT_INCOMPLETE if failures else 0
 

@@ -148,6 +148,10 @@ def _add_stability_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--no-control-point", action="store_true",
                        help="do not measure each config's first load level again after its "
                        "last (the control point shows the drift)")
+    group.add_argument("--end-control", action=argparse.BooleanOptionalAction, default=None,
+                       help="measure the first config's first load level again after the last "
+                       "config, on a fresh engine start: the drift over the whole sweep (one "
+                       "engine start more; default on for a CPU engine, off on GPUs)")
     group.add_argument("--converge", type=_positive_number(allow_inf=False), metavar="PCT",
                        help="repeat each config's deciding levels (the knee's operating point "
                        "and its neighbours) until their 95%% interval is within +/-PCT%%")

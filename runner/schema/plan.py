@@ -453,6 +453,12 @@ MAX_CONVERGE_REPEATS = 20
 MAX_REDRAWS = 3
 
 
+def default_end_control(style: str) -> bool:
+    """The end control costs one engine start more: about a minute on a CPU engine, which serves
+    only tiny checkpoints, and up to many minutes of loading and compiling a GPU-sized one."""
+    return style == "cpu"
+
+
 class StabilitySpec(Schema):
     """What a sweep does about a noisy host (runner.measure.host_cpu, runner.sweep)."""
 
@@ -461,11 +467,25 @@ class StabilitySpec(Schema):
     # Each engine config's first load level measured again after its last one, on the same
     # engine (no extra start): the drift over the config's points. Only for two or more levels.
     control_point: bool = True
+    # The first config's first load level measured once more after the last config, on a fresh
+    # start of that config's engine: the drift over the whole sweep, across engine starts. Only
+    # for a grid (no search) of two or more configs on engines the sweep starts (not attach).
+    # A plan that leaves it unset takes default_end_control(launch style) (SweepPlan fills it in).
+    end_control: bool = False
     # Convergence (runner.convergence): after a config's repeats, its deciding levels (the knee's
     # operating point and its neighbours) are measured again, a round at a time, until their 95%
     # interval is within +/- this percent or each has max_repeats draws; None: off.
     converge_pct: float | None = Field(default=None, gt=0, lt=100, allow_inf_nan=False)
     max_repeats: int = Field(default=5, ge=1, le=MAX_CONVERGE_REPEATS)
+
+
+def _launch_style(data: dict[str, Any]) -> str:
+    """The launch style of a plan not yet validated (its default when the plan names none)."""
+    launch = data.get("launch")
+    if isinstance(launch, EngineLaunch):
+        return launch.style
+    style = (launch or {}).get("style", EngineLaunch.model_fields["style"].default)
+    return str(style)
 
 
 class SweepPlan(Schema):
@@ -502,10 +522,35 @@ class SweepPlan(Schema):
     def _sample_interval_for_launch(cls, data: Any) -> Any:
         if not isinstance(data, dict) or data.get("sample_interval_s") is not None:
             return data
-        launch = data.get("launch")
-        style = (launch.style if isinstance(launch, EngineLaunch)
-                 else (launch or {}).get("style", EngineLaunch.model_fields["style"].default))
-        return {**data, "sample_interval_s": default_sample_interval(style)}
+        return {**data, "sample_interval_s": default_sample_interval(_launch_style(data))}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _end_control_for_launch(cls, data: Any) -> Any:
+        """stability.end_control where the plan leaves it unset, by the launch's style: the
+        plan then records it, so a run launched again repeats it."""
+        if not isinstance(data, dict):
+            return data
+        stability = data.get("stability")
+        default = default_end_control(_launch_style(data))
+        if isinstance(stability, StabilitySpec):
+            if "end_control" in stability.model_fields_set:
+                return data
+            stability = stability.model_copy(update={"end_control": default})
+        elif stability is None:
+            stability = {"end_control": default}
+        elif isinstance(stability, dict) and "end_control" not in stability:
+            stability = {**stability, "end_control": default}
+        else:
+            return data  # set, or not a mapping (which validation refuses)
+        return {**data, "stability": stability}
+
+    @property
+    def has_end_control(self) -> bool:
+        """Whether the sweep ends with the end control (StabilitySpec.end_control): a grid of
+        two or more configs on engines it starts; an attached server is never restarted."""
+        return (self.stability.end_control and self.search is None
+                and len(self.engine_configs) > 1 and self.launch.style != "attach")
 
     @model_validator(mode="after")
     def _code_loading_needs_trust(self) -> SweepPlan:

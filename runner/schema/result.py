@@ -516,6 +516,9 @@ class PointResult(Schema):
     # The config's first load level measured again after its last one, on the same engine: how
     # far the host drifted over the config's points (runner.sweep).
     control: bool = False
+    # The first config's first load level measured once more after the last config, on a fresh
+    # engine start: how far the host drifted over the whole sweep (StabilitySpec.end_control).
+    end_control: bool = False
 
 
 # The one figure of a point that may be infinite: a rate's burstiness, inf = evenly spaced.

@@ -62,6 +62,100 @@ def test_a_control_point_inside_the_spread_is_no_drift():
         "moved +15.0%, inside the ±20.5%")
 
 
+# --- the end control: the first config's first level after the last config, a fresh start ---
+
+WIDE = "seqs=8"
+
+
+def sweep_with_end(end: float | None, control: float = 1150.0, repeats: bool = True) -> list:
+    """seqs=4 then seqs=8 at levels 8 and 16; with repeats, each level's second draw 10% above
+    its first (the band of a pair: +/-20.5%); each config's control point at `control` (seqs=4)
+    or at its first draw (seqs=8); then the end control, seqs=4 at level 8, at `end`."""
+    points = []
+    for label in (SEQS, WIDE):
+        points += [draw(8, 0, 1000.0, config_label=label), draw(16, 0, 2000.0, config_label=label)]
+        if repeats:
+            points += [draw(8, 1, 1100.0, config_label=label),
+                       draw(16, 1, 2200.0, config_label=label)]
+        first = control if label == SEQS else 1000.0
+        points.append(draw(8, 2, first, config_label=label, control=True))
+    if end is not None:
+        points.append(draw(8, 3, end, end_control=True))
+    return points
+
+
+def test_without_an_end_control_the_run_has_no_end_drift():
+    found = noise.run_noise(sweep_with_end(None))
+    assert found.end_drift is None
+    assert not any("end control" in str(s) or "of the sweep" in str(s)
+                   for s in noise.noise_sentences(found, []))
+
+
+def test_an_end_control_inside_the_spread_is_no_drift_between_the_start_and_the_end():
+    found = noise.run_noise(sweep_with_end(1150.0))
+    end = found.end_drift
+    assert end is not None and end.beyond_spread is False
+    # Against the first draw of its level (repeat 0, 1000), never a later repeat (1100).
+    assert (end.first_key, end.control_key) == (f"{SEQS}|burst 8|r0", f"{SEQS}|burst 8|r3")
+    assert end.change_pct == pytest.approx(15.0)
+    # Its own config's control point is still the per-config drift, not the end control.
+    assert found.drifts[0].control_key == f"{SEQS}|burst 8|r2"
+    assert str(noise.noise_sentences(found, [])[-1]) == (
+        "The end control (seqs=4's first load level, measured again on a fresh engine start "
+        "after the last config) moved +15.0%, inside the ±20.5% the repeats scatter by: no "
+        "drift between the start and the end of the sweep.")
+
+
+def test_an_end_control_beyond_the_spread_drifted_and_widens_every_interval():
+    found = noise.run_noise(sweep_with_end(750.0))
+    # The repeats alone set the band: the end control is no repeat.
+    assert found.repeat_sd == pytest.approx(math.log(1.1) / math.sqrt(2))
+    assert found.end_drift is not None and found.end_drift.beyond_spread is True
+    assert found.drifted is None  # both configs' own control points stayed inside
+    # The interval's sd is never narrower than the end pair implies: |ln 0.75| / sqrt 2.
+    sd = abs(math.log(0.75)) / math.sqrt(2)
+    assert found.throughput_sd == pytest.approx(sd)
+    assert found.latency_sd is not None and found.latency_sd >= sd
+    quiet = noise.run_noise(sweep_with_end(1000.0))
+    assert quiet.throughput_sd is not None and quiet.throughput_sd < sd
+    ratio = noise.ratio_interval([1000.0], [2000.0], found.throughput_sd, found.throughput_sd)
+    narrow = noise.ratio_interval([1000.0], [2000.0], quiet.throughput_sd, quiet.throughput_sd)
+    assert ratio is not None and narrow is not None and ratio.low < narrow.low
+    assert str(noise.noise_sentences(found, [])[-1]) == (
+        "Drifted by -25.0% between the start and the end of the sweep: seqs=4's first load "
+        "level, measured again on a fresh engine start after the last config, moved beyond the "
+        "±20.5% its repeats scatter by. Every interval here is widened to include it.")
+
+
+@pytest.mark.parametrize(("end", "beyond"), [
+    (1200.0, False), (1210.0, True), (830.0, False), (828.0, True)])
+def test_the_end_controls_band_is_the_pairs_on_the_log_scale(end, beyond):
+    # The band of a change between two draws: exp(1.96 x ln 1.1) - 1 = +20.5%, and its mirror
+    # 1/1.205 - 1 = -17.0% below.
+    found = noise.run_noise(sweep_with_end(end))
+    assert found.end_drift is not None and found.end_drift.beyond_spread is beyond
+
+
+def test_with_one_draw_per_level_the_end_control_is_said_and_widens_the_noise():
+    with_controls = noise.run_noise(sweep_with_end(800.0, repeats=False))
+    assert with_controls.repeat_sd is None and with_controls.end_drift is not None
+    assert with_controls.end_drift.beyond_spread is None
+    words = [str(s) for s in noise.noise_sentences(with_controls, [])]
+    assert words[0].startswith("Each engine config's first load level was measured again")
+    assert words[1].startswith("The end control (seqs=4's first load level, measured again on "
+                               "a fresh engine start after the last config) moved -20.0% from "
+                               "the start of the sweep; with one draw per level")
+    # Without control points per config the end control is the only measure of the noise.
+    alone = [p for p in sweep_with_end(800.0, repeats=False) if not p.control]
+    found = noise.run_noise(alone)
+    # The pair (1000, 800) pooled with nothing else: sd = |ln 0.8| / sqrt 2.
+    assert found.throughput_sd == pytest.approx(abs(math.log(0.8)) / math.sqrt(2))
+    words = [str(s) for s in noise.noise_sentences(found, [])]
+    assert words[0].startswith("With one draw per level and no control point per config, the "
+                               "end control is the run's only measure of its noise")
+    assert "moved -20.0% from the start of the sweep" in words[1]
+
+
 def test_with_one_draw_per_level_the_control_points_are_the_noise():
     points = [draw(8, 0, 1000.0), draw(16, 0, 2000.0), draw(8, 1, 900.0, control=True)]
     found = noise.run_noise(points)

@@ -13,7 +13,7 @@ from django.utils import timezone
 from benchmarks import lifecycle, tasks
 from benchmarks.models import Benchmark, EngineStart, Node
 from runner.schema.search import SearchCell, SearchRecord, SearchSpec
-from runner.sweep import Cancelled, Progress
+from runner.sweep import Cancelled, EndControlMissed, Progress
 from tests.rows import make_benchmark, make_checkpoint, make_node, make_point_result
 
 pytestmark = pytest.mark.django_db
@@ -150,6 +150,23 @@ def test_a_runner_error_fails_the_run_and_keeps_the_finished_points(monkeypatch)
     assert benchmark.error_message == "engine exited with code 1"
     assert "CUDA out of memory" in benchmark.error_detail
     assert benchmark.points.count() == 1
+
+
+def test_a_missed_end_control_keeps_the_points_and_the_run_succeeds_saying_so(monkeypatch):
+    def missed(cancel):
+        raise EndControlMissed("end control (seqs=256 started again after the last config): "
+                               "engine exited with code 1")
+
+    benchmark = make_benchmark()
+    install(monkeypatch, FakeRunPlan([make_point_result(), make_point_result(repeat=1)],
+                                     then=missed))
+    tasks.run_benchmark.apply(args=[benchmark.pk])
+    benchmark.refresh_from_db()
+    assert benchmark.state == "succeeded" and benchmark.error_message == ""
+    assert benchmark.progress_note == (
+        "all points measured but the end control (seqs=256 started again after the last "
+        "config): engine exited with code 1")
+    assert benchmark.points.count() == 2
 
 
 def test_a_soft_time_limit_fails_the_run_with_the_reason(monkeypatch):

@@ -133,6 +133,20 @@ def test_the_estimate_is_the_earlier_runs_start_time_and_their_rate_at_the_neare
                                 "engine start")
 
 
+def test_an_earlier_runs_end_control_counts_as_one_engine_start_more():
+    node, checkpoint = make_node("gpu-a"), make_checkpoint()
+    # 700 s, 100 in points: seqs=256, seqs=512, then seqs=256 started again for its end control.
+    run = earlier_run(node, checkpoint, 700, [(256, 1000, 40, 1000.0), (512, 1000, 40, 1000.0)])
+    end = make_point_result(max_num_seqs=256, num_requests=1000, repeat=2, duration=20,
+                            output_throughput=1000.0)
+    end.end_control = True
+    store_point(run, end)
+    (past,) = estimates.past_runs(node, checkpoint)
+    # Three starts, not the two distinct configs: (700 - 100) / 3 = 200 s each.
+    assert past.engine_starts == 3
+    assert estimates.engine_start_s([past]) == pytest.approx(200.0)
+
+
 def test_with_no_earlier_run_a_stated_conservative_default_stands_in():
     node, checkpoint = make_node("gpu-a"), make_checkpoint()
     plan = sweep_plan([EngineConfig(max_num_seqs=8),
@@ -142,7 +156,9 @@ def test_with_no_earlier_run_a_stated_conservative_default_stands_in():
     assert got.wall_s == pytest.approx(2 * 600 + 2 * 512)
     assert got.basis == (f"No earlier run of {checkpoint} on gpu-a: no engine start measured "
                          "on this node: default 10 min; a conservative default of 50 output "
-                         "tokens/s per replica.")
+                         "tokens/s per replica. No end control (one engine start more; on by "
+                         "default only for a CPU engine, off where a start loads a GPU-sized "
+                         "checkpoint).")
 
 
 def test_before_any_run_has_finished_the_starts_measured_on_the_node_set_the_start_time():
@@ -151,9 +167,9 @@ def test_before_any_run_has_finished_the_starts_measured_on_the_node_set_the_sta
     got = estimates.estimate(plan, [], where="m on cpu-a", measured_starts=[50.0, 200.0, 70.0])
     # The median of 50, 70 and 200 s for each of the two starts, then 512 s a config as above.
     assert got.wall_s == pytest.approx(2 * 70 + 2 * 512)
-    assert got.basis == ("No earlier run of m on cpu-a: measured engine starts on this node: "
-                         "3, median 70 s; a conservative default of 50 output tokens/s per "
-                         "replica.")
+    assert got.basis.startswith("No earlier run of m on cpu-a: measured engine starts on this "
+                                "node: 3, median 70 s; a conservative default of 50 output "
+                                "tokens/s per replica. No end control")
 
 
 def test_an_adaptive_sweep_is_estimated_at_its_time_budget_when_that_is_less_than_the_grid():
@@ -208,8 +224,14 @@ def test_a_cpu_node_that_measured_no_start_counts_a_cpu_engines_start_not_a_gpus
     # The first demo sweep's shape: 3 configs on the CPU node, before any engine started there.
     plan = sweep_plan([EngineConfig(max_num_seqs=s) for s in (4, 16, 64)], [100], style="cpu")
     got = estimates.estimate(plan, [], where="tiny-model on cpu-local")
-    # Three starts of 90 s (not 600), then 100 x 256 tokens at 50 tok/s (512 s) a config.
-    assert got.wall_s == pytest.approx(3 * 90 + 3 * 512)
+    # Three starts of 90 s (not 600), then 100 x 256 tokens at 50 tok/s (512 s) a config; and
+    # the end control a CPU engine takes by default: seqs=4 started once more, one point more.
+    assert plan.stability.end_control
+    assert got.wall_s == pytest.approx(4 * 90 + 4 * 512)
+    assert got.basis.endswith("The end control adds one engine start (seqs=4 again after the "
+                              "last config) and one point.")
+    assert estimates.plan_size(plan).engine_starts == 4
+    assert estimates.plan_size(plan).points == 4
     assert got.basis.startswith("No earlier run of tiny-model on cpu-local: no engine start "
                                 "measured on this CPU node: a CPU engine's start as measured "
                                 "on two cores, 90 s; ")

@@ -74,17 +74,37 @@ def test_goodput_slos_from_the_form_go_into_the_plan(owner_client, node, broker)
 
 def test_a_noisy_hosts_settings_from_the_form_go_into_the_plan(owner_client, node, broker):
     data = form_data(node, redraw_disturbed="2", control_point="on", converge_pct="5",
-                     max_repeats="4")
+                     max_repeats="4", end_control="on")
     assert owner_client.post("/runs/new/", data).status_code == 302
-    assert Benchmark.objects.get().plan["stability"] == {
-        "redraw_disturbed": 2, "control_point": True, "converge_pct": 5.0, "max_repeats": 4}
+    benchmark = Benchmark.objects.get()
+    assert benchmark.plan["stability"] == {
+        "redraw_disturbed": 2, "control_point": True, "end_control": True, "converge_pct": 5.0,
+        "max_repeats": 4}
+    # Three configs x two levels x two repeats, a control point each, and the end control.
+    assert benchmark.points_total == 12 + 3 + 1
 
 
 def test_a_form_without_the_noisy_host_fields_takes_no_control_point(owner_client, node, broker):
-    # An unticked box is not sent: the control point is off, the redraws at their default.
+    # An unticked box is not sent: the control point is off, the redraws at their default; the
+    # end control left to the engine is off on this GPU node.
     assert owner_client.post("/runs/new/", form_data(node)).status_code == 302
     assert Benchmark.objects.get().plan["stability"] == {
-        "redraw_disturbed": 1, "control_point": False, "converge_pct": None, "max_repeats": 5}
+        "redraw_disturbed": 1, "control_point": False, "end_control": False,
+        "converge_pct": None, "max_repeats": 5}
+
+
+@pytest.mark.parametrize(("style", "chosen", "taken"), [
+    ("cpu", "", True), ("serve", "", False), ("cpu", "off", False), ("serve", "on", True)])
+def test_the_end_control_left_to_the_engine_is_on_for_a_cpu_engine_only(
+    owner_client, broker, style, chosen, taken
+):
+    node = make_node(f"test-{uuid.uuid4().hex[:8]}", launch_style=style,
+                     gpu_count=0 if style == "cpu" else 2)
+    data = form_data(node, end_control=chosen)
+    response = owner_client.post("/runs/new/", data)
+    assert response.status_code == 302, response.context["form"].errors
+    assert Benchmark.objects.get().plan["stability"]["end_control"] is taken
+    broker.delete(node.queue)
 
 
 @pytest.mark.parametrize(

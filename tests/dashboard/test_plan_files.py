@@ -227,6 +227,26 @@ def test_what_the_form_cannot_express_is_named_and_the_rest_is_filled(engineer, 
     assert not launches and not Benchmark.objects.exists()
 
 
+@pytest.mark.parametrize(("stability", "shown"), [
+    ({"end_control": True}, "on"), ({"end_control": False}, "off"),
+    ({}, "off"),  # unset in a file of a GPU engine's plan: its default, off
+])
+def test_the_end_control_comes_back_onto_the_form_and_launches_as_the_plan_set_it(
+    engineer, launches, stability, shown
+):
+    node = make_node("gpu-a", gpu_count=8)
+    checkpoint, runtime = make_checkpoint(), make_runtime()
+    plan = plan_dict(launch={"style": "serve"}, stability=stability)
+    response = upload(engineer, yaml.safe_dump(plan).encode())
+    assert response.status_code == 200
+    form = response.context["form"]
+    assert form.initial["end_control"] == shown
+    again = {**form_post(form), "node": node.pk, "checkpoint": checkpoint.pk,
+             "runtime": runtime.pk, "confirm": "1"}
+    assert engineer.post("/runs/new/", again).status_code == 302
+    assert Benchmark.objects.get().plan["stability"]["end_control"] is (shown == "on")
+
+
 def test_a_checkpoint_is_filled_in_only_when_one_approved_row_is_the_plans(engineer):
     make_checkpoint(approved=False)
     response = upload(engineer, yaml.safe_dump(plan_dict()).encode())

@@ -9,12 +9,15 @@ import json
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
+
 from runner import sweep
 from runner.cli.parser import main
+from runner.engine.command import EngineError
 from runner.engine.process import RunningEngine
 from runner.results import read_points
 from runner.schema.engine_config import Checkpoint, EngineConfig, EngineLaunch
-from runner.schema.plan import ClientSpec, LoadSpec, SweepPlan, WorkloadSpec
+from runner.schema.plan import ClientSpec, LoadSpec, StabilitySpec, SweepPlan, WorkloadSpec
 from runner.schema.result import EngineInfo
 from runner.sweep import run_plan
 from tests.runner.measure.test_sampler import UNREADABLE_PAGE
@@ -137,3 +140,98 @@ def test_an_attached_server_reports_no_engine_start(fake_vllm, tmp_path):
     reported: list[float] = []
     list(run_plan(attach_plan(fake_vllm.base_url, [4]), tmp_path, on_engine_started=reported.append))
     assert reported == []
+
+
+def served_plan(base_url: str, loads: list[int]) -> SweepPlan:
+    """Two configs on engines the sweep starts (faked by fake_starts), with the end control."""
+    return attach_plan(base_url, loads).model_copy(update={
+        "launch": EngineLaunch(style="serve"),
+        "engine_configs": [EngineConfig(max_num_seqs=8), EngineConfig(max_num_seqs=16)],
+        "stability": StabilitySpec(end_control=True)})
+
+
+def fake_starts(monkeypatch, fake_vllm, fail: tuple[int, ...] = ()) -> list[str]:
+    """Engine starts that are the fake server; the starts numbered in fail (from 0) fail as a
+    real one does, with EngineError. Returns the configs started, in order."""
+    started: list[str] = []
+
+    @contextmanager
+    def engines(launch, checkpoint, config, *, replicas, log_dir, credentials):
+        if len(started) in fail:
+            started.append(f"{config.label()} (failed)")
+            raise EngineError("engine exited with code 1 before /health answered")
+        started.append(config.label())
+        yield [RunningEngine(replica=0, base_url=fake_vllm.base_url, served_model="fake-model",
+                             info=EngineInfo(launch_style="serve"), start_s=1.0)]
+
+    monkeypatch.setattr(sweep, "engines", engines)
+    return started
+
+
+def test_the_end_control_starts_the_first_config_again_after_the_last(
+    fake_vllm, tmp_path, monkeypatch
+):
+    started = fake_starts(monkeypatch, fake_vllm)
+    plan = served_plan(fake_vllm.base_url, [4, 8])
+    points = list(run_plan(plan, tmp_path))
+    assert started == ["seqs=8", "seqs=16", "seqs=8"]
+    assert [(p.engine_config.max_num_seqs, p.load.num_requests, p.repeat, p.control,
+             p.end_control) for p in points] == [
+        (8, 4, 0, False, False), (8, 8, 0, False, False), (8, 4, 1, True, False),
+        (16, 4, 0, False, False), (16, 8, 0, False, False), (16, 4, 1, True, False),
+        (8, 4, 2, False, True)]
+    assert points[-1].notes[-1].startswith("end control: the first config's first load level")
+    # A resumed run that already holds it starts nothing for it.
+    started.clear()
+    assert list(run_plan(plan, tmp_path, skip_keys=frozenset(p.key for p in points))) == []
+    assert started == []
+
+
+def test_a_failed_end_control_start_keeps_every_point_and_ends_the_sweep(
+    fake_vllm, tmp_path, monkeypatch, capsys
+):
+    started = fake_starts(monkeypatch, fake_vllm, fail=(2,))
+    plan = served_plan(fake_vllm.base_url, [4])
+    points = []
+    with pytest.raises(sweep.EndControlMissed, match=r"end control \(seqs=8 started again"):
+        for point in run_plan(plan, tmp_path):
+            points.append(point)
+    assert started == ["seqs=8", "seqs=16", "seqs=8 (failed)"]
+    assert [p.engine_config.max_num_seqs for p in points] == [8, 16]
+    assert not any(p.end_control for p in points)
+
+    # The command line keeps them too, says what was not measured, and calls the sweep done.
+    fake_starts(monkeypatch, fake_vllm, fail=(2,))
+    out = tmp_path / "results.jsonl"
+    assert main(["sweep", str(write_plan(tmp_path, plan)), "--out", str(out)]) == 0
+    assert [p.engine_config.max_num_seqs for p in read_points(out).points] == [8, 16]
+    assert "not measured: end control (seqs=8 started again after the last config): engine " \
+           "exited with code 1" in capsys.readouterr().err
+
+
+def test_a_failed_config_and_a_failed_end_control_are_both_named(
+    fake_vllm, tmp_path, monkeypatch
+):
+    # seqs=16's start fails, then the end control's (seqs=8 again, the fourth start).
+    started = fake_starts(monkeypatch, fake_vllm, fail=(1, 3))
+    plan = served_plan(fake_vllm.base_url, [4]).model_copy(update={"engine_configs": [
+        EngineConfig(max_num_seqs=8), EngineConfig(max_num_seqs=16), EngineConfig(max_num_seqs=32)]})
+    points = []
+    with pytest.raises(sweep.SweepIncomplete) as raised:
+        for point in run_plan(plan, tmp_path):
+            points.append(point)
+    assert started == ["seqs=8", "seqs=16 (failed)", "seqs=32", "seqs=8 (failed)"]
+    assert raised.value.failures == [
+        "seqs=16: engine exited with code 1 before /health answered",
+        "end control (seqs=8 started again after the last config): engine exited with code 1 "
+        "before /health answered"]
+    assert [p.engine_config.max_num_seqs for p in points] == [8, 32]
+
+
+def test_no_end_control_is_started_when_the_first_config_measured_nothing(
+    fake_vllm, tmp_path, monkeypatch
+):
+    started = fake_starts(monkeypatch, fake_vllm, fail=(0,))
+    with pytest.raises(sweep.SweepIncomplete):
+        list(run_plan(served_plan(fake_vllm.base_url, [4]), tmp_path))
+    assert started == ["seqs=8 (failed)", "seqs=16"]

@@ -18,6 +18,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from analysis import noise
+from analysis.convert import from_point_result
 from runner.schema.engine_config import Checkpoint, EngineConfig, EngineLaunch
 from runner.schema.plan import ClientSpec, LoadSpec, SweepPlan, WorkloadSpec
 from runner.schema.result import PointResult
@@ -45,11 +47,33 @@ def cpu_plan(model_dir: Path, configs: list[EngineConfig], *, replicas: int = 1)
 
 
 @pytest.fixture(scope="session")
-def seqs_sweep(tiny_model: Path, tmp_path_factory) -> dict[int, PointResult]:
+def seqs_run(tiny_model: Path, tmp_path_factory) -> tuple[list[PointResult], list[float]]:
+    """The sweep's points and its engine starts; a CPU engine's plan ends with the end control
+    (max_num_seqs 4 started again: one start more)."""
     plan = cpu_plan(tiny_model, [EngineConfig(max_num_seqs=4), EngineConfig(max_num_seqs=32)])
+    assert plan.stability.end_control
     workdir = tmp_path_factory.mktemp("sweep")
-    points = list(run_plan(plan, workdir))
-    return {p.engine_config.max_num_seqs: p for p in points}
+    starts: list[float] = []
+    points = list(run_plan(plan, workdir, on_engine_started=starts.append))
+    return points, starts
+
+
+@pytest.fixture(scope="session")
+def seqs_sweep(seqs_run) -> dict[int, PointResult]:
+    return {p.engine_config.max_num_seqs: p for p in seqs_run[0] if not p.end_control}
+
+
+def test_the_end_control_measures_the_first_config_again_on_a_fresh_engine(seqs_run):
+    points, starts = seqs_run
+    assert len(starts) == 3  # seqs=4, seqs=32, then seqs=4 again
+    first, end = points[0], points[-1]
+    assert [p.end_control for p in points] == [False, False, True]
+    assert (end.engine_config, end.load) == (first.engine_config, first.load)
+    assert end.metrics.valid and end.metrics.completed == BURST
+    drift = noise.run_noise([from_point_result(p) for p in points]).end_drift
+    assert drift is not None and (drift.first_key, drift.control_key) == (first.key, end.key)
+    assert drift.change_pct == pytest.approx(
+        (end.metrics.output_throughput / first.metrics.output_throughput - 1) * 100)
 
 
 def test_more_admitted_sequences_raise_output_throughput(seqs_sweep):

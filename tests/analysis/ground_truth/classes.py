@@ -22,7 +22,7 @@ from pathlib import Path
 
 from analysis.convert import at_cap_share, load_fell_short
 from runner.schema.engine_config import Checkpoint, EngineConfig, EngineLaunch
-from runner.schema.plan import ClientSpec, LoadSpec, SweepPlan, WorkloadSpec
+from runner.schema.plan import ClientSpec, LoadSpec, StabilitySpec, SweepPlan, WorkloadSpec
 from runner.schema.result import PointResult
 
 # The kinds a ground-truth point may be labelled with: the limits a class builds to bind.
@@ -66,6 +66,8 @@ class GroundTruthClass:
             client=self.client,
             repeats=repeats,
             sample_interval_s=SAMPLE_INTERVAL_S,
+            # The recordings label each (config, load); a fresh start's draw is no class's.
+            stability=StabilitySpec(end_control=False),
         )
 
     def live_plan(self, base_url: str) -> SweepPlan:

@@ -7,13 +7,14 @@ import os
 import pytest
 from pydantic import ValidationError
 
-from runner.cli.commands import plan_from_bench_args, validate_plan
+from runner.cli.commands import load_plan, plan_from_bench_args, validate_plan, with_stability_args
 from runner.cli.parser import build_parser, main
 from runner.measure.summary import print_summary
 from runner.schema.engine_config import Checkpoint, EngineConfig, EngineLaunch
 from runner.schema.plan import ClientSpec, LoadSpec, StabilitySpec, SweepPlan
 from runner.schema.result import Window
 from runner.schema.samples import QueueSummary
+from runner.schema.search import SearchSpec
 from runner.sweep import plan_points
 from tests.runner.importer.test_results_and_import import make_point
 
@@ -82,7 +83,54 @@ def test_it_interleaves_repeats_and_ends_each_config_with_its_control_point():
         "seqs=4|concurrency 8 x 64|r2",
     ]
     assert [p.control for p in points[:5]] == [False, False, False, False, True]
-    assert len(keys) == len(set(keys)) == 10
+    # A CPU engine's plan ends with the end control: the first config's first level, numbered
+    # after its control point.
+    assert keys[-1] == "seqs=4|concurrency 8 x 64|r3" and points[-1].end_control
+    assert [p.end_control for p in points].count(True) == 1
+    assert len(keys) == len(set(keys)) == 11
+
+
+@pytest.mark.parametrize(("launch", "taken"), [
+    ({"style": "cpu"}, True), ({"style": "serve"}, False),
+    ({"style": "docker", "image": "vllm/vllm-openai:v0.11.0"}, False),
+    ({"style": "attach", "base_url": "http://127.0.0.1:8000"}, False), (None, True)])
+def test_a_plan_that_leaves_the_end_control_unset_takes_its_engines_default(launch, taken):
+    data = {"checkpoint": {"model": "m"}, "engine_configs": [{"max_num_seqs": 4}],
+            "loads": [{"num_requests": 8}], "stability": {"redraw_disturbed": 0},
+            **({"launch": launch} if launch else {})}
+    plan = SweepPlan.model_validate(data)
+    assert plan.stability.end_control is taken
+    # Recorded in the plan: read back (run again) on any node, it stays as it was.
+    again = SweepPlan.model_validate(plan.model_dump(mode="json"))
+    assert again.stability.end_control is taken
+    said = SweepPlan.model_validate({**data, "stability": {"end_control": not taken}})
+    assert said.stability.end_control is (not taken)
+
+
+def test_the_end_control_needs_two_configs_a_grid_and_an_engine_it_starts():
+    two = SweepPlan(checkpoint=Checkpoint(model="m"), launch=EngineLaunch(style="serve"),
+                    engine_configs=[EngineConfig(max_num_seqs=4), EngineConfig(max_num_seqs=8)],
+                    loads=[LoadSpec(num_requests=8)],
+                    stability=StabilitySpec(end_control=True))
+    assert two.has_end_control
+    assert plan_points(two)[-1].key == "seqs=4|burst 8|r2"  # r1 stays the control point's
+    one = two.model_copy(update={"engine_configs": [EngineConfig(max_num_seqs=4)]})
+    attached = two.model_copy(update={"launch": EngineLaunch(style="attach",
+                                                             base_url="http://127.0.0.1:8000")})
+    searched = two.model_copy(update={"search": SearchSpec()})
+    assert not any(plan.has_end_control for plan in (one, attached, searched))
+    assert not any(p.end_control for p in plan_points(one) + plan_points(attached))
+
+
+@pytest.mark.parametrize(("flags", "taken"), [
+    ([], True), (["--no-end-control"], False), (["--end-control"], True)])
+def test_the_end_control_flags_override_the_plans_setting(tmp_path, flags, taken):
+    path = tmp_path / "plan.yaml"
+    path.write_text(PLAN_YAML)  # a CPU engine's plan: on unless a flag says
+    args = build_parser().parse_args(["sweep", str(path), "--out", "r.jsonl", *flags])
+    plan = with_stability_args(load_plan(path), args)
+    assert plan.stability.end_control is taken
+    assert plan_points(plan)[-1].end_control is taken
 
 
 def test_a_single_load_level_or_a_plan_that_says_no_gets_no_control_point():
