@@ -49,7 +49,7 @@ sys.path.insert(0, str(ROOT))
 from runner.engine.provenance import utc_now  # noqa: E402
 from runner.schema.engine_config import Checkpoint, EngineConfig, EngineLaunch  # noqa: E402
 from runner.schema.plan import ClientSpec, LoadSpec, SweepPlan, WorkloadSpec  # noqa: E402
-from runner.schema.search import SearchRecord, SearchSpec  # noqa: E402
+from runner.schema.search_record import SearchRecord, SearchSpec  # noqa: E402
 from runner.search.replay import (  # noqa: E402
     GridAnswer,
     RecordedGrid,
@@ -150,7 +150,7 @@ def objectives(grid: RecordedGrid) -> list[SearchSpec]:
 
 
 def judge(grid: RecordedGrid, spec: SearchSpec) -> dict[str, object]:
-    from analysis.search import answer_interval
+    from analysis.search_interval import answer_interval
 
     full = grid_answer(grid, spec)
     found = replay(grid, spec)
@@ -228,7 +228,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_live(args: argparse.Namespace) -> int:
-    from analysis.search import answer_interval
+    from analysis.search_interval import answer_interval
 
     grid = record(args)
     spec = SearchSpec()

@@ -22,14 +22,14 @@ from django.conf import settings
 from django.db import DatabaseError, connection
 from django.utils import timezone
 
-from benchmarks import estimates, imports, lifecycle, plans, regression, storage, vault
+from benchmarks import estimates, imports, lifecycle, plans, regression_record, storage, vault
 from benchmarks.beats import RowBeat
 from benchmarks.models import Benchmark, Endpoint, EngineStart, ResultImport
 from benchmarks.points import store_point, stored_observations
 from runner.engine.endpoint import NO_CREDENTIALS, Credentials, redact
 from runner.engine.provenance import collect_hardware
 from runner.schema.plan import SweepPlan
-from runner.schema.search import SearchRecord
+from runner.schema.search_record import SearchRecord
 from runner.sweep import Cancelled, Progress, run_plan
 
 log = logging.getLogger(__name__)
@@ -175,7 +175,7 @@ def _judge_against_baseline(benchmark_id: int) -> None:
     """The finished run's verdict against its plan's baseline; a point that no longer reads
     costs the run its verdict (the run page says why), never its success."""
     try:
-        regression.judge_run(benchmark_id)
+        regression_record.judge_run(benchmark_id)
     except (DatabaseError, ValueError):
         log.exception("benchmark %s: no regression verdict", benchmark_id)
 

@@ -52,9 +52,9 @@ from runner.schema.result import (
     point_key,
 )
 from runner.schema.samples import QueueSummary
-from runner.schema.search import SearchRecord, SearchStep
+from runner.schema.search_record import SearchRecord, SearchStep
 from runner.search.observation import Observation, observe
-from runner.search.search import Request, Search, ladder
+from runner.search.state import Request, Search, ladder
 from runner.workloads import conversations
 from runner.workloads.prompts import Prompt, build_prompts, token_counter_for
 from runner.workloads.trace_prompts import annotate_point

@@ -17,7 +17,7 @@ from pydantic import (
 from runner.schema.base import Schema
 from runner.schema.engine_config import Checkpoint, EngineConfig, EngineLaunch
 from runner.schema.flags import check_adapter_name, check_code_loading, check_goodput, lora_modules
-from runner.schema.search import SearchSpec
+from runner.schema.search_record import SearchSpec
 
 WorkloadKind = Literal["case_study", "random", "dataset", "trace", "lengths", "conversation"]
 Endpoint = Literal["completions", "chat"]
@@ -83,7 +83,7 @@ def parse_lora_split(text: str) -> list[LoraShare]:
 
 
 def split_fractions(shares: Sequence[LoraShare]) -> list[float]:
-    """Each adapter's fraction of the requests, weight / total (runner.workloads.lora splits a
+    """Each adapter's fraction of the requests, weight / total (runner.workloads.lora_split splits a
     point's requests by them). ValueError when the weights do not add up to a finite number:
     1e308 twice overflows, and a run would only find out after its engine started."""
     try:
@@ -135,7 +135,7 @@ class WorkloadSpec(Schema):
     shared blocks), as vLLM's timed-trace benchmark does.
 
     lora_split spreads the requests over named LoRA adapters by weight: each request's `model`
-    field names its adapter (runner.workloads.lora: the point's N requests split by largest
+    field names its adapter (runner.workloads.lora_split: the point's N requests split by largest
     remainder, in an order shuffled with the seed), and its record keeps the name, so every
     adapter's figures come from the stored requests. Empty: every request asks for the served
     model.

@@ -129,7 +129,7 @@ class Prompt:
     # message, after any system message before it); the history is prepended when it is sent.
     conversation: int | None = None
     turn: int | None = None  # 1: the conversation's first user turn
-    # The LoRA adapter the request asks for (runner.workloads.lora); None: the served model.
+    # The LoRA adapter the request asks for (runner.workloads.lora_split); None: the served model.
     adapter: str | None = None
 
 

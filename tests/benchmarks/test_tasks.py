@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from benchmarks import lifecycle, tasks
 from benchmarks.models import Benchmark, EngineStart, Node
-from runner.schema.search import SearchCell, SearchRecord, SearchSpec
+from runner.schema.search_record import SearchCell, SearchRecord, SearchSpec
 from runner.sweep import Cancelled, Progress
 from tests.rows import make_benchmark, make_checkpoint, make_node, make_point_result
 
