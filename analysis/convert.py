@@ -52,7 +52,7 @@ def workload_shape(spec: WorkloadSpec) -> WorkloadShape:
     )
 
 
-# The client process itself is busy above this share of a core (runner.loadgen uses the same).
+# The client process itself is busy above this share of a core (runner.client.health uses the same).
 CLIENT_BUSY_FRACTION = 0.9
 
 

@@ -5,7 +5,7 @@ real code, each process's stage in its own fresh subprocess, and the stage's pea
 which counts every page the process ever had resident, C allocations included) is reported:
 
 - client: the records as the collector makes them, then the message(s) a client worker sends
-  them to the parent in (runner.loadgen; before: one orjson text of model_dump()s);
+  them to the parent in (runner.client.workers; before: one orjson text of model_dump()s);
 - runner: the records as the collector makes them, runner.measure.metrics.aggregate, and
   runner.results.append_point of the PointResult;
 - worker: an upload's import (benchmarks.imports.import_file): runner.importer

@@ -79,7 +79,7 @@ def allow_child_processes() -> None:
     engine, so it never shares this process's GIL with the sampler and the monitor). Celery's
     pool (billiard) marks its children daemonic, and multiprocessing refuses to start children
     from a daemonic process; the rule guards against orphans, and these cannot be orphaned:
-    they die with the thread that started them (PR_SET_PDEATHSIG, runner/loadgen/) and the
+    they die with the thread that started them (PR_SET_PDEATHSIG, runner/client/workers.py) and the
     engines' guard watches this process. billiard also leaves its own AuthenticationString
     class here, which multiprocessing's spawn refuses to pickle; the authkey setter would wrap a
     new key in billiard's class again, so the stdlib's class is set directly.

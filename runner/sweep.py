@@ -138,7 +138,7 @@ def run_plan(
     ValueError, before any engine starts, when the plan's client CPUs are not on this host or
     its dataset, trace or length log is not a regular file inside data_dir (the node's data
     directory, given for a plan from the dashboard; None: the operator's own plan, whose file
-    is a path), or its trace or conversations cannot serve its loads (runner.traces
+    is a path), or its trace or conversations cannot serve its loads (runner.workloads.traces
     check_source, runner.workloads.conversations check_conversations), or its
     quality set cannot be read (runner.measure.quality.load_quality: file:line).
     credentials: an attached server's API key and headers, sent with every call to it and

@@ -75,7 +75,7 @@ class Workload(models.Model):
         TRUNCATE = "truncate", "Replay its first requests (with a note on the point)"
         REFUSE = "refuse", "Refuse the plan"
 
-    # A trace workload: how much of the trace a point replays (runner.traces).
+    # A trace workload: how much of the trace a point replays (runner.workloads.traces).
     trace_span_s = models.FloatField(
         null=True, blank=True,
         help_text="trace workload: replay only the trace's first this many seconds (trace "

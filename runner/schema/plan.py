@@ -22,8 +22,8 @@ from runner.schema.search_record import SearchSpec
 WorkloadKind = Literal["case_study", "random", "dataset", "trace", "lengths", "conversation"]
 Endpoint = Literal["completions", "chat"]
 # The kinds whose prompts are read from a file in the data directory (runner.workloads.prompts
-# dataset_file); trace and lengths prompts are token ids (runner.traces); conversation turns
-# are chat messages (runner.workloads.conversations).
+# dataset_file); trace and lengths prompts are token ids (runner.workloads.traces); conversation
+# turns are chat messages (runner.workloads.conversations).
 FILE_KINDS: Final = ("dataset", "trace", "lengths", "conversation")
 TOKEN_ID_KINDS: Final = ("trace", "lengths")
 TraceFormat = Literal["auto", "mooncake", "burstgpt", "csv"]
@@ -119,10 +119,10 @@ class WorkloadSpec(Schema):
     """What every request sends.
 
     kind "trace" replays a request trace (Mooncake JSONL, BurstGPT CSV, or a CSV of
-    timestamp_s,input_tokens,output_tokens; runner.traces): each request gets the trace's input
-    length as a token-id prompt (requests sharing Mooncake hash ids share those prompt blocks,
-    so the prefix cache sees the trace's reuse) and the trace's output length as its
-    max_tokens. The trace is a workload kind because the file decides what is sent (lengths,
+    timestamp_s,input_tokens,output_tokens; runner.workloads.traces): each request gets the
+    trace's input length as a token-id prompt (requests sharing Mooncake hash ids share those
+    prompt blocks, so the prefix cache sees the trace's reuse) and the trace's output length as
+    its max_tokens. The trace is a workload kind because the file decides what is sent (lengths,
     shared prefixes, request order) and is read once per plan, like a dataset; its arrival
     times are replayed by the load shape "trace" (LoadSpec.speed), so one plan can sweep the
     replay speed as load levels, or send the trace's requests as a burst or a closed loop.
@@ -279,7 +279,7 @@ class LoadSpec(Schema):
     """How requests arrive: all at once, a closed loop of C in flight, an open-loop rate, or
     the arrival times of a trace workload (WorkloadSpec kind "trace") divided by `speed`.
 
-    A trace load sends the trace's first num_requests requests (runner.traces says how a
+    A trace load sends the trace's first num_requests requests (runner.workloads.traces says how a
     longer trace is truncated or refused), request i at (its trace time - the first one's) /
     speed: speed 2 replays the trace twice as fast.
 
