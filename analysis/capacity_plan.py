@@ -52,7 +52,7 @@ from analysis.capacity_types import (
 from analysis.errors import AnalysisError
 from analysis.sentences import FIGURE_INTERVAL, Sentence, num, percent, setting_value_text
 from analysis.types import EXTRA_FLAGS, PointFigures
-from runner.facts import factor_status
+from runner.fixed_factors import factor_status
 
 # --- levels --------------------------------------------------------------------------------------
 

@@ -27,7 +27,7 @@ from analysis.types import (
     WorkloadShape,
     spec_row,
 )
-from runner.facts import FACTORS, factor_status
+from runner.fixed_factors import FACTORS, factor_status
 
 
 def _shown(value: object) -> str | None:

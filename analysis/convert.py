@@ -21,7 +21,7 @@ from analysis.types import (
     WorkloadShape,
 )
 from runner.engine.vllm_defaults import BatchDefaults, batch_defaults, known_version
-from runner.facts import devices_used, point_facts
+from runner.fixed_factors import devices_used, point_facts
 from runner.measure.sampler import point_running_while_waiting
 from runner.schema.engine_config import EngineConfig
 from runner.schema.plan import WorkloadSpec
@@ -52,7 +52,7 @@ def workload_shape(spec: WorkloadSpec) -> WorkloadShape:
     )
 
 
-# The client process itself is busy above this share of a core (runner.loadgen uses the same).
+# The client process itself is busy above this share of a core (runner.client.health uses the same).
 CLIENT_BUSY_FRACTION = 0.9
 
 
@@ -267,7 +267,7 @@ def queue_gap_fraction(p: PointResult) -> float | None:
 
 
 def run_facts_from_point_result(p: PointResult) -> RunFacts:
-    """The fixed factors of a point (runner.facts.point_facts) with its spec."""
+    """The fixed factors of a point (runner.fixed_factors.point_facts) with its spec."""
     return RunFacts(**point_facts(p), workload=workload_shape(p.workload))
 
 

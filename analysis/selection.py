@@ -24,7 +24,7 @@ from analysis.types import (
 
 # The knee rule and the SLO test are the adaptive search's too (runner.search.rules), so the
 # search measures where this choice lies.
-from runner.schema.search import DEFAULT_LATENCY_GROWTH_PCT, DEFAULT_THROUGHPUT_GAIN_PCT
+from runner.schema.search_record import DEFAULT_LATENCY_GROWTH_PCT, DEFAULT_THROUGHPUT_GAIN_PCT
 from runner.search.levels import MIN_KNEE_LEVELS
 from runner.search.rules import knee_step, pct_change, within_limits
 

@@ -440,8 +440,8 @@ def _token_budget(e: Mapping[str, Any], scope: _Scope) -> str:
 
 
 def within_band(change_pct: float, band_pct: float | None) -> bool:
-    """Whether a change is inside the run's noise band (analysis.noise.within, which this
-    mirrors: the band is a +/- percent on the log scale)."""
+    """Whether a change is inside the run's noise band (analysis.noise.band_pct: a +/- percent
+    on the log scale)."""
     return band_pct is not None and abs(math.log1p(change_pct / 100)) <= math.log1p(
         band_pct / 100)
 

@@ -19,7 +19,7 @@ from typing import Any, Literal
 from analysis.errors import AnalysisError
 from analysis.hardware import HardwareUse
 from analysis.sentences import Sentence
-from runner.facts import SPEC_FACTOR, FactorStatus
+from runner.fixed_factors import SPEC_FACTOR, FactorStatus
 
 # ---------------------------------------------------------------------------------------------
 # Inputs

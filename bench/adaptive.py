@@ -55,7 +55,7 @@ from runner.schema.plan import (  # noqa: E402
     SweepPlan,
     WorkloadSpec,
 )
-from runner.schema.search import SearchRecord, SearchSpec  # noqa: E402
+from runner.schema.search_record import SearchRecord, SearchSpec  # noqa: E402
 from runner.search.replay import (  # noqa: E402
     GridAnswer,
     RecordedGrid,
@@ -158,7 +158,7 @@ def objectives(grid: RecordedGrid) -> list[SearchSpec]:
 
 
 def judge(grid: RecordedGrid, spec: SearchSpec) -> dict[str, object]:
-    from analysis.search import answer_interval
+    from analysis.search_interval import answer_interval
 
     full = grid_answer(grid, spec)
     found = replay(grid, spec)
@@ -236,7 +236,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_live(args: argparse.Namespace) -> int:
-    from analysis.search import answer_interval
+    from analysis.search_interval import answer_interval
 
     grid = record(args)
     spec = SearchSpec()

@@ -5,7 +5,7 @@ real code, each process's stage in its own fresh subprocess, and the stage's pea
 which counts every page the process ever had resident, C allocations included) is reported:
 
 - client: the records as the collector makes them, then the message(s) a client worker sends
-  them to the parent in (runner.loadgen; before: one orjson text of model_dump()s);
+  them to the parent in (runner.client.workers; before: one orjson text of model_dump()s);
 - runner: the records as the collector makes them, runner.measure.metrics.aggregate, and
   runner.results.append_point of the PointResult;
 - worker: an upload's import (benchmarks.imports.import_file): runner.importer
@@ -19,8 +19,8 @@ which counts every page the process ever had resident, C allocations included) i
   transaction rolled back after;
 - web: the run page's judgement of the point, which reads the Point row's aggregates only
   (judgement.figures.point_result -> figures), and output parity's read of the blob
-  (storage.request_columns of judgement.comparisons._PARITY_FIELDS: what a comparison page
-  reads per request); with --db, the blob read from PostgreSQL as judgement.comparisons._kept
+  (storage.request_columns of judgement.comparison_view._PARITY_FIELDS: what a comparison page
+  reads per request); with --db, the blob read from PostgreSQL as judgement.comparison_view._kept
   reads it (points.stored_requests);
 - download: the point as the JSON download streams it (dashboard.views._point_json, its
   requests from storage.iter_requests: a block of records at a time); with --db, the stored
@@ -275,7 +275,7 @@ def stage_web(requests: int, chunks: int, folder: Path, db: bool = False) -> dic
     _django()
     from analysis.convert import from_point_result
     from benchmarks import storage
-    from judgement.comparisons import _PARITY_FIELDS
+    from judgement.comparison_view import _PARITY_FIELDS
     from runner.schema.result import Metrics
 
     started = time.perf_counter()

@@ -20,7 +20,7 @@ from runner.schema.plan import (
     WorkloadKind,
     WorkloadSpec,
 )
-from runner.schema.search import SearchSpec
+from runner.schema.search_record import SearchSpec
 from runner.sweep import plan_points
 
 

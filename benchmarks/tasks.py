@@ -11,7 +11,6 @@ import logging
 import multiprocessing
 import os
 import threading
-import time
 import traceback
 from typing import Any
 
@@ -20,17 +19,16 @@ from celery.exceptions import SoftTimeLimitExceeded
 from celery.signals import worker_ready
 from django.conf import settings
 from django.db import DatabaseError, connection
-from django.utils import timezone
 
-from benchmarks import estimates, imports, lifecycle, plans, regression, storage, vault
-from benchmarks.beats import RowBeat
+from benchmarks import estimates, imports, lifecycle, plans, regression_record, storage, vault
+from benchmarks.beats import NodeHeartbeat, RunMonitor
 from benchmarks.models import Benchmark, Endpoint, EngineStart, ResultImport
 from benchmarks.points import store_point, stored_observations
 from runner.engine.endpoint import NO_CREDENTIALS, Credentials, redact
 from runner.engine.provenance import collect_hardware
 from runner.schema.plan import SweepPlan
-from runner.schema.search import SearchRecord
-from runner.sweep import Cancelled, EndControlMissed, Progress, run_plan
+from runner.schema.search_record import SearchRecord
+from runner.sweep import Cancelled, EndControlMissed, run_plan
 
 log = logging.getLogger(__name__)
 State = Benchmark.State
@@ -55,10 +53,6 @@ def enqueue_benchmark(benchmark: Benchmark) -> None:
     Benchmark.objects.filter(pk=benchmark.pk).update(celery_task_id=result.id)
 
 
-# The worker's node heartbeat also runs the reaper, but not on every beat (every ~30 s).
-REAP_EVERY_BEATS = 15
-
-
 @shared_task(bind=True, name="benchmarks.tasks.run_benchmark")
 def run_benchmark(self, benchmark_id: int) -> None:
     queue = settings.HEADROOM_NODE_QUEUE
@@ -79,7 +73,7 @@ def allow_child_processes() -> None:
     engine, so it never shares this process's GIL with the sampler and the monitor). Celery's
     pool (billiard) marks its children daemonic, and multiprocessing refuses to start children
     from a daemonic process; the rule guards against orphans, and these cannot be orphaned:
-    they die with the thread that started them (PR_SET_PDEATHSIG, runner/loadgen/) and the
+    they die with the thread that started them (PR_SET_PDEATHSIG, runner/client/workers.py) and the
     engines' guard watches this process. billiard also leaves its own AuthenticationString
     class here, which multiprocessing's spawn refuses to pickle; the authkey setter would wrap a
     new key in billiard's class again, so the stdlib's class is set directly.
@@ -179,7 +173,7 @@ def _judge_against_baseline(benchmark_id: int) -> None:
     """The finished run's verdict against its plan's baseline; a point that no longer reads
     costs the run its verdict (the run page says why), never its success."""
     try:
-        regression.judge_run(benchmark_id)
+        regression_record.judge_run(benchmark_id)
     except (DatabaseError, ValueError):
         log.exception("benchmark %s: no regression verdict", benchmark_id)
 
@@ -222,86 +216,9 @@ def endpoint_credentials(endpoint: Endpoint | None) -> Credentials:
     )
 
 
-class RunMonitor(RowBeat):
-    """A thread beside the sweep: heartbeat, progress and cancel, all through the database.
-
-    The runner calls `report` from inside its client's event loop, where a database query
-    would both be refused by Django (async context) and stall the requests being timed. So
-    `report` only keeps the latest Progress in memory; this thread writes it with the
-    heartbeat every HEADROOM_HEARTBEAT_S, and turns a cancel request from the page into the
-    runner's cancel Event. The thread lives in the task's process and dies with it: that is
-    what lets the reaper tell a dead worker from a long engine start.
-    """
-
-    thread_name = "headroom-monitor"
-
-    def __init__(self, benchmark_id: int, cancel: threading.Event) -> None:
-        self.benchmark_id = benchmark_id
-        self.cancel = cancel
-        self.latest: Progress | None = None
-        self.written: Progress | None = None
-        super().__init__()
-
-    def report(self, progress: Progress) -> None:
-        self.latest = progress  # one attribute store: safe from any thread, never blocks
-
-    def beat_once(self) -> None:
-        rows = Benchmark.objects.filter(pk=self.benchmark_id, state=State.RUNNING)
-        changes: dict[str, object] = {"heartbeat_at": timezone.now()}
-        progress = self.latest
-        if progress is not None and progress != self.written:
-            changes["progress"] = progress_fraction(progress)
-            changes["progress_note"] = progress.note[:300]
-            self.written = progress
-        if not rows.update(**changes):
-            # No longer running: reaped while this worker lived (its heartbeat stalled past
-            # HEADROOM_STALE_AFTER_S) or deleted. Stop the engine rather than hold the GPUs
-            # for a run that has already ended.
-            log.warning("benchmark %s is no longer running: stopping its sweep", self.benchmark_id)
-            self.cancel.set()
-        elif rows.filter(cancel_requested=True).exists():
-            self.cancel.set()
-
-
-def progress_fraction(progress: Progress) -> float:
-    """Finished points plus the finished share of the current point's requests, over all."""
-    if not progress.points_total:
-        return 0.0
-    within = progress.requests_done / progress.requests_total if progress.requests_total else 0.0
-    return min(max((progress.points_done + within) / progress.points_total, 0.0), 1.0)
-
-
 def collect_hardware_facts() -> dict[str, Any]:
     """This host's GPU facts (runner.engine.provenance), as the node row stores them."""
     return collect_hardware().model_dump()
-
-
-class NodeHeartbeat(threading.Thread):
-    """In the worker's main process: keeps the node's heartbeat fresh and reaps dead runs.
-
-    The reaper it runs ends stale runs of every node, not only its own: a node whose worker
-    died has nobody else to end them (the web pages reap too, for a fleet with no worker).
-    """
-
-    def __init__(self, queue: str) -> None:
-        super().__init__(name="headroom-node-heartbeat", daemon=True)
-        self.queue = queue
-
-    def run(self) -> None:
-        beats = 0
-        while True:
-            time.sleep(settings.HEADROOM_HEARTBEAT_S)
-            beats += 1
-            self.beat(reap=beats % REAP_EVERY_BEATS == 0)
-
-    def beat(self, *, reap: bool) -> None:
-        try:
-            lifecycle.touch_node(self.queue)
-            if reap:
-                lifecycle.reap_stale()
-        except Exception:  # a database blip must not end the heartbeat
-            log.exception("node heartbeat failed")
-            connection.close()
 
 
 @worker_ready.connect

@@ -40,7 +40,7 @@ from runner.plan_text import read_plan_data
 from runner.schema.base import Schema
 from runner.schema.engine_config import EngineConfig, EngineLaunch, EngineSetting
 from runner.schema.plan import QualitySpec, SweepPlan, default_sample_interval, lora_split_text
-from runner.schema.search import SearchSpec
+from runner.schema.search_record import SearchSpec
 from runner.workloads.prompts import dataset_names
 
 # A plan is a few kilobytes even with twenty configs and twenty loads; a bigger file is not one.

@@ -1,5 +1,5 @@
 """The launch form's adaptive-sweep fields: which answer to search for, how precisely, and with
-how many points and seconds at most (runner.schema.search.SearchSpec)."""
+how many points and seconds at most (runner.schema.search_record.SearchSpec)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pydantic
 from django import forms
 from django.core.exceptions import ValidationError
 
-from runner.schema.search import DEFAULT_TOLERANCE_PCT, SEARCH_LATENCY_FIELDS, SearchSpec
+from runner.schema.search_record import DEFAULT_TOLERANCE_PCT, SEARCH_LATENCY_FIELDS, SearchSpec
 
 GRID = ""
 # A week: longer than any run's Celery time limit, so a larger figure is a typing slip.

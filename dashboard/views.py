@@ -30,7 +30,7 @@ from django.http import (
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST, require_safe
 
-from benchmarks import estimates, exports, lifecycle, regression, storage
+from benchmarks import estimates, exports, lifecycle, regression_record, storage
 from benchmarks.models import (
     AuditEvent,
     Benchmark,
@@ -54,8 +54,8 @@ from dashboard.access import (
     can_cancel,
     get_benchmark_for_user,
 )
-from judgement import charts, peers
-from judgement.regression import regression_section
+from judgement import charts, peer_view
+from judgement.regression_view import regression_section
 from judgement.request_timeline import request_timeline, timeline_figure
 from runner.schema.plan import SweepPlan
 from runner.schema.records import RequestRecord
@@ -148,7 +148,7 @@ def run_detail(request: HttpRequest, code: UUID) -> HttpResponse:
         "run_caveats": run_caveats,
         "point_caveats": point_caveats,
         "lengths_figure": charts.lengths_figure(shown),
-        "peer_sections": peers.peer_sections(shown),
+        "peer_sections": peer_view.peer_sections(shown),
         "any_goodput": any(p.goodput_slos for p in listed),
     })
     return render(request, "runs/detail.html", ctx)
@@ -282,12 +282,12 @@ def run_baseline(request: HttpRequest, code: UUID) -> HttpResponse:
         # The change and its audit record are kept together.
         with transaction.atomic():
             if withdraw:
-                regression.withdraw(benchmark)
+                regression_record.withdraw(benchmark)
             else:
-                regression.accept(benchmark)
+                regression_record.accept(benchmark)
             AuditEvent.objects.record(request.user, AuditEvent.Action.BASELINE, benchmark,
                                       detail=detail)
-    except regression.BaselineError as exc:
+    except regression_record.BaselineError as exc:
         messages.error(request, f"Not accepted as the baseline: {exc}.")
         return redirect("run_detail", code=benchmark.code)
     messages.success(request, f"{benchmark.name}: {detail}.")

@@ -41,7 +41,7 @@ from dashboard.forms_catalog import (
     NodeForm,
     RuntimeForm,
 )
-from judgement.costs import node_price, stale_price
+from judgement.cost_view import node_price, stale_price
 from runner.engine.command import EngineError, Unreachable
 from runner.engine.endpoint import NO_CREDENTIALS, redact
 from runner.engine.process import probe

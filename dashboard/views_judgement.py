@@ -37,26 +37,26 @@ from dashboard.forms_judgement import (
     point_label,
 )
 from judgement import charts
-from judgement.capacity import capacity_rows
 from judgement.charts import chart_overlay, references_for_chart
-from judgement.comparisons import (
+from judgement.comparison_view import (
     compare_points,
     compare_saved,
     compare_with_reference,
     output_parity,
 )
-from judgement.costs import node_price, point_costs, stale_price, worth_of
+from judgement.cost_view import node_price, point_costs, stale_price, worth_of
 from judgement.engine_work import engine_work
 from judgement.figures import figures_by_key, replica_figures
-from judgement.lora import adapter_sections
+from judgement.lora_view import adapter_sections
 from judgement.operating_point import frontier as pareto_frontier
 from judgement.operating_point import select, shown_operating_point
 from judgement.queues import queue_charts
+from judgement.repeat_capacity import capacity_rows
 from judgement.rows import capacity_plans, load_points, scaling_reference_choices
-from judgement.scaling import node_scaling_refusal, scaling_for
-from judgement.search import search_view
+from judgement.scaling_view import node_scaling_refusal, scaling_for
+from judgement.search_view import search_view
 from judgement.spec_decode import spec_decode_by_key
-from judgement.stability import comparison_stability, figure_sentences, run_stability
+from judgement.stability_view import comparison_stability, figure_sentences, run_stability
 from judgement.verdict_rows import evidence_items, ladder_diagnoses, sweep_change, verdict_rows
 from judgement.vocabulary import AnalysisError
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from analysis import AnalysisError
 from analysis.types import PointFigures
 from benchmarks.models import Benchmark, Comparison
-from judgement.comparisons import compare_points
+from judgement.comparison_view import compare_points
 from judgement.figures import figures_by_key
 from judgement.rows import load_points
 

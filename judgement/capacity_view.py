@@ -33,7 +33,7 @@ from analysis.capacity_words import Cells, cells
 from analysis.sentences import Sentence
 from benchmarks.models import Benchmark, Comparison, Node, Point
 from benchmarks.models import CapacityPlan as PlanRow
-from judgement.costs import node_price
+from judgement.cost_view import node_price
 from judgement.figures import figures_by_key, parse_spec
 from judgement.rows import config_points, load_points, plan_runs_points
 from runner.schema.flags import parse_slos, slo_text

@@ -14,7 +14,7 @@ from analysis import AnalysisError, noise, repeats, selection, sentences
 from analysis.types import ParetoPoint, PointFigures, Selection
 from benchmarks.models import Benchmark, OperatingPoint
 from benchmarks.operating_points import current_operating_point
-from runner.schema.search import SearchSpec
+from runner.schema.search_record import SearchSpec
 
 
 def candidates(figs: Sequence[PointFigures]) -> list[PointFigures]:

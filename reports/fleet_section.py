@@ -7,8 +7,8 @@ from django.utils.translation import gettext as _
 
 from judgement.capacity_view import plan_view, price_text
 from reports import facts
+from reports.build_reads import Build
 from reports.page import Fleet, FleetRow, ReportContent
-from reports.rows import Build
 
 
 def fleet(content: ReportContent, build: Build) -> None:

@@ -18,7 +18,7 @@ from benchmarks.models import (
     Point,
 )
 from dashboard.form_fields import declared_field
-from judgement.comparisons import compare_points
+from judgement.comparison_view import compare_points
 from judgement.vocabulary import AnalysisError
 from reports import publishing
 from reports.content import scaling_problem

@@ -36,7 +36,7 @@ class Headline:
     not_recorded: list[str]
     spec_sentence: str | None = None
     # The ratio with its 95% interval, or "within noise", and what each run says of its own
-    # noise and drift (judgement.stability); versions published before them show neither.
+    # noise and drift (judgement.stability_view); versions published before them show neither.
     ratio_interval: str | None = None
     stability: list[str] = field(default_factory=list)
 
@@ -150,7 +150,7 @@ class ReportContent:
     table: list[TableRow] | None = None
     curve_sentence: str | None = None
     curve_selected: str | None = None
-    # The operating point's figures with their 95% intervals (judgement.stability); versions
+    # The operating point's figures with their 95% intervals (judgement.stability_view); versions
     # published before it show none.
     curve_interval: str | None = None
     queue: list[QueueSide] | None = None
@@ -173,7 +173,7 @@ class ReportContent:
     parity_flagged: bool = False
     caveats: list[tuple[str, str]] = field(default_factory=list)
     # What the tuning is worth in money and GPUs, with the price's date and any note beside it
-    # (judgement.costs.worth_of's sentences, translated); empty in versions published before
+    # (judgement.cost_view.worth_of's sentences, translated); empty in versions published before
     # it existed.
     worth: list[str] = field(default_factory=list)
     # What a capacity plan means for the customer's fleet; None when the report does not show

@@ -12,18 +12,18 @@ from django.utils.translation import ngettext
 
 from benchmarks.models import Point, PointData
 from judgement import charts
-from judgement.capacity import capacity_of as setting_capacity
 from judgement.figures import figures as point_figures
-from judgement.lora import adapter_rows
+from judgement.lora_view import adapter_rows
 from judgement.operating_point import operating_point_sentence, shown_operating_point
+from judgement.repeat_capacity import capacity_of as setting_capacity
 from judgement.request_timeline import REPORT_TIMELINE_LANES, request_timeline
 from judgement.spec_decode import spec_decode
-from judgement.stability import figure_sentences, run_stability
+from judgement.stability_view import figure_sentences, run_stability
 from judgement.verdict_rows import cause, step_story
 from judgement.vocabulary import CapacityEstimate, Verdict
 from reports import facts
+from reports.build_reads import Build
 from reports.page import AcceptanceRow, MethodRow, QueueSide, ReportContent
-from reports.rows import Build
 from reports.wording import (
     cpu_label,
     kv_text,
@@ -412,7 +412,7 @@ def _spec_decode_text(point: Point) -> str:
 
 def _lora_text(point: Point) -> str:
     """How the point's requests were spread over adapters, and each adapter's figures from
-    its stored requests (judgement.lora)."""
+    its stored requests (judgement.lora_view)."""
     split = (point.workload or {}).get("lora_split") or []
     if not split:
         return _("none: every request went to the base model")

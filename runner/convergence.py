@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from runner.schema.result import PointResult
-from runner.schema.search import DEFAULT_LATENCY_GROWTH_PCT, DEFAULT_THROUGHPUT_GAIN_PCT
+from runner.schema.search_record import DEFAULT_LATENCY_GROWTH_PCT, DEFAULT_THROUGHPUT_GAIN_PCT
 from runner.search.rules import first_knee
 
 # Two standard deviations each side: about 19 draws in 20 when the scatter is normal.

@@ -11,8 +11,8 @@ Per setting (engine config, load level, replicas, spec), over valid repeats only
 - improved: even the candidate's worst repeat is better than the baseline's best by more than it;
 - within spread otherwise.
 A config regressed when any of its settings did. Factors that differ between the two sides
-(runner.facts) are named beside the verdict, never hidden by it. A figure that is not a finite
-number (NaN, infinity) makes its setting not comparable, and fails the CLI's gate: every
+(runner.fixed_factors) are named beside the verdict, never hidden by it. A figure that is not a
+finite number (NaN, infinity) makes its setting not comparable, and fails the CLI's gate: every
 comparison with NaN is false, so it would otherwise read as within spread.
 """
 
@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
-from runner.facts import FACTORS, SPEC_FACTOR, factor_status, point_facts
+from runner.fixed_factors import FACTORS, SPEC_FACTOR, factor_status, point_facts
 from runner.schema.result import PointResult
 
 # Beyond the spread, a figure must move by more than this share to count: one repeat has no

@@ -52,9 +52,9 @@ from runner.schema.result import (
     point_key,
 )
 from runner.schema.samples import QueueSummary
-from runner.schema.search import SearchRecord, SearchStep
+from runner.schema.search_record import SearchRecord, SearchStep
 from runner.search.observation import Observation, observe
-from runner.search.search import Request, Search, ladder
+from runner.search.state import Request, Search, ladder
 from runner.workloads import conversations
 from runner.workloads.prompts import Prompt, build_prompts, token_counter_for
 from runner.workloads.trace_prompts import annotate_point
@@ -155,7 +155,7 @@ def run_plan(
     ValueError, before any engine starts, when the plan's client CPUs are not on this host or
     its dataset, trace or length log is not a regular file inside data_dir (the node's data
     directory, given for a plan from the dashboard; None: the operator's own plan, whose file
-    is a path), or its trace or conversations cannot serve its loads (runner.traces
+    is a path), or its trace or conversations cannot serve its loads (runner.workloads.traces
     check_source, runner.workloads.conversations check_conversations), or its
     quality set cannot be read (runner.measure.quality.load_quality: file:line).
     credentials: an attached server's API key and headers, sent with every call to it and

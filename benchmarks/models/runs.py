@@ -75,7 +75,7 @@ class Workload(models.Model):
         TRUNCATE = "truncate", "Replay its first requests (with a note on the point)"
         REFUSE = "refuse", "Refuse the plan"
 
-    # A trace workload: how much of the trace a point replays (runner.traces).
+    # A trace workload: how much of the trace a point replays (runner.workloads.traces).
     trace_span_s = models.FloatField(
         null=True, blank=True,
         help_text="trace workload: replay only the trace's first this many seconds (trace "
@@ -207,8 +207,8 @@ class Benchmark(models.Model):
     endpoint = models.ForeignKey(Endpoint, models.PROTECT, null=True, blank=True)
     workload = models.ForeignKey(Workload, models.PROTECT)
     plan = models.JSONField(help_text="The runner.schema.plan.SweepPlan this run launched")
-    # An adaptive sweep's record as it goes (runner.schema.search.SearchRecord): each config's
-    # status and reason, and the costs; None for a grid.
+    # An adaptive sweep's record as it goes (runner.schema.search_record.SearchRecord): each
+    # config's status and reason, and the costs; None for a grid.
     search = models.JSONField(null=True, blank=True)
     # Engine configs the launch form left out of the plan because vLLM would refuse them, each
     # as a sentence naming the config and the rule (shown on the run page).
@@ -241,7 +241,7 @@ class Benchmark(models.Model):
     hardware = models.CharField(max_length=200, blank=True, help_text="e.g. 8 x NVIDIA H200")
     best_output_throughput = models.FloatField(null=True, blank=True)
 
-    # Regression watch (benchmarks/regression.py): runs of one plan share its key
+    # Regression watch (benchmarks/regression_record.py): runs of one plan share its key
     # (runner.regression.plan_key, set on save from the plan); one of them may be the plan's
     # accepted baseline, and each other finished run keeps its verdict against it, for the list.
     # An imported run was launched from no plan: its key is blank, and it is never a baseline.
@@ -297,7 +297,7 @@ class Benchmark(models.Model):
             models.Index(fields=["state", "-created_at"], name="benchmark_state_created"),
             # Run list filtered by hardware.
             models.Index(fields=["hardware", "-created_at"], name="benchmark_hardware_created"),
-            # Regression watch: the runs of one plan (benchmarks.regression.refresh_plan).
+            # Regression watch: the runs of one plan (benchmarks.regression_record.refresh_plan).
             models.Index(fields=["plan_key"], name="benchmark_plan_key"),
             # The reaper: running runs with an old heartbeat.
             models.Index(
@@ -458,7 +458,7 @@ class Point(models.Model):
     # The plan's quality set scored on this point (runner.schema QualityResult: the score and a
     # row per item); None: no quality set ran.
     quality = models.JSONField(null=True, blank=True)
-    # Why an adaptive sweep measured this point, and when (runner.schema.search.SearchStep);
+    # Why an adaptive sweep measured this point, and when (runner.schema.search_record.SearchStep);
     # None: a grid point.
     search = models.JSONField(null=True, blank=True)
     # An imported AIPerf, GuideLLM or inference-perf point: the tool's own figures under its

@@ -27,7 +27,7 @@ from runner.schema.plan import (
     SweepPlan,
 )
 from runner.schema.result import PointResult
-from runner.schema.search import SearchRecord
+from runner.schema.search_record import SearchRecord
 from runner.search.observation import Observation, observe
 
 console = Console(stderr=True)

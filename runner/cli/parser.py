@@ -35,7 +35,7 @@ from runner.schema.plan import (
     WorkloadKind,
 )
 from runner.schema.result import DISTURBED_CORES
-from runner.schema.search import DEFAULT_TOLERANCE_PCT, SEARCH_LATENCY_FIELDS
+from runner.schema.search_record import DEFAULT_TOLERANCE_PCT, SEARCH_LATENCY_FIELDS
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,7 +14,7 @@ responses stream an idle loop pass naps on the client's own timer instead of blo
 epoll_wait, so the server's writes need not wake it (`_Reads`; docs/performance.md has what that
 saves the API server and costs the stamps).
 
-Connections: with a `Pool` (what runner/loadgen/ uses) requests reuse keep-alive connections,
+Connections: with a `Pool` (what runner/client/job.py uses) requests reuse keep-alive connections,
 as `vllm bench serve` does with aiohttp's TCPConnector, so a busy API server does not have to
 accept a new connection before it can read each request. A connection is held by one request at
 a time (never pipelined) and goes back to the pool only after a clean response; anything else

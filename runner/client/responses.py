@@ -1,6 +1,6 @@
 """One request's wire format: the JSON body sent, and the SSE events read back into a record.
 
-Split from runner/loadgen/ (which schedules requests and processes) so the per-request rules
+Apart from the schedule and the worker processes (runner/client/) so the per-request rules
 (what counts as a content chunk, how tokens are assigned to chunks) read in one place.
 """
 

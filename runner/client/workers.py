@@ -22,7 +22,7 @@ from runner.client.job import quiet_collector, run_job_blocking
 from runner.client.schedule import ClientError, Job, LoadOutcome, Target, plan_jobs, send_schedule
 from runner.schema.plan import ClientSpec, LoadSpec, WorkloadSpec
 from runner.schema.records import RequestRecord
-from runner.workloads.lora import with_adapters
+from runner.workloads.lora_split import with_adapters
 from runner.workloads.prompts import Prompt
 
 # Workers are released this long after the last one says it is ready, so t0 is in the future for

@@ -17,13 +17,13 @@ from pydantic import (
 from runner.schema.base import Schema
 from runner.schema.engine_config import Checkpoint, EngineConfig, EngineLaunch
 from runner.schema.flags import check_adapter_name, check_code_loading, check_goodput, lora_modules
-from runner.schema.search import SearchSpec
+from runner.schema.search_record import SearchSpec
 
 WorkloadKind = Literal["case_study", "random", "dataset", "trace", "lengths", "conversation"]
 Endpoint = Literal["completions", "chat"]
 # The kinds whose prompts are read from a file in the data directory (runner.workloads.prompts
-# dataset_file); trace and lengths prompts are token ids (runner.traces); conversation turns
-# are chat messages (runner.workloads.conversations).
+# dataset_file); trace and lengths prompts are token ids (runner.workloads.traces); conversation
+# turns are chat messages (runner.workloads.conversations).
 FILE_KINDS: Final = ("dataset", "trace", "lengths", "conversation")
 TOKEN_ID_KINDS: Final = ("trace", "lengths")
 TraceFormat = Literal["auto", "mooncake", "burstgpt", "csv"]
@@ -83,7 +83,7 @@ def parse_lora_split(text: str) -> list[LoraShare]:
 
 
 def split_fractions(shares: Sequence[LoraShare]) -> list[float]:
-    """Each adapter's fraction of the requests, weight / total (runner.workloads.lora splits a
+    """Each adapter's fraction of the requests, weight / total (runner.workloads.lora_split splits a
     point's requests by them). ValueError when the weights do not add up to a finite number:
     1e308 twice overflows, and a run would only find out after its engine started."""
     try:
@@ -119,10 +119,10 @@ class WorkloadSpec(Schema):
     """What every request sends.
 
     kind "trace" replays a request trace (Mooncake JSONL, BurstGPT CSV, or a CSV of
-    timestamp_s,input_tokens,output_tokens; runner.traces): each request gets the trace's input
-    length as a token-id prompt (requests sharing Mooncake hash ids share those prompt blocks,
-    so the prefix cache sees the trace's reuse) and the trace's output length as its
-    max_tokens. The trace is a workload kind because the file decides what is sent (lengths,
+    timestamp_s,input_tokens,output_tokens; runner.workloads.traces): each request gets the
+    trace's input length as a token-id prompt (requests sharing Mooncake hash ids share those
+    prompt blocks, so the prefix cache sees the trace's reuse) and the trace's output length as
+    its max_tokens. The trace is a workload kind because the file decides what is sent (lengths,
     shared prefixes, request order) and is read once per plan, like a dataset; its arrival
     times are replayed by the load shape "trace" (LoadSpec.speed), so one plan can sweep the
     replay speed as load levels, or send the trace's requests as a burst or a closed loop.
@@ -135,7 +135,7 @@ class WorkloadSpec(Schema):
     shared blocks), as vLLM's timed-trace benchmark does.
 
     lora_split spreads the requests over named LoRA adapters by weight: each request's `model`
-    field names its adapter (runner.workloads.lora: the point's N requests split by largest
+    field names its adapter (runner.workloads.lora_split: the point's N requests split by largest
     remainder, in an order shuffled with the seed), and its record keeps the name, so every
     adapter's figures come from the stored requests. Empty: every request asks for the served
     model.
@@ -279,7 +279,7 @@ class LoadSpec(Schema):
     """How requests arrive: all at once, a closed loop of C in flight, an open-loop rate, or
     the arrival times of a trace workload (WorkloadSpec kind "trace") divided by `speed`.
 
-    A trace load sends the trace's first num_requests requests (runner.traces says how a
+    A trace load sends the trace's first num_requests requests (runner.workloads.traces says how a
     longer trace is truncated or refused), request i at (its trace time - the first one's) /
     speed: speed 2 replays the trace twice as fast.
 

@@ -16,7 +16,7 @@ from runner.schema.engine_config import Checkpoint, EngineConfig, LaunchStyle
 from runner.schema.plan import LoadSpec, QualityRule, WorkloadSpec
 from runner.schema.records import EngineSample, RequestRecord
 from runner.schema.samples import QueueSummary, TelemetrySample, TelemetrySummary
-from runner.schema.search import SearchStep
+from runner.schema.search_record import SearchStep
 
 
 class Metrics(Schema):

@@ -155,7 +155,7 @@ EnergyMethod = Literal["counter", "power-integral"]
 
 
 class TelemetrySample(Schema):
-    """One reading of one device during a point (runner.telemetry), on the point's clock.
+    """One reading of one device during a point (runner.measure.telemetry), on the point's clock.
 
     A GPU reading (gpu set: NVML's index, which is dcgm-exporter's `gpu` label) holds the GPU's
     gauges and its energy counter; a CPU reading (gpu None) holds the CPU time of one CPU

@@ -36,7 +36,7 @@ def expected_s(load: LoadSpec) -> float | None:
 class Costs:
     """Seconds per engine start and per point, from what this run measured so far."""
 
-    loads: Sequence[LoadSpec]  # the ladder, ascending (runner.search.search.ladder)
+    loads: Sequence[LoadSpec]  # the ladder, ascending (runner.search.state.ladder)
     start_prior_s: float | None = None  # the node's last starts of this checkpoint; None: none
     starts: list[float] = field(default_factory=list)
     walls: dict[int, list[float]] = field(default_factory=dict)  # level -> measured wall_s

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from runner.schema.search import SearchPhase, SearchSpec
+from runner.schema.search_record import SearchPhase, SearchSpec
 from runner.search.observation import Observation
 from runner.search.rules import first_knee, pct_change, within_limits
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from runner.schema.result import PointResult
-from runner.schema.search import SEARCH_LATENCY_FIELDS
+from runner.schema.search_record import SEARCH_LATENCY_FIELDS
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,10 @@ from pydantic import Field
 from runner.schema.base import Schema
 from runner.schema.plan import SweepPlan
 from runner.schema.result import PointResult
-from runner.schema.search import SearchRecord, SearchSpec
+from runner.schema.search_record import SearchRecord, SearchSpec
 from runner.search.levels import Levels
 from runner.search.observation import Observation, observe
-from runner.search.search import Request, Search, ladder
+from runner.search.state import Request, Search, ladder
 
 GRID_FORMAT = "headroom.recorded-grid/1"
 

@@ -12,7 +12,7 @@ Three kinds, as the schema names them:
   must resolve inside it; without a data directory (`runner bench --dataset FILE`, the node
   operator's own tool) the path is taken as given.
 - trace and lengths: a request trace replayed, or a request log's length distribution; their
-  files follow the dataset's rule, and their prompts are token ids (runner.traces).
+  files follow the dataset's rule, and their prompts are token ids (runner.workloads.traces).
 
 Token counts: pass `count_tokens` (see `server_token_counter`, which asks the vLLM server's own
 /tokenize, so counts match the `usage.prompt_tokens` the server reports). Calibration is done once
@@ -89,7 +89,7 @@ def draw_tokens(pool: np.ndarray, entropy: tuple[int, ...], size: int) -> np.nda
 
 @dataclass(frozen=True, eq=False)
 class PromptTokens:
-    """A prompt given as token ids (trace and lengths workloads, runner.traces).
+    """A prompt given as token ids (trace and lengths workloads, runner.workloads.traces).
 
     `blocks` are shared: a block that several prompts start with is one bytes object that each
     of them holds, so a trace's prefix reuse costs its memory once. The tail is the request's
@@ -129,7 +129,7 @@ class Prompt:
     # message, after any system message before it); the history is prepended when it is sent.
     conversation: int | None = None
     turn: int | None = None  # 1: the conversation's first user turn
-    # The LoRA adapter the request asks for (runner.workloads.lora); None: the served model.
+    # The LoRA adapter the request asks for (runner.workloads.lora_split); None: the served model.
     adapter: str | None = None
 
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from analysis import selection
-from analysis.search import answer_interval
+from analysis.search_interval import answer_interval
 from analysis.types import LATENCY_FIELDS, PointFigures
 from runner.schema.result import Metrics
-from runner.schema.search import SEARCH_LATENCY_FIELDS, SearchRecord, SearchSpec
+from runner.schema.search_record import SEARCH_LATENCY_FIELDS, SearchRecord, SearchSpec
 from runner.search.levels import Levels
 from runner.search.observation import Observation
 

@@ -15,7 +15,7 @@ import pytest
 from django.contrib.messages import get_messages
 from django.utils import timezone
 
-from benchmarks import lifecycle, tasks
+from benchmarks import beats, lifecycle, tasks
 from benchmarks.models import Benchmark, Node
 from benchmarks.models.runs import BenchmarkQuerySet
 from benchmarks.points import store_point
@@ -128,7 +128,7 @@ def test_a_run_that_failed_for_another_reason_is_not_called_worker_lost(dead_run
 
 def test_another_nodes_worker_heartbeat_ends_a_dead_run(dead_run):
     other = make_node("gpu-b", last_heartbeat_at=ago(STALE_AFTER_S + 1))
-    tasks.NodeHeartbeat(other.queue).beat(reap=True)
+    beats.NodeHeartbeat(other.queue).beat(reap=True)
     assert_ended_as_worker_lost(dead_run)
     other.refresh_from_db()
     assert other.is_alive()  # and it kept its own node's heartbeat
@@ -148,7 +148,7 @@ def test_the_run_list_ends_a_dead_run_with_no_worker_left(owner_client, dead_run
 def test_a_live_run_is_left_running_by_every_reaper(owner_client, live_run):
     owner_client.get("/runs/")
     data = owner_client.get(f"/runs/{live_run.code}/progress.json").json()
-    tasks.NodeHeartbeat("gpu-b").beat(reap=True)
+    beats.NodeHeartbeat("gpu-b").beat(reap=True)
     live_run.refresh_from_db()
     assert (live_run.state, live_run.error_type, live_run.finished_at) == ("running", "", None)
     assert (data["state"], data["worker_lost"]) == ("running", False)
@@ -183,13 +183,13 @@ def test_a_run_whose_worker_beat_after_the_reapers_read_is_not_reaped(live_run, 
 def test_a_worker_still_alive_after_its_run_was_reaped_stops_its_sweep(dead_run):
     lifecycle.reap_stale()
     cancel = threading.Event()
-    tasks.RunMonitor(dead_run.pk, cancel).beat_once()
+    beats.RunMonitor(dead_run.pk, cancel).beat_once()
     assert cancel.is_set()
 
 
 def test_a_live_runs_monitor_beats_without_stopping_it(live_run):
     cancel = threading.Event()
-    tasks.RunMonitor(live_run.pk, cancel).beat_once()
+    beats.RunMonitor(live_run.pk, cancel).beat_once()
     assert not cancel.is_set()
     assert Benchmark.objects.get(pk=live_run.pk).heartbeat_at > live_run.heartbeat_at
 

@@ -10,9 +10,9 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.db import DatabaseError
 from django.utils import timezone
 
-from benchmarks import lifecycle, tasks
+from benchmarks import beats, lifecycle, tasks
 from benchmarks.models import Benchmark, EngineStart, Node
-from runner.schema.search import SearchCell, SearchRecord, SearchSpec
+from runner.schema.search_record import SearchCell, SearchRecord, SearchSpec
 from runner.sweep import Cancelled, EndControlMissed, Progress
 from tests.rows import make_benchmark, make_checkpoint, make_node, make_point_result
 
@@ -255,7 +255,7 @@ def test_a_search_with_no_start_measured_here_gets_no_prior_and_a_grid_none(monk
 
 def test_progress_reported_by_the_runner_is_written_with_the_next_heartbeat():
     benchmark = make_benchmark(state="running")
-    monitor = tasks.RunMonitor(benchmark.pk, threading.Event())
+    monitor = beats.RunMonitor(benchmark.pk, threading.Event())
     monitor.report(Progress(1, 4, 50, 100, "measuring burst 2000"))
     benchmark.refresh_from_db()
     assert benchmark.progress == 0.0  # report() itself never touches the database
@@ -270,7 +270,7 @@ def test_report_is_safe_to_call_inside_the_runners_event_loop():
     import asyncio
 
     benchmark = make_benchmark(state="running")
-    monitor = tasks.RunMonitor(benchmark.pk, threading.Event())
+    monitor = beats.RunMonitor(benchmark.pk, threading.Event())
 
     async def client_loop():
         monitor.report(Progress(0, 1, 1, 2, "request done"))
@@ -445,7 +445,7 @@ class _Consumer:
 
 def test_a_worker_that_only_parses_uploads_registers_no_node(settings, monkeypatch):
     started = []
-    monkeypatch.setattr(tasks.NodeHeartbeat, "start", lambda self: started.append(self))
+    monkeypatch.setattr(beats.NodeHeartbeat, "start", lambda self: started.append(self))
     # A real worker drops its connection before forking; inside a test transaction it stays.
     monkeypatch.setattr(tasks.connection, "close", lambda: None)
     tasks.register_worker_node(_Consumer(settings.HEADROOM_IMPORT_QUEUE))

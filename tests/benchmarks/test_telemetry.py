@@ -11,7 +11,7 @@ import pytest
 from benchmarks import plans, storage
 from benchmarks.models import Benchmark, Point, PointData
 from benchmarks.points import point_to_result, store_point
-from judgement.costs import joules_per_output_token
+from judgement.cost_view import joules_per_output_token
 from runner.measure.telemetry_summary import summarize_telemetry
 from runner.schema.result import PointResult, Window
 from runner.schema.samples import TelemetrySample, TelemetrySummary
@@ -83,7 +83,7 @@ def test_a_stored_point_reads_back_its_telemetry_exactly():
     point = store_point(benchmark, result)
     assert point_to_result(point) == result
     point.refresh_from_db()
-    # The cost rules read joules per output token off the row (judgement.costs).
+    # The cost rules read joules per output token off the row (judgement.cost_view).
     assert point.telemetry["joules_per_output_token"] == pytest.approx(0.5)
     assert joules_per_output_token(point) == pytest.approx(0.5)
     assert len(PointData.objects.get(point=point).telemetry) > 0

@@ -27,7 +27,7 @@ from benchmarks.points import store_point
 from runner.schema.engine_config import Checkpoint as CheckpointSpec
 from runner.schema.engine_config import EngineConfig, EngineLaunch
 from runner.schema.plan import LoadSpec, SweepPlan
-from runner.schema.search import SearchSpec
+from runner.schema.search_record import SearchSpec
 from tests.rows import (
     launch_form_data,
     make_benchmark,

@@ -8,7 +8,7 @@ from django.db import IntegrityError, transaction
 from django.test import Client
 from django.urls import reverse
 
-from benchmarks import imports, regression
+from benchmarks import imports, regression_record
 from benchmarks.models import AuditEvent, Benchmark, Node
 from benchmarks.points import store_point
 from benchmarks.tasks import _judge_against_baseline
@@ -51,14 +51,14 @@ def test_a_candidate_beyond_the_spread_regressed_and_one_within_did_not():
     baseline = run_with(1000.0, 1040.0)
     within = run_with(960.0, runtime=make_runtime(version="0.12.0"))
     beyond = run_with(800.0, runtime=make_runtime(version="0.12.0"))
-    regression.accept(baseline)
-    assert fresh(baseline).regression == regression.BASELINE
+    regression_record.accept(baseline)
+    assert fresh(baseline).regression == regression_record.BASELINE
     assert fresh(within).regression == "within spread"
     assert fresh(beyond).regression == "regressed"
 
 
 def test_a_run_finishing_after_the_baseline_is_judged_then():
-    regression.accept(run_with(1000.0))
+    regression_record.accept(run_with(1000.0))
     later = run_with(700.0)
     assert fresh(later).regression == ""
     _judge_against_baseline(later.pk)
@@ -68,20 +68,20 @@ def test_a_run_finishing_after_the_baseline_is_judged_then():
 def test_a_new_baseline_replaces_the_old_and_judges_the_plan_again():
     old = run_with(1000.0)
     new = run_with(700.0)
-    regression.accept(old)
+    regression_record.accept(old)
     assert fresh(new).regression == "regressed"
-    regression.accept(new)
+    regression_record.accept(new)
     assert not fresh(old).accepted_baseline
     assert fresh(old).regression == "improved"
-    regression.withdraw(fresh(new))
+    regression_record.withdraw(fresh(new))
     assert {fresh(old).regression, fresh(new).regression} == {""}
 
 
 def test_only_a_succeeded_run_with_points_can_be_a_baseline():
-    with pytest.raises(regression.BaselineError, match="only a run that succeeded"):
-        regression.accept(run_with(1000.0, state="failed"))
-    with pytest.raises(regression.BaselineError, match="no points"):
-        regression.accept(make_benchmark(make_node("gpu-b"), state="succeeded"))
+    with pytest.raises(regression_record.BaselineError, match="only a run that succeeded"):
+        regression_record.accept(run_with(1000.0, state="failed"))
+    with pytest.raises(regression_record.BaselineError, match="no points"):
+        regression_record.accept(make_benchmark(make_node("gpu-b"), state="succeeded"))
 
 
 def test_the_database_holds_one_baseline_per_plan():
@@ -113,7 +113,7 @@ def test_an_engineer_accepts_a_baseline_and_it_is_audited(owner_client):
 
 def test_the_factors_that_differ_are_named_on_the_run_page(owner_client):
     baseline = run_with(1000.0)
-    regression.accept(baseline)
+    regression_record.accept(baseline)
     candidate = make_benchmark(Node.objects.get(queue="gpu-a"), state="succeeded")
     result = make_point_result(output_throughput=990.0)
     result.provenance.engine.version = "0.33.0"
@@ -182,8 +182,8 @@ def imported_by(user, throughput: float, name: str) -> Benchmark:
 def test_imported_runs_have_no_plan_key_and_cannot_be_a_baseline(owner):
     first, second = imported_by(owner, 1000.0, "a"), imported_by(owner, 700.0, "b")
     assert (first.plan_key, second.plan_key) == ("", "")
-    with pytest.raises(regression.BaselineError, match="launched from no plan"):
-        regression.accept(first)
+    with pytest.raises(regression_record.BaselineError, match="launched from no plan"):
+        regression_record.accept(first)
     with pytest.raises(IntegrityError), transaction.atomic():
         Benchmark.objects.filter(pk=first.pk).update(accepted_baseline=True)
 

@@ -8,7 +8,7 @@ import pytest
 from django.test import Client
 
 from benchmarks.models import Benchmark
-from runner.schema.search import SearchRecord, SearchStep
+from runner.schema.search_record import SearchRecord, SearchStep
 from tests.workers import wait_until_final
 
 from .test_end_to_end import RUN_TIMEOUT_S, tiny_form, tiny_rows

@@ -12,7 +12,7 @@ from runner.schema.engine_config import EngineConfig
 from runner.schema.plan import LoadSpec
 from runner.schema.result import point_key
 from runner.schema.samples import QueueSummary
-from runner.schema.search import SearchCell, SearchRecord, SearchSpec, SearchStep
+from runner.schema.search_record import SearchCell, SearchRecord, SearchSpec, SearchStep
 from tests.factories import WINDOW_S
 from tests.rows import make_benchmark, make_point_result
 

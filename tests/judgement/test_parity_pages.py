@@ -10,7 +10,7 @@ from django.conf import settings
 from django.test import Client
 
 from benchmarks.models import Comparison
-from judgement.comparisons import _kept
+from judgement.comparison_view import _kept
 from judgement.vocabulary import PARITY_TEMPLATES
 from runner.client.responses import token_digest
 from runner.schema.plan import OUTPUT_TEXTS_KEPT, WorkloadSpec

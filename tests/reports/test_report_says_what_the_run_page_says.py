@@ -14,9 +14,9 @@ from benchmarks.models import Benchmark, ExternalReference, Point
 from benchmarks.operating_points import save_operating_point
 from benchmarks.points import store_point
 from judgement.figures import figures, figures_by_key
-from judgement.lora import adapter_rows
+from judgement.lora_view import adapter_rows
 from judgement.operating_point import select
-from judgement.scaling import scaling_for
+from judgement.scaling_view import scaling_for
 from judgement.verdict_rows import step_story, verdict_rows
 from runner.schema.plan import WorkloadSpec
 from tests import rows as factories
@@ -319,7 +319,7 @@ def test_speculative_decoding_and_lora_are_in_the_methodology_only_where_they_ra
         "After: acceptance rate 46.9%, mean acceptance length 1.94 (accepted draft tokens over "
         "drafted ones, and 1 + accepted per draft, from vLLM's counters over the point)",
     ]
-    # The run page's own per-adapter figures (judgement.lora), one adapter after the other.
+    # The run page's own per-adapter figures (judgement.lora_view), one adapter after the other.
     alpha, beta = adapter_rows(after)
     [lora_before, lora_after] = _methodology_row(body, "LoRA adapters")
     assert lora_before == "Before: none: every request went to the base model"

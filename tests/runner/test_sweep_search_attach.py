@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from runner.cli.parser import main
 from runner.results import read_points
-from runner.schema.search import SearchRecord, SearchSpec
+from runner.schema.search_record import SearchRecord, SearchSpec
 from runner.sweep import run_plan
 
 from .test_sweep_attach import attach_plan, write_plan

@@ -16,7 +16,7 @@ from django.db import transaction
 
 from benchmarks.models import AuditEvent, Benchmark
 from demo.comparison import save_demo_comparison
-from judgement.comparisons import compare_points
+from judgement.comparison_view import compare_points
 from reports.forms import DEFAULT_ITEMS, ReportForm
 
 POLL_S = 2

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from runner.cli.parser import main
 
-from .test_schema_and_cli import PLAN_YAML
+from .test_parser import PLAN_YAML
 
 
 def sweep(tmp_path, *flags: str) -> int:

@@ -1,4 +1,4 @@
-"""GPU telemetry and energy per point (runner/py), on recorded readings.
+"""GPU telemetry and energy per point (runner/measure/telemetry.py), on recorded readings.
 
 The NVML readings go through NvmlSource on a stand-in for nvidia-ml-py that answers the
 recorded values in NVML's own units (mW, mJ, bytes); the dcgm-exporter pages are the exporter's

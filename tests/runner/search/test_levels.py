@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from runner.schema.search import SearchSpec
+from runner.schema.search_record import SearchSpec
 from runner.search.levels import Levels
 from runner.search.observation import Observation
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from benchmarks import regression
+from benchmarks import regression_record
 from benchmarks.models import Benchmark
 from runner.regression import RegressionReport
 
@@ -25,11 +25,11 @@ def regression_section(benchmark: Benchmark) -> RegressionSection | None:
     to be judged against, and its page shows no section, so none is computed."""
     if benchmark.source != Benchmark.Source.LAUNCHED:
         return None
-    baseline = regression.baseline_of(benchmark)
+    baseline = regression_record.baseline_of(benchmark)
     report = error = None
     if baseline is not None and benchmark.state == Benchmark.State.SUCCEEDED:
         try:
-            report = regression.report(baseline, benchmark)
+            report = regression_record.report(baseline, benchmark)
         except ValueError as exc:  # a stored point that no longer reads (pydantic's error)
             error = f"no verdict: a point no longer reads ({exc})"
     return RegressionSection(

@@ -12,8 +12,8 @@ from analysis.cost import PRICE_MAX_AGE_DAYS, GpuHourPrice, PointCost, Worth
 from analysis.types import Comparison as ComparisonResult
 from analysis.types import PointFigures
 from benchmarks.models import Benchmark, Node, Point
-from judgement.capacity import capacity_of
 from judgement.figures import figures, figures_by_key
+from judgement.repeat_capacity import capacity_of
 from judgement.rows import load_points
 
 

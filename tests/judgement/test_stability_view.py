@@ -1,5 +1,5 @@
 """How sure a run's figures are, as the run page, the comparison page and the report say it
-(judgement.stability): the noise, the drift, a disturbed point, and the intervals."""
+(judgement.stability_view): the noise, the drift, a disturbed point, and the intervals."""
 
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
-"""Figures per LoRA adapter from a point's requests (analysis.lora), worked out by hand."""
+"""Figures per LoRA adapter from a point's requests (analysis.adapter_figures), worked out by hand."""
 
 from __future__ import annotations
 
 import pytest
 
-from analysis.lora import AdapterRequest, adapter_figures
+from analysis.adapter_figures import AdapterRequest, adapter_figures
 
 
 def req(adapter, completed, tokens, ttft, e2el) -> AdapterRequest:

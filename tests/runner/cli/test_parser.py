@@ -14,7 +14,7 @@ from runner.schema.engine_config import Checkpoint, EngineConfig, EngineLaunch
 from runner.schema.plan import ClientSpec, LoadSpec, StabilitySpec, SweepPlan
 from runner.schema.result import Window
 from runner.schema.samples import QueueSummary
-from runner.schema.search import SearchSpec
+from runner.schema.search_record import SearchSpec
 from runner.sweep import plan_points
 from tests.runner.importer.test_results_and_import import make_point
 
@@ -30,39 +30,6 @@ loads:
 workload: {input_tokens_min: 20, input_tokens_max: 24, output_tokens: 32}
 repeats: 2
 """
-
-
-def test_it_rejects_unknown_engine_flag():
-    with pytest.raises(ValidationError, match="unknown engine flag --max-num-seq"):
-        EngineConfig(extra_args=["--max-num-seq", "8"])
-
-
-def test_it_rejects_a_named_flag_passed_as_extra():
-    with pytest.raises(ValidationError, match="has its own field"):
-        EngineConfig(extra_args=["--max-num-seqs=8"])
-
-
-def test_it_rejects_negative_max_num_seqs():
-    with pytest.raises(ValidationError, match="greater than 0"):
-        EngineConfig(max_num_seqs=-1)
-
-
-def test_it_rejects_batched_tokens_below_max_num_seqs():
-    with pytest.raises(ValidationError, match="vLLM refuses to start"):
-        EngineConfig(max_num_seqs=512, max_num_batched_tokens=256)
-
-
-def test_it_rejects_a_revision_that_is_not_a_commit():
-    with pytest.raises(ValidationError, match="40-hex"):
-        Checkpoint(model="Qwen/Qwen3-30B-A3B", revision="main")
-    assert Checkpoint(model="m", revision="a" * 40).revision == "a" * 40
-
-
-def test_attach_and_docker_styles_need_their_address_and_image():
-    with pytest.raises(ValidationError, match="base_url"):
-        EngineLaunch(style="attach")
-    with pytest.raises(ValidationError, match="image"):
-        EngineLaunch(style="docker")
 
 
 def test_it_interleaves_repeats_and_ends_each_config_with_its_control_point():
@@ -415,54 +382,6 @@ def test_a_setting_added_to_the_engine_config_becomes_a_bench_flag_untouched(mon
 )
 def test_an_engine_flag_is_held_to_its_fields_bounds_before_anything_starts(capsys, flags, message):
     assert message in refused(capsys, *flags)
-
-
-def test_a_new_settings_own_flag_is_refused_as_an_extra_flag():
-    # --seed is an allowed extra flag until a field of that name makes it a setting.
-    class Seeded(EngineConfig):
-        seed: int | None = None
-
-    assert EngineConfig(extra_args=["--seed", "1"]).extra_args == ["--seed", "1"]
-    with pytest.raises(ValidationError, match="--seed has its own field"):
-        Seeded(extra_args=["--seed", "1"])
-
-
-def test_the_label_names_each_setting_that_differs_from_its_default_in_the_old_order():
-    config = EngineConfig(
-        max_num_seqs=8, max_num_batched_tokens=64, gpu_memory_utilization=0.5,
-        kv_cache_dtype="fp8", max_model_len=512, block_size=16, enable_prefix_caching=True,
-        tensor_parallel_size=2, stream_interval=2, num_gpu_blocks_override=100,
-        extra_args=["--enforce-eager"],
-    )
-    # Point keys are made from labels: an old results file must resume with the same keys.
-    assert config.label() == (
-        "seqs=8,tokens=64,mem=0.5,kv=fp8,len=512,block=16,prefix=True,stream=2,blocks=100,"
-        "tp=2,--enforce-eager"
-    )
-    assert EngineConfig(tensor_parallel_size=1).label() == "defaults"
-
-
-# ---------------------------------------------------------------------------------------------
-# The engine that served a point
-# ---------------------------------------------------------------------------------------------
-
-
-def test_what_the_runner_launches_is_recorded_as_vllm():
-    from runner.schema.result import EngineInfo
-
-    assert EngineInfo(launch_style="cpu").name == "vllm"
-
-
-@pytest.mark.parametrize(
-    "written, name",
-    [("vLLM", "vllm"), ("TensorRT-LLM", "tensorrt-llm"), ("trtllm", "tensorrt-llm"),
-     ("tensorrt_llm", "tensorrt-llm"), ("SGLang", "sglang"), (" LMDeploy ", "LMDeploy"),
-     ("", None), (None, None)],
-)
-def test_an_engine_name_is_spelled_one_way(written, name):
-    from runner.schema.result import EngineInfo
-
-    assert EngineInfo(launch_style="attach", name=written).name == name
 
 
 def test_the_metrics_scrape_interval_is_a_bench_flag_with_the_plans_default():

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from analysis.search import answer_interval
+from analysis.search_interval import answer_interval
 from runner.schema.engine_config import EngineConfig
-from runner.schema.search import SearchSpec
+from runner.schema.search_record import SearchSpec
 from runner.search.replay import RecordedGrid, grid_answer, replay
 
 from .grids import recorded_grid, saturating

@@ -10,13 +10,13 @@ import pydantic
 
 from analysis.noise import Interval
 from analysis.repeats import setting_of
-from analysis.search import answer_interval
+from analysis.search_interval import answer_interval
 from analysis.types import PointFigures
 from benchmarks.estimates import SECONDS_PER_HOUR, duration_label, gpu_hours_label, gpus_held
 from benchmarks.models import Benchmark, Point
 from judgement.operating_point import Shown
 from runner.schema.plan import SweepPlan
-from runner.schema.search import SearchCell, SearchRecord, SearchStep
+from runner.schema.search_record import SearchCell, SearchRecord, SearchStep
 
 PHASES = {
     "probe": "probe: the highest load first",
@@ -103,7 +103,8 @@ def cost_basis(record: SearchRecord) -> str:
 def _interval(
     record: SearchRecord, figs: Sequence[PointFigures], key: str | None
 ) -> Interval | None:
-    """Around the shown operating point: its valid repeats' throughputs (analysis.search)."""
+    """Around the shown operating point: its valid repeats' throughputs
+    (analysis.search_interval)."""
     chosen = next((f for f in figs if f.key == key), None)
     if chosen is None:
         return None

@@ -1,12 +1,12 @@
 """Figures per LoRA adapter for the points of a run whose workload spread its requests over
-adapters (WorkloadSpec.lora_split), read from their stored requests (analysis.lora)."""
+adapters (WorkloadSpec.lora_split), read from their stored requests (analysis.adapter_figures)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from analysis.lora import AdapterFigures, AdapterRequest, adapter_figures
+from analysis.adapter_figures import AdapterFigures, AdapterRequest, adapter_figures
 from benchmarks import storage
 from benchmarks.models import Point
 from benchmarks.points import stored_requests

@@ -23,7 +23,7 @@ import statistics
 from dataclasses import dataclass
 
 from runner.schema.plan import LoadSpec, SweepPlan
-from runner.schema.search import CellStatus, SearchCell, SearchPhase, SearchRecord
+from runner.schema.search_record import CellStatus, SearchCell, SearchPhase, SearchRecord
 from runner.search.costs import Costs
 from runner.search.levels import LevelChoice, Levels
 from runner.search.observation import Observation

@@ -14,7 +14,7 @@ from runner.client.responses import request_body
 from runner.schema.engine_config import Checkpoint, EngineConfig, EngineLaunch
 from runner.schema.flags import check_lora_sources, lora_modules
 from runner.schema.plan import LoadSpec, LoraShare, SweepPlan, WorkloadSpec
-from runner.workloads.lora import assign_adapters, split_counts, with_adapters
+from runner.workloads.lora_split import assign_adapters, split_counts, with_adapters
 from runner.workloads.prompts import Prompt
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.models import Benchmark
-from runner.schema.search import SearchRecord
+from runner.schema.search_record import SearchRecord
 from tests.rows import make_benchmark
 
 from .helpers import adaptive_run, point, store

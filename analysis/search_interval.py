@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from analysis.errors import AnalysisError
 from analysis.noise import Interval
-from runner.schema.search import SearchRecord
+from runner.schema.search_record import SearchRecord
 
 
 def answer_interval(record: SearchRecord, capacity_values: Sequence[float]) -> Interval | None:
