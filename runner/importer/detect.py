@@ -343,13 +343,18 @@ def _vllm_bench(document: dict[str, Any], _name: str) -> Detected | None:
 def vllm_bench_format(document: Mapping[str, Any]) -> str:
     """The vLLM releases whose vllm bench serve result has these keys (vLLM does not write its
     own version): 0.3's benchmark_serving.py misspelt request_inthroughput; `vllm bench serve`
-    writes endpoint_type; --save-detailed adds the per-request arrays."""
+    writes endpoint_type. The per-request arrays: benchmark_serving.py wrote them in every file
+    up to vLLM 0.7, and from 0.8 only with --save-detailed."""
     if "request_inthroughput" in document:
         era = "vLLM 0.3 benchmark_serving.py format"
     elif "endpoint_type" in document:
         era = "vllm bench serve format"
     else:
         era = "benchmark_serving.py format"
-    detailed = ", with --save-detailed arrays" if "ttfts" in document else ""
+    detailed = ""
+    if "ttfts" in document and "endpoint_type" in document:
+        detailed = ", with --save-detailed arrays"
+    elif "ttfts" in document:
+        detailed = ", with per-request arrays (every file to vLLM 0.7, --save-detailed from 0.8)"
     sweep = ", a vllm bench sweep run" if "run_number" in document else ""
     return f"({era}{detailed}{sweep}; vLLM's version is not in the file)"
