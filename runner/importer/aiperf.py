@@ -63,7 +63,10 @@ def is_record(document: Any) -> bool:
 
 
 def from_summary(
-    document: dict[str, Any], *, source_name: str, detected: Detected | None = None
+    document: dict[str, Any],
+    *,
+    source_name: str,
+    detected: Detected | None = None,
 ) -> PointResult:
     """profile_export_aiperf.json as one point (the first releases' `records` map too)."""
     document = _flattened(document)
@@ -96,7 +99,7 @@ def from_summary(
     notes = [
         "AIPerf's summary has no per-request data: vLLM-named latency statistics are left "
         "empty (import profile_export.jsonl for them)",
-        *_token_count_notes(config),
+        *_token_count_notes(config, document),
     ]
     telemetry, telemetry_figures, telemetry_units = aiperf_telemetry.summary_telemetry(document)
     point = peer_point(
@@ -162,8 +165,12 @@ def _total(document: dict[str, Any], kind: str, source: str) -> float:
     return _required(document, (usage, own), source)
 
 
-def _token_count_notes(config: dict[str, Any]) -> list[str]:
+def _token_count_notes(config: dict[str, Any], document: dict[str, Any]) -> list[str]:
     endpoint = config.get("endpoint") or {}
+    if _avg(document, "total_usage_completion_tokens") is None:
+        # AIPerf 0.3 wrote no usage totals: total_isl and total_osl are its tokenizer's counts.
+        return ["token totals are AIPerf's own tokenizer's counts of the prompts and the "
+                "generated text (total_isl, total_osl): the summary has no server usage totals"]
     if endpoint.get("use_server_token_count"):
         return ["token counts are the server's usage (AIPerf ran with --use-server-token-count)"]
     return [

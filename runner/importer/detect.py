@@ -13,12 +13,13 @@ tool's complaint. The formats, and the keys that tell them apart:
   run keys such as backend, model_id, num_prompts, request_rate; vLLM does not write its own
   version. `vllm bench sweep` adds run_number and the swept settings to each run=N.json and
   writes their list as summary.json (and summary.csv, runner.importer.vllm_sweep).
-- NVIDIA AIPerf: its summary (profile_export_aiperf.json) names aiperf_version from 0.13 on; the
-  first releases kept the metrics in a `records` map; per-request records have metadata and
-  metrics; gpu_telemetry_export.jsonl lines have timestamp_ns, gpu_index and telemetry_data.
-- GuideLLM: a `benchmarks` list; from 0.7 its metadata names guidellm_version; 0.4 to 0.6
-  have each benchmark's config and metrics (request_totals among them) as later ones do; 0.3
-  has request_totals and run_stats on each benchmark.
+- NVIDIA AIPerf: its summary (profile_export_aiperf.json) names aiperf_version (0.8 does, 0.3
+  does not); the first releases kept the metrics in a `records` map; per-request records have
+  metadata and metrics; gpu_telemetry_export.jsonl lines have timestamp_ns, gpu_index and
+  telemetry_data.
+- GuideLLM: a `benchmarks` list; its metadata names guidellm_version (0.5.4 does, 0.4 has no
+  metadata); 0.4 has each benchmark's config and metrics (request_totals among them) as later
+  ones do; 0.3 has request_totals and run_stats on each benchmark.
 - inference-perf: load_summary, successes and failures. A lifecycle report (per stage or the
   summary) has successes.latency; the Prometheus report (stage_N_prometheus_metrics.json) has
   successes.queue_len. Its version is not in the file; the keys date the format:
@@ -180,7 +181,7 @@ def _aiperf(document: dict[str, Any], _name: str) -> Detected | None:
         for value in document.values()
     ):
         return Detected(kind="aiperf-summary", tool="NVIDIA AIPerf",
-                        version="summary before 0.13 (the file does not name its version)")
+                        version="summary before 0.8 (the file does not name its version)")
     if isinstance(document.get("metadata"), dict) and isinstance(document.get("metrics"), dict):
         metadata = document["metadata"]
         if "request_start_ns" in metadata:
@@ -222,7 +223,7 @@ def _guidellm(document: dict[str, Any], _name: str) -> Detected | None:
         return Detected(kind="guidellm-report", tool="GuideLLM", version="0.3 report format")
     if isinstance(first, dict) and "config" in first and "metrics" in first:
         return Detected(kind="guidellm-report", tool="GuideLLM",
-                        version="0.4 to 0.6 report format")  # fmt: skip
+                        version="0.4 report format")  # fmt: skip
     if isinstance(first, dict) and "benchmarks" in first:
         return Detected(
             kind="guidellm-report", tool="GuideLLM", version="report from before 0.3",
