@@ -11,14 +11,15 @@ Two files of one AIPerf run (aiperf 0.13), each importable alone:
 Warm-up records are left out, as AIPerf leaves them out of its own figures.
 AIPerf's GPU telemetry (--gpu-telemetry) is read by runner.importer.aiperf_telemetry: the
 summary's telemetry section under AIPerf's names, and gpu_telemetry_export.jsonl's readings
-with the per-request records.
+with the per-request records. Its server metrics export (server_metrics_export.json) comes
+with the summary as the point's queue evidence (runner.importer.aiperf_server).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from runner.importer import aiperf_telemetry
+from runner.importer import aiperf_server, aiperf_telemetry
 from runner.importer.detect import Detected
 from runner.importer.peers import (
     counted_metrics,
@@ -67,8 +68,10 @@ def from_summary(
     *,
     source_name: str,
     detected: Detected | None = None,
+    server: tuple[dict[str, Any], str] | None = None,
 ) -> PointResult:
-    """profile_export_aiperf.json as one point (the first releases' `records` map too)."""
+    """profile_export_aiperf.json as one point (the first releases' `records` map too); with
+    server (the run's server_metrics_export.json and that file's name), its queue evidence."""
     document = _flattened(document)
     config = document.get("input_config") or {}
     figures, units = _summary_figures(document)
@@ -120,6 +123,9 @@ def from_summary(
     )
     if telemetry is not None:
         point.telemetry = telemetry
+    if server is not None:
+        export, name = server
+        aiperf_server.read_server_metrics(export, name=name).attach(point)
     return point
 
 

@@ -16,7 +16,8 @@ tool's complaint. The formats, and the keys that tell them apart:
 - NVIDIA AIPerf: its summary (profile_export_aiperf.json) names aiperf_version (0.8 does, 0.3
   does not); the first releases kept the metrics in a `records` map; per-request records have
   metadata and metrics; gpu_telemetry_export.jsonl lines have timestamp_ns, gpu_index and
-  telemetry_data.
+  telemetry_data; server_metrics_export.json (from 0.8) has a summary of endpoints_configured
+  and metrics that each hold series (it names aiperf_version too, so it is told apart first).
 - GuideLLM: a `benchmarks` list; its metadata names guidellm_version (0.5.4 does, 0.4 has no
   metadata); 0.4 has each benchmark's config and metrics (request_totals among them) as later
   ones do; 0.3 has request_totals and run_stats on each benchmark.
@@ -36,6 +37,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, NoReturn
 
+from runner.importer.aiperf_server import is_server_metrics
 from runner.importer.vllm_document import VLLM_BENCH_REQUIRED, ImportFileError
 
 Kind = Literal[
@@ -168,6 +170,14 @@ AIPERF_NO_VERSION = "(the file does not name AIPerf's version)"
 
 
 def _aiperf(document: dict[str, Any], _name: str) -> Detected | None:
+    if is_server_metrics(document):
+        version = str(document.get("aiperf_version") or "") or AIPERF_NO_VERSION
+        return Detected(
+            kind="aiperf-server-metrics", tool="NVIDIA AIPerf",
+            version=f"{version} server metrics export",
+            refusal="server_metrics_export.json is read with the run's "
+            "profile_export_aiperf.json (as the file that came with it), not alone",
+        )  # fmt: skip
     if "aiperf_version" in document:
         version = str(document.get("aiperf_version") or "") or AIPERF_NO_VERSION
         return Detected(kind="aiperf-summary", tool="NVIDIA AIPerf", version=version)
