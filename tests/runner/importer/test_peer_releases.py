@@ -1,4 +1,5 @@
-"""Files the real AIPerf 0.3, 0.8 and 0.13 and GuideLLM 0.4, 0.5 and 0.6 wrote against the CPU engine
+"""Files the real AIPerf 0.3, 0.8 and 0.13, GuideLLM 0.4, 0.5 and 0.6 and inference-perf 0.5 and
+0.6 wrote against the CPU engine
 (tests/data/peers/*/README.md): each imports with the tool and the version or format it has,
 its figures under the tool's names equal to the file's, a figure the release does not state
 absent; and AIPerf's server metrics export is the point's queue, labelled as AIPerf's scrape."""
@@ -22,6 +23,7 @@ from tests.runner.importer.test_peer_versions import KUBECON
 PEERS = Path(__file__).parents[2] / "data" / "peers"
 AIPERF = PEERS / "aiperf"
 GUIDELLM = PEERS / "guidellm"
+INFERENCE_PERF = PEERS / "inference-perf"
 SUMMARY = "profile_export_aiperf.json"
 SERVER = "server_metrics_export.json"
 
@@ -195,3 +197,52 @@ def test_a_guidellm_report_of_a_release_keeps_its_figures_under_guidellms_names(
     # Its requests are all in the report: vLLM's figures are Headroom's, from them.
     assert point.metrics.mean_ttft_ms == pytest.approx(
         metrics["time_to_first_token_ms"]["successful"]["mean"])
+
+
+# ---------------------------------------------------------------------------------------------
+# inference-perf 0.5 and 0.6 (0.1 to 0.4: test_peer_versions.py, 0.7: test_peer_files.py)
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("release", ["0.5.0", "0.6.0"])
+@pytest.mark.parametrize(("stage", "rate"), [(0, 4.0), (1, 8.0)])
+def test_an_inference_perf_stage_of_a_release_has_its_own_time_and_throughput(release, stage, rate):
+    path = INFERENCE_PERF / release / f"stage_{stage}_lifecycle_metrics.json"
+    report = _json(path)
+    throughput = report["successes"]["throughput"]
+    [point] = load_result_file(path)
+    assert point.provenance is not None
+    assert point.provenance.client_version == (
+        "inference-perf stage report (0.5 or later format) (version not recorded in the file)")
+    assert point.metrics.duration == report["benchmark_time_seconds"]
+    assert point.metrics.completed == report["successes"]["count"]
+    assert point.metrics.failed == report["failures"]["count"] == 0
+    assert point.metrics.request_throughput == pytest.approx(throughput["requests_per_sec"])
+    assert point.load.rate == report["load_summary"]["requested_rate"] == rate
+    assert point.peer is not None
+    assert point.peer.figures["successes.latency.time_to_first_token.p99"] == (
+        report["successes"]["latency"]["time_to_first_token"]["p99"])
+    # A stage report has no per-request entries: vLLM's latency statistics stay absent.
+    assert point.metrics.p99_ttft_ms is None
+
+
+def test_inference_perf_0_5_states_no_server_token_count_and_says_whose_count_it_uses():
+    report = _json(INFERENCE_PERF / "0.5.0" / "stage_0_lifecycle_metrics.json")
+    [point] = load_result_file(INFERENCE_PERF / "0.5.0" / "stage_0_lifecycle_metrics.json")
+    assert "output_tokens" not in report["successes"]
+    assert point.metrics.output_throughput == pytest.approx(
+        report["successes"]["throughput"]["output_tokens_per_sec"], rel=1e-3)
+    assert any("token totals are the report's throughput" in note for note in point.notes)
+
+
+def test_inference_perf_0_6_counts_the_servers_output_tokens():
+    report = _json(INFERENCE_PERF / "0.6.0" / "stage_1_lifecycle_metrics.json")
+    [point] = load_result_file(INFERENCE_PERF / "0.6.0" / "stage_1_lifecycle_metrics.json")
+    assert point.metrics.total_output_tokens == report["successes"]["output_tokens"]["total"]
+    assert point.metrics.total_output_tokens == 32 * report["successes"]["count"]
+
+
+@pytest.mark.parametrize("release", ["0.5.0", "0.6.0"])
+def test_an_inference_perf_run_folder_of_a_release_is_its_stages(release):
+    points = load_result_file(INFERENCE_PERF / release)
+    assert [p.load.rate for p in points] == [4.0, 8.0]
