@@ -11,14 +11,15 @@ Two files of one AIPerf run (aiperf 0.13), each importable alone:
 Warm-up records are left out, as AIPerf leaves them out of its own figures.
 AIPerf's GPU telemetry (--gpu-telemetry) is read by runner.importer.aiperf_telemetry: the
 summary's telemetry section under AIPerf's names, and gpu_telemetry_export.jsonl's readings
-with the per-request records.
+with the per-request records. Its server metrics export (server_metrics_export.json) comes
+with the summary as the point's queue evidence (runner.importer.aiperf_server).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from runner.importer import aiperf_telemetry
+from runner.importer import aiperf_server, aiperf_telemetry
 from runner.importer.detect import Detected
 from runner.importer.peers import (
     counted_metrics,
@@ -63,9 +64,14 @@ def is_record(document: Any) -> bool:
 
 
 def from_summary(
-    document: dict[str, Any], *, source_name: str, detected: Detected | None = None
+    document: dict[str, Any],
+    *,
+    source_name: str,
+    detected: Detected | None = None,
+    server: tuple[dict[str, Any], str] | None = None,
 ) -> PointResult:
-    """profile_export_aiperf.json as one point (the first releases' `records` map too)."""
+    """profile_export_aiperf.json as one point (the first releases' `records` map too); with
+    server (the run's server_metrics_export.json and that file's name), its queue evidence."""
     document = _flattened(document)
     config = document.get("input_config") or {}
     figures, units = _summary_figures(document)
@@ -96,7 +102,7 @@ def from_summary(
     notes = [
         "AIPerf's summary has no per-request data: vLLM-named latency statistics are left "
         "empty (import profile_export.jsonl for them)",
-        *_token_count_notes(config),
+        *_token_count_notes(config, document),
     ]
     telemetry, telemetry_figures, telemetry_units = aiperf_telemetry.summary_telemetry(document)
     point = peer_point(
@@ -117,6 +123,9 @@ def from_summary(
     )
     if telemetry is not None:
         point.telemetry = telemetry
+    if server is not None:
+        export, name = server
+        aiperf_server.read_server_metrics(export, name=name).attach(point)
     return point
 
 
@@ -162,8 +171,12 @@ def _total(document: dict[str, Any], kind: str, source: str) -> float:
     return _required(document, (usage, own), source)
 
 
-def _token_count_notes(config: dict[str, Any]) -> list[str]:
+def _token_count_notes(config: dict[str, Any], document: dict[str, Any]) -> list[str]:
     endpoint = config.get("endpoint") or {}
+    if _avg(document, "total_usage_completion_tokens") is None:
+        # AIPerf 0.3 wrote no usage totals: total_isl and total_osl are its tokenizer's counts.
+        return ["token totals are AIPerf's own tokenizer's counts of the prompts and the "
+                "generated text (total_isl, total_osl): the summary has no server usage totals"]
     if endpoint.get("use_server_token_count"):
         return ["token counts are the server's usage (AIPerf ran with --use-server-token-count)"]
     return [

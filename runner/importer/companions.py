@@ -6,6 +6,8 @@ it belongs to, from the import page's second field and `manage.py import_results
 
 - AIPerf's gpu_telemetry_export.jsonl (--gpu-telemetry) with its profile_export.jsonl:
   the GPUs' readings (runner.importer.aiperf_telemetry);
+- AIPerf's server_metrics_export.json with its profile_export_aiperf.json: the server's queue,
+  KV use and preemptions over the run, as AIPerf scraped them (runner.importer.aiperf_server);
 - inference-perf's stage_N_prometheus_metrics.json with stage_N_lifecycle_metrics.json: the
   server's queue, KV use and latencies over the stage, as Prometheus summarised them
   (runner.importer.inference_perf_server).
@@ -29,12 +31,15 @@ from runner.importer.vllm_document import ImportFileError
 BELONGS_TO = {
     "aiperf-gpu-telemetry": (
         "aiperf-records", "AIPerf's per-request file, profile_export.jsonl"),
+    "aiperf-server-metrics": (
+        "aiperf-summary", "AIPerf's summary of the same run, profile_export_aiperf.json"),
     "inference-perf-prometheus": (
         "inference-perf-stage", "the stage report of the same stage, "
         "stage_N_lifecycle_metrics.json"),
 }  # fmt: skip
 COMPANIONS_READ = (
-    "AIPerf's gpu_telemetry_export.jsonl (with profile_export.jsonl) and inference-perf's "
+    "AIPerf's gpu_telemetry_export.jsonl (with profile_export.jsonl) and "
+    "server_metrics_export.json (with profile_export_aiperf.json), and inference-perf's "
     "stage_N_prometheus_metrics.json (with stage_N_lifecycle_metrics.json)"
 )
 
@@ -96,7 +101,7 @@ def read_companion(path: Path, name: str, limit: int | None) -> Companion:
     except (json.JSONDecodeError, RecursionError):
         document = None
     found = detect(document, name)
-    if found.kind == "inference-perf-prometheus":
+    if found.kind in ("inference-perf-prometheus", "aiperf-server-metrics"):
         return Companion(name, found, document)
     what = found.label or "not a file Headroom reads"
     raise ImportFileError(

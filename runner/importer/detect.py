@@ -13,12 +13,14 @@ tool's complaint. The formats, and the keys that tell them apart:
   run keys such as backend, model_id, num_prompts, request_rate; vLLM does not write its own
   version. `vllm bench sweep` adds run_number and the swept settings to each run=N.json and
   writes their list as summary.json (and summary.csv, runner.importer.vllm_sweep).
-- NVIDIA AIPerf: its summary (profile_export_aiperf.json) names aiperf_version from 0.13 on; the
-  first releases kept the metrics in a `records` map; per-request records have metadata and
-  metrics; gpu_telemetry_export.jsonl lines have timestamp_ns, gpu_index and telemetry_data.
-- GuideLLM: a `benchmarks` list; from 0.7 its metadata names guidellm_version; 0.4 to 0.6
-  have each benchmark's config and metrics (request_totals among them) as later ones do; 0.3
-  has request_totals and run_stats on each benchmark.
+- NVIDIA AIPerf: its summary (profile_export_aiperf.json) names aiperf_version (0.8 does, 0.3
+  does not); the first releases kept the metrics in a `records` map; per-request records have
+  metadata and metrics; gpu_telemetry_export.jsonl lines have timestamp_ns, gpu_index and
+  telemetry_data; server_metrics_export.json (from 0.8) has a summary of endpoints_configured
+  and metrics that each hold series (it names aiperf_version too, so it is told apart first).
+- GuideLLM: a `benchmarks` list; its metadata names guidellm_version (0.5.4 does, 0.4 has no
+  metadata); 0.4 has each benchmark's config and metrics (request_totals among them) as later
+  ones do; 0.3 has request_totals and run_stats on each benchmark.
 - inference-perf: load_summary, successes and failures. A lifecycle report (per stage or the
   summary) has successes.latency; the Prometheus report (stage_N_prometheus_metrics.json) has
   successes.queue_len. Its version is not in the file; the keys date the format:
@@ -35,6 +37,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, NoReturn
 
+from runner.importer.aiperf_server import is_server_metrics
 from runner.importer.vllm_document import VLLM_BENCH_REQUIRED, ImportFileError
 
 Kind = Literal[
@@ -167,6 +170,14 @@ AIPERF_NO_VERSION = "(the file does not name AIPerf's version)"
 
 
 def _aiperf(document: dict[str, Any], _name: str) -> Detected | None:
+    if is_server_metrics(document):
+        version = str(document.get("aiperf_version") or "") or AIPERF_NO_VERSION
+        return Detected(
+            kind="aiperf-server-metrics", tool="NVIDIA AIPerf",
+            version=f"{version} server metrics export",
+            refusal="server_metrics_export.json is read with the run's "
+            "profile_export_aiperf.json (as the file that came with it), not alone",
+        )  # fmt: skip
     if "aiperf_version" in document:
         version = str(document.get("aiperf_version") or "") or AIPERF_NO_VERSION
         return Detected(kind="aiperf-summary", tool="NVIDIA AIPerf", version=version)
@@ -180,7 +191,7 @@ def _aiperf(document: dict[str, Any], _name: str) -> Detected | None:
         for value in document.values()
     ):
         return Detected(kind="aiperf-summary", tool="NVIDIA AIPerf",
-                        version="summary before 0.13 (the file does not name its version)")
+                        version="summary before 0.8 (the file does not name its version)")
     if isinstance(document.get("metadata"), dict) and isinstance(document.get("metrics"), dict):
         metadata = document["metadata"]
         if "request_start_ns" in metadata:
@@ -222,7 +233,7 @@ def _guidellm(document: dict[str, Any], _name: str) -> Detected | None:
         return Detected(kind="guidellm-report", tool="GuideLLM", version="0.3 report format")
     if isinstance(first, dict) and "config" in first and "metrics" in first:
         return Detected(kind="guidellm-report", tool="GuideLLM",
-                        version="0.4 to 0.6 report format")  # fmt: skip
+                        version="0.4 report format")  # fmt: skip
     if isinstance(first, dict) and "benchmarks" in first:
         return Detected(
             kind="guidellm-report", tool="GuideLLM", version="report from before 0.3",
@@ -343,13 +354,18 @@ def _vllm_bench(document: dict[str, Any], _name: str) -> Detected | None:
 def vllm_bench_format(document: Mapping[str, Any]) -> str:
     """The vLLM releases whose vllm bench serve result has these keys (vLLM does not write its
     own version): 0.3's benchmark_serving.py misspelt request_inthroughput; `vllm bench serve`
-    writes endpoint_type; --save-detailed adds the per-request arrays."""
+    writes endpoint_type. The per-request arrays: benchmark_serving.py wrote them in every file
+    up to vLLM 0.7, and from 0.8 only with --save-detailed."""
     if "request_inthroughput" in document:
         era = "vLLM 0.3 benchmark_serving.py format"
     elif "endpoint_type" in document:
         era = "vllm bench serve format"
     else:
         era = "benchmark_serving.py format"
-    detailed = ", with --save-detailed arrays" if "ttfts" in document else ""
+    detailed = ""
+    if "ttfts" in document and "endpoint_type" in document:
+        detailed = ", with --save-detailed arrays"
+    elif "ttfts" in document:
+        detailed = ", with per-request arrays (every file to vLLM 0.7, --save-detailed from 0.8)"
     sweep = ", a vllm bench sweep run" if "run_number" in document else ""
     return f"({era}{detailed}{sweep}; vLLM's version is not in the file)"

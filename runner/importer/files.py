@@ -147,8 +147,8 @@ def iter_result_file_into(
             what = "a Headroom results file" if headroom else "a run's JSON download"
             raise ImportFileError(  # before reading the companion for nothing
                 f"{name}: {companion_name} is a file that comes with another tool's result "
-                f"(AIPerf's profile_export.jsonl or an inference-perf stage report); {what} has "
-                "none"
+                "(AIPerf's profile_export.jsonl or profile_export_aiperf.json, or an "
+                f"inference-perf stage report); {what} has none"
             )
         found = read_companion(companion, companion_name, max_document_bytes)
     try:
@@ -290,11 +290,17 @@ def _points_of(
         yield inference_perf.from_stage_report(document, source_name=source, detected=found,
                                                server=server)  # fmt: skip
         return
+    if found.kind == "aiperf-summary":
+        server = None
+        if companion is not None:
+            if companion.kind != "aiperf-server-metrics":
+                companion.refuse_with(source, f"an {found.label} summary")
+            server = (companion.data, companion.name)
+        yield aiperf.from_summary(document, source_name=source, detected=found, server=server)
+        return
     _refuse_companion(companion, source, found.label)
     if found.kind == "headroom-point":
         yield _headroom_point(document, source)
-    elif found.kind == "aiperf-summary":
-        yield aiperf.from_summary(document, source_name=source, detected=found)
     elif found.kind == "guidellm-report":
         yield from guidellm.from_report(document, source_name=source, detected=found)
     elif found.kind == "llm-d-report":

@@ -74,6 +74,10 @@ def _point(
     )
 
 
+TEXTLESS = "no chunk of text (vLLM counted it as completed, with a TTFT of 0)"
+NO_REASON = "failed in vllm bench (no first chunk; no reason recorded)"
+
+
 def _kind(data: Any) -> str:
     if isinstance(data, list) and data and isinstance(data[0], dict) and "benchmark" in data[0]:
         # save_to_pytorch_benchmark_format writes this list beside the result file.
@@ -246,11 +250,23 @@ def _requests(
             "tokens per chunk are not in the file: each request's output_lens is spread over "
             f"its chunks (1 on the first token chunk, the rest evenly{role})"
         )
-    return [_request(doc, index, chat, first_start) for index in range(count)]
+    # When the file counts every request as completed, a request without a first chunk did not
+    # fail in vLLM's eyes: its client (0.6, 0.7) counted a stream whose chunks held no text as
+    # a success with a TTFT of 0, in its statistics. Headroom counts a request without a chunk
+    # as not completed, so the record says which it is, and the file's figures stay vLLM's.
+    all_completed = doc.completed == count
+    records = [_request(doc, index, chat, first_start, all_completed) for index in range(count)]
+    textless = sum(1 for r in records if r.error == TEXTLESS)
+    if textless:
+        notes.append(
+            f"{textless} requests sent no chunk of text: vLLM counted each as completed with a "
+            "TTFT of 0 (in its figures, kept as stated); their records have no TTFT"
+        )
+    return records
 
 
 def _request(
-    doc: BenchDocument, index: int, chat: bool, first_start: float | None
+    doc: BenchDocument, index: int, chat: bool, first_start: float | None, all_completed: bool
 ) -> RequestRecord:
     starts = doc.start_times
     send = starts[index] - first_start if starts and first_start is not None else 0.0
@@ -258,7 +274,7 @@ def _request(
     ttft = doc.ttfts[index] if doc.ttfts and error is None and doc.ttfts[index] else None
     if error is None and ttft is None:
         # vLLM's client records no reason for some failures (an HTTP error without a reason).
-        error = "failed in vllm bench (no first chunk; no reason recorded)"
+        error = TEXTLESS if all_completed else NO_REASON
     gaps = doc.itls[index] if doc.itls else []
     chunk_times: list[float] = []
     if ttft is not None:

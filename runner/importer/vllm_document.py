@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
 from runner.schema.engine_config import Checkpoint, EngineConfig
 from runner.schema.result import EngineInfo, Hardware, Provenance
@@ -124,7 +124,10 @@ class BenchDocument(BaseModel):
     total_input_tokens: int = Field(ge=0)
     total_output_tokens: int = Field(ge=0)
     request_throughput: float | None = None
-    request_goodput: float | None = None
+    # benchmark_serving.py of vLLM 0.7 and 0.8 wrote it as "request_goodput:" (colon included).
+    request_goodput: float | None = Field(
+        default=None, validation_alias=AliasChoices("request_goodput", "request_goodput:")
+    )
     output_throughput: float | None = None
     total_token_throughput: float | None = None
     input_lens: list[int] | None = None
@@ -138,7 +141,9 @@ class BenchDocument(BaseModel):
     run_number: int | None = None
 
 
-KNOWN_VLLM_KEYS = frozenset(BenchDocument.model_fields) | VLLM_KEYS_WITHOUT_FIELD
+# Keys read into a field under another name (BenchDocument's validation aliases).
+ALIASED_KEYS = frozenset({"request_goodput:"})
+KNOWN_VLLM_KEYS = frozenset(BenchDocument.model_fields) | VLLM_KEYS_WITHOUT_FIELD | ALIASED_KEYS
 
 
 @dataclass
@@ -233,6 +238,7 @@ def leftover_notes(data: dict[str, Any], metadata: BenchMetadata) -> list[str]:
         for key, value in data.items()
         if _is_vllm_key(key)
         and key not in BenchDocument.model_fields
+        and key not in ALIASED_KEYS
         and key not in STATISTIC_FIELDS
         and not PERCENTILE_KEY.match(key)
         and isinstance(value, (int, float))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -144,3 +145,16 @@ def test_the_command_refuses_telemetry_it_cannot_use(files, telemetry, message):
     with pytest.raises(CommandError, match=re.escape(message)):
         call_command("import_results", *map(str, files), "--aiperf-telemetry", str(telemetry))
     assert not Benchmark.objects.exists()
+
+
+def test_the_command_takes_aiperfs_server_metrics_with_its_summary():
+    folder = Path(__file__).parents[1] / "data" / "peers" / "aiperf" / "0.13-server-metrics"
+    export = json.loads((folder / "server_metrics_export.json").read_text())
+    waiting = export["metrics"]["vllm:num_requests_waiting"]["series"][0]["stats"]
+    call_command("import_results", str(folder / "profile_export_aiperf.json"),
+                 "--companion", str(folder / "server_metrics_export.json"))  # fmt: skip
+    stored = point_to_result(Benchmark.objects.get().points.get())
+    assert stored.queue.mean_waiting == waiting["avg"]
+    assert stored.queue.peak_waiting == waiting["max"]
+    assert stored.peer is not None and stored.peer.server is not None
+    assert stored.peer.server.tool == "AIPerf's server metrics scrape"

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from runner.importer.files import load_result_file
+from runner.importer.vllm_bench import TEXTLESS
 from runner.importer.vllm_document import ImportFileError
 
 VLLM = Path(__file__).parents[2] / "data" / "peers" / "vllm" / "0.32"
@@ -95,3 +96,72 @@ def test_a_csv_that_is_not_a_sweep_summary_is_refused(tmp_path):
     path.write_text("a,b\n1,2\n")
     with pytest.raises(ImportFileError, match=r"data\.csv: not a vllm bench sweep summary\.csv"):
         load_result_file(path)
+
+
+# ---------------------------------------------------------------------------------------------
+# benchmark_serving.py of vLLM 0.6.3 and 0.7.3 (tests/data/peers/vllm/README.md)
+# ---------------------------------------------------------------------------------------------
+
+OLDER = VLLM.parent
+# What benchmark_serving.py states in every file of these releases (no `failed`, no p90/p95).
+STATED_BEFORE_08 = ("duration", "completed", "total_input_tokens", "total_output_tokens",
+                    "request_throughput", "output_throughput", "total_token_throughput",
+                    "mean_ttft_ms", "median_ttft_ms", "std_ttft_ms", "p99_ttft_ms",
+                    "mean_tpot_ms", "p99_tpot_ms", "median_itl_ms", "p99_itl_ms",
+                    "mean_e2el_ms", "median_e2el_ms", "p99_e2el_ms")  # fmt: skip
+ARRAYS_ALWAYS = ("benchmark_serving.py format, with per-request arrays (every file to vLLM 0.7, "
+                 "--save-detailed from 0.8); vLLM's version is not in the file")  # fmt: skip
+
+
+@pytest.mark.parametrize("path", [
+    OLDER / "0.6.3" / "rate4.json", OLDER / "0.7.3" / "rate4_goodput.json",
+    OLDER / "0.7.3" / "concurrency2.json",
+])  # fmt: skip
+def test_an_older_benchmark_serving_file_has_vllms_own_figures_and_its_requests(path):
+    stated = json.loads(path.read_text())
+    [point] = load_result_file(path)
+    for name in STATED_BEFORE_08:
+        assert getattr(point.metrics, name) == pytest.approx(stated[name]), name
+    # No `failed` key before vLLM 0.8: failures are num_prompts - completed, and said so.
+    assert "failed" not in stated and point.metrics.failed == 0
+    assert any("file has no 'failed' key" in note for note in point.notes)
+    # Figures these releases do not state stay absent.
+    assert point.metrics.p90_ttft_ms is None and point.metrics.p95_e2el_ms is None
+    assert point.provenance is not None
+    assert point.provenance.client_version == f"vllm bench serve (vllm) ({ARRAYS_ALWAYS})"
+    # A TTFT of 0 is vLLM's for a stream that sent no text: no first token time here.
+    assert [r.ttft or 0.0 for r in point.requests] == pytest.approx(stated["ttfts"])
+
+
+def test_a_request_vllm_completed_without_text_says_so_and_keeps_vllms_count():
+    stated = json.loads((OLDER / "0.6.3" / "rate4.json").read_text())
+    [point] = load_result_file(OLDER / "0.6.3" / "rate4.json")
+    textless = [i for i, ttft in enumerate(stated["ttfts"]) if ttft == 0]
+    assert textless and stated["completed"] == stated["num_prompts"] == point.metrics.completed
+    for index, record in enumerate(point.requests):
+        assert record.ttft is None if index in textless else record.ok
+        if index in textless:
+            assert record.error == TEXTLESS
+    assert any(f"{len(textless)} requests sent no chunk of text" in note for note in point.notes)
+
+
+def test_vllm_0_6_names_neither_burstiness_nor_concurrency_and_runs_at_its_rate():
+    stated = json.loads((OLDER / "0.6.3" / "rate4.json").read_text())
+    [point] = load_result_file(OLDER / "0.6.3" / "rate4.json")
+    assert "burstiness" not in stated and "max_concurrency" not in stated
+    assert point.load.label() == "rate 4.0/s x 8" and point.load.burstiness == 1.0
+
+
+def test_vllm_0_7_goodput_written_with_a_colon_is_its_request_goodput():
+    stated = json.loads((OLDER / "0.7.3" / "rate4_goodput.json").read_text())
+    [point] = load_result_file(OLDER / "0.7.3" / "rate4_goodput.json")
+    assert point.metrics.request_goodput == stated["request_goodput:"] > 0
+    assert not any("request_goodput:" in note for note in point.notes)
+    # Without --goodput the key is there, null: no goodput.
+    [plain] = load_result_file(OLDER / "0.7.3" / "concurrency2.json")
+    assert plain.metrics.request_goodput is None
+
+
+def test_vllm_0_7_max_concurrency_without_a_rate_is_a_closed_loop():
+    [point] = load_result_file(OLDER / "0.7.3" / "concurrency2.json")
+    assert point.load.label() == "concurrency 2 x 8"
