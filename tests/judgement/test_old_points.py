@@ -88,4 +88,4 @@ def test_an_old_file_imported_with_its_samples_is_judged_as_when_it_was_measured
     upload = SimpleUploadedFile("old.jsonl", (old.model_dump_json() + "\n").encode())
     assert owner_client.post("/runs/import/", {"file": upload}).status_code == 302
     (v,) = verdicts_on_the_page(owner_client, Benchmark.objects.get(source="imported"))
-    assert v.kind == "scheduler_cap" and v.evidence["at_cap_share"] == 7 / 8
+    assert v.kind == "scheduler_cap" and v.evidence.at_cap_share == 7 / 8

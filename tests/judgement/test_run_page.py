@@ -286,9 +286,9 @@ def test_node_runs_beside_single_replica_points_keep_every_verdict_and_the_summa
     }
     # Each is judged against the lower load level of its own ladder: the node against the node.
     assert rows[high.key]["verdict"].kind == "scheduler_cap"
-    assert rows[high.key]["verdict"].evidence["previous_key"] == low.key
+    assert rows[high.key]["verdict"].evidence.previous_key == low.key
     single = point(benchmark, 256, 4000)
-    assert rows[single.key]["verdict"].evidence["previous_key"] == point(benchmark, 256, 2000).key
+    assert rows[single.key]["verdict"].evidence.previous_key == point(benchmark, 256, 2000).key
     # The sweep summary still joins the single-replica configs.
     summary = j["summary"]
     assert summary is not None

@@ -77,7 +77,7 @@ def assert_kinds(gt: GroundTruthClass, points: list[PointResult], *,
         if expected is None or verdict.kind == expected:
             continue
         assert verdict.kind in may_rank_ahead, (p.key, verdict.sentence, p.queue)
-        assert expected in verdict.evidence["also"], (p.key, verdict.evidence)
+        assert expected in verdict.evidence.also, (p.key, verdict.evidence)
 
 
 def test_a_long_queue_behind_max_num_seqs_4_is_the_scheduler_cap(cpu_engine, tmp_path):
