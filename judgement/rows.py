@@ -88,3 +88,11 @@ def config_points(pairs: Sequence[tuple[Benchmark, str]]) -> list[Point]:
 def capacity_plans(benchmark: Benchmark, limit: int = 20) -> list[CapacityPlan]:
     """The run's capacity plans, newest first."""
     return list(benchmark.capacity_plans.select_related("created_by")[:limit])
+
+
+def point_by_id(value: str | None) -> Point | None:
+    """The point a page's query names by its id (a scaling reference); None for no or a
+    malformed id, or one that is gone."""
+    if value and value.isdigit():
+        return Point.objects.select_related("benchmark").filter(pk=int(value)).first()
+    return None

@@ -49,7 +49,7 @@ def reads_of_samples(monkeypatch) -> list[int]:
 def verdicts_on_the_page(client, benchmark: Benchmark) -> list:
     response = client.get(f"/runs/{benchmark.code}/")
     assert response.status_code == 200
-    return [row["verdict"] for row in response.context["judgement"]["rows"]]
+    return [row.verdict for row in response.context["judgement"].rows]
 
 
 def test_old_points_are_judged_by_the_share_their_samples_hold_read_once(owner_client,
