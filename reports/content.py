@@ -21,11 +21,12 @@ from typing import Any
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from benchmarks.models import ExternalReference, Point
 from judgement.comparisons import compare_points, compare_with_reference, output_parity
 from judgement.costs import worth_of
+from judgement.report_rows import Sweeps
 from judgement.request_timeline import PHASE_NAMES
 from judgement.request_timeline import TITLES as TIMELINE_TITLES
+from judgement.rows import ExternalReference, Point
 from judgement.scaling import scaling_for
 from judgement.stability import comparison_stability
 from judgement.vocabulary import UNIT_OUTPUT_TPS_PER_GPU, AnalysisError
@@ -33,7 +34,7 @@ from reports import facts
 from reports.fleet_section import fleet
 from reports.models import Item, Report
 from reports.page import Headline, ReferenceRow, ReportContent, Side, TableRow
-from reports.rows import Build, Sweeps, report_points
+from reports.rows import Build, report_points
 from reports.sections import acceptance, capacity_of, curve, methodology, queue
 from reports.wording import (
     FACTOR_LABELS,

@@ -10,13 +10,13 @@ from typing import Any
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
-from benchmarks.models import Point, PointData
 from judgement import charts
 from judgement.capacity import capacity_of as setting_capacity
 from judgement.figures import figures as point_figures
 from judgement.lora import adapter_rows
 from judgement.operating_point import operating_point_sentence, shown_operating_point
 from judgement.request_timeline import REPORT_TIMELINE_LANES, request_timeline
+from judgement.rows import Point, samples_blobs
 from judgement.spec_decode import spec_decode
 from judgement.stability import figure_sentences, run_stability
 from judgement.verdict_rows import cause, step_story
@@ -116,8 +116,7 @@ def _verdict_text(point: Point, build: Build) -> str:
 
 def queue(content: ReportContent, build: Build) -> None:
     baseline, candidate = build.report.baseline_point, build.report.candidate_point
-    blobs = dict(PointData.objects.filter(point__in=[baseline, candidate])
-                 .values_list("point_id", "samples"))
+    blobs = samples_blobs([baseline, candidate])
     sides, figures = [], []
     lanes: list[dict[str, Any] | None] = []
     for point, label in ((baseline, _("Before")), (candidate, _("After"))):
