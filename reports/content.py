@@ -228,7 +228,7 @@ def _table(content: ReportContent, build: Build) -> list[TableRow]:
 def _tuning_row(build: Build) -> TableRow:
     report, comparison = build.report, build.comparison
     baseline, candidate = report.baseline_point, report.candidate_point
-    cpu = cpu_label(facts.is_cpu_engine(baseline) or facts.is_cpu_engine(candidate))
+    cpu = facts.is_cpu_engine(baseline) or facts.is_cpu_engine(candidate)
     ratio_value = guarded(comparison, "ratio")
     latency = latency_sentence(comparison.baseline_median_e2el_ms,
                                 comparison.candidate_median_e2el_ms)
@@ -242,7 +242,8 @@ def _tuning_row(build: Build) -> TableRow:
         "before": facts.public_engine_label(baseline.engine_label),
         "after": facts.public_engine_label(candidate.engine_label)}
     return TableRow(
-        comparison=_("Local tuning: output tokens/s") + cpu,
+        comparison=(_("Local tuning: output tokens/s (CPU engine)") if cpu
+                    else _("Local tuning: output tokens/s")),
         baseline=num(comparison.baseline_throughput),
         result=num(comparison.candidate_throughput),
         shows=f"{shows} {latency}",

@@ -179,11 +179,13 @@ def _hardware_text(point: Point, build: Build) -> str:
         if prov["gpu_count"] > used:
             text += _("; the host has %(count)s GPUs") % {"count": prov["gpu_count"]}
     else:
-        text = _("CPU only") + (f" ({prov['cpu_model']})" if prov["cpu_model"] else "")
+        text = (_("CPU only (%(cpu)s)") % {"cpu": prov["cpu_model"]} if prov["cpu_model"]
+                else _("CPU only"))
         text += f", {layout}"
     if facts.is_cpu_engine(point):
-        text += " - " + _("a CPU engine stands in for the customer's GPU: the shape of the "
-                          "results is real, the absolute numbers are not GPU numbers")
+        text = _("%(hardware)s - a CPU engine stands in for the customer's GPU: the shape of "
+                 "the results is real, the absolute numbers are not GPU numbers") % {
+            "hardware": text}
     return text
 
 
@@ -210,7 +212,7 @@ def _model_text(point: Point) -> str:
     prov = facts.public_provenance(point)
     model = prov["model"] or "-"
     if prov["model_is_local"]:
-        model += " " + _("(local directory)")
+        model = _("%(model)s (local directory)") % {"model": model}
     revision = prov["revision"] or _("no revision (local)")
     return f"{model} @ {revision}"
 
@@ -440,11 +442,11 @@ def _repeats_text(point: Point, build: Build) -> str:
     estimate = capacity_of(point, build)
     if estimate is None:
         return _("this point is not a valid run; no capacity estimate rests on it")
-    text = ngettext(
-        "%(count)s valid repeat of this setting",
-        "%(count)s valid repeats of this setting",
+    return ngettext(
+        "%(count)s valid repeat of this setting; the capacity estimate uses the lowest: "
+        "%(value)s output tokens/s (spread %(spread)s)",
+        "%(count)s valid repeats of this setting; the capacity estimate uses the lowest: "
+        "%(value)s output tokens/s (spread %(spread)s)",
         estimate.repeats,
-    ) % {"count": estimate.repeats}
-    return text + _("; the capacity estimate uses the lowest: %(value)s output tokens/s "
-                    "(spread %(spread)s)") % {
-        "value": num(estimate.capacity), "spread": percent(estimate.relative_spread_pct)}
+    ) % {"count": estimate.repeats, "value": num(estimate.capacity),
+         "spread": percent(estimate.relative_spread_pct)}
