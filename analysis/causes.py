@@ -4,7 +4,7 @@ The verdict sentences and the format helpers they use are analysis.sentences'.""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from analysis.sentences import (
@@ -20,6 +20,7 @@ from analysis.sentences import (
     setting_value_text,
     within_band,
 )
+from analysis.types import VerdictEvidence
 
 CAUSE_SCHEDULER_CAP = (
     "the scheduler cap bound, with running at max_num_seqs %(cap)s for %(share)s of the time "
@@ -89,48 +90,55 @@ STORY_TEMPLATES = (
 )
 
 
-def _cause_values(kind: str, e: Mapping[str, Any], partial: bool) -> tuple[str, dict[str, str]]:
+def _cause_values(kind: str, e: VerdictEvidence, partial: bool) -> tuple[str, dict[str, str]]:
     scope = evidence_scope(e)
-    waiting = num((e.get("mean_waiting") or 0) / scope.replicas)
-    cap = limit_text(e, "max_num_seqs") if e.get("max_num_seqs") is not None else "-"
-    if kind == "scheduler_cap" and e.get("at_cap_share") is not None:
-        return CAUSE_SCHEDULER_CAP, {"cap": cap, "share": percent(e["at_cap_share"] * 100),
+    waiting = num((e.mean_waiting or 0) / scope.replicas)
+    cap = limit_text(e, "max_num_seqs") if e.max_num_seqs is not None else "-"
+    if kind == "scheduler_cap" and e.at_cap_share is not None:
+        return CAUSE_SCHEDULER_CAP, {"cap": cap, "share": percent(e.at_cap_share * 100),
                                      "waiting": waiting}
     if kind == "scheduler_cap":
-        return CAUSE_SCHEDULER_CAP_MEAN, {"running": scope.mean(e["mean_running"]), "cap": cap,
+        assert e.mean_running is not None  # a pinned cap was judged on it
+        return CAUSE_SCHEDULER_CAP_MEAN, {"running": scope.mean(e.mean_running), "cap": cap,
                                           "waiting": waiting}
     if kind == "kv_capacity":
-        kv = e.get("peak_kv_usage")
+        kv = e.peak_kv_usage
         return CAUSE_KV_CAPACITY, {"kv": percent(kv * 100) if kv is not None else "-",
-                                   "preemptions": num(e.get("preemptions") or 0)}
+                                   "preemptions": num(e.preemptions or 0)}
     if kind == "deferred":
-        return CAUSE_DEFERRED, {"deferred": num(e["mean_waiting_deferred"] / scope.replicas),
+        assert e.mean_waiting_deferred is not None  # deferred was judged on it
+        return CAUSE_DEFERRED, {"deferred": num(e.mean_waiting_deferred / scope.replicas),
                                 "waiting": waiting}
     if kind == "token_budget" and not partial:
-        return CAUSE_TOKEN_BUDGET, {"steps": num(e["mean_tokens_per_step"]),
+        assert e.mean_tokens_per_step is not None  # a full token-budget verdict read the steps
+        return CAUSE_TOKEN_BUDGET, {"steps": num(e.mean_tokens_per_step),
                                     "budget": limit_text(e, "max_num_batched_tokens"),
                                     "waiting": waiting}
     if kind == "token_budget":
         return CAUSE_TOKEN_BUDGET_PARTIAL, {"waiting": waiting}
     if kind == "step_time":
-        return CAUSE_STEP_TIME, {"growth": pct(e["running_growth_pct"]),
-                                 "gain": pct(e["throughput_gain_pct"])}
-    if kind == "underloaded" and e.get("peak_running") is None:
+        # The step time holds only against a previous level where running grew.
+        assert e.running_growth_pct is not None and e.throughput_gain_pct is not None
+        return CAUSE_STEP_TIME, {"growth": pct(e.running_growth_pct),
+                                 "gain": pct(e.throughput_gain_pct)}
+    if kind == "underloaded" and e.peak_running is None:
         return CAUSE_UNDERLOADED_NO_RUNNING, {"waiting": waiting}
     if kind == "underloaded":
-        return CAUSE_UNDERLOADED, {"peak": num(e["peak_running"]), "cap": cap}
+        assert e.peak_running is not None  # the branch above took the point without it
+        return CAUSE_UNDERLOADED, {"peak": num(e.peak_running), "cap": cap}
     if kind == "client_bound":
         return CAUSE_CLIENT, {}
     return CAUSE_UNCLEAR, {}
 
 
-def cause_sentence(kind: str, evidence: Mapping[str, Any], partial: bool = False) -> Sentence:
+def cause_sentence(kind: str, evidence: VerdictEvidence, partial: bool = False) -> Sentence:
     """The cause at one point in a clause, with the figure that shows it, and the ladder's
     saturation beside it where it holds: what the story and a report's queue evidence say."""
     template, values = _cause_values(kind, evidence, partial)
     cause = Sentence(template, values)
-    if evidence.get("saturated") and kind != "step_time":
-        gain, band = evidence["throughput_gain_pct"], evidence.get("noise_band_pct")
+    if evidence.saturated and kind != "step_time":
+        gain, band = evidence.throughput_gain_pct, evidence.noise_band_pct
+        assert gain is not None  # saturated only against a previous level
         if band is not None and within_band(gain, band):
             return Sentence(SATURATED_NOISE_CLAUSE, {"cause": cause, "gain": pct(gain),
                                                      "band": percent(band)})

@@ -30,8 +30,8 @@ def diagnose_ladders(verdicts: Sequence[Verdict]) -> tuple[str, ...]:
         by_config.setdefault(v.config_label, []).append(v)
     sentences_out = []
     for label, group in sorted(by_config.items(), key=lambda item: config_order(item[1][0])):
-        fewest = min(int(v.evidence.get("replicas", 1)) for v in group)
-        ladder = sorted((v for v in group if int(v.evidence.get("replicas", 1)) == fewest),
+        fewest = min(v.evidence.replicas for v in group)
+        ladder = sorted((v for v in group if v.evidence.replicas == fewest),
                         key=lambda v: (v.offered_concurrency, v.key))
         sentences_out.append(f"{label}: {_ladder_text(ladder)}")
     return tuple(sentences_out)
@@ -71,7 +71,7 @@ def _ladder_text(ladder: Sequence[Verdict]) -> str:
             parts.append(f"{sentences.KIND_PHRASES[kind]} {_span(loads, i == len(runs) - 1)}"
                          + (f" ({why})" if why else ""))
         text = "; ".join(parts)
-    symptom = _runs(ladder, lambda v: "saturated" if v.evidence.get("saturated") else "")
+    symptom = _runs(ladder, lambda v: "saturated" if v.evidence.saturated else "")
     saturated = [(loads, i == len(symptom) - 1) for i, (kind, loads) in enumerate(symptom)
                  if kind]
     if saturated:

@@ -14,7 +14,10 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # analysis.types builds on Sentence, so the evidence type is for mypy only
+    from analysis.types import VerdictEvidence
 
 # Words for each verdict kind inside "moved the bottleneck from X to Y".
 KIND_PHRASES = {
@@ -376,47 +379,49 @@ class _Scope:
         return " on the fullest replica" if self.node else ""
 
 
-def evidence_scope(evidence: Mapping[str, Any]) -> _Scope:
-    return _Scope(replicas=int(evidence.get("replicas") or 1))
+def evidence_scope(evidence: VerdictEvidence) -> _Scope:
+    return _Scope(replicas=evidence.replicas)
 
 
-def _kv_capacity(e: Mapping[str, Any], scope: _Scope) -> str:
-    usage = e.get("peak_kv_usage")
+def _kv_capacity(e: VerdictEvidence, scope: _Scope) -> str:
+    usage = e.peak_kv_usage
     across = f" across the {scope.replicas} replicas" if scope.node else ""
     return (
         "KV capacity: "
         + (f"peak KV usage {percent(usage * 100)}{scope.fullest} and " if usage is not None else "")
-        + f"{num(e.get('preemptions') or 0)} preemptions{across}"
+        + f"{num(e.preemptions or 0)} preemptions{across}"
     )
 
 
-def limit_text(e: Mapping[str, Any], name: str) -> str:
+def limit_text(e: VerdictEvidence, name: str) -> str:
     """A limit's figure in a sentence, marked when it is vLLM's own default (not configured)."""
-    default = " (vLLM's default)" if name in e.get("limits_from_defaults", ()) else ""
-    return f"{e[name]}{default}"
+    default = " (vLLM's default)" if name in e.limits_from_defaults else ""
+    return f"{getattr(e, name)}{default}"
 
 
-def _scheduler_cap(e: Mapping[str, Any], scope: _Scope) -> str:
+def _scheduler_cap(e: VerdictEvidence, scope: _Scope) -> str:
+    assert e.mean_running is not None and e.mean_waiting is not None  # the cap's conditions
     on_each = f" on each of {scope.replicas} replicas" if scope.node else ""
-    share = e.get("at_cap_share")
+    share = e.at_cap_share
     for_how_long = f" for {percent(share * 100)} of the time requests waited" if share else ""
     # An imported scrape may state the mean only (its peak is then not in the evidence).
-    peak = (f", peak {num(e['peak_running'])}" if e.get("peak_running") is not None else "")
+    peak = (f", peak {num(e.peak_running)}" if e.peak_running is not None else "")
     return (
         f"scheduler cap: running pinned at max_num_seqs{on_each}{for_how_long} "
-        f"(mean {scope.mean(e['mean_running'])}{peak} of "
+        f"(mean {scope.mean(e.mean_running)}{peak} of "
         f"{limit_text(e, 'max_num_seqs')}{scope.busiest}) while "
-        f"{num(e['mean_waiting'] / scope.replicas)} "
+        f"{num(e.mean_waiting / scope.replicas)} "
         f"requests wait{scope.each} on average"
     )
 
 
-def _token_budget(e: Mapping[str, Any], scope: _Scope) -> str:
-    usage = e.get("peak_kv_usage")
+def _token_budget(e: VerdictEvidence, scope: _Scope) -> str:
+    assert e.mean_running is not None and e.mean_waiting is not None  # the budget's conditions
+    usage = e.peak_kv_usage
     text = (
-        f"token budget: running {num(e['mean_running'] / scope.replicas)} of "
+        f"token budget: running {num(e.mean_running / scope.replicas)} of "
         f"{limit_text(e, 'max_num_seqs')}{scope.each} on average with "
-        f"{num(e['mean_waiting'] / scope.replicas)} waiting{scope.each} and "
+        f"{num(e.mean_waiting / scope.replicas)} waiting{scope.each} and "
         + (
             f"KV at {percent(usage * 100)} peak{scope.fullest}"
             if usage is not None
@@ -425,14 +430,14 @@ def _token_budget(e: Mapping[str, Any], scope: _Scope) -> str:
     )
     # Tokens per step is each replica's own (a mean over the replicas), read against one
     # replica's budget.
-    if e.get("mean_tokens_per_step") is not None and e.get("max_num_batched_tokens"):
+    if e.mean_tokens_per_step is not None and e.max_num_batched_tokens:
         return text + (
-            f"; steps average {num(e['mean_tokens_per_step'])} of "
+            f"; steps average {num(e.mean_tokens_per_step)} of "
             f"{limit_text(e, 'max_num_batched_tokens')} batched tokens{scope.each}"
         )
-    if e.get("mean_tokens_per_step") is not None:
+    if e.mean_tokens_per_step is not None:
         return text + (
-            f"; steps average {num(e['mean_tokens_per_step'])} tokens{scope.each}, but "
+            f"; steps average {num(e.mean_tokens_per_step)} tokens{scope.each}, but "
             "max_num_batched_tokens was left at the engine default (not recorded), "
             "so the evidence is partial"
         )
@@ -455,11 +460,12 @@ def noisy_pct(change_pct: float, band_pct: float | None) -> str:
     return pct(change_pct)
 
 
-def _saturated(e: Mapping[str, Any], scope: _Scope) -> str:
+def _saturated(e: VerdictEvidence, scope: _Scope) -> str:
     """The ladder's symptom, said beside the cause."""
-    growth = e.get("latency_growth_pct")
+    growth = e.latency_growth_pct
     what = f"node output tokens/s ({scope.replicas} replicas)" if scope.node else "output tokens/s"
-    gain = noisy_pct(e["throughput_gain_pct"], e.get("noise_band_pct"))
+    assert e.throughput_gain_pct is not None  # saturated only against a previous level
+    gain = noisy_pct(e.throughput_gain_pct, e.noise_band_pct)
     return (
         f"saturated: {gain} {what} over the previous load "
         + (
@@ -470,48 +476,53 @@ def _saturated(e: Mapping[str, Any], scope: _Scope) -> str:
     )
 
 
-def _step_time(e: Mapping[str, Any], scope: _Scope) -> str:
+def _step_time(e: VerdictEvidence, scope: _Scope) -> str:
+    # The step time holds only against a previous level where running grew.
+    assert e.running_growth_pct is not None and e.throughput_gain_pct is not None
+    assert e.mean_running is not None
     return (
-        f"engine step time: mean running rose {pct(e['running_growth_pct'])} over the previous "
-        f"load level (to {scope.mean(e['mean_running'])}) for {pct(e['throughput_gain_pct'])} "
+        f"engine step time: mean running rose {pct(e.running_growth_pct)} over the previous "
+        f"load level (to {scope.mean(e.mean_running)}) for {pct(e.throughput_gain_pct)} "
         "output tokens/s: each step slowed nearly as much as it widened, so admitting more "
         "requests adds little output"
     )
 
 
-def _deferred(e: Mapping[str, Any], scope: _Scope) -> str:
+def _deferred(e: VerdictEvidence, scope: _Scope) -> str:
+    assert e.mean_waiting_deferred is not None and e.mean_waiting is not None
     return (
-        f"deferred admission: {num(e['mean_waiting_deferred'] / scope.replicas)} of "
-        f"{num(e['mean_waiting'] / scope.replicas)} waiting requests{scope.each} on average "
+        f"deferred admission: {num(e.mean_waiting_deferred / scope.replicas)} of "
+        f"{num(e.mean_waiting / scope.replicas)} waiting requests{scope.each} on average "
         "wait deferred (not for capacity), so no batch limit holds them back"
     )
 
 
-def _underloaded(e: Mapping[str, Any], scope: _Scope) -> str:
-    if e.get("peak_running") is None:
+def _underloaded(e: VerdictEvidence, scope: _Scope) -> str:
+    assert e.mean_waiting is not None  # every engine verdict has the waiting count
+    if e.peak_running is None:
         # An imported scrape without a running count (or its peak): only the queue is known.
-        running = (f"; mean running {scope.mean(e['mean_running'])}"
-                   if e.get("mean_running") is not None else "")
-        return f"underloaded: nothing waits (mean {scope.mean(e['mean_waiting'])}{running})"
-    full = e.get("max_num_seqs") is not None and e["peak_running"] >= e["max_num_seqs"]
+        running = (f"; mean running {scope.mean(e.mean_running)}"
+                   if e.mean_running is not None else "")
+        return f"underloaded: nothing waits (mean {scope.mean(e.mean_waiting)}{running})"
+    full = e.max_num_seqs is not None and e.peak_running >= e.max_num_seqs
     if full:
         room = "the load just fills max_num_seqs"
     else:
         room = "every replica has room" if scope.node else "the engine has room"
-    cap = f" of {limit_text(e, 'max_num_seqs')}" if e.get("max_num_seqs") is not None else ""
+    cap = f" of {limit_text(e, 'max_num_seqs')}" if e.max_num_seqs is not None else ""
     kv = (
-        f", peak KV {percent(e['peak_kv_usage'] * 100)}{scope.fullest}"
-        if e.get("peak_kv_usage") is not None
+        f", peak KV {percent(e.peak_kv_usage * 100)}{scope.fullest}"
+        if e.peak_kv_usage is not None
         else ""
     )
     return (
-        f"underloaded: nothing waits (mean {scope.mean(e['mean_waiting'])}) and {room} "
-        f"(peak running {num(e['peak_running'])}{cap}{scope.busiest}{kv})"
+        f"underloaded: nothing waits (mean {scope.mean(e.mean_waiting)}) and {room} "
+        f"(peak running {num(e.peak_running)}{cap}{scope.busiest}{kv})"
     )
 
 
-def verdict_sentence(kind: str, evidence: Mapping[str, Any], partial: bool) -> str:
-    """The verdict with its evidence numbers; a node run's (evidence["replicas"] > 1) quotes
+def verdict_sentence(kind: str, evidence: VerdictEvidence, partial: bool) -> str:
+    """The verdict with its evidence numbers; a node run's (evidence.replicas > 1) quotes
     them per replica (_Scope)."""
     scope = evidence_scope(evidence)
     if kind == "client_bound":
@@ -529,15 +540,16 @@ def verdict_sentence(kind: str, evidence: Mapping[str, Any], partial: bool) -> s
     elif kind == "underloaded":
         text = _underloaded(evidence, scope)
     else:
-        text = f"unclear: {evidence.get('why', 'no limit shows in the evidence')}"
+        text = f"unclear: {evidence.why or 'no limit shows in the evidence'}"
     if partial and kind != "token_budget":
         text += " (evidence partial)"
-    if evidence.get("saturated") and kind != "step_time":
+    if evidence.saturated and kind != "step_time":
         text += "; " + _saturated(evidence, scope)
-    if evidence.get("memory_bound"):
-        text += "; " + memory_bound_clause(evidence["memory_bandwidth_pct"], scope)
-    if evidence.get("queue_source"):
-        text += "; " + evidence_clause(evidence["queue_source"], evidence.get("lacked") or ())
+    if evidence.memory_bound:
+        assert evidence.memory_bandwidth_pct is not None  # memory_bound says it was judged
+        text += "; " + memory_bound_clause(evidence.memory_bandwidth_pct, scope)
+    if evidence.queue_source:
+        text += "; " + evidence_clause(evidence.queue_source, evidence.lacked)
     return text
 
 

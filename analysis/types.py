@@ -544,6 +544,65 @@ VerdictKind = Literal[
 
 
 @dataclass(frozen=True, kw_only=True)
+class VerdictEvidence:
+    """The numbers a verdict rests on (analysis.verdicts.verdict): the point's engine limits and
+    queue figures as judged, the step from the previous load level of its ladder, and what the
+    rules concluded beside the verdict. A node run's means are its replicas' sums and its peaks
+    the highest replica's (runner.schema.samples.QueueSummary)."""
+
+    # The limits the engine ran with (PointFigures.seqs_limit, token_budget), and which of them
+    # are vLLM's own defaults rather than configured.
+    max_num_seqs: int | None
+    max_num_batched_tokens: int | None
+    limits_from_defaults: tuple[str, ...]
+    at_cap_share: float | None
+    queue_samples: int
+    queue_gap_fraction: float | None
+    mean_running: float | None
+    peak_running: float | None
+    mean_waiting: float | None
+    peak_waiting: float | None
+    mean_kv_usage: float | None
+    peak_kv_usage: float | None
+    preemptions: float | None
+    mean_tokens_per_step: float | None
+    mean_waiting_capacity: float | None
+    mean_waiting_deferred: float | None
+    mean_queue_time_s: float | None
+    queue_time_p50_s: float | None
+    queue_time_p90_s: float | None
+    queue_time_p99_s: float | None
+    prefix_cache_hit_rate: float | None
+    # Per-GPU work against the GPU's peaks (analysis.hardware); None when not judged.
+    memory_bandwidth_pct: float | None
+    compute_pct: float | None
+    client_saturated: bool
+    replicas: int
+    disturbed: bool
+    taken_cores: float | None
+    # The run's +/- band for a change between two draws (analysis.noise); None: not known.
+    noise_band_pct: float | None
+    # Against the previous load level of the same ladder; all None without one.
+    previous_key: str | None = None
+    throughput_gain_pct: float | None = None
+    latency_growth_pct: float | None = None
+    running_growth_pct: float | None = None
+    output_elasticity: float | None = None
+    previous_mean_waiting: float | None = None
+    # Other verdicts that hold too, in precedence order.
+    also: tuple[VerdictKind, ...] = ()
+    # An unclear verdict's reason; None for every other kind.
+    why: str | None = None
+    # An imported point's scrape (PointFigures.queue_source) and what it did not hold.
+    queue_source: str | None = None
+    lacked: tuple[str, ...] = ()
+    # The ladder's symptom: more load added only waiting (analysis.verdicts.saturated).
+    saturated: bool = False
+    # At or past MEMORY_BOUND_PCT of the GPUs' memory-bandwidth peak.
+    memory_bound: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
 class Verdict:
     """Which limit binds at one point, with the numbers that show it.
 
@@ -560,7 +619,7 @@ class Verdict:
     offered_concurrency: float
     output_throughput: float
     kind: VerdictKind
-    evidence: dict[str, Any]
+    evidence: VerdictEvidence
     partial: bool
     sentence: str
     # As the load names itself ("burst 128"), for the sweep's story.

@@ -1,7 +1,7 @@
 """Bottleneck verdicts: which engine limit binds at a point, from the engine samples and config.
 
 A verdict names a cause. Order of precedence (the first that holds is the verdict; the others
-that also hold are listed in evidence["also"]):
+that also hold are listed in evidence.also):
 
 1. client_bound: the client-honesty flag is set. The timings themselves may be wrong, so no
    engine conclusion is safe until the client is fixed.
@@ -24,11 +24,11 @@ that also hold are listed in evidence["also"]):
    condition could not be checked; marked partial.
 8. underloaded: nothing waits (every request is admitted; the load may just fill the cap) and
    the KV cache is not full.
-9. unclear: none of the above holds; evidence["why"] says what is missing or odd. Also the
+9. unclear: none of the above holds; evidence.why says what is missing or odd. Also the
    verdict, before any condition is checked, when the engine samples leave more than
    QUEUE_GAP_MAX_FRACTION of the point uncovered: too few samples to judge the queue.
 
-Saturation is a symptom, not a cause: evidence["saturated"] says that, against the previous
+Saturation is a symptom, not a cause: evidence.saturated says that, against the previous
 load level of the same ladder, more load added under SATURATION_GAIN_PCT output and only
 waiting or latency. It stands beside the cause in the verdict's sentence, never instead of it.
 
@@ -49,8 +49,10 @@ peak and the per-step tokens with one replica's cap and budget.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
@@ -63,6 +65,7 @@ from analysis.types import (
     SweepStep,
     SweepSummary,
     Verdict,
+    VerdictEvidence,
     VerdictKind,
     WorkloadShape,
 )
@@ -122,37 +125,53 @@ STEP_TIME_ELASTICITY = 0.5
 DEFERRED_SHARE = 0.5
 
 
-def _evidence(point: PointFigures) -> dict[str, Any]:
-    return {
+def _evidence(point: PointFigures, **judged: Any) -> VerdictEvidence:
+    """The point's own figures as a verdict's evidence, with what the rules judged (judged:
+    the step from the previous level and the conclusions, VerdictEvidence's later fields)."""
+    return VerdictEvidence(
         # The limits the engine ran with (PointFigures.seqs_limit): a verdict judges those.
-        "max_num_seqs": point.seqs_limit,
-        "max_num_batched_tokens": point.token_budget,
-        "limits_from_defaults": list(point.limits_from_defaults),
-        "at_cap_share": point.at_cap_share,
-        "queue_samples": point.queue_samples,
-        "queue_gap_fraction": point.queue_gap_fraction,
-        "mean_running": point.mean_running,
-        "peak_running": point.peak_running,
-        "mean_waiting": point.mean_waiting,
-        "peak_waiting": point.peak_waiting,
-        "mean_kv_usage": point.mean_kv_usage,
-        "peak_kv_usage": point.peak_kv_usage,
-        "preemptions": point.preemptions,
-        "mean_tokens_per_step": point.mean_tokens_per_step,
-        "mean_waiting_capacity": point.mean_waiting_capacity,
-        "mean_waiting_deferred": point.mean_waiting_deferred,
-        "mean_queue_time_s": point.mean_queue_time_s,
-        "queue_time_p50_s": point.queue_time_p50_s,
-        "queue_time_p90_s": point.queue_time_p90_s,
-        "queue_time_p99_s": point.queue_time_p99_s,
-        "prefix_cache_hit_rate": point.prefix_cache_hit_rate,
-        "memory_bandwidth_pct": point.hardware.bandwidth_pct if point.hardware else None,
-        "compute_pct": point.hardware.compute_pct if point.hardware else None,
-        "client_saturated": point.client_saturated,
-        "replicas": point.replicas,
-        "disturbed": point.disturbed,
-        "taken_cores": point.taken_cores,
-    }
+        max_num_seqs=point.seqs_limit,
+        max_num_batched_tokens=point.token_budget,
+        limits_from_defaults=point.limits_from_defaults,
+        at_cap_share=point.at_cap_share,
+        queue_samples=point.queue_samples,
+        queue_gap_fraction=point.queue_gap_fraction,
+        mean_running=point.mean_running,
+        peak_running=point.peak_running,
+        mean_waiting=point.mean_waiting,
+        peak_waiting=point.peak_waiting,
+        mean_kv_usage=point.mean_kv_usage,
+        peak_kv_usage=point.peak_kv_usage,
+        preemptions=point.preemptions,
+        mean_tokens_per_step=point.mean_tokens_per_step,
+        mean_waiting_capacity=point.mean_waiting_capacity,
+        mean_waiting_deferred=point.mean_waiting_deferred,
+        mean_queue_time_s=point.mean_queue_time_s,
+        queue_time_p50_s=point.queue_time_p50_s,
+        queue_time_p90_s=point.queue_time_p90_s,
+        queue_time_p99_s=point.queue_time_p99_s,
+        prefix_cache_hit_rate=point.prefix_cache_hit_rate,
+        memory_bandwidth_pct=point.hardware.bandwidth_pct if point.hardware else None,
+        compute_pct=point.hardware.compute_pct if point.hardware else None,
+        client_saturated=point.client_saturated,
+        replicas=point.replicas,
+        disturbed=point.disturbed,
+        taken_cores=point.taken_cores,
+        queue_source=point.queue_source,
+        **judged,
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Step:
+    """Against the previous load level of the same ladder: VerdictEvidence's fields of it."""
+
+    previous_key: str
+    throughput_gain_pct: float
+    latency_growth_pct: float | None
+    running_growth_pct: float | None
+    output_elasticity: float | None
+    previous_mean_waiting: float | None
 
 
 def memory_bound(bandwidth_pct: float | None) -> bool:
@@ -195,7 +214,7 @@ def ladder_of(point: PointFigures) -> tuple[str, int, WorkloadShape | None, int]
     return (point.config_label, point.replicas, point.workload, point.repeat)
 
 
-def _saturation(point: PointFigures, previous: PointFigures) -> dict[str, Any]:
+def _saturation(point: PointFigures, previous: PointFigures) -> _Step:
     """Throughput gain and latency growth from the previous load level of the same ladder."""
     if previous.config_label != point.config_label:
         raise AnalysisError(
@@ -220,18 +239,18 @@ def _saturation(point: PointFigures, previous: PointFigures) -> dict[str, Any]:
     running_growth = None
     if point.mean_running is not None and previous.mean_running:
         running_growth = (point.mean_running - previous.mean_running) / previous.mean_running * 100
-    return {
-        "previous_key": previous.key,
-        "throughput_gain_pct": gain,
-        "latency_growth_pct": growth,
-        "running_growth_pct": running_growth,
-        "output_elasticity": (output_elasticity(running_growth, gain)
-                              if running_growth is not None and running_growth > 0 else None),
-        "previous_mean_waiting": previous.mean_waiting,
-    }
+    return _Step(
+        previous_key=previous.key,
+        throughput_gain_pct=gain,
+        latency_growth_pct=growth,
+        running_growth_pct=running_growth,
+        output_elasticity=(output_elasticity(running_growth, gain)
+                           if running_growth is not None and running_growth > 0 else None),
+        previous_mean_waiting=previous.mean_waiting,
+    )
 
 
-def _conditions(point: PointFigures, evidence: dict[str, Any]) -> dict[str, bool]:
+def _conditions(point: PointFigures, step: _Step | None) -> dict[str, bool]:
     """Which verdicts hold (True) at this point; token_budget_partial is the unchecked-step form.
 
     An imported scrape may hold means without peaks, or no running count (queue_source): a
@@ -263,7 +282,7 @@ def _conditions(point: PointFigures, evidence: dict[str, Any]) -> dict[str, bool
         "deferred": deferred,
         "scheduler_cap": pinned and waits,
         "token_budget": budget_suspect and steps_full,
-        "step_time": not kv_full and _step_time(evidence),
+        "step_time": not kv_full and _step_time(step),
         "token_budget_partial": budget_suspect and not steps_known,
         # Nothing waits: every request is admitted, even where the load just fills the cap.
         "underloaded": not waits and not kv_full,
@@ -277,23 +296,25 @@ def output_elasticity(running_growth_pct: float, throughput_gain_pct: float) -> 
     return math.log1p(throughput_gain_pct / 100) / math.log1p(running_growth_pct / 100)
 
 
-def _step_time(evidence: Mapping[str, Any]) -> bool:
+def _step_time(step: _Step | None) -> bool:
     """More admitted requests (mean running up STEP_TIME_RUNNING_GROWTH_PCT or more) turned into
     little more output (elasticity under STEP_TIME_ELASTICITY)."""
-    growth, elasticity = evidence.get("running_growth_pct"), evidence.get("output_elasticity")
+    if step is None:
+        return False
+    growth, elasticity = step.running_growth_pct, step.output_elasticity
     if growth is None or elasticity is None or growth < STEP_TIME_RUNNING_GROWTH_PCT:
         return False
     return bool(elasticity < STEP_TIME_ELASTICITY)
 
 
-def saturated(point: PointFigures, evidence: Mapping[str, Any]) -> bool:
+def saturated(point: PointFigures, step: _Step | None) -> bool:
     """The ladder's symptom at this point: against the previous load level, under
     SATURATION_GAIN_PCT more output while latency grew or more requests waited."""
-    if evidence.get("throughput_gain_pct") is None:
+    if step is None:
         return False
-    previous_waiting = evidence["previous_mean_waiting"]
-    growth = evidence["latency_growth_pct"]
-    return bool(evidence["throughput_gain_pct"] < SATURATION_GAIN_PCT and (
+    previous_waiting = step.previous_mean_waiting
+    growth = step.latency_growth_pct
+    return bool(step.throughput_gain_pct < SATURATION_GAIN_PCT and (
         (growth is not None and growth >= SATURATION_LATENCY_GROWTH_PCT)
         or (previous_waiting is not None and point.mean_waiting is not None
             and point.mean_waiting > previous_waiting)
@@ -362,14 +383,14 @@ def verdict(
     level of the same config, replica count and workload spec. noise_band_pct: the run's +/-
     band for a change between two draws (analysis.noise), so a change inside it is said so.
     """
-    evidence = _evidence(point)
-    evidence["noise_band_pct"] = noise_band_pct
     kind: VerdictKind
     partial = False
+    step: _Step | None = None
+    also: tuple[VerdictKind, ...] = ()
+    why: str | None = None
     if point.client_saturated:
-        kind = "client_bound"
         # The client's timings may be wrong, so no engine condition is evaluated beside it.
-        evidence["also"] = []
+        kind = "client_bound"
     elif not _has_engine_data(point):
         raise AnalysisError(
             f"point {point.key} has no engine samples (running/waiting from /metrics); "
@@ -381,36 +402,40 @@ def verdict(
     elif sparse_queue_samples(point.queue_gap_fraction):
         assert point.queue_gap_fraction is not None  # sparse_queue_samples says so
         kind = "unclear"
-        evidence["why"] = (
+        why = (
             "the engine's /metrics was sampled too sparsely: "
             f"{sentences.percent(point.queue_gap_fraction * 100)} "
             "of the point passed without a sample, so the queue may have filled and drained "
             "unseen; run a longer point"
         )
-        evidence["also"] = []
     else:
         if previous is not None:
-            evidence.update(_saturation(point, previous))
-        holds = _conditions(point, evidence)
+            step = _saturation(point, previous)
+        holds = _conditions(point, step)
         first = next((name for name in PRECEDENCE if holds[name]), None)
         # Other verdicts that hold too, by kind (the unchecked token budget as token_budget).
-        evidence["also"] = [
-            "token_budget" if name == "token_budget_partial" else name
+        also = tuple(
+            "token_budget" if name == "token_budget_partial" else name  # type: ignore[misc]
             for name in PRECEDENCE
             if holds[name] and name != first
-        ]
+        )
         if first is None:
             kind = "unclear"
-            evidence["why"] = _unclear_why(point)
+            why = _unclear_why(point)
         elif first == "token_budget_partial":
             kind, partial = "token_budget", True
         else:
             kind = first  # type: ignore[assignment]
-    evidence["queue_source"] = point.queue_source
-    evidence["lacked"] = lacked_evidence(point) if kind != "client_bound" else []
-    evidence["saturated"] = kind != "client_bound" and saturated(point, evidence)
-    evidence["memory_bound"] = kind != "client_bound" and memory_bound(
-        evidence["memory_bandwidth_pct"])
+    engine = kind != "client_bound"
+    evidence = _evidence(
+        point, noise_band_pct=noise_band_pct,
+        **(dataclasses.asdict(step) if step is not None else {}),
+        also=also, why=why,
+        lacked=tuple(lacked_evidence(point)) if engine else (),
+        saturated=engine and saturated(point, step),
+        memory_bound=engine and memory_bound(
+            point.hardware.bandwidth_pct if point.hardware else None),
+    )
     return Verdict(
         key=point.key,
         config_label=point.config_label,
@@ -459,7 +484,7 @@ def verdicts_for_sweep(
 def _represents(v: Verdict) -> tuple[bool, int, float, float]:
     """Sort key: the largest is the verdict that stands for its config in the sweep summary (an
     undisturbed point before a disturbed one, whose throughput is partly its neighbour's)."""
-    return (not v.evidence.get("disturbed"), -int(v.evidence.get("replicas", 1)),
+    return (not v.evidence.disturbed, -v.evidence.replicas,
             v.offered_concurrency, -v.output_throughput)
 
 
@@ -516,7 +541,7 @@ def _step(a: Verdict, b: Verdict, axes: Sequence[str] = ()) -> SweepStep:
             load=_loads_text(a, b), changes=[(c.setting, c.before, c.after) for c in changes],
             sides=_sides(changes), throughputs=(a.output_throughput, b.output_throughput),
             causes=(cause(a), cause(b)), flat_pct=SATURATION_GAIN_PCT, raised_a_limit=raised,
-            noise_band_pct=a.evidence.get("noise_band_pct"),
+            noise_band_pct=a.evidence.noise_band_pct,
         ),
     )
 

@@ -385,11 +385,11 @@ def _plan_json(node, runtime, checkpoint, workload) -> dict:
     from benchmarks import plans
     from runner.schema.engine_config import EngineConfig
 
-    plan = plans.build_plan(
+    plan = plans.build_plan(plans.LaunchRequest(
         name="bench sweep", node=node, runtime=runtime, checkpoint=checkpoint, workload=workload,
         engine_configs=[EngineConfig(max_num_seqs=s) for s in (256, 512, 1024)],
         load_levels=[2000, 8000, 32768], repeats=2, replicas=1,
-    )
+    ))
     return plan.model_dump(mode="json")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 import pydantic
@@ -14,6 +15,7 @@ from runner.schema.plan import Endpoint as EndpointKind
 from runner.schema.plan import (
     LoadSpec,
     LoraShare,
+    QualitySpec,
     StabilitySpec,
     SweepPlan,
     TraceLonger,
@@ -112,61 +114,61 @@ def endpoint_checkpoint_spec(endpoint: Endpoint) -> CheckpointSpec:
     )
 
 
-def build_plan(
-    *,
-    name: str,
-    node: Node,
-    runtime: Runtime,
-    checkpoint: Checkpoint,
-    workload: Workload,
-    engine_configs: list[EngineConfig],
-    load_levels: list[float],
-    repeats: int,
-    replicas: int,
-    goodput: dict[str, float] | None = None,
-    endpoint: Endpoint | None = None,
-    search: SearchSpec | None = None,
-    stability: StabilitySpec | None = None,
-) -> SweepPlan:
+@dataclass(frozen=True, kw_only=True)
+class LaunchRequest:
+    """What a launch asks for once its fields are checked: the rows and the choices its plan
+    is built from (build_plan), the launch form's one product."""
+
+    name: str
+    node: Node
+    runtime: Runtime
+    checkpoint: Checkpoint
+    workload: Workload
+    engine_configs: list[EngineConfig]
+    load_levels: list[float]
+    repeats: int
+    replicas: int
+    goodput: dict[str, float] = field(default_factory=dict)
+    # A registered endpoint the run attaches to instead of starting engines.
+    endpoint: Endpoint | None = None
+    search: SearchSpec | None = None
+    stability: StabilitySpec = field(default_factory=StabilitySpec)
+    # The quality set's file name, checked by the form (None: no quality set).
+    quality_path: str | None = None
+
+
+def build_plan(request: LaunchRequest) -> SweepPlan:
     """Raises pydantic.ValidationError when the combination is not runnable.
 
     With an endpoint the plan attaches to it: its address, and its checkpoint under its served
     model name; the engine configs are the caller's (one blank config: the server runs its own
     settings, recorded as it reports them) and no KV dtype is added to them.
     """
-    if endpoint is not None:
-        return SweepPlan(
-            name=name,
-            checkpoint=endpoint_checkpoint_spec(endpoint),
-            launch=endpoint_launch(endpoint),
-            engine_configs=engine_configs,
-            loads=load_specs(workload, load_levels),
-            workload=workload_spec(workload),
-            repeats=repeats,
-            replicas=replicas,
-            goodput=goodput or {},
-            search=search,
-            stability=stability or StabilitySpec(),
-        )
-    if checkpoint.kv_cache_dtype:
+    engine_configs, checkpoint = request.engine_configs, request.checkpoint
+    if request.endpoint is None and checkpoint.kv_cache_dtype:
         # The checkpoint row says which KV dtype was served; every config runs with it.
         engine_configs = [
             c.model_copy(update={"kv_cache_dtype": c.kv_cache_dtype or checkpoint.kv_cache_dtype})
             for c in engine_configs
         ]
-    return SweepPlan(
-        name=name,
-        checkpoint=checkpoint_spec(checkpoint),
-        launch=engine_launch(node, runtime),
+    plan = SweepPlan(
+        name=request.name,
+        checkpoint=(checkpoint_spec(checkpoint) if request.endpoint is None
+                    else endpoint_checkpoint_spec(request.endpoint)),
+        launch=(engine_launch(request.node, request.runtime) if request.endpoint is None
+                else endpoint_launch(request.endpoint)),
         engine_configs=engine_configs,
-        loads=load_specs(workload, load_levels),
-        workload=workload_spec(workload),
-        repeats=repeats,
-        replicas=replicas,
-        goodput=goodput or {},
-        search=search,
-        stability=stability or StabilitySpec(),
+        loads=load_specs(request.workload, request.load_levels),
+        workload=workload_spec(request.workload),
+        repeats=request.repeats,
+        replicas=request.replicas,
+        goodput=request.goodput,
+        search=request.search,
+        stability=request.stability,
     )
+    if request.quality_path:
+        plan = plan.model_copy(update={"quality": QualitySpec(path=request.quality_path)})
+    return plan
 
 
 def points_total(plan: SweepPlan) -> int:

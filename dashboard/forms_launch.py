@@ -13,6 +13,7 @@ from django.db import transaction
 
 from benchmarks import estimates, launch_rules, plans
 from benchmarks.models import Benchmark, Endpoint, Node, Workload
+from benchmarks.plans import LaunchRequest
 from dashboard.form_fields import declared_field
 from dashboard.launch_fields import (
     BOOL_AXIS,
@@ -311,9 +312,14 @@ class LaunchForm(SearchFields):
             return data
         data["workload"] = workload
         data["search_spec"] = self.search_spec(data)
-        if endpoint is not None:
-            self._clean_endpoint_run(data, endpoint, workload)
-            return data
+        request = (self._endpoint_request(data, endpoint, workload) if endpoint is not None
+                   else self._engine_request(data, workload))
+        if request is not None:
+            self._build_plan(data, request)
+        return data
+
+    def _engine_request(self, data: dict[str, Any], workload: Workload) -> LaunchRequest | None:
+        """The launch that starts engines on the node; None after a field error."""
         for problem in launch_rules.node_problems(
             data.get("node"), data.get("runtime"), data.get("replicas")
         ):
@@ -326,36 +332,31 @@ class LaunchForm(SearchFields):
             self._check_code_loading(data, configs)
             self._check_lora_served(workload, configs)
         if levels is None or configs is None or self.errors:
-            return data
-        self._build_plan(data, workload, levels, configs)
-        return data
+            return None
+        return LaunchRequest(
+            name=data.get("name") or f"{data['checkpoint'].repo} on {data['node'].queue}",
+            node=data["node"],
+            runtime=data["runtime"],
+            checkpoint=data["checkpoint"],
+            workload=workload,
+            engine_configs=configs,
+            load_levels=levels,
+            repeats=data["repeats"],
+            replicas=data["replicas"],
+            goodput=data.get("goodput") or {},
+            search=data["search_spec"],
+            stability=_stability(data),
+            quality_path=data.get("quality_path") or None,
+        )
 
-    def _build_plan(
-        self,
-        data: dict[str, Any],
-        workload: Workload,
-        levels: list[float],
-        configs: list[EngineConfig],
-    ) -> None:
+    def _build_plan(self, data: dict[str, Any], request: LaunchRequest) -> None:
+        """The one call that turns the checked launch into its plan (data["plan"])."""
         try:
-            data["plan"] = plans.build_plan(
-                name=data.get("name") or f"{data['checkpoint'].repo} on {data['node'].queue}",
-                node=data["node"],
-                runtime=data["runtime"],
-                checkpoint=data["checkpoint"],
-                workload=workload,
-                engine_configs=configs,
-                load_levels=levels,
-                repeats=data["repeats"],
-                replicas=data["replicas"],
-                goodput=data.get("goodput") or {},
-                search=data["search_spec"],
-                stability=_stability(data),
-            )
+            data["plan"] = plans.build_plan(request)
         except pydantic.ValidationError as exc:
             self.add_error(None, plans.pydantic_message(exc))
             return
-        data["plan"] = _with_quality(data["plan"], data.get("quality_path"))
+        data["launch"] = request
         self._check_source(data["plan"])
 
     def _check_source(self, plan: SweepPlan) -> None:
@@ -376,10 +377,10 @@ class LaunchForm(SearchFields):
                 self.add_error(name, self.fields[name].error_messages["required"])
         return None
 
-    def _clean_endpoint_run(
+    def _endpoint_request(
         self, data: dict[str, Any], endpoint: Endpoint, workload: Workload
-    ) -> None:
-        """The plan that attaches to a registered endpoint: one blank engine config (the server
+    ) -> LaunchRequest | None:
+        """The launch that attaches to a registered endpoint: one blank engine config (the server
         runs its own settings), one replica, the endpoint's address and served model name.
 
         An engine setting typed in is an error on its field rather than silently dropped; one
@@ -397,29 +398,24 @@ class LaunchForm(SearchFields):
             self.add_error("replicas", replicas_problem)
         levels = self._clean_levels(data, workload)
         if levels is None or self.errors:
-            return
-        try:
-            data["plan"] = plans.build_plan(
-                name=data.get("name") or f"{endpoint.served_model} at {endpoint.name}",
-                node=endpoint.node,
-                runtime=endpoint.runtime,
-                checkpoint=endpoint.checkpoint,
-                workload=workload,
-                engine_configs=launch_rules.endpoint_engine_configs(),
-                load_levels=levels,
-                repeats=data["repeats"],
-                replicas=launch_rules.ENDPOINT_REPLICAS,
-                goodput=data.get("goodput") or {},
-                endpoint=endpoint,
-                search=data["search_spec"],
-                stability=_stability(data),
-            )
-        except pydantic.ValidationError as exc:
-            self.add_error(None, plans.pydantic_message(exc))
-        else:
-            data["plan"] = _with_quality(data["plan"], data.get("quality_path"))
-            self._check_source(data["plan"])
+            return None
         data["plan_notes"] = []
+        return LaunchRequest(
+            name=data.get("name") or f"{endpoint.served_model} at {endpoint.name}",
+            node=endpoint.node,
+            runtime=endpoint.runtime,
+            checkpoint=endpoint.checkpoint,
+            workload=workload,
+            engine_configs=launch_rules.endpoint_engine_configs(),
+            load_levels=levels,
+            repeats=data["repeats"],
+            replicas=launch_rules.ENDPOINT_REPLICAS,
+            goodput=data.get("goodput") or {},
+            endpoint=endpoint,
+            search=data["search_spec"],
+            stability=_stability(data),
+            quality_path=data.get("quality_path") or None,
+        )
 
     def _check_checkpoint(self, data: dict[str, Any]) -> None:
         checkpoint = data.get("checkpoint")
@@ -611,13 +607,6 @@ class LaunchForm(SearchFields):
                 points_total=plans.points_total(plan),
                 created_by=user if user.is_authenticated else None,
             )
-
-
-def _with_quality(plan: SweepPlan, name: str | None) -> SweepPlan:
-    """The plan with the quality set chosen on the form (read in clean_quality_path)."""
-    if not name:
-        return plan
-    return plan.model_copy(update={"quality": QualitySpec(path=name)})
 
 
 def _stability(data: dict[str, Any]) -> StabilitySpec:

@@ -57,6 +57,7 @@ from dashboard.access import (
 from judgement import charts, peer_view
 from judgement.regression_view import regression_section
 from judgement.request_timeline import request_timeline, timeline_figure
+from judgement.run_page import PointRow, RunPage
 from runner.schema.plan import SweepPlan
 from runner.schema.records import RequestRecord
 from runner.schema.result import PointResult
@@ -133,7 +134,8 @@ def run_detail(request: HttpRequest, code: UUID) -> HttpResponse:
     ctx.update(views_judgement.run_detail_context(request, benchmark) if judged
                else {"judgement": None})
     # Each point row finds its verdict in one lookup (a loop in the template was quadratic).
-    rows = {row["point"].pk: row for row in (ctx["judgement"] or {}).get("rows", [])}
+    judgement: RunPage | None = ctx["judgement"]
+    rows = {row.point.pk: row for row in (judgement.rows if judgement else [])}
     page = Paginator(stored if points is None else _decisions_first(points, rows),
                      POINTS_PER_PAGE).get_page(request.GET.get("page"))
     listed: list[Point] = list(page.object_list)
@@ -154,15 +156,15 @@ def run_detail(request: HttpRequest, code: UUID) -> HttpResponse:
     return render(request, "runs/detail.html", ctx)
 
 
-def _decisions_first(points: list[Point], rows: dict[int, dict[str, Any]]) -> list[Point]:
+def _decisions_first(points: list[Point], rows: dict[int, PointRow]) -> list[Point]:
     """A run listed over several pages shows its operating point and its Pareto frontier
     first, then the others in order; a run on one page keeps its order."""
     if len(points) <= POINTS_PER_PAGE:
         return points
 
     def decides(point: Point) -> bool:
-        row = rows.get(point.pk) or {}
-        return bool(row.get("selected") or row.get("on_frontier"))
+        row = rows.get(point.pk)
+        return row is not None and (row.selected or row.on_frontier)
 
     return sorted(points, key=lambda point: not decides(point))  # stable: order kept within
 

@@ -36,28 +36,18 @@ from dashboard.forms_judgement import (
     ReferenceCompareForm,
     point_label,
 )
-from judgement import charts
-from judgement.charts import chart_overlay, references_for_chart
 from judgement.comparison_view import (
     compare_points,
     compare_saved,
     compare_with_reference,
     output_parity,
 )
-from judgement.cost_view import node_price, point_costs, stale_price, worth_of
-from judgement.engine_work import engine_work
-from judgement.figures import figures_by_key, replica_figures
-from judgement.lora_view import adapter_sections
-from judgement.operating_point import frontier as pareto_frontier
-from judgement.operating_point import select, shown_operating_point
-from judgement.queues import queue_charts
-from judgement.repeat_capacity import capacity_rows
-from judgement.rows import capacity_plans, load_points, scaling_reference_choices
-from judgement.scaling_view import node_scaling_refusal, scaling_for
-from judgement.search_view import search_view
-from judgement.spec_decode import spec_decode_by_key
-from judgement.stability_view import comparison_stability, figure_sentences, run_stability
-from judgement.verdict_rows import evidence_items, ladder_diagnoses, sweep_change, verdict_rows
+from judgement.cost_view import worth_of
+from judgement.figures import figures_by_key
+from judgement.operating_point import select
+from judgement.rows import load_points
+from judgement.run_page import run_page
+from judgement.stability_view import comparison_stability
 from judgement.vocabulary import AnalysisError
 
 
@@ -72,122 +62,17 @@ def _point_or_none(value: str | None) -> Point | None:
 # --------------------------------------------------------------------------------------------
 
 
-def _scaling_sections(request: HttpRequest, points: list[Point]) -> list[dict[str, Any]]:
-    """One section per replica point; the reference is chosen explicitly (?scaling_ref_<id>=)."""
-    sections = []
-    for point in points:
-        if point.replicas <= 1:
-            continue
-        section: dict[str, Any] = {
-            "point": point,
-            "param": f"scaling_ref_{point.pk}",
-            "choices": scaling_reference_choices(point),
-            "result": None,
-            "error": None,
-            "reference": _point_or_none(request.GET.get(f"scaling_ref_{point.pk}")),
-        }
-        section["window_seconds"] = (
-            point.window_end - point.window_start
-            if point.window_start is not None and point.window_end is not None
-            else None
-        )
-        section["per_replica"] = replica_figures(point)
-        section["refusal"] = node_scaling_refusal(point)
-        if section["refusal"] is None and section["reference"] is not None:
-            try:
-                section["result"] = scaling_for(point, section["reference"])
-            except AnalysisError as exc:
-                section["error"] = str(exc)
-        sections.append(section)
-    return sections
-
-
-def _point_label(point: Point) -> str:
-    return f"{point.engine_label} · {point.load_label} · r{point.repeat}"
-
-
 def run_detail_context(request: HttpRequest, benchmark: Benchmark) -> dict[str, Any]:
-    """What the run page adds for the judgement layer (called by dashboard.views.run_detail)."""
-    points = load_points(benchmark)
-    if not points:
+    """What the run page adds for the judgement layer (called by dashboard.views.run_detail):
+    judgement.run_page's values, and the forms that act on them."""
+    page = run_page(benchmark, request.GET)
+    if page is None:
         return {"judgement": None}
-    figs, unreadable = figures_by_key(points)
-    fig_list = list(figs.values())
-    shown = shown_operating_point(benchmark, fig_list)
-    stability = run_stability(fig_list)
-    found = verdict_rows(fig_list)
-    summary, summary_error = sweep_change(found, fig_list)
-    frontier = pareto_frontier(fig_list)
-    spec = next((f.workload for f in fig_list if f.workload is not None), None)
-    refs = references_for_chart(spec)
-    by_key = {p.key: p for p in points}
-    costs = point_costs(benchmark, points, figs)
-    price = node_price(benchmark.node)
-    work = {key: engine_work(fig) for key, fig in figs.items()}
-    speculative = spec_decode_by_key(points)
-    # A CPU engine has no GPU: its throughput is per engine.
-    cpu_only = all(f.hardware is not None and f.hardware.cpu_engine for f in fig_list)
-    pareto_unit = "CPU engine" if fig_list and cpu_only else "GPU"
-    rows = [
-        {
-            "point": p,
-            "cost": costs.get(p.key),
-            "engine_work": work.get(p.key),
-            "spec_decode": speculative.get(p.key),
-            "verdict": found.by_key.get(p.key),
-            "evidence": evidence_items(found.by_key.get(p.key)),
-            "no_verdict": found.missing.get(p.key) or unreadable.get(p.key),
-            "selected": p.key == shown.key,
-            "on_frontier": p.key in frontier.keys,
-        }
-        for p in points
-    ]
     return {
-        "judgement": {
-            "rows": rows,
-            "shown": shown,
-            "search": search_view(benchmark, points, fig_list, shown),
-            "selected_point": by_key.get(shown.key) if shown.key else None,
-            "stability": stability,
-            "operating_figures": [s for s in figure_sentences(figs[shown.key], fig_list,
-                                                               stability.noise) if s is not None]
-            if shown.key in figs else [],
-            "form": OperatingPointForm(benchmark=benchmark),
-            "summary": summary,
-            "ladders": ladder_diagnoses(found),
-            "summary_error": summary_error,
-            "verdict_error": found.error,
-            "frontier_error": frontier.error,
-            "pareto_unit": pareto_unit,
-            "pareto": None if frontier.error else charts.pareto_figure(
-                frontier.points, frontier.keys, {p.key: _point_label(p) for p in points},
-                pareto_unit,
-            ),
-            "queue": queue_charts(points, figs),
-            "capacity": capacity_rows(fig_list),
-            "price": price,
-            "stale_price": stale_price(price),
-            # Why points have no cost, each reason once (a CPU sweep's every point shares one).
-            "cost_reasons": sorted({c.reason for c in costs.values() if c.reason}),
-            # The two % of peak columns only when some point has a GPU figure to show (a CPU
-            # engine has none): columns empty in every row would push the verdict aside.
-            "peaks_shown": any(w is not None and w.has_gpu_figure for w in work.values()),
-            # Why points have no % of peak, each reason once.
-            "peak_notes": sorted({share.detail for w in work.values() if w is not None
-                                  for share in (w.bandwidth, w.compute) if share.pct is None}),
-            # Speculative decoding's column only where some point's engine ran it.
-            "spec_decode_shown": bool(speculative),
-            "scaling": _scaling_sections(request, points),
-            "fleet": {"form": plan_form(benchmark), "plans": capacity_plans(benchmark),
-                         "action": reverse("capacity_new", args=[benchmark.code])},
-            # Figures per LoRA adapter, for the points whose workload had a split.
-            "lora": adapter_sections(points),
-            "references": refs,
-            "unreadable": unreadable,
-            "overlay": chart_overlay(
-                points, figs, shown.key, refs, [field for field, _ in charts.LATENCY_METRICS]
-            ),
-        }
+        "judgement": page,
+        "operating_point_form": OperatingPointForm(benchmark=benchmark),
+        "fleet": {"form": plan_form(benchmark), "plans": page.capacity_plans,
+                  "action": reverse("capacity_new", args=[benchmark.code])},
     }
 
 

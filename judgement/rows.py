@@ -7,7 +7,13 @@ from collections.abc import Sequence
 
 from django.db.models import Q
 
-from benchmarks.models import Benchmark, CapacityPlan, ExternalReference, Point, PointData
+# The row types this layer hands to pages and reports, re-exported once: reports/ names them
+# from here and never imports benchmarks.models (its rows come only through judgement).
+from benchmarks.models import Benchmark as Benchmark
+from benchmarks.models import CapacityPlan as CapacityPlan
+from benchmarks.models import ExternalReference as ExternalReference
+from benchmarks.models import Point as Point
+from benchmarks.models import PointData
 from benchmarks.storage import decode_samples
 from runner.schema.records import EngineSample
 
@@ -29,6 +35,13 @@ def samples_blob(point: Point) -> bytes | None:
     """The point's stored engine samples (only that column: its request records can be
     hundreds of megabytes); None without a PointData row."""
     return PointData.objects.filter(point=point).values_list("samples", flat=True).first()
+
+
+def samples_blobs(points: Sequence[Point]) -> dict[int, bytes]:
+    """The stored engine samples of each point with a PointData row, by pk, in one query (only
+    that column)."""
+    return dict(PointData.objects.filter(point__in=list(points))
+                .values_list("point_id", "samples"))
 
 
 def engine_samples(points: Sequence[Point]) -> dict[int, list[EngineSample]]:
@@ -88,3 +101,11 @@ def config_points(pairs: Sequence[tuple[Benchmark, str]]) -> list[Point]:
 def capacity_plans(benchmark: Benchmark, limit: int = 20) -> list[CapacityPlan]:
     """The run's capacity plans, newest first."""
     return list(benchmark.capacity_plans.select_related("created_by")[:limit])
+
+
+def point_by_id(value: str | None) -> Point | None:
+    """The point a page's query names by its id (a scaling reference); None for no or a
+    malformed id, or one that is gone."""
+    if value and value.isdigit():
+        return Point.objects.select_related("benchmark").filter(pk=int(value)).first()
+    return None

@@ -162,13 +162,13 @@ def evidence_items(verdict: Verdict | None) -> list[EvidenceItem]:
     if verdict is None:
         return []
     ev = verdict.evidence
-    replicas = int(ev.get("replicas") or 1)
+    replicas = ev.replicas
     return [
         EvidenceItem(
             label=_evidence_label(label, field, replicas),
-            value=ev[name] * (100.0 if name in EVIDENCE_FRACTIONS else 1.0),
+            value=getattr(ev, name) * (100.0 if name in EVIDENCE_FRACTIONS else 1.0),
             kind=kind,
         )
         for name, label, kind, field in EVIDENCE_ITEMS
-        if ev.get(name) is not None
+        if getattr(ev, name) is not None
     ]

@@ -21,16 +21,17 @@ from typing import Any
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from benchmarks.models import ExternalReference, Point
 from judgement.comparison_view import compare_points, compare_with_reference, output_parity
 from judgement.cost_view import worth_of
+from judgement.report_rows import Sweeps
 from judgement.request_timeline import PHASE_NAMES
 from judgement.request_timeline import TITLES as TIMELINE_TITLES
+from judgement.rows import ExternalReference, Point
 from judgement.scaling_view import scaling_for
 from judgement.stability_view import comparison_stability
 from judgement.vocabulary import UNIT_OUTPUT_TPS_PER_GPU, AnalysisError
 from reports import facts
-from reports.build_reads import Build, Sweeps, report_points
+from reports.build_reads import Build, report_points
 from reports.fleet_section import fleet
 from reports.models import Item, Report
 from reports.page import Headline, ReferenceRow, ReportContent, Side, TableRow
@@ -227,7 +228,7 @@ def _table(content: ReportContent, build: Build) -> list[TableRow]:
 def _tuning_row(build: Build) -> TableRow:
     report, comparison = build.report, build.comparison
     baseline, candidate = report.baseline_point, report.candidate_point
-    cpu = cpu_label(facts.is_cpu_engine(baseline) or facts.is_cpu_engine(candidate))
+    cpu = facts.is_cpu_engine(baseline) or facts.is_cpu_engine(candidate)
     ratio_value = guarded(comparison, "ratio")
     latency = latency_sentence(comparison.baseline_median_e2el_ms,
                                 comparison.candidate_median_e2el_ms)
@@ -241,7 +242,8 @@ def _tuning_row(build: Build) -> TableRow:
         "before": facts.public_engine_label(baseline.engine_label),
         "after": facts.public_engine_label(candidate.engine_label)}
     return TableRow(
-        comparison=_("Local tuning: output tokens/s") + cpu,
+        comparison=(_("Local tuning: output tokens/s (CPU engine)") if cpu
+                    else _("Local tuning: output tokens/s")),
         baseline=num(comparison.baseline_throughput),
         result=num(comparison.candidate_throughput),
         shows=f"{shows} {latency}",

@@ -12,7 +12,7 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 
-from benchmarks.models import Point
+from judgement.rows import Point
 from runner.schema.engine_config import EngineConfig
 from runner.schema.flags import model_display_name
 

@@ -10,13 +10,13 @@ from typing import Any
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
-from benchmarks.models import Point, PointData
 from judgement import charts
 from judgement.figures import figures as point_figures
 from judgement.lora_view import adapter_rows
 from judgement.operating_point import operating_point_sentence, shown_operating_point
 from judgement.repeat_capacity import capacity_of as setting_capacity
 from judgement.request_timeline import REPORT_TIMELINE_LANES, request_timeline
+from judgement.rows import Point, samples_blobs
 from judgement.spec_decode import spec_decode
 from judgement.stability_view import figure_sentences, run_stability
 from judgement.verdict_rows import cause, step_story
@@ -116,8 +116,7 @@ def _verdict_text(point: Point, build: Build) -> str:
 
 def queue(content: ReportContent, build: Build) -> None:
     baseline, candidate = build.report.baseline_point, build.report.candidate_point
-    blobs = dict(PointData.objects.filter(point__in=[baseline, candidate])
-                 .values_list("point_id", "samples"))
+    blobs = samples_blobs([baseline, candidate])
     sides, figures = [], []
     lanes: list[dict[str, Any] | None] = []
     for point, label in ((baseline, _("Before")), (candidate, _("After"))):
@@ -180,11 +179,13 @@ def _hardware_text(point: Point, build: Build) -> str:
         if prov["gpu_count"] > used:
             text += _("; the host has %(count)s GPUs") % {"count": prov["gpu_count"]}
     else:
-        text = _("CPU only") + (f" ({prov['cpu_model']})" if prov["cpu_model"] else "")
+        text = (_("CPU only (%(cpu)s)") % {"cpu": prov["cpu_model"]} if prov["cpu_model"]
+                else _("CPU only"))
         text += f", {layout}"
     if facts.is_cpu_engine(point):
-        text += " - " + _("a CPU engine stands in for the customer's GPU: the shape of the "
-                          "results is real, the absolute numbers are not GPU numbers")
+        text = _("%(hardware)s - a CPU engine stands in for the customer's GPU: the shape of "
+                 "the results is real, the absolute numbers are not GPU numbers") % {
+            "hardware": text}
     return text
 
 
@@ -211,7 +212,7 @@ def _model_text(point: Point) -> str:
     prov = facts.public_provenance(point)
     model = prov["model"] or "-"
     if prov["model_is_local"]:
-        model += " " + _("(local directory)")
+        model = _("%(model)s (local directory)") % {"model": model}
     revision = prov["revision"] or _("no revision (local)")
     return f"{model} @ {revision}"
 
@@ -441,11 +442,11 @@ def _repeats_text(point: Point, build: Build) -> str:
     estimate = capacity_of(point, build)
     if estimate is None:
         return _("this point is not a valid run; no capacity estimate rests on it")
-    text = ngettext(
-        "%(count)s valid repeat of this setting",
-        "%(count)s valid repeats of this setting",
+    return ngettext(
+        "%(count)s valid repeat of this setting; the capacity estimate uses the lowest: "
+        "%(value)s output tokens/s (spread %(spread)s)",
+        "%(count)s valid repeats of this setting; the capacity estimate uses the lowest: "
+        "%(value)s output tokens/s (spread %(spread)s)",
         estimate.repeats,
-    ) % {"count": estimate.repeats}
-    return text + _("; the capacity estimate uses the lowest: %(value)s output tokens/s "
-                    "(spread %(spread)s)") % {
-        "value": num(estimate.capacity), "spread": percent(estimate.relative_spread_pct)}
+    ) % {"count": estimate.repeats, "value": num(estimate.capacity),
+         "spread": percent(estimate.relative_spread_pct)}

@@ -15,7 +15,7 @@ from django.utils import formats
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from benchmarks.models import Point
+from judgement.rows import Point
 from judgement.vocabulary import pct_decimals
 from reports import facts
 

@@ -59,7 +59,7 @@ def make_benchmark(node: Node | None = None, state: str = "queued", **fields: An
     runtime = fields.pop("runtime", None) or make_runtime()
     checkpoint = fields.pop("checkpoint", None) or make_checkpoint()
     workload = fields.pop("workload", None) or make_workload()
-    plan = plans.build_plan(
+    plan = plans.build_plan(plans.LaunchRequest(
         name="test sweep",
         node=node,
         runtime=runtime,
@@ -69,7 +69,7 @@ def make_benchmark(node: Node | None = None, state: str = "queued", **fields: An
         load_levels=[1000, 2000],
         repeats=1,
         replicas=1,
-    )
+    ))
     defaults: dict[str, Any] = {
         "name": "test sweep",
         "node": node,

@@ -355,7 +355,7 @@ class Point(models.Model):
 
     # Not columns: the run page's view sets them on the points it lists, for its template.
     caveat_list: list[Caveat]
-    judgement_row: dict[str, Any] | None
+    judgement_row: Any  # judgement.run_page.PointRow or None (a layer above this one)
 
     benchmark = models.ForeignKey(Benchmark, models.CASCADE, related_name="points")
     key = models.CharField(max_length=500)

@@ -104,8 +104,9 @@ def replay(
     record = search.record()
     best = max(range(len(plan.engine_configs)), key=lambda c: search.answer(c) or -1.0)
     value = search.answer(best)
-    level = search.levels[best].answer()
-    chosen = search.levels[best].seen.get(level, []) if level is not None else []
+    levels = search.states[best].levels
+    level = levels.answer()
+    chosen = levels.seen.get(level, []) if level is not None else []
     return Replay(
         record=record,
         requests=requests,

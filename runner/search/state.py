@@ -45,6 +45,19 @@ class Request:
     reason: str
 
 
+@dataclass
+class ConfigState:
+    """One engine config's place in the search: its load levels as measured, where it stands,
+    why, and what its engine start took."""
+
+    levels: Levels
+    status: CellStatus = "not_started"
+    # Why it was started, then how its search ended ("; answer ... at ..."), or why it failed
+    # or was pruned.
+    reason: str = ""
+    start_s: float | None = None  # its engine start; None before it or when not measured
+
+
 class Search:
     """start_prior_s: what an engine start of the plan's checkpoint took on this node lately
     (None: not known); it prices the first start against a time budget."""
@@ -59,15 +72,12 @@ class Search:
         self.costs = Costs(self.loads, start_prior_s=start_prior_s)
         labels = [load.label() for load in self.loads]
         by_cost = self.spec.method != "bracket-bisect-walk/1"
-        self.levels = [Levels(self.spec, labels, cost=self.costs.point_s) if by_cost
-                       else Levels(self.spec, labels) for _ in self.configs]
+        self.states = [ConfigState(Levels(self.spec, labels, cost=self.costs.point_s) if by_cost
+                                   else Levels(self.spec, labels)) for _ in self.configs]
         queue_bound = all("ttft" in name or "e2el" in name for name in self.spec.limits)
         rising = RISING_SETTINGS if queue_bound else ()
         self.walk = Walk(self.configs, self.spec.tolerance, rising=rising,
                          preempted=self._preempted)
-        self.status: list[CellStatus] = ["not_started"] * len(self.configs)
-        self.reasons = [""] * len(self.configs)
-        self.start_s: list[float | None] = [None] * len(self.configs)
         self.current: int | None = None
         self.budget_spent = False
         self.budget_note = ""  # why the unstarted configs were left once a budget ran out
@@ -77,9 +87,8 @@ class Search:
 
     def answer(self, config: int) -> float | None:
         """A config's answer once it was searched to one (pruned or failed: None)."""
-        if self.status[config] != "searched":
-            return None
-        return self.levels[config].answer_value()
+        state = self.states[config]
+        return state.levels.answer_value() if state.status == "searched" else None
 
     def best_other(self, config: int) -> float | None:
         answers = [self.answer(c) for c in range(len(self.configs)) if c != config]
@@ -88,18 +97,18 @@ class Search:
 
     def _preempted(self, config: int) -> bool:
         return any((o.preemptions or 0) > 0
-                   for repeats in self.levels[config].seen.values() for o in repeats)
+                   for repeats in self.states[config].levels.seen.values() for o in repeats)
 
     def points_measured(self) -> int:
-        return sum(levels.points() for levels in self.levels)
+        return sum(state.levels.points() for state in self.states)
 
     def noise(self) -> tuple[float, float]:
         """(throughput, latency): the repeats' pooled relative spread, the median over the
         levels measured more than once; the tolerance until any was."""
         throughput, latency = [], []
         names = ("median_e2el_ms", *self.spec.limits)
-        for levels in self.levels:
-            for repeats in levels.seen.values():
+        for state in self.states:
+            for repeats in state.levels.seen.values():
                 valid = [o for o in repeats if o.valid]
                 if len(valid) < 2:
                     continue
@@ -117,7 +126,7 @@ class Search:
         self._close_current()
         spent = self._budget_spent()
         if spent is not None:
-            self.budget_spent = any(s == "not_started" for s in self.status)
+            self.budget_spent = any(state.status == "not_started" for state in self.states)
             self.budget_note = f"the {spent} budget was spent before it"
             return None
         step = self.walk.next(self.answer)
@@ -129,38 +138,39 @@ class Search:
             self.budget_note = too_dear
             return None
         self.current = step.config
-        self.reasons[step.config] = step.reason
+        self.states[step.config].reason = step.reason
         return step.config, step.reason
 
     def config_started(self, seconds: float | None) -> None:
         assert self.current is not None
-        self.start_s[self.current] = seconds
+        self.states[self.current].start_s = seconds
         if seconds is not None:
             self.costs.started(seconds)
 
     def config_failed(self, message: str) -> None:
         """The running config's engine did not start or died: the walk treats it as short."""
         assert self.current is not None
-        self.status[self.current] = "failed"
-        self.reasons[self.current] = message
+        self.states[self.current].status = "failed"
+        self.states[self.current].reason = message
         self.current = None
 
     def next_point(self) -> Request | None:
         """The running config's next point, or None: its answer is located, or it is pruned."""
         config = self.current
         assert config is not None
-        levels = self.levels[config]
+        state = self.states[config]
+        levels = state.levels
         spent = self._budget_spent()
         if spent is not None:
             self.budget_spent = True
-            self.reasons[config] += f"; the {spent} budget ran out during its search"
+            state.reason += f"; the {spent} budget ran out during its search"
             return None
         throughput_noise, latency_noise = self.noise()
         best = self.best_other(config)
         bound = levels.bound(throughput_noise)
         if best is not None and bound is not None and bound < best * (1 - self.spec.tolerance):
-            self.status[config] = "pruned"
-            self.reasons[config] = (
+            state.status = "pruned"
+            state.reason = (
                 f"its best load delivered {levels.peak():.1f} tok/s; even with the noise "
                 f"({throughput_noise:.1%}) that is short of the best config's {best:.1f} by more "
                 f"than the {self.spec.tolerance_pct:g}% tolerance, and no lower load delivers more"
@@ -174,7 +184,7 @@ class Search:
                        self.points_measured() + 1, choice.phase, choice.reason)
 
     def observe(self, request: Request, observation: Observation) -> None:
-        self.levels[request.config].add(request.level, observation)
+        self.states[request.config].levels.add(request.level, observation)
         self.costs.measured(request.level, observation.wall_s)
 
     def finish(self) -> None:
@@ -186,7 +196,7 @@ class Search:
     def _repeat(
         self, config: int, throughput_noise: float, latency_noise: float
     ) -> LevelChoice | None:
-        levels = self.levels[config]
+        levels = self.states[config].levels
         for call in levels.close_calls(throughput_noise, latency_noise):
             if levels.count(call.level) < self.max_repeats:
                 return call
@@ -257,35 +267,36 @@ class Search:
         if config is None:
             return
         self.current = None
-        self.status[config] = "searched"
-        levels = self.levels[config]
+        state = self.states[config]
+        state.status = "searched"
+        levels = state.levels
         level = levels.answer()
         if level is None:
             what = ("no measured level met the limits" if self.spec.objective == "slo"
                     else "too few valid levels for the knee rule")
-            self.reasons[config] += f"; searched, {what}"
+            state.reason += f"; searched, {what}"
         else:
-            self.reasons[config] += (f"; answer {levels.value(level):.1f} tok/s at "
+            state.reason += (f"; answer {levels.value(level):.1f} tok/s at "
                                      f"{levels.labels[level]}")
 
     def record(self) -> SearchRecord:
         """What the run page shows: every config in plan order, and the costs so far."""
         cells = []
-        for config, engine in enumerate(self.configs):
-            levels = self.levels[config]
-            status = self.status[config]
-            reason = self.reasons[config]
+        for config, (engine, state) in enumerate(zip(self.configs, self.states, strict=True)):
+            status, reason = state.status, state.reason
             if config == self.current:
                 reason = reason or "being searched"
             elif status == "not_started":
                 reason = (self.budget_note if self.budget_spent
                           else self.walk.why_not_started(config, self.answer))
             cells.append(SearchCell(
-                label=engine.label(), status=status, reason=reason, points=levels.points(),
-                engine_start_s=self.start_s[config], answer=self.answer(config),
+                label=engine.label(), status=status, reason=reason,
+                points=state.levels.points(), engine_start_s=state.start_s,
+                answer=self.answer(config),
             ))
-        observations = [o for levels in self.levels for r in levels.seen.values() for o in r]
-        starts = [s for s in self.start_s if s is not None]
+        observations = [o for state in self.states for r in state.levels.seen.values()
+                        for o in r]
+        starts = [state.start_s for state in self.states if state.start_s is not None]
         noise = self.noise()[0] if self._repeated() else None
         return SearchRecord(
             spec=self.spec,
@@ -303,7 +314,7 @@ class Search:
         )
 
     def _repeated(self) -> bool:
-        return any(len(r) > 1 for levels in self.levels for r in levels.seen.values())
+        return any(len(r) > 1 for state in self.states for r in state.levels.seen.values())
 
     def _grid_estimate_s(self) -> float:
         """The full grid at the cost model's figures: every config at an engine start (0 while

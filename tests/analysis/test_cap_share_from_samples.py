@@ -117,7 +117,7 @@ def test_the_share_from_samples_decides_where_the_mean_would_say_the_cap_bound()
     fig = from_point_result(old_point(BELOW_CAP_QUEUED))
     assert fig.mean_running == pytest.approx(2.8) and fig.at_cap_share == pytest.approx(1 / 9)
     v = verdict(fig)
-    assert v.kind != "scheduler_cap" and "scheduler_cap" not in v.evidence["also"]
+    assert v.kind != "scheduler_cap" and "scheduler_cap" not in v.evidence.also
 
 
 @pytest.mark.parametrize("change, needed", [
@@ -150,7 +150,7 @@ def without_record(p: PointResult) -> PointResult:
 
 
 def cap_holds(v: Verdict) -> bool:
-    return v.kind == "scheduler_cap" or "scheduler_cap" in v.evidence["also"]
+    return v.kind == "scheduler_cap" or "scheduler_cap" in v.evidence.also
 
 
 def recorded() -> list[tuple[str, str, list[PointResult]]]:

@@ -35,14 +35,14 @@ def test_at_the_threshold_the_verdict_says_scheduler_tuning_cannot_add_much():
     assert MEMORY_BOUND_PCT == 80.0
     v = verdict(at_bandwidth(80.0))
     assert v.kind == "scheduler_cap"  # the binding limit is still named first
-    assert v.evidence["memory_bound"] is True
-    assert v.evidence["memory_bandwidth_pct"] == pytest.approx(80.0)
+    assert v.evidence.memory_bound is True
+    assert v.evidence.memory_bandwidth_pct == pytest.approx(80.0)
     assert v.sentence.endswith(f"; at 80.0% of memory-bandwidth peak per GPU: {CLAUSE}")
 
 
 def test_just_below_the_threshold_the_verdict_says_nothing_of_bandwidth():
     v = verdict(at_bandwidth(79.9))
-    assert v.evidence["memory_bound"] is False
+    assert v.evidence.memory_bound is False
     assert "memory-bandwidth" not in v.sentence
 
 
@@ -56,14 +56,14 @@ def test_a_client_bound_point_never_gets_the_bandwidth_clause():
     # Its timings may be wrong: nothing is concluded about the engine beside it.
     v = verdict(at_bandwidth(95.0, client_saturated=True))
     assert v.kind == "client_bound"
-    assert v.evidence["memory_bound"] is False and "memory-bandwidth" not in v.sentence
+    assert v.evidence.memory_bound is False and "memory-bandwidth" not in v.sentence
 
 
 def test_no_peak_means_no_clause_however_busy_the_engine():
     hw = hardware_use(bytes_per_s=10e12, gpu_name="NVIDIA H200 NVL", precision="bf16",
                       cpu_engine=False, flops_per_s=None)
     v = verdict(engine(hardware=hw, **PINNED))
-    assert v.evidence["memory_bandwidth_pct"] is None and v.evidence["memory_bound"] is False
+    assert v.evidence.memory_bandwidth_pct is None and v.evidence.memory_bound is False
 
 
 def test_the_verdict_evidence_carries_waiting_by_reason_queue_times_and_prefix_hits():
@@ -71,10 +71,10 @@ def test_the_verdict_evidence_carries_waiting_by_reason_queue_times_and_prefix_h
                        mean_queue_time_s=4.2, queue_time_p50_s=5.0, queue_time_p90_s=10.0,
                        queue_time_p99_s=15.0, prefix_cache_hit_rate=0.9, **PINNED))
     ev = v.evidence
-    assert (ev["mean_waiting_capacity"], ev["mean_waiting_deferred"]) == (1_400.0, 100.0)
-    assert (ev["queue_time_p50_s"], ev["queue_time_p90_s"], ev["queue_time_p99_s"]) == (
+    assert (ev.mean_waiting_capacity, ev.mean_waiting_deferred) == (1_400.0, 100.0)
+    assert (ev.queue_time_p50_s, ev.queue_time_p90_s, ev.queue_time_p99_s) == (
         5.0, 10.0, 15.0)
-    assert (ev["mean_queue_time_s"], ev["prefix_cache_hit_rate"]) == (4.2, 0.9)
+    assert (ev.mean_queue_time_s, ev.prefix_cache_hit_rate) == (4.2, 0.9)
 
 
 # --- prefix caching in a comparison ----------------------------------------------------------

@@ -92,5 +92,6 @@ def test_a_contradiction_is_caught_where_the_evidence_says_otherwise():
                            peak_running=5.0, mean_waiting=30.0, peak_waiting=60.0,
                            peak_kv_usage=0.1, preemptions=0.0, mean_tokens_per_step=2_000.0))
     assert judged.kind == "token_budget" and contradictions(judged) == []
-    lying = dataclasses.replace(judged, evidence={**judged.evidence, "mean_tokens_per_step": 20.0})
+    lying = dataclasses.replace(
+        judged, evidence=dataclasses.replace(judged.evidence, mean_tokens_per_step=20.0))
     assert contradictions(lying) == ["token budget with steps at 20 of 2048"]

@@ -27,13 +27,13 @@ def test_nothing_waiting_is_underloaded_without_a_running_count():
     assert v.sentence == (
         "underloaded: nothing waits (mean 0.0); evidence: inference-perf's Prometheus report, "
         "which lacks running requests, max_num_seqs and max_num_batched_tokens")
-    assert v.evidence["lacked"] == ["running requests", "max_num_seqs", "max_num_batched_tokens"]
+    assert v.evidence.lacked == ("running requests", "max_num_seqs", "max_num_batched_tokens")
 
 
 def test_a_queue_without_a_running_count_or_limits_is_unclear_and_says_why():
     v = verdict(imported(mean_waiting=155.0, queue_lacks=("running requests", "KV cache use")))
     assert v.kind == "unclear"
-    assert v.evidence["why"] == (
+    assert v.evidence.why == (
         "requests wait (mean 155) but inference-perf's Prometheus report has no count of running "
         "requests and max_num_seqs is not recorded, so the scheduler cap and the token budget "
         "cannot be told apart")
@@ -49,7 +49,7 @@ def test_a_mean_running_at_the_known_cap_is_the_scheduler_cap_without_a_peak():
                          max_num_batched_tokens=2048, token_budget=2048, mean_kv_usage=0.4,
                          preemptions=0.0))  # fmt: skip
     assert v.kind == "scheduler_cap"
-    assert v.evidence["lacked"] == []
+    assert v.evidence.lacked == ()
     assert v.sentence.endswith("; evidence: inference-perf's Prometheus report")
 
 
@@ -67,5 +67,5 @@ def test_the_ladder_of_imported_stages_shows_where_more_load_only_added_waiting(
         imported("s3", 11151, 7183.0, mean_waiting=208.0, median_e2el_ms=4200.0),
     ]
     found = verdicts_for_sweep(stages)
-    assert [found[k].evidence["saturated"] for k in ("s0", "s1", "s2", "s3")] == [
+    assert [found[k].evidence.saturated for k in ("s0", "s1", "s2", "s3")] == [
         False, False, False, True]

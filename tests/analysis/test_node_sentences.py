@@ -85,7 +85,7 @@ def test_a_saturated_node_names_its_throughput_as_the_nodes():
     current = node("hi", 2000, 160_000, median_e2el_ms=12_000.0,
                    **{**below, "mean_waiting": 1_200.0 * 8})
     v = verdict(current, previous)
-    assert v.evidence["saturated"] is True
+    assert v.evidence.saturated is True
     # 600 / 159,400 = +0.38%; 8,000 -> 12,000 ms = +50.0%.
     assert v.sentence.endswith(
         "; saturated: +0.38% node output tokens/s (8 replicas) over the previous load level for "

@@ -237,10 +237,10 @@ def test_a_disturbed_point_is_not_compared_and_the_next_compares_with_the_last_q
               draw(32, 0, 1005.0, queue_samples=10, mean_running=4, peak_running=4,
                    mean_waiting=28)]
     found = verdicts.verdicts_for_sweep(ladder)
-    assert "throughput_gain_pct" not in found[ladder[1].key].evidence
-    assert found[ladder[1].key].evidence["saturated"] is False
+    assert found[ladder[1].key].evidence.throughput_gain_pct is None
+    assert found[ladder[1].key].evidence.saturated is False
     after = found[ladder[2].key].evidence
-    assert after["previous_key"] == ladder[0].key and after["saturated"] is True
+    assert after.previous_key == ladder[0].key and after.saturated is True
 
 
 def test_the_saturation_tag_says_within_noise_instead_of_a_loss():

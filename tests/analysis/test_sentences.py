@@ -29,11 +29,13 @@ def test_a_lowered_setting_says_lowering():
 
 def test_a_token_budget_sentence_never_prints_an_unrecorded_budget():
     from analysis.sentences import verdict_sentence
+    from analysis.verdicts import verdict
+    from tests.analysis.helpers import point
 
-    evidence = {
-        "mean_running": 41.5, "max_num_seqs": 64, "mean_waiting": 0.8, "peak_kv_usage": 0.1,
-        "mean_tokens_per_step": 6.1, "max_num_batched_tokens": None,
-    }
+    evidence = verdict(point(
+        "p", 64, 100.0, max_num_seqs=64, max_num_batched_tokens=None, queue_samples=10,
+        mean_running=41.5, peak_running=50.0, mean_waiting=0.8, peak_kv_usage=0.1,
+        mean_tokens_per_step=6.1)).evidence
     text = verdict_sentence("token_budget", evidence, partial=True)
     assert "None" not in text
     assert "engine default" in text

@@ -65,7 +65,7 @@ def test_a_saturated_client_wins_over_every_engine_limit():
 def test_near_full_kv_is_kv_capacity():
     v = verdict(engine(**{**PINNED, "peak_kv_usage": 0.97}))
     assert v.kind == "kv_capacity"
-    assert "scheduler_cap" in v.evidence["also"]
+    assert "scheduler_cap" in v.evidence.also
     assert v.sentence == "KV capacity: peak KV usage 97.0% and 0.0 preemptions"
 
 
@@ -74,7 +74,7 @@ def test_preemptions_alone_are_kv_capacity():
         engine(preemptions=12.0, peak_kv_usage=0.8, **{k: PINNED[k] for k in ("mean_waiting",)})
     )
     assert v.kind == "kv_capacity"
-    assert v.evidence["preemptions"] == 12
+    assert v.evidence.preemptions == 12
     assert v.sentence == "KV capacity: peak KV usage 80.0% and 12.0 preemptions"
 
 
@@ -82,7 +82,7 @@ def test_running_pinned_at_max_num_seqs_while_requests_wait_is_the_scheduler_cap
     v = verdict(engine(**PINNED))
     assert v.kind == "scheduler_cap"
     assert v.partial is False
-    assert v.evidence["mean_running"] == 240 and v.evidence["max_num_seqs"] == 256
+    assert v.evidence.mean_running == 240 and v.evidence.max_num_seqs == 256
     assert v.sentence == (
         "scheduler cap: running pinned at max_num_seqs (mean 240, peak 256 of 256) "
         "while 1,500 requests wait on average"
@@ -127,7 +127,7 @@ def test_steps_well_below_the_budget_leave_the_verdict_unclear():
     assert v.kind == "unclear"
     # 900 / 2048 = 43.9%: the figure that rules the budget out stands in the sentence.
     assert "steps averaged 900 tokens, 43.9% of the 2,048-token budget: not the token budget" in (
-        v.evidence["why"])
+        v.evidence.why)
 
 
 def test_more_load_for_no_throughput_is_saturated():
@@ -145,10 +145,10 @@ def test_more_load_for_no_throughput_is_saturated():
     v = verdict(current, previous)
     # Saturation is the ladder's symptom: it stands beside the cause, never as the verdict.
     assert v.kind == "unclear"
-    assert v.evidence["saturated"] is True
-    assert v.evidence["previous_key"] == "lo"
-    assert v.evidence["throughput_gain_pct"] == pytest.approx(200 / 41_800 * 100)  # 0.48%
-    assert v.evidence["latency_growth_pct"] == pytest.approx(50.0)
+    assert v.evidence.saturated is True
+    assert v.evidence.previous_key == "lo"
+    assert v.evidence.throughput_gain_pct == pytest.approx(200 / 41_800 * 100)  # 0.48%
+    assert v.evidence.latency_growth_pct == pytest.approx(50.0)
     assert v.sentence.endswith(
         "; saturated: +0.48% output tokens/s over the previous load level for +50.0% median "
         "latency")
@@ -158,8 +158,8 @@ def test_saturation_never_stands_in_for_a_token_budget_it_cannot_confirm():
     previous = engine("lo", 1000, 41_800, median_e2el_ms=8_000.0, **BELOW_CAP_WAITING)
     current = engine("hi", 2000, 42_000, median_e2el_ms=12_000.0, **BELOW_CAP_WAITING)
     v = verdict(current, previous)
-    assert (v.kind, v.partial, v.evidence["saturated"]) == ("token_budget", True, True)
-    assert v.evidence["also"] == []
+    assert (v.kind, v.partial, v.evidence.saturated) == ("token_budget", True, True)
+    assert v.evidence.also == ()
 
 
 def test_a_pinned_scheduler_cap_is_the_cause_and_saturation_its_symptom():
@@ -167,7 +167,7 @@ def test_a_pinned_scheduler_cap_is_the_cause_and_saturation_its_symptom():
     current = engine("hi", 2000, 18_000, median_e2el_ms=16_000.0, **PINNED)
     v = verdict(current, previous)
     assert v.kind == "scheduler_cap"
-    assert v.evidence["saturated"] is True and v.evidence["also"] == []
+    assert v.evidence.saturated is True and v.evidence.also == ()
     assert v.sentence.startswith("scheduler cap: running pinned at max_num_seqs")
     assert "; saturated: +0.28% output tokens/s" in v.sentence
 
@@ -202,7 +202,7 @@ def test_samples_that_leave_most_of_the_point_uncovered_make_the_verdict_unclear
     v = verdict(engine(queue_samples=2, queue_gap_fraction=0.9))
     assert v.kind == "unclear"
     assert "90.0% of the point passed without a sample" in v.sentence
-    assert v.evidence["also"] == []
+    assert v.evidence.also == ()
     assert verdict(engine(queue_samples=2, queue_gap_fraction=0.5)).kind == "underloaded"
 
 
@@ -256,12 +256,12 @@ def sweep():
 def test_verdicts_for_a_sweep_compare_each_level_with_the_previous_of_its_own_config():
     verdicts = verdicts_for_sweep(sweep())
     assert verdicts["s256|2000"].kind == "scheduler_cap"
-    assert verdicts["s256|2000"].evidence["previous_key"] == "s256|1000"
+    assert verdicts["s256|2000"].evidence.previous_key == "s256|1000"
     # Every request admitted (running 400 -> 700, +75%) for +0.48% output: the step time.
     assert verdicts["s1024|2000"].kind == "step_time"
-    assert verdicts["s1024|2000"].evidence["previous_key"] == "s1024|1000"
+    assert verdicts["s1024|2000"].evidence.previous_key == "s1024|1000"
     assert verdicts["s1024|1000"].kind == "underloaded"
-    assert "previous_key" not in verdicts["s1024|1000"].evidence
+    assert verdicts["s1024|1000"].evidence.previous_key is None
 
 
 def test_the_sweep_summary_says_what_raising_max_num_seqs_changed():
@@ -355,7 +355,7 @@ def test_a_full_token_budget_is_the_cause_and_saturation_its_symptom():
     v = verdict(current, previous)
     assert v.kind == "token_budget"
     assert v.partial is False
-    assert v.evidence["also"] == [] and v.evidence["saturated"] is True
+    assert v.evidence.also == () and v.evidence.saturated is True
 
 
 def test_a_full_token_budget_ranks_ahead_of_the_step_time_when_both_hold():
@@ -368,7 +368,7 @@ def test_a_full_token_budget_ranks_ahead_of_the_step_time_when_both_hold():
     current = engine("hi", 2000, 42_000, mean_tokens_per_step=2_000.0, **BELOW_CAP_WAITING)
     v = verdict(current, previous)
     assert (v.kind, v.partial) == ("token_budget", False)
-    assert v.evidence["also"] == ["step_time"]
+    assert v.evidence.also == ("step_time",)
 
 
 def test_kv_usage_exactly_at_ninety_five_percent_counts_as_full():
@@ -376,7 +376,7 @@ def test_kv_usage_exactly_at_ninety_five_percent_counts_as_full():
     # pinned scheduler cap; just below it, the cap is the verdict.
     at = verdict(engine(**{**PINNED, "peak_kv_usage": 0.95}))
     assert at.kind == "kv_capacity"
-    assert at.evidence["also"] == ["scheduler_cap"]
+    assert at.evidence.also == ("scheduler_cap",)
     assert verdict(engine(**{**PINNED, "peak_kv_usage": 0.9499})).kind == "scheduler_cap"
 
 
@@ -388,7 +388,7 @@ def test_a_node_is_pinned_only_when_its_replicas_average_half_their_cap():
     spread = verdict(engine(**{**BELOW_CAP_WAITING, "mean_running": 960.0,
                                "peak_running": 256.0, "mean_waiting": 3_200.0}, **node))
     assert spread.kind == "token_budget"
-    assert spread.evidence["replicas"] == 8
+    assert spread.evidence.replicas == 8
     # 8 x 130 = 1,040 >= 0.5 x 256 x 8 = 1,024: every replica is pinned on average.
     pinned = verdict(engine(**{**PINNED, "mean_running": 1_040.0}, **node))
     assert pinned.kind == "scheduler_cap"
@@ -410,18 +410,18 @@ def node_ladder():
 def test_a_node_run_beside_single_replica_points_is_judged_on_its_own_ladder():
     verdicts = verdicts_for_sweep(sweep() + node_ladder())
     assert len(verdicts) == 6
-    assert verdicts["s256|2000"].evidence["previous_key"] == "s256|1000"
-    assert verdicts["s256|2000|x8"].evidence["previous_key"] == "s256|1000|x8"
+    assert verdicts["s256|2000"].evidence.previous_key == "s256|1000"
+    assert verdicts["s256|2000|x8"].evidence.previous_key == "s256|1000|x8"
     assert verdicts["s256|2000|x8"].kind == "scheduler_cap"
-    assert "previous_key" not in verdicts["s256|1000|x8"].evidence
+    assert verdicts["s256|1000|x8"].evidence.previous_key is None
 
 
 def test_another_workload_spec_beside_a_point_is_its_own_ladder():
     other = WorkloadShape(input_tokens_min=1000, input_tokens_max=1000, output_tokens=1000)
     long_prompts = engine("s256|2000|long", 2000, 9_000, workload=other, **PINNED)
     verdicts = verdicts_for_sweep(sweep() + [long_prompts])
-    assert "previous_key" not in verdicts["s256|2000|long"].evidence
-    assert verdicts["s256|2000"].evidence["previous_key"] == "s256|1000"
+    assert verdicts["s256|2000|long"].evidence.previous_key is None
+    assert verdicts["s256|2000"].evidence.previous_key == "s256|1000"
 
 
 def test_two_points_on_one_ladder_at_one_load_level_are_refused():
@@ -492,26 +492,25 @@ def test_a_throughput_gain_exactly_at_two_percent_is_not_saturation():
     # The rule is gain < 2%: 40,000 -> 40,800 is exactly +2.0% (for +50% latency) and still
     # pays; 40,799 is +1.9975% and does not.
     at = verdict(*saturation_step(40_800, 12_000.0))
-    assert at.evidence["throughput_gain_pct"] == 2.0
-    assert at.evidence["saturated"] is False
-    assert verdict(*saturation_step(40_799, 12_000.0)).evidence["saturated"] is True
+    assert at.evidence.throughput_gain_pct == 2.0
+    assert at.evidence.saturated is False
+    assert verdict(*saturation_step(40_799, 12_000.0)).evidence.saturated is True
 
 
 def test_latency_growth_exactly_at_five_percent_is_saturation():
     # The rule is growth >= 5%: 8,000 -> 8,400 ms is exactly +5.0% for +0.25% throughput;
     # 8,399 ms is +4.99%, and with waiting unchanged (400 -> 400) nothing else says saturated.
     at = verdict(*saturation_step(40_100, 8_400.0))
-    assert at.evidence["latency_growth_pct"] == 5.0
-    assert at.evidence["saturated"] is True
-    assert verdict(*saturation_step(40_100, 8_399.0)).evidence["saturated"] is False
+    assert at.evidence.latency_growth_pct == 5.0
+    assert at.evidence.saturated is True
+    assert verdict(*saturation_step(40_100, 8_399.0)).evidence.saturated is False
 
 
 def test_more_requests_waiting_is_saturation_even_when_latency_barely_grows():
     # +0.25% throughput and +1.25% latency (8,000 -> 8,100 ms), but 401 wait where 400 did:
     # the added load only queued. With waiting unchanged it is not saturation.
-    assert verdict(*saturation_step(40_100, 8_100.0, mean_waiting=401.0)).evidence["saturated"]
-    assert not verdict(*saturation_step(40_100, 8_100.0, mean_waiting=400.0)).evidence[
-        "saturated"]
+    assert verdict(*saturation_step(40_100, 8_100.0, mean_waiting=401.0)).evidence.saturated
+    assert not verdict(*saturation_step(40_100, 8_100.0, mean_waiting=400.0)).evidence.saturated
 
 
 # -- Sweeps over several engine settings ------------------------------------------------------
@@ -602,7 +601,7 @@ def test_the_demos_blank_token_budget_is_ruled_out_by_its_steps_not_called_parti
                    mean_tokens_per_step=6.0)
     v = verdict(point)
     assert v.kind == "unclear" and v.partial is False
-    assert v.evidence["max_num_batched_tokens"] == 2048
+    assert v.evidence.max_num_batched_tokens == 2048
     assert v.sentence == (
         "unclear: requests wait with running below max_num_seqs and KV not full, and steps "
         "averaged 6.0 tokens, 0.29% of the 2,048-token budget (vLLM's default): not the token "
@@ -763,7 +762,7 @@ def test_a_wider_batch_for_little_more_output_is_the_engine_step_time():
     # Running 50 -> 100 (+100%) for +10% output: elasticity log 1.1 / log 2 = 0.14.
     v = verdict(*wider_step(50.0, 100.0, 1_100))
     assert v.kind == "step_time"
-    assert v.evidence["running_growth_pct"] == pytest.approx(100.0)
+    assert v.evidence.running_growth_pct == pytest.approx(100.0)
     assert v.sentence.startswith(
         "engine step time: mean running rose +100.0% over the previous load level (to 100) "
         "for +10.0% output tokens/s")
@@ -780,7 +779,7 @@ def test_the_step_time_needs_output_under_the_square_root_of_the_running_growth(
     assert verdict(*wider_step(50.0, 100.0, 1_415)).kind == "underloaded"
     at = verdict(*wider_step(50.0, 100.0, 1_414))
     assert at.kind == "step_time"
-    assert at.evidence["output_elasticity"] == pytest.approx(0.49978, abs=1e-5)
+    assert at.evidence.output_elasticity == pytest.approx(0.49978, abs=1e-5)
 
 
 def test_output_that_fell_for_a_wider_batch_is_the_step_time():
@@ -799,12 +798,12 @@ def test_a_pinned_scheduler_cap_outranks_the_step_time():
                                    mean_waiting=60.0, at_cap_share=0.9)
     v = verdict(current, previous)
     assert v.kind == "scheduler_cap"
-    assert v.evidence["also"] == ["step_time"]
+    assert v.evidence.also == ("step_time",)
 
 
 def test_kv_capacity_outranks_the_step_time():
     v = verdict(*wider_step(50.0, 100.0, 1_000, preemptions=3.0))
-    assert v.kind == "kv_capacity" and "step_time" not in v.evidence["also"]
+    assert v.kind == "kv_capacity" and "step_time" not in v.evidence.also
 
 
 def test_requests_mostly_deferred_are_deferred_admission_not_the_cap():
@@ -812,7 +811,7 @@ def test_requests_mostly_deferred_are_deferred_admission_not_the_cap():
     deferred = dict(PINNED, mean_waiting=60.0, mean_waiting_deferred=30.0, at_cap_share=0.9)
     v = verdict(engine(**deferred))
     assert v.kind == "deferred"
-    assert v.evidence["also"] == ["scheduler_cap"]
+    assert v.evidence.also == ("scheduler_cap",)
     assert v.sentence.startswith("deferred admission: 30.0 of 60.0 waiting requests")
     # The rule is deferred >= half the waiting: 29.9 of 60 is the cap's queue.
     assert verdict(engine(**{**deferred, "mean_waiting_deferred": 29.9})).kind == "scheduler_cap"
@@ -821,4 +820,4 @@ def test_requests_mostly_deferred_are_deferred_admission_not_the_cap():
 def test_kv_capacity_outranks_deferred_admission():
     v = verdict(engine(**dict(PINNED, mean_waiting=60.0, mean_waiting_deferred=60.0,
                               preemptions=2.0)))
-    assert v.kind == "kv_capacity" and v.evidence["also"][0] == "deferred"
+    assert v.kind == "kv_capacity" and v.evidence.also[0] == "deferred"

@@ -419,11 +419,11 @@ def test_without_an_endpoint_node_checkpoint_and_runtime_are_required(engineer):
 def test_the_worker_refuses_an_attach_plan_without_an_endpoint_or_to_another_address(fleet):
     endpoint = register(fleet, "http://10.0.0.5:8000")
     workload = make_workload()
-    plan = plans.build_plan(
+    plan = plans.build_plan(plans.LaunchRequest(
         name="x", node=endpoint.node, runtime=endpoint.runtime, checkpoint=endpoint.checkpoint,
         workload=workload, engine_configs=[EngineConfig()], load_levels=[4], repeats=1,
         replicas=1, endpoint=endpoint,
-    )
+    ))
     fields = {"node": endpoint.node, "runtime": endpoint.runtime, "workload": workload,
               "checkpoint": endpoint.checkpoint, "plan": plan.model_dump(mode="json")}
     orphan = Benchmark.objects.create(name="no endpoint", **fields)

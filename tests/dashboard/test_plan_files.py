@@ -180,10 +180,10 @@ def test_a_grid_or_list_made_on_the_form_comes_back_onto_it_as_the_same_configs(
 
 def test_a_preset_workload_comes_back_as_its_preset(engineer):
     preset = Workload(name="case-study", **WORKLOAD_PRESETS["case-study"])
-    plan = plans.build_plan(
+    plan = plans.build_plan(plans.LaunchRequest(
         name="preset", node=make_node(), runtime=make_runtime(), checkpoint=make_checkpoint(),
         workload=preset, engine_configs=[EngineConfig(max_num_seqs=s) for s in (256, 512)],
-        load_levels=[1000, 2000], repeats=1, replicas=1)
+        load_levels=[1000, 2000], repeats=1, replicas=1))
     response = upload(engineer, plan_files.plan_yaml(plan.model_dump(mode="json")).encode())
     initial = response.context["form"].initial
     assert initial["workload_preset"] == "case-study"

@@ -54,5 +54,5 @@ def test_an_adaptive_sweep_starts_only_the_configs_that_can_win(
 
     page = client.get(f"/runs/{benchmark.code}/").content.decode()
     assert 'id="search"' in page and 'data-status="not_started"' in page
-    shown = client.get(f"/runs/{benchmark.code}/").context["judgement"]["shown"]
+    shown = client.get(f"/runs/{benchmark.code}/").context["judgement"].shown
     assert shown.error is None and shown.key.startswith("seqs=16|")

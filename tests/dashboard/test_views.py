@@ -182,8 +182,8 @@ def test_a_run_over_several_pages_lists_its_decisions_first(owner_client, finish
                                                             monkeypatch):
     monkeypatch.setattr("dashboard.views.POINTS_PER_PAGE", 3)
     first = owner_client.get(f"/runs/{finished_run.code}/")
-    rows = first.context["judgement"]["rows"]
-    decisions = {r["point"].pk for r in rows if r["selected"] or r["on_frontier"]}
+    rows = first.context["judgement"].rows
+    decisions = {r.point.pk for r in rows if r.selected or r.on_frontier}
     listed = [p.pk for p in first.context["listed_points"]]
     assert len(listed) == 3 and 0 < len(decisions) <= 3
     assert set(listed[:len(decisions)]) == decisions

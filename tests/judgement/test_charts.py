@@ -43,7 +43,7 @@ def test_a_point_without_engine_samples_gets_a_sentence_instead_of_a_queue_chart
     silent = store(benchmark, max_num_seqs=1024, num_requests=1000, throughput=900.0,
                    median_e2el_ms=5000.0, samples=0, update={"samples": []})
     response = _run_page(owner_client, benchmark)
-    queue = response.context["judgement"]["queue"]
+    queue = response.context["judgement"].queue
     assert silent not in queue.drawn and len(queue.drawn) == 6
     ((why, missing),) = queue.missing
     assert missing == [silent]
@@ -61,7 +61,7 @@ def test_an_imported_run_says_why_it_has_no_queue_chart_and_draws_none(owner_cli
               median_e2el_ms=4000.0, samples=0,
               update={"source": "vllm-bench-import", "samples": [], "provenance": None})
     response = _run_page(owner_client, benchmark)
-    queue = response.context["judgement"]["queue"]
+    queue = response.context["judgement"].queue
     assert queue.drawn == []
     html = response.content.decode()
     assert "No queue chart for any point of this run: imported from vllm bench serve" in html
@@ -72,7 +72,7 @@ def test_a_queue_summary_without_its_samples_is_named_as_such(owner_client):
     benchmark = sweep()
     summary_only = point(benchmark, 512, 4000)
     PointData.objects.filter(point=summary_only).update(sample_count=0)
-    queue = _run_page(owner_client, benchmark).context["judgement"]["queue"]
+    queue = _run_page(owner_client, benchmark).context["judgement"].queue
     ((why, missing),) = queue.missing
     assert missing == [summary_only]
     assert why.startswith("the result holds the queue summary of 20 engine samples")
@@ -103,7 +103,7 @@ def _pareto_run():
 def test_the_pareto_chart_joins_the_frontier_and_keeps_the_beaten_points_apart(owner_client):
     benchmark, keys = _pareto_run()
     j = _run_page(owner_client, benchmark).context["judgement"]
-    figure = j["pareto"]
+    figure = j.pareto
     assert figure["frontier"]["keys"] == [keys["A"], keys["B"], keys["D"]]
     assert figure["frontier"]["x"] == pytest.approx([100.0, 50.0, 20.0])
     assert figure["frontier"]["y"] == pytest.approx([1000.0, 2000.0, 3000.0])
@@ -113,13 +113,13 @@ def test_the_pareto_chart_joins_the_frontier_and_keeps_the_beaten_points_apart(o
     assert "median TPOT" in figure["x_title"] and "tokens/s per user" in figure["x_title"]
     # The factory's points ran on the CPU engine, which has no GPU to divide by.
     assert figure["y_title"] == "Output tokens/s per CPU engine (the point's / CPU engines it used)"
-    assert j["pareto_unit"] == "CPU engine"
+    assert j.pareto_unit == "CPU engine"
 
 
 def test_the_throughput_chart_no_longer_draws_the_frontier_on_its_latency_axes(owner_client):
     benchmark, _ = _pareto_run()
     response = _run_page(owner_client, benchmark)
-    assert "frontier" not in response.context["judgement"]["overlay"]
+    assert "frontier" not in response.context["judgement"].overlay
     assert 'id="pareto-data"' in response.content.decode()
 
 
@@ -128,7 +128,7 @@ def test_the_pareto_chart_divides_throughput_by_the_gpus_a_point_used(owner_clie
     store(benchmark, max_num_seqs=64, num_requests=1000, throughput=4000.0,
           median_e2el_ms=5000.0, median_tpot_ms=10.0,
           update={"engine_config": EngineConfig(max_num_seqs=64, tensor_parallel_size=2)})
-    figure = _run_page(owner_client, benchmark).context["judgement"]["pareto"]
+    figure = _run_page(owner_client, benchmark).context["judgement"].pareto
     assert figure["frontier"]["y"] == pytest.approx([2000.0])
 
 
@@ -137,7 +137,7 @@ def test_without_a_frontier_the_page_says_why_instead_of_drawing(owner_client):
     store(benchmark, max_num_seqs=64, num_requests=1000, throughput=1000.0,
           median_e2el_ms=5000.0, median_tpot_ms=None)
     response = _run_page(owner_client, benchmark)
-    assert response.context["judgement"]["pareto"] is None
+    assert response.context["judgement"].pareto is None
     html = response.content.decode()
     assert "No Pareto frontier: point " in html and "has no median_tpot_ms" in html
     assert 'id="pareto-chart"' not in html
@@ -167,10 +167,10 @@ def test_a_sweep_whose_other_config_has_no_samples_says_so_instead_of_one_config
               median_e2el_ms=4000.0, samples=0)
     response = _run_page(owner_client, benchmark)
     j = response.context["judgement"]
-    assert j["summary"] is None
-    assert j["summary_error"].startswith("only seqs=256 has bottleneck verdicts (seqs=512: no engine samples")
-    assert "one engine config" not in j["summary_error"]
-    assert f"No summary: {j['summary_error']}." in response.content.decode()
+    assert j.summary is None
+    assert j.summary_error.startswith("only seqs=256 has bottleneck verdicts (seqs=512: no engine samples")
+    assert "one engine config" not in j.summary_error
+    assert f"No summary: {j.summary_error}." in response.content.decode()
 
 
 # --- percentages ----------------------------------------------------------------------------------
@@ -208,11 +208,11 @@ def test_a_node_point_that_fails_a_stored_point_check_is_refused_with_the_check(
     node = _node(benchmark, completed_per_replica=4000)
     reference = point(benchmark, 256, 2000)
     response = _run_page(owner_client, benchmark, **{f"scaling_ref_{node.pk}": reference.pk})
-    (section,) = response.context["judgement"]["scaling"]
-    assert section["result"] is None
-    assert "fails a check of its stored aggregates" in section["refusal"]
+    (section,) = response.context["judgement"].scaling
+    assert section.result is None
+    assert "fails a check of its stored aggregates" in section.refusal
     assert "8000 completed + 0 failed = 8000 requests, but the load sent 16000" in (
-        section["refusal"])
+        section.refusal)
     html = response.content.decode()
     assert "No scaling for this node run:" in html
     assert "Compute efficiency" not in html
@@ -225,10 +225,10 @@ def test_a_reference_that_fails_a_stored_point_check_is_refused_with_the_check(o
     bad = store(benchmark, max_num_seqs=128, num_requests=2000, throughput=2600.0,
                 median_e2el_ms=4300.0, total_output_tokens=10_000)
     response = _run_page(owner_client, benchmark, **{f"scaling_ref_{node.pk}": bad.pk})
-    (section,) = response.context["judgement"]["scaling"]
-    assert section["refusal"] is None and section["result"] is None
-    assert f"reference {bad.key} fails a check of its stored aggregates" in section["error"]
-    assert "output_throughput is 2,600.00/s" in section["error"]
+    (section,) = response.context["judgement"].scaling
+    assert section.refusal is None and section.result is None
+    assert f"reference {bad.key} fails a check of its stored aggregates" in section.error
+    assert "output_throughput is 2,600.00/s" in section.error
     assert Point.objects.get(pk=bad.pk).valid  # the run itself completed: only the check fails
 
 
@@ -238,13 +238,13 @@ def test_a_node_rows_evidence_says_whose_figure_each_number_is(owner_client):
     benchmark = sweep()
     node = _node_point(benchmark, 2000, 20_000.0, 4500.0)
     response = _run_page(owner_client, benchmark)
-    row = next(r for r in response.context["judgement"]["rows"] if r["point"].pk == node.pk)
-    labels = {e.label: e.value for e in row["evidence"]}
+    row = next(r for r in response.context["judgement"].rows if r.point.pk == node.pk)
+    labels = {e.label: e.value for e in row.evidence}
     # The queue summary's node rules: means summed, peaks the highest replica's.
     assert labels["mean running (all 8 replicas)"] == 2048.0
     assert labels["peak running (highest replica)"] == 256.0
     assert labels["max_num_seqs (per replica)"] == 256
-    assert "mean 256 per replica" in row["verdict"].sentence
+    assert "mean 256 per replica" in row.verdict.sentence
     assert "A node run's row (several replicas) holds the node's queue" in (
         response.content.decode())
 

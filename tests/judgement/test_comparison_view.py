@@ -165,7 +165,7 @@ def test_the_run_chart_draws_references_of_the_same_spec_as_dated_lines(owner_cl
     ExternalReference.objects.create(
         source="Other spec", url="https://example.com/b", recorded_on=datetime.date(2026, 10, 2),
         value=1000.0, gpu_name="NVIDIA H200", workload_spec="1000 in / 1000 out")
-    overlay = owner_client.get(f"/runs/{benchmark.code}/").context["judgement"]["overlay"]
+    overlay = owner_client.get(f"/runs/{benchmark.code}/").context["judgement"].overlay
     (line,) = overlay["references"]
     # Per GPU x the one device each point used.
     assert line["y"] == 1000.0
@@ -206,7 +206,7 @@ def test_two_runs_are_compared_through_their_operating_points(owner_client):
     comparison = Comparison.objects.get()
     # Each run is represented by the operating point its page shows (the knee here).
     page = owner_client.get(f"/runs/{first.code}/")
-    shown_key = page.context["judgement"]["shown"].key
+    shown_key = page.context["judgement"].shown.key
     assert comparison.baseline_point.benchmark == first
     assert comparison.baseline_point.key == shown_key
     assert comparison.candidate_point.benchmark == second

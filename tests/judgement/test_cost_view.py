@@ -67,11 +67,11 @@ def test_the_run_page_shows_each_points_cost_with_the_price_and_its_date(owner_c
     benchmark = gpu_run(priced_node())
     slow, fast = gpu_point(benchmark, 256, 18_000.0), gpu_point(benchmark, 512, 42_000.0)
     response = owner_client.get(f"/runs/{benchmark.code}/")
-    rows = {r["point"].key: r for r in response.context["judgement"]["rows"]}
+    rows = {r.point.key: r for r in response.context["judgement"].rows}
     # 2.50 USD x 1 GPU / (18,000 x 3600) x 1e6 = 0.038580; at 42,000: 0.016534.
-    assert rows[slow.key]["cost"].per_million == pytest.approx(2.5e6 / (18_000 * 3600))
-    assert rows[slow.key]["cost"].text == "0.0386 USD"
-    assert rows[fast.key]["cost"].text == "0.0165 USD"
+    assert rows[slow.key].cost.per_million == pytest.approx(2.5e6 / (18_000 * 3600))
+    assert rows[slow.key].cost.text == "0.0386 USD"
+    assert rows[fast.key].cost.text == "0.0165 USD"
     body = page_text(response)
     assert ">0.0386 USD</span>" in body and ">0.0165 USD</span>" in body
     assert "at 2.50 USD per GPU per hour on gpu-a, as of 2026-11-01." in body
@@ -80,7 +80,7 @@ def test_the_run_page_shows_each_points_cost_with_the_price_and_its_date(owner_c
 def test_a_cpu_sweep_has_no_cost_and_says_why_once(owner_client):
     benchmark = sweep(node=priced_node())
     response = owner_client.get(f"/runs/{benchmark.code}/")
-    costs = [r["cost"] for r in response.context["judgement"]["rows"]]
+    costs = [r.cost for r in response.context["judgement"].rows]
     assert costs and all(c.per_million is None for c in costs)
     assert {c.reason for c in costs} == {cost.CPU_ENGINE}
     body = page_text(response)
@@ -99,8 +99,8 @@ def test_an_invalid_point_gets_no_cost(owner_client):
     broken = store(benchmark, max_num_seqs=256, num_requests=2000, throughput=18_000.0,
                    median_e2el_ms=4000.0, failed=5, update={"provenance": gpu_provenance()})
     assert broken.valid is False
-    rows = owner_client.get(f"/runs/{benchmark.code}/").context["judgement"]["rows"]
-    assert rows[0]["cost"].reason == cost.INVALID_RUN
+    rows = owner_client.get(f"/runs/{benchmark.code}/").context["judgement"].rows
+    assert rows[0].cost.reason == cost.INVALID_RUN
 
 
 # --- comparison page ---------------------------------------------------------------------------

@@ -53,13 +53,13 @@ def stored_run(bytes_per_s: float, *, gpu_name: str = "NVIDIA H200") -> Benchmar
 def page(client, benchmark: Benchmark) -> tuple[dict, str]:
     response = client.get(f"/runs/{benchmark.code}/")
     assert response.status_code == 200
-    (row,) = response.context["judgement"]["rows"]
+    (row,) = response.context["judgement"].rows
     return row, response.content.decode()
 
 
 def test_the_shares_of_peak_stand_beside_the_throughput_with_their_source(owner_client):
     row, html = page(owner_client, stored_run(4.32e12))
-    work = row["engine_work"]
+    work = row.engine_work
     # 4.32 of the H200 SXM's 4.8 TB/s; 98.95 of 989.5 dense BF16 TFLOPS.
     assert work.bandwidth.pct == pytest.approx(90.0)
     assert work.compute.pct == pytest.approx(10.0)
@@ -75,20 +75,20 @@ def test_the_verdict_at_90_percent_of_bandwidth_says_scheduler_tuning_cannot_add
     owner_client
 ):
     row, _html = page(owner_client, stored_run(4.32e12))
-    assert row["verdict"].kind == "scheduler_cap"
-    assert row["verdict"].sentence.endswith(
+    assert row.verdict.kind == "scheduler_cap"
+    assert row.verdict.sentence.endswith(
         "at 90.0% of memory-bandwidth peak per GPU: further scheduler tuning cannot add much; "
         "a smaller KV dtype or more GPUs can")
 
 
 def test_below_the_threshold_the_verdict_does_not_say_it(owner_client):
     row, _html = page(owner_client, stored_run(3.0e12))  # 62.5%
-    assert "memory-bandwidth" not in row["verdict"].sentence
+    assert "memory-bandwidth" not in row.verdict.sentence
 
 
 def test_queue_evidence_beside_the_verdict_has_waiting_by_reason_and_queue_times(owner_client):
     row, html = page(owner_client, stored_run(3.0e12))
-    items = {e.label: (e.value, e.kind) for e in row["evidence"]}
+    items = {e.label: (e.value, e.kind) for e in row.evidence}
     assert items["waiting for capacity"] == (2900.0, "number")
     assert items["waiting deferred"] == (100.0, "number")
     assert items["mean queue time"] == (3.5, "seconds")
@@ -102,8 +102,8 @@ def test_queue_evidence_beside_the_verdict_has_waiting_by_reason_and_queue_times
 def test_an_unknown_gpu_or_cpu_engine_says_there_is_no_peak_instead_of_a_number(owner_client):
     unknown = stored_run(4.32e12, gpu_name="NVIDIA H200 NVL")
     row, html = page(owner_client, unknown)
-    assert row["engine_work"].bandwidth.pct is None
-    assert row["engine_work"].bandwidth.short == "no peak"
+    assert row.engine_work.bandwidth.pct is None
+    assert row.engine_work.bandwidth.short == "no peak"
     # The engine's own estimate stays visible beside the reason there is no share.
     assert ('<small class="achieved">4.32 TB/s per GPU</small><br><span class="hint" '
             'title="no peak: NVIDIA H200 NVL is not in the peak table') in html
@@ -114,7 +114,7 @@ def test_an_unknown_gpu_or_cpu_engine_says_there_is_no_peak_instead_of_a_number(
     Benchmark.objects.filter(pk=cpu.pk).update(state="succeeded")
     row, html = page(owner_client, cpu)
     # The factory's CPU point has no work estimates: "not reported" comes first.
-    assert row["engine_work"].bandwidth.short == "not reported"
+    assert row.engine_work.bandwidth.short == "not reported"
     # Two columns empty in every row fold into the note below the table.
     assert 'class="num peak-bandwidth"' not in html and "Compute peak <small>" not in html
     assert "Memory-bandwidth and compute peak (no column in the table: no point has a share" in html
@@ -130,8 +130,8 @@ def test_a_cpu_engines_own_estimates_never_read_per_gpu(owner_client):
           update={"queue": queue, "provenance": provenance})
     Benchmark.objects.filter(pk=benchmark.pk).update(state="succeeded")
     row, html = page(owner_client, benchmark)
-    assert row["engine_work"].bandwidth.achieved == "32 GB/s on the CPU"
-    assert not row["engine_work"].has_gpu_figure
+    assert row.engine_work.bandwidth.achieved == "32 GB/s on the CPU"
+    assert not row.engine_work.has_gpu_figure
     assert "per GPU" not in re.sub(r"<script.*?</script>", "", html, flags=re.S)
     assert 'class="num peak-bandwidth"' not in html
 

@@ -34,7 +34,7 @@ def test_each_adapter_has_its_request_share_output_share_and_medians(owner_clien
     benchmark = lora_run(["alpha", "beta", "alpha", "alpha", "beta", "alpha", "alpha", "alpha"],
                          {"alpha": 3, "beta": 1})
     response = owner_client.get(f"/runs/{benchmark.code}/")
-    (section,) = response.context["judgement"]["lora"]
+    (section,) = response.context["judgement"].lora
     alpha, beta = (row.figures for row in section.rows)
     assert [row.weight for row in section.rows] == [3.0, 1.0]
     assert (alpha.requests, alpha.request_share, alpha.output_tokens) == (6, 0.75, 24)
@@ -52,5 +52,5 @@ def test_each_adapter_has_its_request_share_output_share_and_medians(owner_clien
 def test_a_run_without_a_split_has_no_lora_section(owner_client):
     benchmark = lora_run([None, None], {})
     response = owner_client.get(f"/runs/{benchmark.code}/")
-    assert response.context["judgement"]["lora"] == []
+    assert response.context["judgement"].lora == []
     assert "lora-adapters" not in response.content.decode()

@@ -49,7 +49,7 @@ def reads_of_samples(monkeypatch) -> list[int]:
 def verdicts_on_the_page(client, benchmark: Benchmark) -> list:
     response = client.get(f"/runs/{benchmark.code}/")
     assert response.status_code == 200
-    return [row["verdict"] for row in response.context["judgement"]["rows"]]
+    return [row.verdict for row in response.context["judgement"].rows]
 
 
 def test_old_points_are_judged_by_the_share_their_samples_hold_read_once(owner_client,
@@ -88,4 +88,4 @@ def test_an_old_file_imported_with_its_samples_is_judged_as_when_it_was_measured
     upload = SimpleUploadedFile("old.jsonl", (old.model_dump_json() + "\n").encode())
     assert owner_client.post("/runs/import/", {"file": upload}).status_code == 302
     (v,) = verdicts_on_the_page(owner_client, Benchmark.objects.get(source="imported"))
-    assert v.kind == "scheduler_cap" and v.evidence["at_cap_share"] == 7 / 8
+    assert v.kind == "scheduler_cap" and v.evidence.at_cap_share == 7 / 8

@@ -24,26 +24,26 @@ def test_the_run_page_shows_the_default_knee_with_its_sentence(owner_client):
     response = owner_client.get(f"/runs/{benchmark.code}/")
     assert response.status_code == 200
     j = response.context["judgement"]
-    assert j["shown"].key == point(benchmark, 512, 2000).key
-    assert j["shown"].stored is None
+    assert j.shown.key == point(benchmark, 512, 2000).key
+    assert j.shown.stored is None
     # 3000 -> 3020 is +0.67% (two decimals below 1%), 4100 -> 7000 ms +70.7%.
     assert ("going on to burst 4000 added +0.67% output tokens/s while median latency rose "
             "+70.7%.") in response.content.decode()
     # The chart marks the selected point.
-    assert j["overlay"]["selected"]["y"] == [3000.0]
+    assert j.overlay["selected"]["y"] == [3000.0]
 
 
 def test_each_point_gets_a_verdict_with_its_evidence_numbers(owner_client):
     benchmark = sweep()
     response = owner_client.get(f"/runs/{benchmark.code}/")
-    rows = {r["point"].key: r for r in response.context["judgement"]["rows"]}
+    rows = {r.point.key: r for r in response.context["judgement"].rows}
     pinned = rows[point(benchmark, 256, 4000).key]
     # mean running 256 of max_num_seqs 256 with 3000 waiting: the scheduler cap binds.
-    assert pinned["verdict"].kind == "scheduler_cap"
+    assert pinned.verdict.kind == "scheduler_cap"
     assert EvidenceItem(label="mean waiting", value=3000.0, kind="number") in (
-        pinned["evidence"]
+        pinned.evidence
     )
-    assert rows[point(benchmark, 512, 4000).key]["verdict"].kind == "step_time"
+    assert rows[point(benchmark, 512, 4000).key].verdict.kind == "step_time"
     html = response.content.decode()
     assert "scheduler_cap" in html and "mean waiting 3000" in html
 
@@ -51,7 +51,7 @@ def test_each_point_gets_a_verdict_with_its_evidence_numbers(owner_client):
 def test_the_sweep_change_sentence_names_the_setting_and_the_bottlenecks(owner_client):
     benchmark = sweep()
     response = owner_client.get(f"/runs/{benchmark.code}/")
-    summary = response.context["judgement"]["summary"]
+    summary = response.context["judgement"].summary
     assert summary is not None
     assert "max_num_seqs from 256 to 512" in summary.sentence
     assert "scheduler cap" in summary.sentence and "step time" in summary.sentence
@@ -63,7 +63,7 @@ def test_the_sweep_change_sentence_names_the_setting_and_the_bottlenecks(owner_c
         "output tok/s): at max_num_seqs 256, the scheduler cap bound")
     assert str(summary.overall.story) in page
     # And each config over its own load levels, from the same verdicts.
-    ladders = response.context["judgement"]["ladders"]
+    ladders = response.context["judgement"].ladders
     assert [line.split(":")[0] for line in ladders] == ["seqs=256", "seqs=512"]
     assert all(line in page for line in ladders)
 
@@ -77,7 +77,7 @@ def test_a_knee_over_fewer_than_three_levels_is_refused_with_its_reason(owner_cl
     assert "a knee needs at least 3 load levels; got 2 valid point(s)" in (
         response.content.decode()
     )
-    assert response.context["judgement"]["overlay"]["selected"]["keys"] == []
+    assert response.context["judgement"].overlay["selected"]["keys"] == []
 
 
 def test_the_page_never_fails_when_a_point_lacks_queue_samples(owner_client):
@@ -86,9 +86,9 @@ def test_the_page_never_fails_when_a_point_lacks_queue_samples(owner_client):
                  median_e2el_ms=None, samples=0, update={"provenance": None})
     response = owner_client.get(f"/runs/{benchmark.code}/")
     assert response.status_code == 200
-    row = next(r for r in response.context["judgement"]["rows"] if r["point"].pk == bare.pk)
-    assert row["verdict"] is None
-    assert "no engine samples" in row["no_verdict"]
+    row = next(r for r in response.context["judgement"].rows if r.point.pk == bare.pk)
+    assert row.verdict is None
+    assert "no engine samples" in row.no_verdict
     assert "no engine samples" in response.content.decode()
 
 
@@ -106,7 +106,7 @@ def test_a_knee_selection_is_stored_with_its_parameters(owner_client, owner):
     assert chosen.chosen_by == owner
     assert chosen.evidence["latency_growth_pct"] == pytest.approx((7000 / 4100 - 1) * 100)
     page = owner_client.get(f"/runs/{benchmark.code}/")
-    assert page.context["judgement"]["shown"].stored == chosen
+    assert page.context["judgement"].shown.stored == chosen
 
 
 def test_an_slo_selection_names_the_binding_limit(owner_client):
@@ -162,7 +162,7 @@ def test_repeats_show_the_lowest_as_capacity_with_the_spread(owner_client):
     store(benchmark, max_num_seqs=256, num_requests=1000, throughput=1900.0,
           median_e2el_ms=4100.0, repeat=1)
     response = owner_client.get(f"/runs/{benchmark.code}/")
-    (row,) = response.context["judgement"]["capacity"]
+    (row,) = response.context["judgement"].capacity
     assert row["estimate"].capacity == 1900.0
     assert row["estimate"].spread == 100.0
     assert "1900.0" in response.content.decode()
@@ -189,15 +189,15 @@ def test_node_scaling_uses_the_chosen_single_replica_reference(owner_client):
     reference = point(benchmark, 256, 2000)  # 2600 tok/s, one replica, same spec
     response = owner_client.get(f"/runs/{benchmark.code}/",
                                 {f"scaling_ref_{node.pk}": reference.pk})
-    (section,) = response.context["judgement"]["scaling"]
-    assert section["error"] is None
-    assert section["result"].efficiency == pytest.approx(3800.0 / (2 * 2600.0))
+    (section,) = response.context["judgement"].scaling
+    assert section.error is None
+    assert section.result.efficiency == pytest.approx(3800.0 / (2 * 2600.0))
     html = response.content.decode()
     assert "73.1%" in html
     assert 'class="scaling-efficiency">73.1% (0.731)</dd>' in html
-    assert section["window_seconds"] == 10.0
-    assert len(section["per_replica"]) == 2
-    assert reference in section["choices"]
+    assert section.window_seconds == 10.0
+    assert len(section.per_replica) == 2
+    assert reference in section.choices
 
 
 def test_node_scaling_refuses_a_reference_of_another_workload_spec(owner_client):
@@ -206,10 +206,10 @@ def test_node_scaling_refuses_a_reference_of_another_workload_spec(owner_client)
     other = point(benchmark, 256, 2000)  # 256 output tokens
     response = owner_client.get(f"/runs/{benchmark.code}/", {f"scaling_ref_{node.pk}": other.pk})
     assert response.status_code == 200
-    (section,) = response.context["judgement"]["scaling"]
-    assert section["result"] is None
-    assert "a scaling reference needs the same workload spec" in section["error"]
-    assert other not in section["choices"]
+    (section,) = response.context["judgement"].scaling
+    assert section.result is None
+    assert "a scaling reference needs the same workload spec" in section.error
+    assert other not in section.choices
     assert "a scaling reference needs the same workload spec" in response.content.decode()
 
 
@@ -278,25 +278,25 @@ def test_node_runs_beside_single_replica_points_keep_every_verdict_and_the_summa
     high = _node_point(benchmark, 4000, 20_100.0, 8200.0)
     response = owner_client.get(f"/runs/{benchmark.code}/")
     j = response.context["judgement"]
-    assert j["verdict_error"] is None
-    rows = {r["point"].key: r for r in j["rows"]}
+    assert j.verdict_error is None
+    rows = {r.point.key: r for r in j.rows}
     assert len(rows) == 8
-    assert all(r["verdict"] is not None for r in rows.values()), {
-        k: r["no_verdict"] for k, r in rows.items() if r["verdict"] is None
+    assert all(r.verdict is not None for r in rows.values()), {
+        k: r.no_verdict for k, r in rows.items() if r.verdict is None
     }
     # Each is judged against the lower load level of its own ladder: the node against the node.
-    assert rows[high.key]["verdict"].kind == "scheduler_cap"
-    assert rows[high.key]["verdict"].evidence["previous_key"] == low.key
+    assert rows[high.key].verdict.kind == "scheduler_cap"
+    assert rows[high.key].verdict.evidence.previous_key == low.key
     single = point(benchmark, 256, 4000)
-    assert rows[single.key]["verdict"].evidence["previous_key"] == point(benchmark, 256, 2000).key
+    assert rows[single.key].verdict.evidence.previous_key == point(benchmark, 256, 2000).key
     # The sweep summary still joins the single-replica configs.
-    summary = j["summary"]
+    summary = j.summary
     assert summary is not None
     assert "max_num_seqs from 256 to 512" in summary.sentence
     assert summary.overall.from_key == single.key
     assert summary.sentence in html.unescape(response.content.decode())
     # A node run is not a repeat of the single-replica point at its config and load.
-    assert j["capacity"] == []
+    assert j.capacity == []
 
 
 def test_the_capacity_table_groups_node_repeats_apart_and_names_replicas_and_spec(
@@ -306,7 +306,7 @@ def test_the_capacity_table_groups_node_repeats_apart_and_names_replicas_and_spe
     _node_point(benchmark, 2000, 20_000.0, 4500.0, repeat=0)
     _node_point(benchmark, 2000, 19_000.0, 4600.0, repeat=1)
     response = owner_client.get(f"/runs/{benchmark.code}/")
-    (row,) = response.context["judgement"]["capacity"]
+    (row,) = response.context["judgement"].capacity
     assert (row["config"], row["offered_concurrency"], row["replicas"]) == ("seqs=256", 2000, 8)
     assert row["spec"] == "63-66 in / 256 out"
     assert row["estimate"].capacity == 19_000.0
@@ -323,9 +323,27 @@ def test_a_ladder_with_two_points_at_one_level_loses_only_its_own_verdicts(owner
           update={"key": twin_key})
     response = owner_client.get(f"/runs/{benchmark.code}/")
     j = response.context["judgement"]
-    rows = {r["point"].key: r for r in j["rows"]}
-    assert "share config, replica count, workload spec, repeat and load level" in j["verdict_error"]
-    assert rows[twin_key]["verdict"] is None
-    assert rows[point(benchmark, 256, 4000).key]["verdict"] is None
-    assert "share config" in rows[point(benchmark, 256, 4000).key]["no_verdict"]
-    assert rows[point(benchmark, 512, 4000).key]["verdict"].kind == "step_time"
+    rows = {r.point.key: r for r in j.rows}
+    assert "share config, replica count, workload spec, repeat and load level" in j.verdict_error
+    assert rows[twin_key].verdict is None
+    assert rows[point(benchmark, 256, 4000).key].verdict is None
+    assert "share config" in rows[point(benchmark, 256, 4000).key].no_verdict
+    assert rows[point(benchmark, 512, 4000).key].verdict.kind == "step_time"
+
+
+def test_run_page_gives_each_row_its_own_points_judgement():
+    from judgement.run_page import run_page
+
+    benchmark = sweep()
+    page = run_page(benchmark, {})
+    assert page is not None and page.pareto_unit == "CPU engine"  # the factories run on CPU
+    assert [r.point.key for r in page.rows if r.selected] == [page.shown.key]
+    assert page.pareto is not None
+    frontier = set(page.pareto["frontier"]["keys"])
+    assert frontier and any(not r.on_frontier for r in page.rows)
+    for row in page.rows:
+        assert row.verdict is not None and row.verdict.key == row.point.key
+        assert row.on_frontier == (row.point.key in frontier)
+    pinned = next(r for r in page.rows if r.point.key == point(benchmark, 256, 4000).key)
+    assert pinned.verdict is not None and pinned.verdict.kind == "scheduler_cap"
+    assert run_page(make_benchmark(node=benchmark.node), {}) is None

@@ -20,9 +20,9 @@ def test_the_page_shows_the_searchs_answer_with_its_interval_and_cost(owner_clie
     page = response.content.decode()
 
     # The SLO it searched for, not the knee: the fastest point within 5 s, lowest repeat.
-    assert j["shown"].method == "slo"
-    assert j["shown"].key == point(benchmark, 512, 2000, repeat=1).key  # the lower repeat
-    search = j["search"]
+    assert j.shown.method == "slo"
+    assert j.shown.key == point(benchmark, 512, 2000, repeat=1).key  # the lower repeat
+    search = j.search
     assert search.interval.repeats == 2
     assert (round(search.interval.low), round(search.interval.high)) == (2891, 3060)
     assert [row.step.order for row in search.steps] == [1, 2, 3, 4, 5]
@@ -38,7 +38,7 @@ def test_a_grid_run_has_no_search_section(owner_client):
     store(benchmark, max_num_seqs=256, num_requests=1000, throughput=2000.0,
           median_e2el_ms=4000.0)
     response = owner_client.get(f"/runs/{benchmark.code}/")
-    assert response.context["judgement"]["search"] is None
+    assert response.context["judgement"].search is None
     assert 'id="search"' not in response.content.decode()
 
 

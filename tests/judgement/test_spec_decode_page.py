@@ -33,12 +33,12 @@ def run_with(*queues: QueueSummary) -> Benchmark:
 def page(client, benchmark: Benchmark) -> tuple[list[dict], str]:
     response = client.get(f"/runs/{benchmark.code}/")
     assert response.status_code == 200
-    return response.context["judgement"]["rows"], response.content.decode()
+    return response.context["judgement"].rows, response.content.decode()
 
 
 def test_each_point_shows_its_acceptance_rate_and_mean_acceptance_length(owner_client):
     rows, html = page(owner_client, run_with(QueueSummary(samples=20, **SPEC)))
-    cell = rows[0]["spec_decode"]
+    cell = rows[0].spec_decode
     assert cell.acceptance_rate == pytest.approx(150 / 320)
     assert cell.mean_acceptance_length == pytest.approx(1 + 150 / 160)
     assert cell.by_position == [("1", 0.625), ("2", 0.3125)]
@@ -52,7 +52,7 @@ def test_each_point_shows_its_acceptance_rate_and_mean_acceptance_length(owner_c
 
 def test_a_run_without_speculative_decoding_has_no_column(owner_client):
     rows, html = page(owner_client, run_with(QueueSummary(samples=20)))
-    assert rows[0]["spec_decode"] is None
+    assert rows[0].spec_decode is None
     assert "Draft acceptance" not in html and "spec-decode" not in html
 
 
@@ -63,7 +63,7 @@ def test_beside_a_point_that_ran_it_a_point_without_it_shows_a_dash_and_no_draft
                                 spec_accepted_tokens=0.0)
     rows, html = page(owner_client, run_with(
         QueueSummary(samples=20, **SPEC), QueueSummary(samples=20), none_drafted))
-    assert [r["spec_decode"] is None for r in rows] == [False, True, False]
+    assert [r.spec_decode is None for r in rows] == [False, True, False]
     assert '<td class="num spec-decode">-</td>' in html
     assert ('<span class="hint" title="the engine ran speculative decoding but proposed no '
             'draft in this point">no drafts</span>') in html

@@ -73,7 +73,7 @@ def test_the_trade_off_sentence_quotes_the_measured_step_not_the_knee_thresholds
     assert _text(body, "curve-sentence") == (
         "The operating point is the last load level before the knee: going on to burst 64 "
         "added +0.49% output tokens/s while median latency rose +50.0%.")
-    shown = owner_client.get(f"/runs/{benchmark.code}/").context["judgement"]["shown"]
+    shown = owner_client.get(f"/runs/{benchmark.code}/").context["judgement"].shown
     assert shown.key == point(benchmark, 64, 32).key
     assert round(shown.evidence["throughput_gain_pct"], 1) == 0.5
     assert round(shown.evidence["latency_growth_pct"], 1) == 50.0
@@ -89,7 +89,7 @@ def test_without_a_saved_choice_the_report_names_the_run_pages_point_in_another_
                          scaling_reference=None, items=["headline", "curves"])
     body = Client().get(f"/r/{report.issued_token}/").content.decode()
     run_page = owner_client.get(f"/runs/{sweep.code}/")
-    shown = run_page.context["judgement"]["shown"]
+    shown = run_page.context["judgement"].shown
     assert shown.stored is None and shown.key == point(sweep, 64, 32, repeat=1).key
     assert _text(body, "curve-selected").startswith(
         "max_num_seqs 64 at burst 32: 41,600 output tokens/s, median latency 2.5 s")
@@ -291,7 +291,7 @@ def test_an_adaptive_runs_report_names_the_point_its_search_chose(owner, owner_c
                          candidate_point=chosen, scaling_point=None, scaling_reference=None,
                          items=["headline", "curves"])
     body = Client().get(f"/r/{report.issued_token}/").content.decode()
-    shown = owner_client.get(f"/runs/{benchmark.code}/").context["judgement"]["shown"]
+    shown = owner_client.get(f"/runs/{benchmark.code}/").context["judgement"].shown
     assert shown.method == "slo" and shown.key == chosen.key
     assert _text(body, "curve-selected").startswith("max_num_seqs 512 at burst 2000")
     # The same sentence, its point key's engine settings in words for the customer.

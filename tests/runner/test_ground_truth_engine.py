@@ -69,7 +69,7 @@ def assert_binds(gt: GroundTruthClass, points: list[PointResult]) -> None:
 def assert_kinds(gt: GroundTruthClass, points: list[PointResult], *,
                  may_rank_ahead: tuple[str, ...] = ()) -> None:
     """Every labelled point is judged the kind the class expects (classes.expected_kind), or
-    one of may_rank_ahead with the expected kind holding behind it (evidence["also"])."""
+    one of may_rank_ahead with the expected kind holding behind it (evidence.also)."""
     judged = verdicts_for_sweep([from_point_result(p) for p in points])
     for p in points:
         expected = gt.expected_kind(p.engine_config.label(), p.load.label())
@@ -77,7 +77,7 @@ def assert_kinds(gt: GroundTruthClass, points: list[PointResult], *,
         if expected is None or verdict.kind == expected:
             continue
         assert verdict.kind in may_rank_ahead, (p.key, verdict.sentence, p.queue)
-        assert expected in verdict.evidence["also"], (p.key, verdict.evidence)
+        assert expected in verdict.evidence.also, (p.key, verdict.evidence)
 
 
 def test_a_long_queue_behind_max_num_seqs_4_is_the_scheduler_cap(cpu_engine, tmp_path):

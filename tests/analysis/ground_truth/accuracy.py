@@ -36,21 +36,21 @@ def contradictions(v: Verdict) -> list[str]:
     queue. Looser than the rules on purpose: a contradiction, not a borderline case."""
     e = v.evidence
     if (v.kind == "token_budget" and not v.partial
-            and e["mean_tokens_per_step"] < 0.5 * e["max_num_batched_tokens"]):
-        return [f"token budget with steps at {e['mean_tokens_per_step']:.0f} of "
-                f"{e['max_num_batched_tokens']}"]
+            and e.mean_tokens_per_step < 0.5 * e.max_num_batched_tokens):
+        return [f"token budget with steps at {e.mean_tokens_per_step:.0f} of "
+                f"{e.max_num_batched_tokens}"]
     if v.kind == "scheduler_cap" and (
-            e["mean_waiting"] < 1 or e["peak_running"] < (e["max_num_seqs"] or 0)):
-        return [f"scheduler cap with peak running {e['peak_running']} of {e['max_num_seqs']} "
-                f"and {e['mean_waiting']:.1f} waiting"]
-    if v.kind == "kv_capacity" and (e["peak_kv_usage"] or 0) < 0.9 and not e["preemptions"]:
-        return [f"KV capacity at {e['peak_kv_usage']} peak KV, no preemptions"]
-    if v.kind == "underloaded" and e["mean_waiting"] >= 1:
-        return [f"underloaded with {e['mean_waiting']:.1f} waiting on average"]
-    if v.kind == "step_time" and e["throughput_gain_pct"] >= e["running_growth_pct"] / 2:
-        return [f"step time though output grew {e['throughput_gain_pct']:.1f}% for "
-                f"{e['running_growth_pct']:.1f}% more running"]
-    if v.kind == "client_bound" and not e["client_saturated"]:
+            e.mean_waiting < 1 or e.peak_running < (e.max_num_seqs or 0)):
+        return [f"scheduler cap with peak running {e.peak_running} of {e.max_num_seqs} "
+                f"and {e.mean_waiting:.1f} waiting"]
+    if v.kind == "kv_capacity" and (e.peak_kv_usage or 0) < 0.9 and not e.preemptions:
+        return [f"KV capacity at {e.peak_kv_usage} peak KV, no preemptions"]
+    if v.kind == "underloaded" and e.mean_waiting >= 1:
+        return [f"underloaded with {e.mean_waiting:.1f} waiting on average"]
+    if v.kind == "step_time" and e.throughput_gain_pct >= e.running_growth_pct / 2:
+        return [f"step time though output grew {e.throughput_gain_pct:.1f}% for "
+                f"{e.running_growth_pct:.1f}% more running"]
+    if v.kind == "client_bound" and not e.client_saturated:
         return ["client-bound without the client flag"]
     return []
 

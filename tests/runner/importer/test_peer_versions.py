@@ -114,9 +114,9 @@ def test_the_conference_sweep_folder_is_diagnosed_from_its_prometheus_reports():
     # and no max_num_seqs, no limit can be named: the verdict says what the evidence lacked.
     assert kinds == ["underloaded"] * 3 + ["unclear"] * 4
     stage_4 = found[points[4].key]
-    assert stage_4.evidence["saturated"] and not found[points[3].key].evidence["saturated"]
-    assert stage_4.evidence["lacked"] == [
-        "running requests", "KV cache use", "max_num_seqs", "max_num_batched_tokens"]
+    assert stage_4.evidence.saturated and not found[points[3].key].evidence.saturated
+    assert stage_4.evidence.lacked == (
+        "running requests", "KV cache use", "max_num_seqs", "max_num_batched_tokens")
     assert "has no count of running requests" in stage_4.sentence
     assert ("evidence: inference-perf's Prometheus report, which lacks running requests, KV "
             "cache use, max_num_seqs and max_num_batched_tokens") in stage_4.sentence

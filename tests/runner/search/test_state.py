@@ -343,3 +343,24 @@ def test_the_record_keeps_the_start_prior_and_this_runs_measured_start():
 
     assert (record.start_prior_s, record.start_measured_s) == (300.0, 30.0)
     assert replay(grid, KNEE).record.start_prior_s is None
+
+
+def test_each_configs_status_reason_and_start_stay_its_own():
+    from runner.search.search import Search
+
+    grid = recorded_grid(saturating(capacity_by_seqs_and_tokens))
+    search = Search(grid.plan.model_copy(update={"search": KNEE}))
+    first, why_first = search.next_config() or (None, "")
+    search.config_started(12.0)
+    search.config_failed("the engine did not start")
+    second, why_second = search.next_config() or (None, "")
+    search.config_started(34.0)
+    assert first is not None and second is not None and first != second
+    cells = search.record().cells
+    assert (cells[first].status, cells[first].reason, cells[first].engine_start_s) == (
+        "failed", "the engine did not start", 12.0)
+    assert (cells[second].status, cells[second].reason, cells[second].engine_start_s) == (
+        "not_started", why_second, 34.0)  # running: not yet closed
+    assert why_first and why_second
+    others = [c for i, c in enumerate(cells) if i not in (first, second)]
+    assert all(c.engine_start_s is None and c.status == "not_started" for c in others)
