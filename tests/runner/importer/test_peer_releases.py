@@ -129,9 +129,9 @@ def test_a_point_with_aiperfs_scrape_gets_the_verdict_its_evidence_allows():
     # Requests waited with 4 running, but the file does not record max_num_seqs: the scrape
     # shows the queue, and the verdict says which limit it cannot name and why.
     assert found.kind == "unclear"
-    assert found.evidence["queue_source"] == SOURCE
-    assert found.evidence["lacked"] == ["max_num_seqs", "max_num_batched_tokens"]
-    assert found.evidence["mean_waiting"] == point.queue.mean_waiting > 0
+    assert found.evidence.queue_source == SOURCE
+    assert found.evidence.lacked == ("max_num_seqs", "max_num_batched_tokens")
+    assert found.evidence.mean_waiting == point.queue.mean_waiting > 0
     assert found.sentence.startswith("unclear: requests wait but max_num_seqs is not recorded")
     assert found.sentence.endswith("evidence: AIPerf's server metrics scrape, which lacks "
                                    "max_num_seqs and max_num_batched_tokens")

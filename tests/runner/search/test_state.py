@@ -346,7 +346,7 @@ def test_the_record_keeps_the_start_prior_and_this_runs_measured_start():
 
 
 def test_each_configs_status_reason_and_start_stay_its_own():
-    from runner.search.search import Search
+    from runner.search.state import Search
 
     grid = recorded_grid(saturating(capacity_by_seqs_and_tokens))
     search = Search(grid.plan.model_copy(update={"search": KNEE}))
