@@ -1,4 +1,5 @@
-"""The files vLLM 0.32's own `vllm bench serve` and `vllm bench sweep serve` wrote
+"""The files vLLM's own benchmark code wrote: 0.32's `vllm bench serve` and `vllm bench sweep
+serve`, 0.6.3, 0.7.3, 0.8.5 and 0.9.2's benchmark_serving.py, 0.11.0's `vllm bench serve`
 (tests/data/peers/vllm/, README.md there): each run's figures are vLLM's as it stated them, the
 sweep's repeats and swept settings come with each point."""
 
@@ -122,7 +123,7 @@ def test_an_older_benchmark_serving_file_has_vllms_own_figures_and_its_requests(
     [point] = load_result_file(path)
     for name in STATED_BEFORE_08:
         assert getattr(point.metrics, name) == pytest.approx(stated[name]), name
-    # No `failed` key before vLLM 0.8: failures are num_prompts - completed, and said so.
+    # No `failed` key (none to 0.11 at least): failures are num_prompts - completed, said so.
     assert "failed" not in stated and point.metrics.failed == 0
     assert any("file has no 'failed' key" in note for note in point.notes)
     # Figures these releases do not state stay absent.
@@ -165,3 +166,87 @@ def test_vllm_0_7_goodput_written_with_a_colon_is_its_request_goodput():
 def test_vllm_0_7_max_concurrency_without_a_rate_is_a_closed_loop():
     [point] = load_result_file(OLDER / "0.7.3" / "concurrency2.json")
     assert point.load.label() == "concurrency 2 x 8"
+
+
+# ---------------------------------------------------------------------------------------------
+# benchmark_serving.py of vLLM 0.8.5, 0.9.2 and `vllm bench serve` of 0.11.0 (README.md)
+# ---------------------------------------------------------------------------------------------
+
+# What these state in every file with --percentile-metrics ttft,tpot,itl,e2el: still no `failed`
+# and no p90/p95, and the per-request arrays only with --save-detailed (no latencies array).
+STATED_08_TO_011 = (*STATED_BEFORE_08, "median_tpot_ms", "std_tpot_ms", "mean_itl_ms",
+                    "std_itl_ms", "std_e2el_ms")  # fmt: skip
+LABELS = {
+    ("0.8.5", "plain.json"): "benchmark_serving.py format",
+    ("0.8.5", "detailed.json"): "benchmark_serving.py format, with per-request arrays (every "
+                                "file to vLLM 0.7, --save-detailed from 0.8)",
+    ("0.9.2", "plain.json"): "benchmark_serving.py format",
+    ("0.9.2", "detailed.json"): "benchmark_serving.py format, with per-request arrays (every "
+                                "file to vLLM 0.7, --save-detailed from 0.8)",
+    ("0.11.0", "plain.json"): "vllm bench serve format",
+    ("0.11.0", "detailed.json"): "vllm bench serve format, with --save-detailed arrays",
+}  # fmt: skip
+
+
+def _same_as_stated_08_to_011(point, stated: dict) -> None:
+    for name in STATED_08_TO_011:
+        assert getattr(point.metrics, name) == pytest.approx(stated[name]), name
+    assert "failed" not in stated and point.metrics.failed == 0
+    assert any("file has no 'failed' key" in note for note in point.notes)
+    assert point.metrics.p90_ttft_ms is None and point.metrics.p95_e2el_ms is None
+
+
+@pytest.mark.parametrize(("version", "name"), sorted(LABELS))
+def test_a_vllm_0_8_to_0_11_file_has_vllms_own_figures_under_its_format(version, name):
+    path = OLDER / version / name
+    stated = json.loads(path.read_text())
+    [point] = load_result_file(path)
+    _same_as_stated_08_to_011(point, stated)
+    assert point.load.label() == "rate 4.0/s x 8"
+    assert point.provenance is not None
+    assert point.provenance.client_version == (
+        f"vllm bench serve (vllm) ({LABELS[version, name]}; vLLM's version is not in the file)"
+    )
+    assert len(point.requests) == (8 if name == "detailed.json" else 0)
+
+
+@pytest.mark.parametrize("version", ["0.8.5", "0.9.2", "0.11.0"])
+def test_a_vllm_0_8_to_0_11_detailed_files_requests_give_back_its_e2el(version):
+    # These releases save no latencies array: each request's e2el is its TTFT plus its ITLs,
+    # the moment of its last chunk, which is where vLLM stopped its latency clock.
+    stated = json.loads((OLDER / version / "detailed.json").read_text())
+    [point] = load_result_file(OLDER / version / "detailed.json")
+    assert "latencies" not in stated
+    assert [r.ttft for r in point.requests] == pytest.approx(stated["ttfts"])
+    assert [r.output_tokens for r in point.requests] == stated["output_lens"]
+    e2els = [r.e2el for r in point.requests]
+    assert sum(e2els) / len(e2els) * 1000 == pytest.approx(stated["mean_e2el_ms"], rel=1e-3)
+
+
+@pytest.mark.parametrize("version", ["0.8.5", "0.9.2", "0.11.0"])
+def test_every_run_a_vllm_0_8_to_0_11_appended_is_a_point(version):
+    path = OLDER / version / "append.json"
+    lines = path.read_text().splitlines()
+    points = load_result_file(path)
+    assert len(points) == len(lines) == 2
+    for point, line in zip(points, lines, strict=True):
+        _same_as_stated_08_to_011(point, json.loads(line))
+    assert [p.load.label() for p in points] == ["rate 4.0/s x 8", "concurrency 2 x 8"]
+
+
+def test_vllm_0_11s_peak_figures_are_kept_as_its_own_under_their_names():
+    stated = json.loads((OLDER / "0.11.0" / "plain.json").read_text())
+    [point] = load_result_file(OLDER / "0.11.0" / "plain.json")
+    [note] = [n for n in point.notes if n.startswith("vLLM figures without a Headroom field")]
+    assert f"max_output_tokens_per_s={stated['max_output_tokens_per_s']:g}" in note
+    assert f"max_concurrent_requests={stated['max_concurrent_requests']:g}" in note
+
+
+def test_vllm_0_8_goodput_written_with_a_colon_is_its_request_goodput_and_0_9_drops_it():
+    stated = json.loads((OLDER / "0.8.5" / "plain.json").read_text())
+    [point] = load_result_file(OLDER / "0.8.5" / "plain.json")
+    assert "request_goodput" not in stated
+    assert point.metrics.request_goodput == stated["request_goodput:"] > 0
+    # 0.9.2 writes the key without the colon (null: run without --goodput).
+    later = json.loads((OLDER / "0.9.2" / "plain.json").read_text())
+    assert "request_goodput:" not in later and later["request_goodput"] is None
