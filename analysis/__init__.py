@@ -12,7 +12,8 @@ Modules:
 - compare: controlled baseline vs candidate, and local result vs dated external reference
 - repeats: capacity estimate from repeats (the lowest) with its spread
 - scaling: node throughput and scaling efficiency against a single-replica reference
-- verdicts: which engine limit binds at a point, and what a sweep changed
+- verdicts: which engine limit binds at a point
+- sweep_story: what a sweep changed across its engine configs
 - diagnosis: each engine config's limits along its load ladder
 - causes, sentences: every sentence a verdict, a step or a selection says
 - caveats, checks: what makes a stored point doubtful, and why

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from analysis import sentences
+from analysis.sweep_story import config_order
 from analysis.types import Verdict
-from analysis.verdicts import config_order
 
 # Verdicts that say nothing of which limit binds under load, left out of a ladder's diagnosis.
 NO_LIMIT_KINDS = frozenset({"underloaded", "unclear", "client_bound"})

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from analysis import AnalysisError, diagnosis, noise, sentences, verdicts
+from analysis import AnalysisError, diagnosis, noise, sentences, sweep_story, verdicts
 from analysis.types import PointFigures, SweepSummary, Verdict
 from runner.schema.samples import QueueSummary
 
@@ -74,20 +74,21 @@ def sweep_change(
         if f.key in found.missing:
             missing.setdefault(f.config_label, found.missing[f.key])
     try:
-        return verdicts.summarize_sweep_change(list(found.by_key.values()), missing), None
+        return sweep_story.summarize_sweep_change(list(found.by_key.values()), missing), None
     except AnalysisError as exc:
         return None, str(exc)
 
 
 def cause(verdict: Verdict) -> sentences.Sentence:
-    """A point's cause in a clause, with its figure (verdicts.cause): a report's binding limit."""
-    return verdicts.cause(verdict)
+    """A point's cause in a clause, with its figure (sweep_story.cause): a report's binding
+    limit."""
+    return sweep_story.cause(verdict)
 
 
 def step_story(before: Verdict, after: Verdict) -> sentences.Sentence:
     """The step from one judged point to another, told as the sweep's story tells its steps:
     what a report's queue evidence says of its before and after."""
-    return verdicts.step_between(before, after).story
+    return sweep_story.step_between(before, after).story
 
 
 def ladder_diagnoses(found: VerdictRows) -> tuple[str, ...]:

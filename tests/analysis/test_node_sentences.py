@@ -8,7 +8,8 @@ import pytest
 from analysis.errors import AnalysisError
 from analysis.scaling import check_node_point, scaling
 from analysis.sentences import no_queue_chart_sentence, pct, percent
-from analysis.verdicts import summarize_sweep_change, verdict
+from analysis.sweep_story import summarize_sweep_change
+from analysis.verdicts import verdict
 from tests.analysis.helpers import CASE_STUDY_SPEC, point
 
 CHECK = "output_throughput is 2,600.00/s but 10,000 output tokens make 1,000.00/s."

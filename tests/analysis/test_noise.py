@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis import noise, repeats, selection, verdicts
+from analysis import noise, repeats, selection, sweep_story, verdicts
 from tests.analysis.helpers import point
 
 SEQS = "seqs=4"
@@ -251,7 +251,7 @@ def test_the_saturation_tag_says_within_noise_instead_of_a_loss():
     quiet = verdicts.verdicts_for_sweep(ladder, noise_band_pct=15.0)[ladder[1].key]
     assert "saturated: -10.0%, within noise (±15.0%) output tokens/s" in quiet.sentence
     assert "(output changed -10.0% over the previous load level, within noise of ±15.0%)" in (
-        str(verdicts.cause(quiet)))
+        str(sweep_story.cause(quiet)))
     loud = verdicts.verdicts_for_sweep(ladder, noise_band_pct=9.0)[ladder[1].key]
     assert "saturated: -10.0% output tokens/s" in loud.sentence
 

@@ -6,9 +6,9 @@ import pytest
 
 from analysis.diagnosis import diagnose_ladders
 from analysis.errors import AnalysisError
+from analysis.sweep_story import summarize_sweep_change
 from analysis.types import WorkloadShape
 from analysis.verdicts import (
-    summarize_sweep_change,
     verdict,
     verdicts_for_sweep,
 )
