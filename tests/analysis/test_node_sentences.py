@@ -1,5 +1,5 @@
 """Node runs in the analysis sentences: per-replica figures in verdicts, the stored-point checks
-in node scaling, why a sweep has no summary, and the percentage rule every sentence uses."""
+in node scaling, and the percentage rule every sentence uses."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import pytest
 from analysis.errors import AnalysisError
 from analysis.scaling import check_node_point, scaling
 from analysis.sentences import no_queue_chart_sentence, pct, percent
-from analysis.sweep_story import summarize_sweep_change
 from analysis.verdicts import verdict
 from tests.analysis.helpers import CASE_STUDY_SPEC, point
 
@@ -121,28 +120,6 @@ def test_a_reference_with_a_failed_check_is_refused_naming_the_check_not_failed_
     assert "reference single fails a check of its stored aggregates" in message
     assert "10,000 output tokens make 1,000.00/s" in message
     assert "failed or short responses" not in message
-
-
-# --- why a sweep has no summary ----------------------------------------------------------------------
-
-
-def test_no_summary_names_the_configs_without_verdicts_and_why():
-    judged = verdict(node(replicas=1, mean_running=240.0, mean_waiting=1_500.0))
-    with pytest.raises(AnalysisError) as refused:
-        summarize_sweep_change([judged], {"seqs=512": "no engine samples"})
-    assert str(refused.value) == (
-        "only seqs=256 has bottleneck verdicts (seqs=512: no engine samples): a change needs "
-        "two engine configs with verdicts"
-    )
-
-
-def test_no_summary_without_any_verdict_says_no_config_has_one():
-    with pytest.raises(AnalysisError) as refused:
-        summarize_sweep_change([], {"seqs=256": "no engine samples", "seqs=512": "imported"})
-    assert str(refused.value) == (
-        "no engine config has a bottleneck verdict (seqs=256: no engine samples; seqs=512: "
-        "imported), so there is no change to summarize"
-    )
 
 
 # --- the shared percentage rule and the queue chart sentence --------------------------------------

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from analysis.causes import sweep_step_sentence
 from analysis.sentences import join_names, num, pct
 
 
@@ -18,13 +17,6 @@ def test_names_are_joined_as_prose():
     assert join_names([]) == ""
     assert join_names(["a"]) == "a"
     assert join_names(["a", "b", "c"]) == "a, b and c"
-
-
-def test_a_lowered_setting_says_lowering():
-    assert sweep_step_sentence([("max_num_seqs", 1024, 256)], "step_time", "scheduler_cap") == (
-        "lowering max_num_seqs from 1024 to 256 moved the bottleneck from the engine's step time "
-        "to the scheduler cap"
-    )
 
 
 def test_a_token_budget_sentence_never_prints_an_unrecorded_budget():

@@ -1,12 +1,10 @@
-"""Bottleneck verdicts: every kind on a hand-built point, the precedence, and the sweep summary."""
+"""Bottleneck verdicts: every kind on a hand-built point, and the precedence."""
 
 from __future__ import annotations
 
 import pytest
 
-from analysis.diagnosis import diagnose_ladders
 from analysis.errors import AnalysisError
-from analysis.sweep_story import summarize_sweep_change
 from analysis.types import WorkloadShape
 from analysis.verdicts import (
     verdict,
@@ -264,82 +262,6 @@ def test_verdicts_for_a_sweep_compare_each_level_with_the_previous_of_its_own_co
     assert verdicts["s1024|1000"].evidence.previous_key is None
 
 
-def test_the_sweep_summary_says_what_raising_max_num_seqs_changed():
-    summary = summarize_sweep_change(list(verdicts_for_sweep(sweep()).values()))
-    assert summary.sentence == (
-        "raising max_num_seqs from 256 to 1024 and max_num_batched_tokens from 2048 to 8192 "
-        "moved the bottleneck from the scheduler cap to the engine's step time"
-    )
-    assert (summary.overall.from_key, summary.overall.to_key) == ("s256|2000", "s1024|2000")
-    assert (summary.overall.from_throughput, summary.overall.to_throughput) == (18_000, 42_000)
-    assert len(summary.steps) == 1
-
-
-def test_the_sweep_summary_names_only_the_setting_that_changed():
-    points = sweep()
-    points = [
-        (
-            p
-            if p.config_label == "seqs=256"
-            else point(
-                p.key,
-                p.offered_concurrency,
-                p.output_throughput,
-                **{
-                    **{
-                        f: getattr(p, f)
-                        for f in p.__dataclass_fields__
-                        if f not in ("key", "offered_concurrency", "output_throughput")
-                    },
-                    "max_num_batched_tokens": 2048,
-                },
-            )
-        )
-        for p in points
-    ]
-    summary = summarize_sweep_change(list(verdicts_for_sweep(points).values()))
-    assert summary.sentence == (
-        "raising max_num_seqs from 256 to 1024 moved the bottleneck from the scheduler cap to "
-        "the engine's step time"
-    )
-
-
-def test_the_sweep_summary_walks_configs_in_order_and_says_when_nothing_moved():
-    verdicts = list(verdicts_for_sweep(sweep()).values())
-    extra = verdict(
-        engine(
-            "s512|2000",
-            2000,
-            30_000,
-            config_label="seqs=512",
-            max_num_seqs=512,
-            **{**PINNED, "mean_running": 500.0, "peak_running": 512.0},
-        )
-    )
-    summary = summarize_sweep_change(verdicts + [extra])
-    assert [s.sentence for s in summary.steps] == [
-        "raising max_num_seqs from 256 to 512 left the bottleneck at the scheduler cap",
-        "raising max_num_seqs from 512 to 1024 and max_num_batched_tokens from 2048 to 8192 "
-        "moved the bottleneck from the scheduler cap to the engine's step time",
-    ]
-    assert summary.overall.from_key == "s256|2000" and summary.overall.to_key == "s1024|2000"
-
-
-def test_the_sweep_summary_names_configs_that_differ_in_another_setting():
-    a = verdict(engine("a", 2000, config_label="seqs=256,kv=auto", **PINNED))
-    b = verdict(engine("b", 2000, config_label="seqs=256,kv=fp8", mean_waiting=0.0))
-    summary = summarize_sweep_change([a, b])
-    assert summary.sentence == (
-        "changing the engine config from seqs=256,kv=auto to seqs=256,kv=fp8 moved the bottleneck "
-        "from the scheduler cap to no limit (underloaded)"
-    )
-
-
-def test_the_sweep_summary_needs_two_configs():
-    with pytest.raises(AnalysisError, match="one engine config"):
-        summarize_sweep_change([verdict(engine(**PINNED))])
-
-
 def test_a_full_token_budget_is_the_cause_and_saturation_its_symptom():
     # Steps average 2,000 of 2048 (>= 0.9 x 2048) below the cap while requests wait, and the
     # step from 1000 added 0.48% throughput for +50% latency: the budget is what to change,
@@ -436,17 +358,6 @@ def test_a_verdict_refuses_a_previous_point_on_another_replica_count():
         verdict(node, single)
 
 
-def test_the_sweep_summary_stands_each_config_on_its_single_replica_points():
-    # The node run sits at a higher load than any single-replica point; the summary still joins
-    # the single-replica verdicts, so its throughputs are one engine's, not a node's.
-    node = engine("s1024|4000|x8", 4000, 330_000, config_label="seqs=1024", max_num_seqs=1024,
-                  max_num_batched_tokens=8192, replicas=8, gpu_count=8, **PINNED)
-    found = verdicts_for_sweep(sweep() + [node])
-    summary = summarize_sweep_change(list(found.values()))
-    assert (summary.overall.from_key, summary.overall.to_key) == ("s256|2000", "s1024|2000")
-    assert summary.overall.to_throughput == 42_000
-
-
 # -- Each threshold exactly at its boundary and one step past it -------------------------------
 # A rule written with > where it says >= (or the reverse) fails one of these fixed examples.
 
@@ -513,85 +424,6 @@ def test_more_requests_waiting_is_saturation_even_when_latency_barely_grows():
     assert not verdict(*saturation_step(40_100, 8_100.0, mean_waiting=400.0)).evidence.saturated
 
 
-# -- Sweeps over several engine settings ------------------------------------------------------
-
-
-def grid_point(seqs: int, tokens: int, **kwargs):
-    """The grid seqs {4, 16} x tokens {256, 2048}: 4-sequence engines pinned at their cap with
-    requests waiting, 16-sequence ones with nothing waiting."""
-    pinned = dict(mean_running=4.0, peak_running=4.0, mean_waiting=60.0, peak_waiting=60.0)
-    room = dict(mean_running=10.0, peak_running=12.0)
-    state = pinned if seqs == 4 else room
-    return verdict(engine(
-        f"s{seqs}t{tokens}", 64, 100.0 * seqs, config_label=f"seqs={seqs},tokens={tokens}",
-        max_num_seqs=seqs, max_num_batched_tokens=tokens, **{**state, **kwargs},
-    ))
-
-
-def test_a_two_axis_grid_steps_one_axis_at_a_time_naming_where_the_other_was_held():
-    grid = [grid_point(s, t) for s in (16, 4) for t in (2048, 256)]  # any order in
-    summary = summarize_sweep_change(grid)
-    assert [s.sentence for s in summary.steps] == [
-        "raising max_num_batched_tokens from 256 to 2048 (at max_num_seqs 4) left the "
-        "bottleneck at the scheduler cap",
-        "raising max_num_seqs from 4 to 16 (at max_num_batched_tokens 256) moved the bottleneck "
-        "from the scheduler cap to no limit (underloaded)",
-        "raising max_num_seqs from 4 to 16 (at max_num_batched_tokens 2048) moved the "
-        "bottleneck from the scheduler cap to no limit (underloaded)",
-        "raising max_num_batched_tokens from 256 to 2048 (at max_num_seqs 16) left the "
-        "bottleneck at no limit (underloaded)",
-    ]
-    assert summary.sentence == (
-        "raising max_num_seqs from 4 to 16 and max_num_batched_tokens from 256 to 2048 moved "
-        "the bottleneck from the scheduler cap to no limit (underloaded)"
-    )
-    assert (summary.overall.from_key, summary.overall.to_key) == ("s4t256", "s16t2048")
-
-
-def test_a_setting_other_than_the_scheduler_two_is_named_by_its_axis():
-    auto = grid_point(4, 256, other_settings=(("kv_cache_dtype", None),))
-    fp8 = verdict(engine(
-        "fp8", 64, 500.0, config_label="seqs=4,tokens=256,kv=fp8", max_num_seqs=4,
-        max_num_batched_tokens=256, other_settings=(("kv_cache_dtype", "fp8"),),
-        mean_running=4.0, peak_running=4.0, mean_waiting=60.0, peak_waiting=60.0,
-    ))
-    summary = summarize_sweep_change([fp8, auto])
-    assert summary.sentence == (
-        "changing kv_cache_dtype from fp8 to the engine default left the bottleneck at the "
-        "scheduler cap"
-    )
-
-
-def test_a_switch_reads_on_and_off_and_is_not_raised():
-    settings = lambda on: (("enable_prefix_caching", on),)  # noqa: E731
-    off = grid_point(4, 256, other_settings=settings(False))
-    on = verdict(engine(
-        "on", 64, 500.0, config_label="seqs=4,tokens=256,prefix=True", max_num_seqs=4,
-        max_num_batched_tokens=256, other_settings=settings(True), mean_running=4.0,
-        peak_running=4.0, mean_waiting=60.0, peak_waiting=60.0,
-    ))
-    summary = summarize_sweep_change([on, off])
-    assert summary.sentence.startswith("changing enable_prefix_caching from off to on left")
-
-
-def test_configs_that_differ_in_two_settings_at_once_are_still_joined():
-    # An explicit list: no two configs differ in one setting only.
-    a, b = grid_point(4, 256), grid_point(16, 2048)
-    summary = summarize_sweep_change([b, a])
-    assert [s.sentence for s in summary.steps] == [
-        "raising max_num_seqs from 4 to 16 and max_num_batched_tokens from 256 to 2048 moved "
-        "the bottleneck from the scheduler cap to no limit (underloaded)"
-    ]
-
-
-def test_three_values_on_one_axis_step_to_the_next_value_not_past_it():
-    summary = summarize_sweep_change([grid_point(s, 256) for s in (16, 4, 8)])
-    assert [(s.from_key, s.to_key) for s in summary.steps] == [
-        ("s4t256", "s8t256"), ("s8t256", "s16t256")
-    ]
-    assert "(at" not in summary.steps[0].sentence, "one axis: nothing held to name"
-
-
 def test_the_demos_blank_token_budget_is_ruled_out_by_its_steps_not_called_partial():
     # The demo at max_num_seqs 64 on the CPU engine: 40 running of 64 while 30 wait, steps of
     # 6 tokens against vLLM's CPU default of 2,048 (6 / 2048 = 0.29%).
@@ -643,105 +475,6 @@ def test_more_than_half_the_queued_time_at_the_cap_pins_it(share, kind):
 def test_without_the_record_or_samples_the_mean_decides():
     assert verdict(engine(**SMALL_CAP_QUEUED)).kind == "scheduler_cap"  # 3.2 >= 0.5 x 4
     assert verdict(engine(**{**SMALL_CAP_QUEUED, "mean_running": 1.9})).kind == "unclear"
-
-
-def test_the_sweeps_story_says_what_raising_max_num_seqs_did_to_output_at_the_load_compared():
-    summary = summarize_sweep_change(list(verdicts_for_sweep(sweep()).values()))
-    # 18,000 -> 42,000 tok/s at the top load of both configs: 2.33x (these points name no load,
-    # so their keys stand in), each side with its cause and the figure that shows it.
-    assert str(summary.overall.story) == (
-        "At s256|2000 and s1024|2000, raising max_num_seqs from 256 to 1024 and raising "
-        "max_num_batched_tokens from 2048 to 8192 raised output 2.33x (18,000 -> 42,000 output "
-        "tok/s): at max_num_seqs 256, max_num_batched_tokens 2048, the scheduler cap bound, with "
-        "mean running 240 of max_num_seqs 256 while 1,500 requests waited on average, and more "
-        "load added only waiting (+0.56% output over the previous load level); at max_num_seqs "
-        "1024, max_num_batched_tokens 8192, the engine's own step time bound, with mean running "
-        "up +75.0% over the previous load level for +0.48% output.")
-
-
-def _capped(key: str, seqs: int, throughput: float):
-    return verdict(engine(key, 2000, throughput, config_label=f"seqs={seqs}", max_num_seqs=seqs,
-                          load_label="burst 2000", **{**PINNED, "mean_running": float(seqs),
-                                                      "peak_running": float(seqs)}))
-
-
-def test_raising_the_cap_without_more_output_says_the_engine_itself_is_now_the_limit():
-    # 46,000 -> 46,300 is +0.65%, inside the 2% that counts as level.
-    summary = summarize_sweep_change([_capped("a", 1024, 46_000), _capped("b", 2048, 46_300)])
-    assert str(summary.overall.story).startswith(
-        "At burst 2000, raising max_num_seqs from 1024 to 2048 left output level (46,000 -> "
-        "46,300 output tok/s, +0.65%), so admitting more requests no longer pays and the "
-        "engine's own step time is now the limit: at max_num_seqs 1024, the scheduler cap bound")
-
-
-@pytest.mark.parametrize("after, ending", [
-    (46_920, "raised output 1.02x (46,000 -> 46,920 output tok/s)"),  # +2.0%: not level
-    (41_400, "lost 10.0% of output (46,000 -> 41,400 output tok/s)"),
-])
-def test_a_step_of_two_percent_or_more_is_a_change_not_level(after, ending):
-    summary = summarize_sweep_change([_capped("a", 1024, 46_000), _capped("b", 2048, after)])
-    assert str(summary.overall.story).startswith(
-        f"At burst 2000, raising max_num_seqs from 1024 to 2048 {ending}: ")
-
-
-def test_level_output_after_another_setting_changed_claims_nothing_of_the_engine():
-    a = verdict(engine("a", 2000, 30_000, config_label="seqs=256,kv=auto", load_label="burst 2000",
-                       **PINNED))
-    b = verdict(engine("b", 2000, 30_100, config_label="seqs=256,kv=fp8", load_label="burst 2000",
-                       **PINNED))
-    assert str(summarize_sweep_change([a, b]).overall.story).startswith(
-        "At burst 2000, changing the engine config from seqs=256,kv=auto to seqs=256,kv=fp8 left "
-        "output level (30,000 -> 30,100 output tok/s, +0.33%): at the engine config "
-        "seqs=256,kv=auto, the scheduler cap bound")
-
-
-def _level(seqs: int, load: int, kind_evidence: dict, replicas: int = 1):
-    values = {**kind_evidence, "config_label": f"seqs={seqs}", "max_num_seqs": seqs,
-              "load_label": f"burst {load}", "replicas": replicas, "gpu_count": replicas}
-    return verdict(engine(f"s{seqs}|{load}|{replicas}", load, 1000.0 + load, **values))
-
-
-CAPPED_4 = {**SMALL_CAP_QUEUED, "at_cap_share": 0.97}
-QUIET = {"mean_waiting": 0.0, "peak_waiting": 0.0, "mean_running": 3.0, "peak_running": 6.0}
-SPARSE = {**CAPPED_4, "queue_gap_fraction": 0.6}
-
-
-def test_a_ladder_bound_by_one_limit_at_every_load_says_so_once():
-    ladder = [_level(4, load, CAPPED_4) for load in (16, 32, 64, 128)]
-    assert diagnose_ladders(ladder) == (
-        "seqs=4: the scheduler cap at every loaded level (burst 16 to burst 128)",)
-
-
-def test_where_the_verdict_changes_along_the_ladder_the_diagnosis_says_where():
-    capped_16 = {**CAPPED_4, "peak_running": 16.0}
-    ladder = [_level(16, 8, QUIET), _level(16, 32, {**SPARSE, "peak_running": 16.0}),
-              _level(16, 64, capped_16), _level(16, 128, capped_16)]
-    assert diagnose_ladders(ladder) == (
-        "seqs=16: no limit (underloaded) at burst 8 (nothing waits); an unclear limit at burst "
-        "32; the scheduler cap from burst 64 on (running sits at max_num_seqs while requests "
-        "wait)",)
-
-
-def test_a_saturated_ladder_says_so_beside_its_cause_from_where_it_began():
-    # The demo's first config: pinned at 4 at every level; 16 -> 32 still added 20% output,
-    # from burst 64 on more load added under 2% for more latency.
-    levels = ((16, 1_000.0, 1_000.0), (32, 1_200.0, 1_900.0), (64, 1_205.0, 3_800.0),
-              (128, 1_190.0, 7_600.0))
-    ladder = verdicts_for_sweep([
-        engine(f"s4|{load}", load, tput, **{**CAPPED_4, "config_label": "seqs=4",
-               "max_num_seqs": 4, "load_label": f"burst {load}", "median_e2el_ms": e2el})
-        for load, tput, e2el in levels])
-    assert [ladder[f"s4|{load}"].kind for load, _, _ in levels] == ["scheduler_cap"] * 4
-    assert diagnose_ladders(list(ladder.values())) == (
-        "seqs=4: the scheduler cap at every loaded level (burst 16 to burst 128); saturated "
-        "from burst 64 on",)
-
-
-def test_a_node_run_beside_single_replica_points_is_not_read_as_a_load_level():
-    ladder = [_level(4, 16, CAPPED_4), _level(4, 32, CAPPED_4),
-              _level(4, 64, QUIET, replicas=8)]  # 8 replicas, each with room
-    assert diagnose_ladders(ladder) == (
-        "seqs=4: the scheduler cap at every loaded level (burst 16 to burst 32)",)
 
 
 # -- The engine's step time and deferred admission ----------------------------------------------
