@@ -51,7 +51,7 @@ from analysis.capacity_types import (
 )
 from analysis.errors import AnalysisError
 from analysis.sentences import FIGURE_INTERVAL, Sentence, num, percent, setting_value_text
-from analysis.types import EXTRA_FLAGS, PointFigures
+from analysis.types import EXTRA_FLAGS, KneeEvidence, PointFigures
 from runner.fixed_factors import factor_status
 
 # --- levels --------------------------------------------------------------------------------------
@@ -178,7 +178,7 @@ def _operating_point(c: _Config) -> tuple[PointFigures, Sentence]:
     try:
         knee = selection.knee(by_rate)
         chosen = next(p for p in c.levels if p.key == knee.chosen_key)
-        if not knee.evidence.get("knee_found"):
+        if not (isinstance(knee.evidence, KneeEvidence) and knee.evidence.knee_found):
             template = words.CAPACITY_HIGHEST
     except AnalysisError:  # too few levels for a knee, or a level without its latency
         chosen = max(c.levels, key=lambda p: (p.output_throughput, -level_rate(p)))

@@ -1,14 +1,15 @@
 """Choosing the operating point: saturation knee, SLO, Pareto frontier, or an engineer's override.
 
 Only valid points (every request completed, none short) take part: an invalid point's
-throughput counts work that did not happen. Excluded keys are listed in the evidence so the
-page can say why a point is missing from the choice.
+throughput counts work that did not happen. Excluded keys are listed in the evidence (typed per
+method in analysis.types) so the page can say why a point is missing from the choice.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from itertools import pairwise
 from typing import Any
 
@@ -16,10 +17,17 @@ from analysis import sentences
 from analysis.errors import AnalysisError
 from analysis.types import (
     LATENCY_FIELDS,
+    KneeEvidence,
+    KneeFound,
+    KneeStep,
+    OverrideEvidence,
+    ParetoEvidence,
     ParetoPoint,
     PointFigures,
     Selection,
+    SelectionEvidence,
     SelectionMethod,
+    SloEvidence,
 )
 
 # The knee rule and the SLO test are the adaptive search's too (runner.search.rules), so the
@@ -34,7 +42,7 @@ def _chosen(
     params: dict[str, Any],
     chosen_key: str,
     reason: str,
-    evidence: dict[str, Any],
+    evidence: SelectionEvidence,
 ) -> Selection:
     """A Selection with its sentence written from what it stores, by the same function the
     run page and the report rebuild it with (sentences.operating_point_sentence)."""
@@ -100,18 +108,13 @@ def knee(
 
     The points of one engine config are walked in order of offered concurrency. A step never
     goes from one config to another: with several configs, each is walked on its own and the
-    config whose operating point delivers the most output tokens/s is chosen
-    (evidence["per_config"] keeps every config's choice); when no config has enough valid load
-    levels, there is no knee in the sweep and the error says how many each config has.
+    config whose operating point delivers the most output tokens/s is chosen (the evidence's
+    per_config keeps every config's choice); when no config has enough valid load levels,
+    there is no knee in the sweep and the error says how many each config has.
 
     Without such a step the highest-throughput point is chosen, with reason "no knee within
     the sweep". noise_band_pct: the run's +/- band for a change between two draws
     (analysis.noise); a knee step inside it is said to be within noise, never a loss.
-    evidence: knee_found, steps (from/to keys, throughput_gain_pct, latency_growth_pct per
-    step), and for a knee: from_key, to_key, throughput_before/after,
-    median_e2el_before_ms/after_ms, throughput_gain_pct, latency_growth_pct; excluded_invalid,
-    excluded_disturbed (points other processes disturbed, stepped over), disturbed_walked
-    (disturbed points walked because too few quiet levels were left), noise_band_pct.
     """
     valid, excluded = split_valid(points)
     configs: dict[str, list[PointFigures]] = {}
@@ -128,11 +131,11 @@ def knee(
     else:
         selection = _knee_walk(next(iter(configs.values()), []), excluded, throughput_gain_pct,
                                latency_growth_pct)
-    selection.evidence["excluded_disturbed"] = stepped_over
-    selection.evidence["disturbed_walked"] = kept
-    selection.evidence["noise_band_pct"] = noise_band_pct
+    assert isinstance(selection.evidence, KneeEvidence)
+    evidence = replace(selection.evidence, excluded_disturbed=tuple(stepped_over),
+                       disturbed_walked=tuple(kept), noise_band_pct=noise_band_pct)
     return _chosen(selection.method, selection.params, selection.chosen_key, selection.reason,
-                   selection.evidence)
+                   evidence)
 
 
 def undisturbed_walk(group: list[PointFigures]) -> tuple[list[PointFigures], list[str]]:
@@ -170,12 +173,13 @@ def _knee_per_config(
         )
     # max() keeps the first of equals: the config listed first (the smaller one) wins a tie.
     _, best = max(choices, key=lambda choice: choice[0])
-    evidence = dict(best.evidence)
-    evidence["excluded_invalid"] = excluded
-    evidence["per_config"] = {
-        selection.chosen_key: throughput for throughput, selection in choices
-    }
-    evidence["configs_too_short"] = too_short
+    assert isinstance(best.evidence, KneeEvidence)
+    evidence = replace(
+        best.evidence,
+        excluded_invalid=tuple(excluded),
+        per_config={selection.chosen_key: throughput for throughput, selection in choices},
+        configs_too_short=tuple(too_short),
+    )
     return Selection(
         method=best.method,
         params=best.params,
@@ -208,30 +212,23 @@ def _knee_walk(
             before.output_throughput, after.output_throughput, "throughput", before.key
         )
         growth = _pct_change(latencies[i], latencies[i + 1], "median_e2el_ms", before.key)
-        steps.append(
-            {
-                "from_key": before.key,
-                "to_key": after.key,
-                "throughput_gain_pct": gain,
-                "latency_growth_pct": growth,
-            }
-        )
+        steps.append(KneeStep(from_key=before.key, to_key=after.key,
+                              throughput_gain_pct=gain, latency_growth_pct=growth))
         if knee_step(gain, growth, max_gain_pct=throughput_gain_pct,
                      min_growth_pct=latency_growth_pct):
-            evidence = {
-                "knee_found": True,
-                "from_key": before.key,
-                "to_key": after.key,
-                "to_load": after.load_label or after.key,
-                "throughput_before": before.output_throughput,
-                "throughput_after": after.output_throughput,
-                "median_e2el_before_ms": latencies[i],
-                "median_e2el_after_ms": latencies[i + 1],
-                "throughput_gain_pct": gain,
-                "latency_growth_pct": growth,
-                "steps": steps,
-                "excluded_invalid": excluded,
-            }
+            found = KneeFound(
+                from_key=before.key,
+                to_key=after.key,
+                to_load=after.load_label or after.key,
+                throughput_before=before.output_throughput,
+                throughput_after=after.output_throughput,
+                median_e2el_before_ms=latencies[i],
+                median_e2el_after_ms=latencies[i + 1],
+                throughput_gain_pct=gain,
+                latency_growth_pct=growth,
+            )
+            evidence = KneeEvidence(found=found, chosen_throughput=None, steps=tuple(steps),
+                                    excluded_invalid=tuple(excluded))
             return _chosen("knee", params, before.key, "the point before the saturation knee",
                            evidence)
 
@@ -242,12 +239,8 @@ def _knee_walk(
         params,
         best.key,
         "no knee within the sweep",
-        {
-            "knee_found": False,
-            "chosen_throughput": best.output_throughput,
-            "steps": steps,
-            "excluded_invalid": excluded,
-        },
+        KneeEvidence(found=None, chosen_throughput=best.output_throughput, steps=tuple(steps),
+                     excluded_invalid=tuple(excluded)),
     )
 
 
@@ -267,9 +260,7 @@ def slo(points: Sequence[PointFigures], limits: Mapping[str, float]) -> Selectio
 
     Which limit binds: binding_metric excludes the next faster point (the most exceeded one
     when several do); closest_metric has the least headroom at the chosen point. Without a
-    faster point in the sweep, binding_metric is the closest one. evidence: values and
-    utilisation (value / limit) at the chosen point, next_key, next_throughput,
-    next_violations, closest_metric, binding_metric, excluded_invalid.
+    faster point in the sweep, binding_metric is the closest one.
     """
     if not limits:
         raise AnalysisError("an SLO selection needs at least one latency limit")
@@ -319,17 +310,17 @@ def slo(points: Sequence[PointFigures], limits: Mapping[str, float]) -> Selectio
         {"limits": dict(limits)},
         chosen.key,
         f"highest throughput within the limits; {binding} binds",
-        {
-            "chosen_throughput": chosen.output_throughput,
-            "values": at_chosen,
-            "utilisation": utilisation,
-            "closest_metric": closest,
-            "binding_metric": binding,
-            "next_key": next_point.key if next_point else None,
-            "next_throughput": next_point.output_throughput if next_point else None,
-            "next_violations": next_violations,
-            "excluded_invalid": excluded,
-        },
+        SloEvidence(
+            chosen_throughput=chosen.output_throughput,
+            values=at_chosen,
+            utilisation=utilisation,
+            closest_metric=closest,
+            binding_metric=binding,
+            next_key=next_point.key if next_point else None,
+            next_throughput=next_point.output_throughput if next_point else None,
+            next_violations=next_violations,
+            excluded_invalid=tuple(excluded),
+        ),
     )
 
 
@@ -409,18 +400,8 @@ def pareto_choice(points: Sequence[PointFigures], min_tokens_per_user: float) ->
         {"min_tokens_per_user": min_tokens_per_user},
         chosen.key,
         "most throughput per GPU on the Pareto frontier at the per-user target",
-        {
-            "output_throughput_per_gpu": chosen.output_throughput_per_gpu,
-            "tokens_per_user": chosen.tokens_per_user,
-            "frontier": [
-                {
-                    "key": c.key,
-                    "output_throughput_per_gpu": c.output_throughput_per_gpu,
-                    "tokens_per_user": c.tokens_per_user,
-                }
-                for c in frontier
-            ],
-        },
+        ParetoEvidence(output_throughput_per_gpu=chosen.output_throughput_per_gpu,
+                       tokens_per_user=chosen.tokens_per_user, frontier=frontier),
     )
 
 
@@ -454,4 +435,4 @@ def override(
         params["replaces_method"] = previous.method
         params["replaces_key"] = previous.chosen_key
     return _chosen("override", params, chosen_key, reason,
-                   {"chosen_throughput": chosen.output_throughput})
+                   OverrideEvidence(chosen_throughput=chosen.output_throughput))

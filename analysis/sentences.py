@@ -14,10 +14,16 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-if TYPE_CHECKING:  # analysis.types builds on Sentence, so the evidence type is for mypy only
-    from analysis.types import VerdictEvidence
+if TYPE_CHECKING:  # analysis.types builds on Sentence, so the evidence types are for mypy only
+    from analysis.types import (
+        KneeEvidence,
+        ParetoEvidence,
+        SelectionEvidence,
+        SloEvidence,
+        VerdictEvidence,
+    )
 
 # Words for each verdict kind inside "moved the bottleneck from X to Y".
 KIND_PHRASES = {
@@ -143,48 +149,49 @@ OPERATING_POINT_TEMPLATES = (KNEE, KNEE_LOSS, KNEE_NOISE, NO_KNEE, SLO_NEXT, SLO
 
 
 def operating_point_sentence(
-    method: str, params: Mapping[str, Any], evidence: Mapping[str, Any], reason: str
+    method: str, params: Mapping[str, Any], evidence: SelectionEvidence, reason: str
 ) -> Sentence:
     """Why the operating point is where it is, from what the selection stored.
 
     The one sentence for every page: selection writes it when it chooses, the run page and the
     report rebuild it from the stored params and evidence. The evidence, never the parameters,
     for a knee: both hold throughput_gain_pct and latency_growth_pct, the evidence as the
-    measured step and the parameters as the thresholds it was tested against. KeyError when the
-    stored evidence lacks what the sentence needs.
+    measured step and the parameters as the thresholds it was tested against.
     """
-    if method == "knee" and evidence.get("knee_found"):
-        gain = evidence["throughput_gain_pct"]
-        step = {"next_load": evidence["to_load"], "growth": pct(evidence["latency_growth_pct"])}
-        band = evidence.get("noise_band_pct")
+    if method == "knee":
+        knee = cast("KneeEvidence", evidence)
+        if knee.found is None:
+            return Sentence(NO_KNEE, {"gain": f"{params['throughput_gain_pct']:g}%",
+                                      "growth": f"{params['latency_growth_pct']:g}%"})
+        gain = knee.found.throughput_gain_pct
+        step = {"next_load": knee.found.to_load, "growth": pct(knee.found.latency_growth_pct)}
+        band = knee.noise_band_pct
         if band is not None and within_band(gain, band):
             return Sentence(KNEE_NOISE, {**step, "change": pct(gain), "band": percent(band)})
         if gain < 0:
             return Sentence(KNEE_LOSS, {**step, "loss": percent(-gain)})
         return Sentence(KNEE, {**step, "gain": pct(gain)})
-    if method == "knee":
-        return Sentence(NO_KNEE, {"gain": f"{params['throughput_gain_pct']:g}%",
-                                  "growth": f"{params['latency_growth_pct']:g}%"})
     if method == "slo":
+        slo = cast("SloEvidence", evidence)
         limits = params["limits"]
-        metric = evidence["binding_metric"]
+        metric = slo.binding_metric
         values = {
             "limits": limits_text(limits),
             "metric": metric,
-            "value": num(evidence["values"][metric]),
+            "value": num(slo.values[metric]),
             "limit": with_unit(metric, limits[metric]),
         }
-        if evidence.get("next_key") is None:
+        if slo.next_key is None:
             return Sentence(SLO_LAST, values)
         broken = join_names(
-            [f"{name} {with_unit(name, value)}"
-             for name, value in evidence["next_violations"].items()]
+            [f"{name} {with_unit(name, value)}" for name, value in slo.next_violations.items()]
         )
-        return Sentence(SLO_NEXT, {**values, "next": evidence["next_key"], "broken": broken})
+        return Sentence(SLO_NEXT, {**values, "next": slo.next_key, "broken": broken})
     if method == "pareto":
+        pareto = cast("ParetoEvidence", evidence)
         return Sentence(PARETO, {"target": num(params["min_tokens_per_user"]),
-                                 "per_gpu": num(evidence["output_throughput_per_gpu"]),
-                                 "per_user": num(evidence["tokens_per_user"])})
+                                 "per_gpu": num(pareto.output_throughput_per_gpu),
+                                 "per_user": num(pareto.tokens_per_user)})
     if method == "override":
         return Sentence(OVERRIDE, {"reason": reason.strip().rstrip(".")})
     raise KeyError(method)

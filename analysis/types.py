@@ -12,7 +12,7 @@ silent wrong number, and keyword construction makes that impossible.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import date
 from typing import Any, Literal
 
@@ -385,11 +385,97 @@ SelectionMethod = Literal["knee", "slo", "pareto", "override"]
 
 
 @dataclass(frozen=True, kw_only=True)
+class ParetoPoint:
+    key: str
+    output_throughput_per_gpu: float
+    tokens_per_user: float  # 1000 / median TPOT in ms
+
+
+@dataclass(frozen=True, kw_only=True)
+class KneeStep:
+    """One step of a knee walk, from a load level to the next of the same config."""
+
+    from_key: str
+    to_key: str
+    throughput_gain_pct: float
+    latency_growth_pct: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class KneeFound:
+    """The step that made the knee; the operating point is its from_key."""
+
+    from_key: str
+    to_key: str
+    to_load: str
+    throughput_before: float
+    throughput_after: float
+    median_e2el_before_ms: float
+    median_e2el_after_ms: float
+    throughput_gain_pct: float
+    latency_growth_pct: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class KneeEvidence:
+    """A knee walk: its steps, and the knee's step or (no knee) the chosen throughput."""
+
+    found: KneeFound | None
+    chosen_throughput: float | None
+    steps: tuple[KneeStep, ...]
+    excluded_invalid: tuple[str, ...]
+    # With several configs: each config's chosen key and its throughput, and the configs with
+    # too few valid levels for a knee ("label (count)"). None with one config.
+    per_config: dict[str, float] | None = None
+    configs_too_short: tuple[str, ...] | None = None
+    # Disturbed points the walk stepped over, and those it walked because too few were quiet.
+    excluded_disturbed: tuple[str, ...] = ()
+    disturbed_walked: tuple[str, ...] = ()
+    # The run's +/- band for a change between two draws (analysis.noise), if it measured one.
+    noise_band_pct: float | None = None
+
+    @property
+    def knee_found(self) -> bool:
+        return self.found is not None
+
+
+@dataclass(frozen=True, kw_only=True)
+class SloEvidence:
+    """The chosen point's values and utilisation (value / limit) per limit; the next faster
+    point and the limits it broke (most exceeded first); which limit is closest and which binds."""
+
+    chosen_throughput: float
+    values: dict[str, float]
+    utilisation: dict[str, float]
+    closest_metric: str
+    binding_metric: str
+    next_key: str | None
+    next_throughput: float | None
+    next_violations: dict[str, float]
+    excluded_invalid: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ParetoEvidence:
+    output_throughput_per_gpu: float
+    tokens_per_user: float
+    frontier: tuple[ParetoPoint, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class OverrideEvidence:
+    chosen_throughput: float | None
+
+
+SelectionEvidence = KneeEvidence | SloEvidence | ParetoEvidence | OverrideEvidence
+
+
+@dataclass(frozen=True, kw_only=True)
 class Selection:
     """An operating point and how it was chosen; stored with its parameters.
 
-    params: what the method was given (thresholds, limits); evidence: the numbers that justify
-    the choice (method-specific keys, documented on each function). Both are JSON-ready dicts.
+    params: what the method was given (thresholds, limits), a JSON-ready dict; evidence: the
+    numbers that justify the choice, typed by method (stored through analysis.selection_json).
     """
 
     method: SelectionMethod
@@ -397,14 +483,7 @@ class Selection:
     chosen_key: str
     reason: str
     sentence: str
-    evidence: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, kw_only=True)
-class ParetoPoint:
-    key: str
-    output_throughput_per_gpu: float
-    tokens_per_user: float  # 1000 / median TPOT in ms
+    evidence: SelectionEvidence
 
 
 

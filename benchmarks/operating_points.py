@@ -11,6 +11,7 @@ from typing import Any
 
 from django.db import transaction
 
+from analysis.selection_json import evidence_json
 from analysis.types import Selection
 from benchmarks.models import Benchmark, OperatingPoint, Point
 
@@ -41,7 +42,7 @@ def save_operating_point(
         params=params,
         point=point,
         sentence=chosen.sentence,
-        evidence=chosen.evidence,
+        evidence=evidence_json(chosen.evidence),
         reason=chosen.reason,
         chosen_by=user if getattr(user, "is_authenticated", False) else None,
     )

@@ -11,7 +11,8 @@ from typing import Any
 import pydantic
 
 from analysis import AnalysisError, noise, repeats, selection, sentences
-from analysis.types import ParetoPoint, PointFigures, Selection
+from analysis.selection_json import evidence_from_json
+from analysis.types import ParetoPoint, PointFigures, Selection, SelectionEvidence
 from benchmarks.models import Benchmark, OperatingPoint
 from benchmarks.operating_points import current_operating_point
 from runner.schema.search_record import SearchSpec
@@ -59,19 +60,30 @@ class Shown:
     sentence: str
     reason: str
     params: dict[str, Any]
-    evidence: dict[str, Any]
+    # None: nothing chosen, or a stored row whose evidence predates a field it now has.
+    evidence: SelectionEvidence | None
     stored: OperatingPoint | None
     error: str | None
+
+
+def _stored_evidence(stored: OperatingPoint) -> SelectionEvidence | None:
+    try:
+        return evidence_from_json(stored.method, stored.evidence)
+    except (KeyError, TypeError):  # a key it needs is missing, or one it does not know is there
+        return None
 
 
 def _stored_sentence(stored: OperatingPoint) -> sentences.Sentence:
     """A saved choice's sentence, rebuilt from its stored params and evidence so it reads as a
     fresh one does; a row whose evidence predates a field the sentence needs keeps its text."""
+    evidence = _stored_evidence(stored)
     try:
-        return sentences.operating_point_sentence(
-            stored.method, stored.params, stored.evidence, stored.reason)
-    except KeyError:
-        return sentences.Sentence("%(text)s", {"text": stored.sentence}, translatable=False)
+        if evidence is not None:
+            return sentences.operating_point_sentence(
+                stored.method, stored.params, evidence, stored.reason)
+    except KeyError:  # params that predate what the sentence reads
+        pass
+    return sentences.Sentence("%(text)s", {"text": stored.sentence}, translatable=False)
 
 
 def operating_point_sentence(shown: Shown) -> sentences.Sentence:
@@ -80,6 +92,7 @@ def operating_point_sentence(shown: Shown) -> sentences.Sentence:
     (shown.error is None)."""
     if shown.stored is not None:
         return _stored_sentence(shown.stored)
+    assert shown.evidence is not None  # a fresh choice always has its evidence
     return sentences.operating_point_sentence(shown.method, shown.params, shown.evidence,
                                               shown.reason)
 
@@ -93,7 +106,7 @@ def shown_operating_point(benchmark: Benchmark, figs: Sequence[PointFigures]) ->
             sentence=str(_stored_sentence(stored)),
             reason=stored.reason,
             params=stored.params,
-            evidence=stored.evidence,
+            evidence=_stored_evidence(stored),
             stored=stored,
             error=None,
         )
@@ -101,7 +114,7 @@ def shown_operating_point(benchmark: Benchmark, figs: Sequence[PointFigures]) ->
     try:
         chosen = select(method, params, figs)
     except AnalysisError as exc:
-        return Shown(None, method, "", "", {}, {}, None, str(exc))
+        return Shown(None, method, "", "", {}, None, None, str(exc))
     return Shown(
         chosen.chosen_key,
         chosen.method,

@@ -298,7 +298,7 @@ def test_the_knee_leaves_out_a_point_whose_throughput_disagrees_with_its_tokens(
     choice = selection.knee(figures(ladder(**INFLATED)))
     # Without 400: 200 -> 800 adds +28% and no step is a knee; the highest is chosen.
     assert choice.chosen_key == KEY_800
-    assert choice.evidence["excluded_invalid"] == [KEY_400]
+    assert choice.evidence.excluded_invalid == (KEY_400,)
 
 
 def test_an_slo_choice_leaves_out_a_point_whose_throughput_disagrees_with_its_tokens():
@@ -306,7 +306,7 @@ def test_an_slo_choice_leaves_out_a_point_whose_throughput_disagrees_with_its_to
     assert selection.slo(figures(ladder()), limits).chosen_key == KEY_400
     choice = selection.slo(figures(ladder(**INFLATED)), limits)
     assert choice.chosen_key == KEY_200
-    assert choice.evidence["excluded_invalid"] == [KEY_400]
+    assert choice.evidence.excluded_invalid == (KEY_400,)
 
 
 def test_capacity_rests_only_on_repeats_whose_figures_agree():

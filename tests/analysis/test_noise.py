@@ -218,7 +218,7 @@ def test_the_knee_steps_over_a_disturbed_point():
               draw(64, 0, 1910.0, median_e2el_ms=90000.0)]
     chosen = selection.knee(ladder)
     assert chosen.chosen_key == ladder[2].key
-    assert chosen.evidence["excluded_disturbed"] == [ladder[1].key]
+    assert chosen.evidence.excluded_disturbed == (ladder[1].key,)
 
 
 def test_a_knee_step_inside_the_noise_is_said_to_be_within_noise():
@@ -325,5 +325,5 @@ def test_a_config_disturbed_throughout_is_still_walked_rather_than_left_without_
                                                                 disturbed=True)]
     chosen = selection.knee(ladder)
     assert chosen.chosen_key == ladder[1].key
-    assert chosen.evidence["excluded_disturbed"] == []
-    assert chosen.evidence["disturbed_walked"] == [ladder[0].key, ladder[3].key]
+    assert chosen.evidence.excluded_disturbed == ()
+    assert chosen.evidence.disturbed_walked == (ladder[0].key, ladder[3].key)

@@ -74,11 +74,11 @@ def test_the_knee_is_the_first_qualifying_step_whatever_the_input_order(points, 
     sel = knee(shuffled)
     assert sel == knee(points)
     ordered = sorted(points, key=lambda p: p.offered_concurrency)
-    steps = sel.evidence["steps"]
-    qualifying = [s["throughput_gain_pct"] < 2.0 and s["latency_growth_pct"] > 20.0 for s in steps]
-    if sel.evidence["knee_found"]:
+    steps = sel.evidence.steps
+    qualifying = [s.throughput_gain_pct < 2.0 and s.latency_growth_pct > 20.0 for s in steps]
+    if sel.evidence.knee_found:
         assert qualifying[-1] and not any(qualifying[:-1])
-        assert sel.chosen_key == steps[-1]["from_key"]
+        assert sel.chosen_key == steps[-1].from_key
     else:
         assert not any(qualifying) and len(steps) == len(ordered) - 1
         # Ties go to the lowest load level: the same throughput for less queueing.

@@ -36,11 +36,11 @@ def test_knee_chooses_the_point_before_the_step_that_stops_paying():
         "The operating point is the last load level before the knee: going on to c4000 added "
         "+0.87% output tokens/s while median latency rose +49.0%.")
     assert sel.params == {"throughput_gain_pct": 2.0, "latency_growth_pct": 20.0}
-    assert sel.evidence["knee_found"] is True
-    assert sel.evidence["to_key"] == "c4000"
-    assert sel.evidence["throughput_gain_pct"] == pytest.approx(400 / 46_000 * 100)
-    assert sel.evidence["latency_growth_pct"] == pytest.approx(49.0)
-    assert len(sel.evidence["steps"]) == 3
+    assert sel.evidence.knee_found is True
+    assert sel.evidence.found.to_key == "c4000"
+    assert sel.evidence.found.throughput_gain_pct == pytest.approx(400 / 46_000 * 100)
+    assert sel.evidence.found.latency_growth_pct == pytest.approx(49.0)
+    assert len(sel.evidence.steps) == 3
 
 
 def test_knee_does_not_depend_on_input_order():
@@ -62,7 +62,7 @@ def test_knee_needs_both_a_small_gain_and_a_large_latency_growth():
     sel = knee(levels)
     assert sel.reason == "no knee within the sweep"
     assert sel.chosen_key == "c"
-    assert sel.evidence["knee_found"] is False
+    assert sel.evidence.knee_found is False
     assert sel.sentence == (
         "No knee within the sweep: no step added less than 2% output tokens/s while median "
         "latency grew more than 20%, so the highest-throughput point is the operating point.")
@@ -93,28 +93,28 @@ def boundary_levels(top_throughput, top_latency_ms):
 def test_a_gain_exactly_at_the_threshold_is_not_a_knee():
     # The rule is gain < 2%: exactly +2.0% still pays, even for +50% latency.
     sel = knee(boundary_levels(102, 1500))
-    assert sel.evidence["steps"][1]["throughput_gain_pct"] == 2.0
-    assert sel.evidence["knee_found"] is False
+    assert sel.evidence.steps[1].throughput_gain_pct == 2.0
+    assert sel.evidence.knee_found is False
     assert sel.chosen_key == "c"
 
 
 def test_a_gain_just_under_the_threshold_is_a_knee():
     sel = knee(boundary_levels(101.9, 1500))
-    assert sel.evidence["knee_found"] is True
+    assert sel.evidence.knee_found is True
     assert sel.chosen_key == "b"
 
 
 def test_latency_growth_exactly_at_the_threshold_is_not_a_knee():
     # The rule is growth > 20%: exactly +20.0% latency for +1% throughput is not yet the knee.
     sel = knee(boundary_levels(101, 1200))
-    assert sel.evidence["steps"][1]["latency_growth_pct"] == 20.0
-    assert sel.evidence["knee_found"] is False
+    assert sel.evidence.steps[1].latency_growth_pct == 20.0
+    assert sel.evidence.knee_found is False
     assert sel.chosen_key == "c"
 
 
 def test_latency_growth_just_over_the_threshold_is_a_knee():
     sel = knee(boundary_levels(101, 1201))
-    assert sel.evidence["knee_found"] is True
+    assert sel.evidence.knee_found is True
     assert sel.chosen_key == "b"
 
 
@@ -206,10 +206,10 @@ def test_slo_chooses_the_highest_throughput_within_all_limits_and_names_the_bind
     assert sel.chosen_key == "c"
     # At c: p99 e2el 18,000 / 20,000 = 0.9, p95 ttft 450 / 500 = 0.9 -> tie, first wins;
     # the next faster point d breaks only the e2el limit, so e2el binds.
-    assert sel.evidence["binding_metric"] == "p99_e2el_ms"
-    assert sel.evidence["next_key"] == "d"
-    assert sel.evidence["next_violations"] == {"p99_e2el_ms": 26_000}
-    assert sel.evidence["utilisation"] == {
+    assert sel.evidence.binding_metric == "p99_e2el_ms"
+    assert sel.evidence.next_key == "d"
+    assert sel.evidence.next_violations == {"p99_e2el_ms": 26_000}
+    assert sel.evidence.utilisation == {
         "p99_e2el_ms": pytest.approx(0.9),
         "p95_ttft_ms": pytest.approx(0.9),
     }
@@ -226,23 +226,23 @@ def test_slo_closest_limit_can_differ_from_the_one_that_excludes_the_next_point(
     # d: e2el 26,000/30,000 = 0.867, ttft 480/500 = 0.96 -> ttft closest; e breaks both, but
     # ttft by 900/500 = 1.8x against e2el 40,000/30,000 = 1.33x, so ttft binds.
     assert sel.chosen_key == "d"
-    assert sel.evidence["closest_metric"] == "p95_ttft_ms"
-    assert sel.evidence["binding_metric"] == "p95_ttft_ms"
-    assert list(sel.evidence["next_violations"]) == ["p95_ttft_ms", "p99_e2el_ms"]
+    assert sel.evidence.closest_metric == "p95_ttft_ms"
+    assert sel.evidence.binding_metric == "p95_ttft_ms"
+    assert list(sel.evidence.next_violations) == ["p95_ttft_ms", "p99_e2el_ms"]
 
 
 def test_slo_at_the_fastest_point_says_no_faster_point_exists():
     sel = slo(slo_points(), {"p99_e2el_ms": 60_000})
     assert sel.chosen_key == "e"
-    assert sel.evidence["next_key"] is None
-    assert sel.evidence["binding_metric"] == "p99_e2el_ms"
+    assert sel.evidence.next_key is None
+    assert sel.evidence.binding_metric == "p99_e2el_ms"
     assert sel.sentence.endswith("and no point of the sweep is faster.")
 
 
 def test_slo_accepts_p50_for_median():
     sel = slo(slo_points(), {"p50_ttft_ms": 150})
     assert sel.chosen_key == "b"
-    assert sel.evidence["values"] == {"p50_ttft_ms": 120}
+    assert sel.evidence.values == {"p50_ttft_ms": 120}
 
 
 def test_slo_says_how_far_off_when_no_point_meets_the_limits():
@@ -273,7 +273,7 @@ def test_slo_ignores_invalid_points():
     points[2] = point("c", 4, 3000, p99_e2el_ms=18_000, p95_ttft_ms=450, valid=False)
     sel = slo(points, {"p99_e2el_ms": 20_000, "p95_ttft_ms": 500})
     assert sel.chosen_key == "b"
-    assert sel.evidence["excluded_invalid"] == ["c"]
+    assert sel.evidence.excluded_invalid == ("c",)
 
 
 def pareto_points():
@@ -314,7 +314,7 @@ def test_pareto_choice_takes_most_throughput_per_gpu_at_the_per_user_target():
     assert sel.method == "pareto"
     assert sel.chosen_key == "B"
     assert sel.params == {"min_tokens_per_user": 45}
-    assert [f["key"] for f in sel.evidence["frontier"]] == ["A", "B", "D"]
+    assert [f.key for f in sel.evidence.frontier] == ["A", "B", "D"]
     assert sel.sentence == (
         "The operating point is the highest output tokens/s per GPU on the Pareto frontier with "
         "at least 45.0 tokens/s per user: 2,000 per GPU at 50.0 tokens/s per user."
@@ -368,9 +368,9 @@ def test_knee_walks_each_config_on_its_own_and_keeps_the_best_operating_point():
     selection = knee(points)
     assert selection.chosen_key == "seqs=64|burst 32"
     # 1997 -> 1958 is -1.95%; 2050 -> 4120 ms is +100.98%.
-    assert selection.evidence["throughput_gain_pct"] == pytest.approx(-1.9529, abs=1e-3)
-    assert selection.evidence["latency_growth_pct"] == pytest.approx(100.976, abs=1e-2)
-    assert selection.evidence["per_config"] == {"seqs=4|burst 64": 665, "seqs=64|burst 32": 1997}
+    assert selection.evidence.found.throughput_gain_pct == pytest.approx(-1.9529, abs=1e-3)
+    assert selection.evidence.found.latency_growth_pct == pytest.approx(100.976, abs=1e-2)
+    assert selection.evidence.per_config == {"seqs=4|burst 64": 665, "seqs=64|burst 32": 1997}
 
 
 def test_knee_per_config_refuses_when_no_config_has_three_levels():
@@ -397,10 +397,10 @@ def test_knee_thresholds_below_one_percent_are_compared_as_given():
         point("c", 4, 20_100, median_e2el_ms=1_500),
     ]
     at = knee(levels, throughput_gain_pct=0.5)
-    assert at.evidence["steps"][1]["throughput_gain_pct"] == 0.5
-    assert (at.evidence["knee_found"], at.chosen_key) == (False, "c")
+    assert at.evidence.steps[1].throughput_gain_pct == 0.5
+    assert (at.evidence.knee_found, at.chosen_key) == (False, "c")
     past = knee(levels, throughput_gain_pct=0.6)
-    assert (past.evidence["knee_found"], past.chosen_key) == (True, "b")
+    assert (past.evidence.knee_found, past.chosen_key) == (True, "b")
 
 
 def test_a_latency_exactly_at_its_slo_limit_is_within_it():

@@ -347,3 +347,19 @@ def test_run_page_gives_each_row_its_own_points_judgement():
     pinned = next(r for r in page.rows if r.point.key == point(benchmark, 256, 4000).key)
     assert pinned.verdict is not None and pinned.verdict.kind == "scheduler_cap"
     assert run_page(make_benchmark(node=benchmark.node), {}) is None
+
+
+def test_a_stored_knee_from_before_to_load_keeps_its_own_sentence(owner_client):
+    benchmark = sweep()
+    owner_client.post(f"/runs/{benchmark.code}/operating-point/",
+                      {"method": "knee", "throughput_gain_pct": "1", "latency_growth_pct": "50"})
+    chosen = OperatingPoint.objects.get(benchmark=benchmark, is_current=True)
+    fresh = owner_client.get(f"/runs/{benchmark.code}/").context["judgement"].shown
+    assert fresh.evidence.found.to_load == "burst 4000"
+    # A row stored before the knee's step named its next load level.
+    del chosen.evidence["to_load"]
+    chosen.sentence = "The operating point is the last load level before the knee (old text)."
+    chosen.save()
+    shown = owner_client.get(f"/runs/{benchmark.code}/").context["judgement"].shown
+    assert shown.evidence is None
+    assert shown.sentence == chosen.sentence

@@ -75,8 +75,8 @@ def test_the_trade_off_sentence_quotes_the_measured_step_not_the_knee_thresholds
         "added +0.49% output tokens/s while median latency rose +50.0%.")
     shown = owner_client.get(f"/runs/{benchmark.code}/").context["judgement"].shown
     assert shown.key == point(benchmark, 64, 32).key
-    assert round(shown.evidence["throughput_gain_pct"], 1) == 0.5
-    assert round(shown.evidence["latency_growth_pct"], 1) == 50.0
+    assert round(shown.evidence.found.throughput_gain_pct, 1) == 0.5
+    assert round(shown.evidence.found.latency_growth_pct, 1) == 50.0
 
 
 def test_without_a_saved_choice_the_report_names_the_run_pages_point_in_another_config(

@@ -97,9 +97,13 @@ def test_every_template_the_run_page_writes_has_a_korean_translation(module, tem
 
 def test_a_knee_step_that_lost_throughput_reads_as_a_loss_in_korean():
     from analysis import sentences
+    from analysis.types import KneeEvidence, KneeFound
 
-    evidence = {"knee_found": True, "to_load": "burst 128", "throughput_gain_pct": -9.13,
-                "latency_growth_pct": 49.0}
+    found = KneeFound(from_key="a", to_key="b", to_load="burst 128", throughput_before=100,
+                      throughput_after=90.87, median_e2el_before_ms=100,
+                      median_e2el_after_ms=149, throughput_gain_pct=-9.13,
+                      latency_growth_pct=49.0)
+    evidence = KneeEvidence(found=found, chosen_throughput=None, steps=(), excluded_invalid=())
     sentence = sentences.operating_point_sentence("knee", {}, evidence, "")
     with translation.override("ko"):
         korean = sentence.translated(translation.gettext)
