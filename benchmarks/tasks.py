@@ -20,10 +20,11 @@ from celery.signals import worker_ready
 from django.conf import settings
 from django.db import DatabaseError, connection
 
-from benchmarks import estimates, imports, lifecycle, plans, regression_record, storage, vault
+from benchmarks import estimates, imports, lifecycle, plans, regression_record, storage
 from benchmarks.beats import NodeHeartbeat, RunMonitor
 from benchmarks.models import Benchmark, Endpoint, EngineStart, ResultImport
 from benchmarks.points import store_point, stored_observations
+from benchmarks.security import vault
 from runner.engine.endpoint import NO_CREDENTIALS, Credentials, redact
 from runner.engine.provenance import collect_hardware
 from runner.schema.plan import SweepPlan

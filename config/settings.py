@@ -448,7 +448,7 @@ if HEADROOM_STALE_AFTER_S <= 3 * HEADROOM_HEARTBEAT_S:
 # catalog accepts as an address typed as a number: "public" (globally routable addresses) and
 # the networks named. Loopback, link-local (the cloud metadata address) and private ranges are
 # refused unless named: they are the web host's own and its neighbours'. A fleet on private
-# addresses names its ranges, e.g. public,10.20.0.0/16 (benchmarks/outbound.py).
+# addresses names its ranges, e.g. public,10.20.0.0/16 (benchmarks/security/outbound.py).
 HEADROOM_OUTBOUND_NETWORKS = envnetworks("HEADROOM_OUTBOUND_NETWORKS", "public")
 
 # Output parity: a comparison whose outputs diverged for more than this share of its compared

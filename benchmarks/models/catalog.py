@@ -317,7 +317,7 @@ class Endpoint(models.Model):
     load, reads /version, /v1/models and /metrics, and starts nothing. The checkpoint and runtime
     say what the endpoint is registered as serving; the worker checks them against what the
     server reports before the first point. The API key and extra headers are secrets: stored
-    encrypted (benchmarks/vault.py), given to the runner only in the worker's memory, never
+    encrypted (benchmarks/security/vault.py), given to the runner only in the worker's memory, never
     shown again, never in a plan, a result, a log, an export or a report.
     """
 
