@@ -382,7 +382,7 @@ def _fixed_rows(requests: int):
 
 
 def _plan_json(node, runtime, checkpoint, workload) -> dict:
-    from benchmarks import plans
+    from benchmarks.launch import plans
     from runner.schema.engine_config import EngineConfig
 
     plan = plans.build_plan(plans.LaunchRequest(

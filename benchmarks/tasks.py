@@ -20,8 +20,9 @@ from celery.signals import worker_ready
 from django.conf import settings
 from django.db import DatabaseError, connection
 
-from benchmarks import estimates, imports, lifecycle, plans, regression_record, storage
+from benchmarks import imports, lifecycle, regression_record, storage
 from benchmarks.beats import NodeHeartbeat, RunMonitor
+from benchmarks.launch import estimates, plans
 from benchmarks.models import Benchmark, Endpoint, EngineStart, ResultImport
 from benchmarks.points import store_point, stored_observations
 from benchmarks.security import vault

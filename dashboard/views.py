@@ -30,7 +30,8 @@ from django.http import (
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST, require_safe
 
-from benchmarks import estimates, exports, lifecycle, regression_record, storage
+from benchmarks import exports, lifecycle, regression_record, storage
+from benchmarks.launch import estimates
 from benchmarks.models import (
     AuditEvent,
     Benchmark,

@@ -18,7 +18,7 @@ from django.views.decorators.http import require_POST, require_safe
 from kombu.exceptions import OperationalError as BrokerError
 
 from benchmarks import tasks
-from benchmarks.capacity_checks import CheckRefused, create_check
+from benchmarks.launch.capacity_checks import CheckRefused, create_check
 from benchmarks.models import AuditEvent, Benchmark, CapacityPlan, Comparison
 from dashboard.access import (
     LAUNCH,

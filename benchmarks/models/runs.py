@@ -213,7 +213,7 @@ class Benchmark(models.Model):
     # Engine configs the launch form left out of the plan because vLLM would refuse them, each
     # as a sentence naming the config and the rule (shown on the run page).
     plan_notes = models.JSONField(default=list, blank=True)
-    # The launch's estimate (benchmarks/estimates.py), shown beside the actual after the run.
+    # The launch's estimate (benchmarks/launch/estimates.py), shown beside the actual after the run.
     estimated_wall_s = models.FloatField(null=True, blank=True)
     estimated_gpu_hours = models.FloatField(null=True, blank=True)
     estimate_basis = models.CharField(max_length=500, blank=True)

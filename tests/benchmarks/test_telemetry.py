@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from benchmarks import plans, storage
+from benchmarks import storage
+from benchmarks.launch import plans
 from benchmarks.models import Benchmark, Point, PointData
 from benchmarks.points import point_to_result, store_point
 from judgement.cost_view import joules_per_output_token

@@ -13,7 +13,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from benchmarks import estimates
+from benchmarks.launch import estimates
 from benchmarks.models import (
     AuditEvent,
     Benchmark,

@@ -18,7 +18,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client, override_settings
 
-from benchmarks import plans, tasks
+from benchmarks import tasks
+from benchmarks.launch import plans
 from benchmarks.models import AuditEvent, Benchmark, Endpoint, Node, Point, PointData
 from benchmarks.security import outbound, vault
 from dashboard.forms_catalog import EndpointForm
