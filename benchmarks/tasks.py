@@ -20,12 +20,13 @@ from celery.signals import worker_ready
 from django.conf import settings
 from django.db import DatabaseError, connection
 
-from benchmarks import imports, lifecycle, regression_record, storage
+from benchmarks import lifecycle
 from benchmarks.beats import NodeHeartbeat, RunMonitor
 from benchmarks.launch import estimates, plans
 from benchmarks.models import Benchmark, Endpoint, EngineStart, ResultImport
-from benchmarks.points import store_point, stored_observations
 from benchmarks.security import vault
+from benchmarks.storage import columnar, imports, regression_record
+from benchmarks.storage.points import store_point, stored_observations
 from runner.engine.endpoint import NO_CREDENTIALS, Credentials, redact
 from runner.engine.provenance import collect_hardware
 from runner.schema.plan import SweepPlan
@@ -132,7 +133,7 @@ def execute_benchmark(benchmark_id: int) -> str:
                 # The records are the point's largest part (docs/performance.md, "Memory of
                 # large points"): given up to the encoder, they are freed a block at a time as
                 # they are spilled, never held beside their blob.
-                with storage.RequestEncoder() as requests:
+                with columnar.RequestEncoder() as requests:
                     requests.take(result.requests)
                     store_point(benchmark, result, requests=requests)
         except EndControlMissed as exc:

@@ -65,7 +65,7 @@ def _run_import(
 def _queue_import(request: AuthenticatedHttpRequest, form: ImportForm) -> ResultImport | None:
     """Keep the received file under its import's generated name, then enqueue the import.
 
-    The web never parses the file: a worker does (benchmarks.imports.run_result_import).
+    The web never parses the file: a worker does (benchmarks.storage.imports.run_result_import).
     """
     upload = form.cleaned_data["file"]
     telemetry = form.cleaned_data.get("companion")

@@ -18,7 +18,7 @@ from django.utils import timezone
 from benchmarks import beats, lifecycle, tasks
 from benchmarks.models import Benchmark, Node
 from benchmarks.models.runs import BenchmarkQuerySet
-from benchmarks.points import store_point
+from benchmarks.storage.points import store_point
 from tests.rows import (
     launch_form_data,
     make_benchmark,

@@ -23,7 +23,7 @@ from benchmarks.models import (
     Node,
     Workload,
 )
-from benchmarks.points import store_point
+from benchmarks.storage.points import store_point
 from runner.schema.engine_config import Checkpoint as CheckpointSpec
 from runner.schema.engine_config import EngineConfig, EngineLaunch
 from runner.schema.plan import LoadSpec, SweepPlan

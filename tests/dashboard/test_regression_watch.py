@@ -8,9 +8,9 @@ from django.db import IntegrityError, transaction
 from django.test import Client
 from django.urls import reverse
 
-from benchmarks import imports, regression_record
 from benchmarks.models import AuditEvent, Benchmark, Node
-from benchmarks.points import store_point
+from benchmarks.storage import imports, regression_record
+from benchmarks.storage.points import store_point
 from benchmarks.tasks import _judge_against_baseline
 from tests.dashboard.test_plan_files import form_post
 from tests.rows import (

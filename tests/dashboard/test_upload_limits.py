@@ -21,13 +21,14 @@ from django.test import Client, RequestFactory
 from django.test.client import BOUNDARY, MULTIPART_CONTENT, encode_multipart
 from kombu.exceptions import OperationalError as BrokerError
 
-from benchmarks import imports, tasks
+from benchmarks import tasks
 from benchmarks.cpu_limit import cpu_time_limit
-from benchmarks.imports import ImportFileError, ImportProgress, import_points
 from benchmarks.models import AuditEvent, Benchmark, Point, ResultImport
+from benchmarks.storage import imports
+from benchmarks.storage.imports import ImportFileError, ImportProgress, import_points
 from dashboard import views_imports
 from runner.importer.files import MAX_JSON_DEPTH
-from tests.benchmarks.test_import import VLLM_BENCH, results_jsonl, status_page
+from tests.benchmarks.storage.test_import import VLLM_BENCH, results_jsonl, status_page
 from tests.personas import grant_role
 from tests.rows import make_point_result
 
@@ -326,7 +327,7 @@ def test_an_unexpected_error_fails_the_import_without_saying_more_than_its_type(
     def broken(benchmark, point, **kwargs):
         raise ValueError("/secret/path/on/the/worker")
 
-    monkeypatch.setattr("benchmarks.imports.store_point", broken)
+    monkeypatch.setattr("benchmarks.storage.imports.store_point", broken)
     data = results_jsonl(make_point_result())
     result_import, _ = status_page(owner_client, post_file(owner_client, "one.jsonl", data))
     assert result_import.state == "failed"

@@ -30,8 +30,8 @@ from benchmarks.models import (
     Runtime,
     Workload,
 )
-from benchmarks.points import store_point
-from benchmarks.storage import RequestEncoder
+from benchmarks.storage.columnar import RequestEncoder
+from benchmarks.storage.points import store_point
 from runner.importer.files import iter_result_file_into
 from runner.importer.vllm_document import UNKNOWN_HOST, UNKNOWN_MODEL, ImportFileError
 from runner.schema.base import REVISION_RE
