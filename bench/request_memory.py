@@ -13,8 +13,8 @@ which counts every page the process ever had resident, C allocations included) i
   they are read, and the blob written out a piece at a time as store_point's COPY sends it
   (here to a file). With --db, import_file itself into PostgreSQL (DATABASE_URL, migrated),
   committed for the download stage and deleted at the end;
-- celery: the worker that measured the point (benchmarks.tasks.execute_benchmark): the records
-  as run_plan yields them (made and aggregated as the runner stage does), given up to a
+- celery: the worker that measured the point (benchmarks.worker.tasks.execute_benchmark): the
+  records as run_plan yields them (made and aggregated as the runner stage does), given up to a
   RequestEncoder (take) and the blob written out; with --db, store_point into PostgreSQL in a
   transaction rolled back after;
 - web: the run page's judgement of the point, which reads the Point row's aggregates only

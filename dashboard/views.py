@@ -30,7 +30,6 @@ from django.http import (
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST, require_safe
 
-from benchmarks import lifecycle
 from benchmarks.launch import estimates
 from benchmarks.models import (
     AuditEvent,
@@ -49,6 +48,7 @@ from benchmarks.storage.points import (
     stored_requests,
     telemetry_cells,
 )
+from benchmarks.worker import lifecycle
 from dashboard import plan_files, views_judgement
 from dashboard.access import (
     VIEW_AUDIT,

@@ -24,7 +24,7 @@ from django.views.decorators.http import require_POST, require_safe
 from benchmarks.admin import AUDITED_FLAGS
 from benchmarks.models import AuditEvent, Checkpoint, Endpoint, Node, Runtime
 from benchmarks.security import outbound, vault
-from benchmarks.tasks import endpoint_credentials
+from benchmarks.worker.tasks import endpoint_credentials
 from dashboard.access import (
     ADD_CHECKPOINT,
     ADD_ENDPOINT,

@@ -2,7 +2,7 @@
 one engine config at the rate the plan promises each replica (analysis.capacity_verify.
 verify_plan), on the source run's node, runtime, checkpoint and workload.
 
-The row is created here; the caller enqueues it after the commit (benchmarks.tasks.
+The row is created here; the caller enqueues it after the commit (benchmarks.worker.tasks.
 enqueue_benchmark), as a launch from the form is, and the worker checks the stored plan again
 (benchmarks.launch.plans.launchable_plan) before any engine starts.
 """

@@ -49,7 +49,7 @@ HOUR = 3600.0
 def launches(monkeypatch) -> list[Benchmark]:
     """The runs handed to the broker, in order (none reaches Redis)."""
     sent: list[Benchmark] = []
-    monkeypatch.setattr("benchmarks.tasks.enqueue_benchmark", sent.append)
+    monkeypatch.setattr("benchmarks.worker.tasks.enqueue_benchmark", sent.append)
     return sent
 
 

@@ -18,10 +18,10 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client, override_settings
 
-from benchmarks import tasks
 from benchmarks.launch import plans
 from benchmarks.models import AuditEvent, Benchmark, Endpoint, Node, Point, PointData
 from benchmarks.security import outbound, vault
+from benchmarks.worker import tasks
 from dashboard.forms_catalog import EndpointForm
 from runner.engine import process
 from runner.engine.process import RunningEngine, measure_rtt

@@ -10,8 +10,8 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.db import DatabaseError
 from django.utils import timezone
 
-from benchmarks import beats, lifecycle, tasks
 from benchmarks.models import Benchmark, EngineStart, Node
+from benchmarks.worker import beats, lifecycle, tasks
 from runner.schema.search_record import SearchCell, SearchRecord, SearchSpec
 from runner.sweep import Cancelled, EndControlMissed, Progress
 from tests.rows import make_benchmark, make_checkpoint, make_node, make_point_result
