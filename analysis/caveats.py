@@ -1,8 +1,8 @@
 """Which caveats a point gets, and the sentence each one says.
 
 A caveat marks what limits a point's meaning (a CPU engine, a saturated client, aggregates that
-disagree); it is stored with the point and shown next to its numbers. Pure: benchmarks.points
-stores what these rules return.
+disagree); it is stored with the point and shown next to its numbers. Pure:
+benchmarks.storage.points stores what these rules return.
 """
 
 from __future__ import annotations
@@ -47,7 +47,8 @@ HEADROOM_IMPORT_TEXT = (
 
 def automatic_caveats(result: PointResult, *, imported: bool) -> list[AutomaticCaveat]:
     """(code, kind, text) for what limits this point's meaning; shown next to its numbers.
-    imported: the point arrived through an import (benchmarks.imports), whatever its source."""
+    imported: the point arrived through an import (benchmarks.storage.imports), whatever its
+    source."""
     caveats: list[AutomaticCaveat] = []
     style = result.provenance.engine.launch_style if result.provenance else None
     if style == "cpu":

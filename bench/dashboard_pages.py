@@ -9,10 +9,10 @@ Targets (from the issue):
   each, streamed one token per chunk: 256 chunk times per request) and 5,000 engine samples:
   server time under 300 ms;
 - first page of the run list `/runs/` with 10,000 runs: under 150 ms;
-- `benchmarks.points.store_point` of one such 32,768-request point: under 2 s;
+- `benchmarks.storage.points.store_point` of one such 32,768-request point: under 2 s;
 - the request timeline of that point (`/runs/<code>/points/<id>/timeline.json`, issue 44):
   under 200 ms. Beside it, the timeline's columns read from the blob's spans alone
-  (benchmarks.points.stored_request_arrays) and from the whole blob, side by side.
+  (benchmarks.storage.points.stored_request_arrays) and from the whole blob, side by side.
 
 The script creates its own database (--database-url, default headroom_bench on the local
 server; it refuses the names of the development and test databases), migrates it, builds the
@@ -313,8 +313,8 @@ def insert_variants(fixed, result) -> list[tuple[str, Timing]]:
     large value)."""
     from django.db import connection, transaction
 
-    from benchmarks import points, storage
     from benchmarks.models import PointData
+    from benchmarks.storage import columnar, points
 
     run = _new_run(fixed, "bench insert variants")
     small = result.model_copy(update={"requests": result.requests[:8],
@@ -327,13 +327,13 @@ def insert_variants(fixed, result) -> list[tuple[str, Timing]]:
                 cursor.execute(f"ALTER TABLE benchmarks_pointdata ALTER COLUMN {column} "
                                f"SET STORAGE {mode}")
 
-    with storage.RequestEncoder() as encoder:
+    with columnar.RequestEncoder() as encoder:
         encoder.add(result.requests)
         # The row as store_point hands it to _insert_point_data; the ORM gets the blob whole.
         values = {"point": point, "request_count": encoder.count,
                   "sample_count": len(result.samples), "requests": encoder.blob(),
-                  "samples": storage.encode_samples(result.samples),
-                  "telemetry": storage.encode_telemetry(result.telemetry_samples)}
+                  "samples": columnar.encode_samples(result.samples),
+                  "telemetry": columnar.encode_telemetry(result.telemetry_samples)}
         whole = {**values, "requests": encoder.blob().tobytes()}
 
         def insert(how: Callable[[], None]) -> None:
@@ -382,7 +382,7 @@ def _fixed_rows(requests: int):
 
 
 def _plan_json(node, runtime, checkpoint, workload) -> dict:
-    from benchmarks import plans
+    from benchmarks.launch import plans
     from runner.schema.engine_config import EngineConfig
 
     plan = plans.build_plan(plans.LaunchRequest(
@@ -537,10 +537,10 @@ def check_run_page_reads_no_records(client, url: str) -> dict[str, int]:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from benchmarks import storage
+    from benchmarks.storage import columnar
 
     calls = {"decode_requests": 0, "unpack": 0}
-    originals = (storage.decode_requests, storage._unpack)
+    originals = (columnar.decode_requests, columnar._unpack)
 
     def counting(name: str, function: Callable) -> Callable:
         def wrapper(*a, **kw):
@@ -548,13 +548,13 @@ def check_run_page_reads_no_records(client, url: str) -> dict[str, int]:
             return function(*a, **kw)
         return wrapper
 
-    storage.decode_requests = counting("decode_requests", originals[0])
-    storage._unpack = counting("unpack", originals[1])
+    columnar.decode_requests = counting("decode_requests", originals[0])
+    columnar._unpack = counting("unpack", originals[1])
     try:
         with CaptureQueriesContext(connection) as queries:
             response = _get(client, url)
     finally:
-        storage.decode_requests, storage._unpack = originals
+        columnar.decode_requests, columnar._unpack = originals
     sql = [q["sql"] for q in queries.captured_queries]
     data_queries = sum("benchmarks_pointdata" in q for q in sql)
     blob_queries = sum(any(f'"benchmarks_pointdata"."{column}"' in q for column in BLOBS)
@@ -567,14 +567,14 @@ def check_run_page_reads_no_records(client, url: str) -> dict[str, int]:
 def timeline_reads(point) -> tuple[list[Timing], list[Timing]]:
     """The request timeline's columns of the point, read as the timeline reads them (the
     blob's head and those arrays' spans) and from the whole blob, alternately, 5 times each."""
-    from benchmarks import points, storage
+    from benchmarks.storage import columnar, points
     from judgement.request_timeline import FIELDS as TIMELINE_FIELDS
 
     spans, whole = [], []
     for _ in range(5):
         timing, found = timed(lambda: points.stored_request_arrays(point, TIMELINE_FIELDS))
         spans.append(timing)
-        timing, expected = timed(lambda: storage.request_arrays(points.stored_requests(point),
+        timing, expected = timed(lambda: columnar.request_arrays(points.stored_requests(point),
                                                                TIMELINE_FIELDS))
         whole.append(timing)
         if any(not np.array_equal(found[f], expected[f], equal_nan=True)
@@ -600,9 +600,9 @@ def encode_format_1(arrays: dict[str, np.ndarray]) -> bytes:
 
 
 def _request_arrays(requests) -> dict[str, np.ndarray]:
-    from benchmarks import storage
+    from benchmarks.storage import columnar
 
-    return storage._unpack(storage.encode_requests(requests))
+    return columnar._unpack(columnar.encode_requests(requests))
 
 
 def _load() -> str:
@@ -631,8 +631,8 @@ def _measure(args) -> int:
     from django.core.management import call_command
     from django.db import connection
 
-    from benchmarks import storage
-    from benchmarks.points import store_point
+    from benchmarks.storage import columnar
+    from benchmarks.storage.points import store_point
     from dashboard.views import RUNS_PER_PAGE
 
     sizes = args.sizes
@@ -659,14 +659,14 @@ def _measure(args) -> int:
     arrays = _request_arrays(result.requests)
     encode_times, pack_times, format_1_times = [], [], []
     for _ in range(3):
-        timing, blob = timed(lambda: storage.encode_requests(result.requests))
+        timing, blob = timed(lambda: columnar.encode_requests(result.requests))
         encode_times.append(timing)
-        pack_times.append(timed(lambda: storage._pack(arrays))[0])
+        pack_times.append(timed(lambda: columnar._pack(arrays))[0])
         timing, legacy = timed(lambda: encode_format_1(arrays))
         format_1_times.append(timing)
-    if storage.decode_requests(legacy) != result.requests:
+    if columnar.decode_requests(legacy) != result.requests:
         raise SystemExit("a format 1 blob does not decode to the same records")
-    decode_time, decoded = timed(lambda: storage.decode_requests(blob))
+    decode_time, decoded = timed(lambda: columnar.decode_requests(blob))
     if decoded != result.requests:
         raise SystemExit("a format 2 blob does not decode to the same records")
     del decoded
@@ -719,7 +719,7 @@ def _measure(args) -> int:
           f"PointData ({guard['blob_queries']} reading a blob column), decode_requests called "
           f"{guard['decode_requests']} times, storage unpacked {guard['unpack']} blobs, "
           f"{guard['html_bytes']:,} bytes of HTML")
-    print(f"request blob: {len(blob) / 1e6:.1f} MB (format {storage.format_version(blob)}), "
+    print(f"request blob: {len(blob) / 1e6:.1f} MB (format {columnar.format_version(blob)}), "
           f"format 1 of the same arrays: {len(legacy) / 1e6:.1f} MB")
     print(f"packing the same arrays, wall median / max of 3: format 2 {_ms(pack_times)}, "
           f"format 1 {_ms(format_1_times)}; CPU median: format 2 {_cpu(pack_times)}, "

@@ -12,7 +12,7 @@ MAX_RUN_CHOICES runs.
 The script creates its own PostgreSQL database (--database-url, default headroom_large_bench on
 the local server; it refuses the development and test databases' names), migrates it, imports a
 small run (SMALL points) and a large one (--points) as Headroom result files would be
-(benchmarks.imports.import_points: the path an upload takes), and requests each page through
+(benchmarks.storage.imports.import_points: the path an upload takes), and requests each page through
 Django's test client, logged in, DEBUG off: full middleware, view, queries and template, no
 network. Each figure is the median of --repeats warm requests after one untimed one, with the
 response's size. The pages of both runs are measured side by side in this one process, so the
@@ -115,7 +115,7 @@ def _point(index: int, seqs_levels: int):
 
 
 def _import(user, name: str, count: int):
-    from benchmarks.imports import import_points
+    from benchmarks.storage.imports import import_points
 
     levels = max(4, round(count ** 0.5))
     return import_points(((_point(i, levels), None) for i in range(count)),

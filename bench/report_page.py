@@ -7,14 +7,14 @@ Target (issue 5): a report page with three charts (throughput vs latency with th
 point, the queue evidence of baseline and candidate, node scaling) answers in under 200 ms of
 server time. Since issue 44 each side's queue evidence has its request timeline too.
 
-The script creates its own PostgreSQL database (--database-url, default headroom_report_bench on
-the local server), migrates it, stores a realistic sweep through benchmarks.points.store_point
+The script creates its own PostgreSQL database (--database-url, default headroom_report_bench on the
+local server), migrates it, stores a realistic sweep through benchmarks.storage.points.store_point
 (4 engine configs x 8 load levels x 2 repeats = 64 points, 2,000 engine samples and 256 request
-records each, plus an 8-replica node run), builds a report with every item, and requests the
-page through Django's test client, logged out, DEBUG off: full middleware, view, queries,
-content builder and template rendering, no network. The first request in the process (templates
-compiled, translations loaded, connection opened) is reported apart from the warm repeats. The
-database is dropped at the end (--keep leaves it).
+records each, plus an 8-replica node run), builds a report with every item, and requests the page
+through Django's test client, logged out, DEBUG off: full middleware, view, queries, content builder
+and template rendering, no network. The first request in the process (templates compiled,
+translations loaded, connection opened) is reported apart from the warm repeats. The database is
+dropped at the end (--keep leaves it).
 
 --quick stores QUICK's sweep (2 configs x 3 loads, 100 samples and 16 records each, a 2-replica
 node run) instead, and exits 0 whatever the timings (they say nothing at that size);
@@ -174,7 +174,7 @@ def _populate(sweep: Sweep):
     from django.contrib.auth import get_user_model
 
     from benchmarks.models import Benchmark, Checkpoint, Node, Runtime, Workload
-    from benchmarks.points import store_point
+    from benchmarks.storage.points import store_point
     from reports.models import Item, Report
 
     user = get_user_model().objects.create_user("bench")

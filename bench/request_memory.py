@@ -8,22 +8,22 @@ which counts every page the process ever had resident, C allocations included) i
   them to the parent in (runner.client.workers; before: one orjson text of model_dump()s);
 - runner: the records as the collector makes them, runner.measure.metrics.aggregate, and
   runner.results.append_point of the PointResult;
-- worker: an upload's import (benchmarks.imports.import_file): runner.importer
-  iter_result_file_into of that file, each point's batches into a storage.RequestEncoder as
+- worker: an upload's import (benchmarks.storage.imports.import_file): runner.importer
+  iter_result_file_into of that file, each point's batches into a columnar.RequestEncoder as
   they are read, and the blob written out a piece at a time as store_point's COPY sends it
   (here to a file). With --db, import_file itself into PostgreSQL (DATABASE_URL, migrated),
   committed for the download stage and deleted at the end;
-- celery: the worker that measured the point (benchmarks.tasks.execute_benchmark): the records
-  as run_plan yields them (made and aggregated as the runner stage does), given up to a
+- celery: the worker that measured the point (benchmarks.worker.tasks.execute_benchmark): the
+  records as run_plan yields them (made and aggregated as the runner stage does), given up to a
   RequestEncoder (take) and the blob written out; with --db, store_point into PostgreSQL in a
   transaction rolled back after;
 - web: the run page's judgement of the point, which reads the Point row's aggregates only
   (judgement.figures.point_result -> figures), and output parity's read of the blob
-  (storage.request_columns of judgement.comparison_view._PARITY_FIELDS: what a comparison page
+  (columnar.request_columns of judgement.comparison_view._PARITY_FIELDS: what a comparison page
   reads per request); with --db, the blob read from PostgreSQL as judgement.comparison_view._kept
   reads it (points.stored_requests);
 - download: the point as the JSON download streams it (dashboard.views._point_json, its
-  requests from storage.iter_requests: a block of records at a time); with --db, the stored
+  requests from columnar.iter_requests: a block of records at a time); with --db, the stored
   point read back from PostgreSQL as run_json reads it (views._stored_point_json: the blob in
   binary pieces, points.stored_requests).
 
@@ -168,24 +168,24 @@ def stage_runner(requests: int, chunks: int, folder: Path) -> dict[str, Any]:
 
 
 def stage_worker(requests: int, chunks: int, folder: Path, db: bool = False) -> dict[str, Any]:
-    from benchmarks import storage
+    from benchmarks.storage import columnar
 
     path = folder / "results.jsonl"
     started = time.perf_counter()
     if db:
         return {**_import_into_db(path, folder), "import_s": time.perf_counter() - started}
-    if not hasattr(storage, "RequestEncoder"):  # before: the records whole, then the blob
+    if not hasattr(columnar, "RequestEncoder"):  # before: the records whole, then the blob
         from runner.results import iter_points
 
         warnings: list[str] = []
         (point,) = iter_points(path, warnings)
         assert len(point.requests) == requests and not warnings, warnings
-        blob = storage.encode_requests(point.requests)
+        blob = columnar.encode_requests(point.requests)
         (folder / "requests.blob").write_bytes(blob)
         return {"import_s": time.perf_counter() - started, "blob_mib": len(blob) / 2**20}
     from runner.importer.files import iter_result_file_into
 
-    ((point, encoder),) = iter_result_file_into(path, storage.RequestEncoder)
+    ((point, encoder),) = iter_result_file_into(path, columnar.RequestEncoder)
     with encoder:
         assert encoder.count == requests and not point.requests
         read = time.perf_counter()
@@ -212,10 +212,10 @@ def _django() -> None:
 
 
 def _import_into_db(path: Path, folder: Path) -> dict[str, Any]:
-    """benchmarks.imports.import_file into the database DATABASE_URL names, committed."""
+    """benchmarks.storage.imports.import_file into the database DATABASE_URL names, committed."""
     _django()
-    from benchmarks.imports import import_file
     from benchmarks.models import PointData
+    from benchmarks.storage.imports import import_file
 
     benchmark = import_file(path, name="request-memory bench")
     (folder / "db.json").write_text(json.dumps({"benchmark": benchmark.pk}))
@@ -224,7 +224,7 @@ def _import_into_db(path: Path, folder: Path) -> dict[str, Any]:
 
 
 def stage_celery(requests: int, chunks: int, folder: Path, db: bool = False) -> dict[str, Any]:
-    from benchmarks import storage
+    from benchmarks.storage import columnar
     from runner.measure.metrics import aggregate, window_of
     from runner.schema.engine_config import EngineConfig
     from runner.schema.plan import LoadSpec
@@ -242,7 +242,7 @@ def stage_celery(requests: int, chunks: int, folder: Path, db: bool = False) -> 
     del records
     measured = time.perf_counter()
     peak_measured = peak_mib()  # the run's own peak, before the point is stored
-    with storage.RequestEncoder() as encoder:
+    with columnar.RequestEncoder() as encoder:
         encoder.take(point.requests)
         if db:
             return {"measured_peak_mib": peak_measured, "measure_s": measured - started,
@@ -258,7 +258,7 @@ def _store(point: Any, encoder: Any, folder: Path) -> dict[str, Any]:
     from django.db import transaction
 
     from benchmarks.models import Benchmark
-    from benchmarks.points import store_point
+    from benchmarks.storage.points import store_point
 
     started = time.perf_counter()
     with transaction.atomic():
@@ -274,25 +274,25 @@ def _store(point: Any, encoder: Any, folder: Path) -> dict[str, Any]:
 def stage_web(requests: int, chunks: int, folder: Path, db: bool = False) -> dict[str, Any]:
     _django()
     from analysis.convert import from_point_result
-    from benchmarks import storage
+    from benchmarks.storage import columnar
     from judgement.comparison_view import _PARITY_FIELDS
     from runner.schema.result import Metrics
 
     started = time.perf_counter()
     if db:  # as _kept reads it
         from benchmarks.models import Point
-        from benchmarks.points import stored_requests
+        from benchmarks.storage.points import stored_requests
 
         benchmark = json.loads((folder / "db.json").read_text())["benchmark"]
         blob = stored_requests(Point.objects.get(benchmark_id=benchmark))
     else:
         blob = (folder / "requests.blob").read_bytes()
     read = time.perf_counter()
-    if hasattr(storage, "request_columns"):
-        columns = storage.request_columns(blob, _PARITY_FIELDS)
+    if hasattr(columnar, "request_columns"):
+        columns = columnar.request_columns(blob, _PARITY_FIELDS)
         assert len(columns.values["index"]) == requests
     else:  # before: output parity decoded the records
-        assert len(storage.decode_requests(blob)) == requests
+        assert len(columnar.decode_requests(blob)) == requests
     decoded = time.perf_counter()
     # The run page's judgement: point_result() is the Point row without its records.
     figures = from_point_result(_point(requests, chunks, folder, []))
@@ -306,7 +306,7 @@ def stage_download(requests: int, chunks: int, folder: Path, db: bool = False) -
     """The JSON download's pieces for the point, written out as the streaming response writes
     them."""
     _django()
-    from benchmarks import storage
+    from benchmarks.storage import columnar
     from dashboard import views
 
     started = time.perf_counter()
@@ -315,11 +315,11 @@ def stage_download(requests: int, chunks: int, folder: Path, db: bool = False) -
 
         benchmark = json.loads((folder / "db.json").read_text())["benchmark"]
         pieces = views._stored_point_json(Point.objects.get(benchmark_id=benchmark))
-    elif hasattr(storage, "iter_requests"):
-        records = storage.iter_requests((folder / "requests.blob").read_bytes())
+    elif hasattr(columnar, "iter_requests"):
+        records = columnar.iter_requests((folder / "requests.blob").read_bytes())
         pieces = views._point_json(_point(requests, chunks, folder, []), records)
     else:  # before: the point's records decoded whole
-        records = storage.decode_requests((folder / "requests.blob").read_bytes())
+        records = columnar.decode_requests((folder / "requests.blob").read_bytes())
         pieces = views._point_json(_point(requests, chunks, folder, records))
     written = 0
     with open(os.devnull, "w") as sink:

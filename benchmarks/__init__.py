@@ -1,2 +1,4 @@
-"""The data and the worker: models with their querysets, storage, the run lifecycle, the launch
-rules and the Celery tasks that call the runner. The app label stays `benchmarks`."""
+"""The data and the worker, a folder per job: the models with their querysets (models/), what a
+launch keeps and becomes (launch/), a run's points stored and read back (storage/), secrets and
+outbound requests (security/), and the Celery tasks that call the runner (worker/). The app label
+stays `benchmarks`."""

@@ -8,4 +8,6 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 app = Celery("headroom")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks()
+# The tasks live with the rest of the worker (benchmarks/worker/tasks.py), not in an app's
+# top-level tasks module, so the package is named; each task keeps its registered name.
+app.autodiscover_tasks(["benchmarks.worker"])

@@ -378,8 +378,8 @@ WHITENOISE_USE_FINDERS = True
 # (dashboard/uploads.py): a body over HEADROOM_MAX_UPLOAD_BYTES is refused by its Content-Length
 # before it is read, a file that passes the limit as it arrives is dropped, and an accepted file
 # goes straight to HEADROOM_IMPORT_DIR under a generated name. The web only stores it: a worker
-# consuming HEADROOM_IMPORT_QUEUE parses it there (benchmarks.tasks.import_result_file), so that
-# folder must be shared by the web server and that worker.
+# consuming HEADROOM_IMPORT_QUEUE parses it there (benchmarks.worker.tasks.import_result_file), so
+# that folder must be shared by the web server and that worker.
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 HEADROOM_MAX_UPLOAD_BYTES = envint("HEADROOM_MAX_UPLOAD_BYTES", str(512 * 1024 * 1024))
 # The most an import parses whole: a vllm bench, AIPerf, GuideLLM or inference-perf file, a line
@@ -389,7 +389,7 @@ HEADROOM_MAX_UPLOAD_BYTES = envint("HEADROOM_MAX_UPLOAD_BYTES", str(512 * 1024 *
 HEADROOM_MAX_IMPORT_DOCUMENT_BYTES = envint(
     "HEADROOM_MAX_IMPORT_DOCUMENT_BYTES", str(64 * 1024 * 1024)
 )
-# The CPU time one import may take before it is stopped and failed (benchmarks.cpu_limit). A
+# The CPU time one import may take before it is stopped and failed (benchmarks.worker.cpu_limit). A
 # 1.5 GB run download imports in about 34 s (docs/performance.md, "Memory of large points"); the
 # rest is room for a slower host, and a file built to be slow to read holds the one import worker
 # this long at most.
@@ -448,7 +448,7 @@ if HEADROOM_STALE_AFTER_S <= 3 * HEADROOM_HEARTBEAT_S:
 # catalog accepts as an address typed as a number: "public" (globally routable addresses) and
 # the networks named. Loopback, link-local (the cloud metadata address) and private ranges are
 # refused unless named: they are the web host's own and its neighbours'. A fleet on private
-# addresses names its ranges, e.g. public,10.20.0.0/16 (benchmarks/outbound.py).
+# addresses names its ranges, e.g. public,10.20.0.0/16 (benchmarks/security/outbound.py).
 HEADROOM_OUTBOUND_NETWORKS = envnetworks("HEADROOM_OUTBOUND_NETWORKS", "public")
 
 # Output parity: a comparison whose outputs diverged for more than this share of its compared

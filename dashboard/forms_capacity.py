@@ -13,7 +13,7 @@ from typing import Any
 from django import forms
 from django.conf import settings
 
-from benchmarks.capacity_checks import CHECK_REPEATS, CHECK_REPEATS_MAX
+from benchmarks.launch.capacity_checks import CHECK_REPEATS, CHECK_REPEATS_MAX
 from benchmarks.models import Benchmark, CapacityPlan, Node
 from dashboard.form_fields import declared_field
 from judgement.capacity_view import Asked, inputs_of

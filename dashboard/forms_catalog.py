@@ -17,9 +17,9 @@ from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.utils import timezone
 
-from benchmarks import outbound, vault
 from benchmarks.models import Checkpoint, Endpoint, Node, Runtime
 from benchmarks.models.catalog import REVISION_REGEX
+from benchmarks.security import outbound, vault
 from dashboard.access import CHANGE_CHECKPOINT, CHANGE_RUNTIME, TRUST_CHECKPOINT
 from runner.engine.endpoint import Credentials, check_header, normalize_base_url, origin
 from runner.schema.engine_config import EngineLaunch
@@ -276,8 +276,8 @@ class EndpointForm(forms.ModelForm):
     """An OpenAI-compatible server that is already running, and what it needs to be measured.
 
     The API key and the extra headers are write-only: never rendered back (not even after an
-    error), stored encrypted (benchmarks/vault.py). Editing, a blank field keeps what is stored
-    and a box removes it. Only the header names are kept in the clear, to be listed.
+    error), stored encrypted (benchmarks/security/vault.py). Editing, a blank field keeps what is
+    stored and a box removes it. Only the header names are kept in the clear, to be listed.
 
     A secret is bound to the server it was entered for: a base URL with another scheme, host or
     port removes the stored ones (the form asks for them again). Otherwise anyone who may edit

@@ -10,14 +10,14 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.template.defaultfilters import filesizeformat
 
-from benchmarks.imports import StatedFacts
 from benchmarks.models import Runtime
+from benchmarks.storage.imports import StatedFacts
 
 
 class ImportForm(forms.Form):
     """The file, and what the engineer states about the run where the file does not say.
 
-    Each stated value fills only what the file lacks (benchmarks.imports.apply_stated).
+    Each stated value fills only what the file lacks (benchmarks.storage.imports.apply_stated).
     """
 
     file = forms.FileField(

@@ -11,9 +11,9 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from benchmarks import estimates, launch_rules, plans
+from benchmarks.launch import estimates, launch_rules, plans
+from benchmarks.launch.plans import LaunchRequest
 from benchmarks.models import Benchmark, Endpoint, Node, Workload
-from benchmarks.plans import LaunchRequest
 from dashboard.form_fields import declared_field
 from dashboard.launch_fields import (
     BOOL_AXIS,
@@ -571,8 +571,8 @@ class LaunchForm(SearchFields):
         return " x ".join(sizes) or "1"
 
     def estimate(self) -> estimates.Estimate:
-        """What this launch is expected to take (benchmarks/estimates.py), worked out from the
-        node's earlier runs at the moment it is asked."""
+        """What this launch is expected to take (benchmarks/launch/estimates.py), worked out from
+        the node's earlier runs at the moment it is asked."""
         data = self.cleaned_data
         return estimates.estimate_launch(
             data["plan"], node=data["node"], checkpoint=data["checkpoint"],

@@ -8,7 +8,7 @@ import pydantic
 from django import forms
 from django.core.exceptions import ValidationError
 
-from benchmarks import launch_rules
+from benchmarks.launch import launch_rules
 from benchmarks.models import Node, Runtime
 from runner.engine.vllm_defaults import BatchDefaults, batch_defaults
 from runner.schema.engine_config import EngineConfig, EngineSetting

@@ -21,7 +21,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.template.defaultfilters import filesizeformat
 
-from benchmarks import launch_rules, plans
+from benchmarks.launch import launch_rules, plans
 from benchmarks.models import Endpoint, Workload
 from dashboard.launch_fields import (
     BOOL_AXIS,

@@ -30,7 +30,7 @@ from django.http import (
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST, require_safe
 
-from benchmarks import estimates, exports, lifecycle, regression_record, storage
+from benchmarks.launch import estimates
 from benchmarks.models import (
     AuditEvent,
     Benchmark,
@@ -40,13 +40,15 @@ from benchmarks.models import (
     PointData,
     Runtime,
 )
-from benchmarks.points import (
+from benchmarks.storage import columnar, exports, regression_record
+from benchmarks.storage.points import (
     METRIC_FIELDS,
     TELEMETRY_CSV_COLUMNS,
     point_to_result,
     stored_requests,
     telemetry_cells,
 )
+from benchmarks.worker import lifecycle
 from dashboard import plan_files, views_judgement
 from dashboard.access import (
     VIEW_AUDIT,
@@ -237,7 +239,7 @@ def point_samples(request: HttpRequest, code: UUID, point_id: int) -> JsonRespon
         raise Http404("This run has no such point.")
     figure = charts.samples_figure(blobs[0])
     # GPU telemetry (or the CPU engine's CPU use) on the same clock, drawn beside the queue.
-    figure["telemetry"] = storage.telemetry_series(blobs[1])
+    figure["telemetry"] = columnar.telemetry_series(blobs[1])
     return JsonResponse(figure)
 
 
@@ -340,7 +342,7 @@ def run_json(request: HttpRequest, code: UUID) -> StreamingHttpResponse:
 @login_required
 @require_safe
 def run_llm_d(request: HttpRequest, code: UUID) -> StreamingHttpResponse:
-    """The run as llm-d-benchmark benchmark reports (benchmarks.exports), one a point."""
+    """The run as llm-d-benchmark benchmark reports (benchmarks.storage.exports), one a point."""
     benchmark = get_benchmark_for_user(request, code)
     response = StreamingHttpResponse(exports.llm_d_documents(benchmark),
                                      content_type="application/yaml")  # fmt: skip
@@ -366,14 +368,14 @@ def _stored_point_json(point: Point) -> Iterator[str]:
     blob = stored_requests(point)
     if blob is None:  # the run was deleted while it downloaded
         raise PointData.DoesNotExist(f"point {point.pk} has no data any more")
-    yield from _point_json(head, storage.iter_requests(blob))
+    yield from _point_json(head, columnar.iter_requests(blob))
 
 
 def _point_json(
     head: PointResult, requests: Iterable[RequestRecord]
 ) -> Iterator[str]:
     """The model_dump_json() of the point `head` with these requests, in pieces: everything
-    else, then each request as it comes (from storage.iter_requests: a block at a time)."""
+    else, then each request as it comes (from columnar.iter_requests: a block at a time)."""
     text = head.model_copy(update={"requests": []}).model_dump_json()
     if text.count(_NO_REQUESTS) != 1:  # cannot happen with today's schema; never guess
         yield head.model_copy(update={"requests": list(requests)}).model_dump_json()

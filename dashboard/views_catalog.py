@@ -21,10 +21,10 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST, require_safe
 
-from benchmarks import outbound, vault
 from benchmarks.admin import AUDITED_FLAGS
 from benchmarks.models import AuditEvent, Checkpoint, Endpoint, Node, Runtime
-from benchmarks.tasks import endpoint_credentials
+from benchmarks.security import outbound, vault
+from benchmarks.worker.tasks import endpoint_credentials
 from dashboard.access import (
     ADD_CHECKPOINT,
     ADD_ENDPOINT,
@@ -230,7 +230,7 @@ def endpoint_check(request: HttpRequest, pk: int) -> HttpResponse:
 
     Only a hint: runs go from the endpoint's node, whose worker must reach it (the dashboard's
     host may be in another network). The note never carries a secret. Requests go only where
-    HEADROOM_OUTBOUND_NETWORKS allows (benchmarks/outbound.py).
+    HEADROOM_OUTBOUND_NETWORKS allows (benchmarks/security/outbound.py).
     """
     endpoint = get_object_or_404(Endpoint.objects.select_related("node"), pk=pk)
     ok, note = _check_endpoint(endpoint)

@@ -19,10 +19,10 @@ from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_safe
 from kombu.exceptions import OperationalError as BrokerError
 
-from benchmarks import tasks
 from benchmarks.models import (
     ResultImport,
 )
+from benchmarks.worker import tasks
 from dashboard import uploads
 from dashboard.access import (
     IMPORT,
@@ -65,7 +65,7 @@ def _run_import(
 def _queue_import(request: AuthenticatedHttpRequest, form: ImportForm) -> ResultImport | None:
     """Keep the received file under its import's generated name, then enqueue the import.
 
-    The web never parses the file: a worker does (benchmarks.imports.run_result_import).
+    The web never parses the file: a worker does (benchmarks.worker.import_jobs.run_result_import).
     """
     upload = form.cleaned_data["file"]
     telemetry = form.cleaned_data.get("companion")

@@ -18,7 +18,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_safe
 
 from benchmarks.models import Benchmark, Comparison, ExternalReference, Point
-from benchmarks.operating_points import save_operating_point
+from benchmarks.storage.operating_points import save_operating_point
 from dashboard.access import (
     ADD_REFERENCE,
     CHOOSE_OPERATING_POINT,

@@ -21,12 +21,13 @@ from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_POST, require_safe
 from kombu.exceptions import OperationalError as BrokerError
 
-from benchmarks import estimates, launch_rules, plans, tasks
+from benchmarks.launch import estimates, launch_rules, plans
 from benchmarks.models import (
     AuditEvent,
     Benchmark,
     Node,
 )
+from benchmarks.worker import tasks
 from dashboard import plan_files, uploads
 from dashboard.access import (
     LAUNCH,

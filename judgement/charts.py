@@ -19,8 +19,8 @@ from analysis.types import (
     PointFigures,
     WorkloadShape,
 )
-from benchmarks import storage
 from benchmarks.models import ExternalReference, Point
+from benchmarks.storage import columnar
 from judgement.figures import parse_spec
 from judgement.rows import references
 from runner.schema.result import HostCpu, LengthComparison, LengthHistogram
@@ -116,7 +116,7 @@ GAUGE_LINE_SHAPE = "hv"
 
 def samples_figure(blob: bytes | memoryview) -> dict[str, Any]:
     """Engine running vs waiting (and KV use) over time, one group of traces per replica."""
-    columns = storage.sample_columns(blob)
+    columns = columnar.sample_columns(blob)
     replicas = []
     for replica in np.unique(columns["replica"]).tolist():
         mask = columns["replica"] == replica

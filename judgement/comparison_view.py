@@ -12,9 +12,9 @@ from analysis import compare as compare_mod
 from analysis import parity as parity_mod
 from analysis.types import Comparison as ComparisonResult
 from analysis.types import ReferenceComparison
-from benchmarks import storage
 from benchmarks.models import Comparison, ExternalReference, Point
-from benchmarks.points import stored_requests
+from benchmarks.storage import columnar
+from benchmarks.storage.points import stored_requests
 from judgement.figures import measured, reference
 from runner.schema.records import RequestRecord
 
@@ -51,7 +51,7 @@ def _kept(point: Point) -> tuple[parity_mod.PointOutputs, dict[int, str]]:
         return parity_mod.PointOutputs(point.key, kept=True, outputs={}), {}
     # The few fields parity reads, never the records: at 100,000 requests x 1,000 chunks the
     # records are 1.4 GB, these columns (chunk times only counted) a small part of it.
-    columns = storage.request_columns(blob, _PARITY_FIELDS)
+    columns = columnar.request_columns(blob, _PARITY_FIELDS)
     index, error, status, digest, ids, text = (columns.values[f] for f in _PARITY_FIELDS)
     outputs: dict[int, parity_mod.KeptOutput] = {}
     texts: dict[int, str] = {}

@@ -16,7 +16,7 @@ from analysis.convert import (
 )
 from analysis.types import LatencyStatistic, Measured, PointFigures, Reference, WorkloadShape
 from benchmarks.models import ExternalReference, Point
-from benchmarks.points import point_to_result
+from benchmarks.storage.points import point_to_result
 from judgement.rows import engine_samples
 from runner.schema.result import PointResult
 

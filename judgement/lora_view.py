@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from analysis.adapter_figures import AdapterFigures, AdapterRequest, adapter_figures
-from benchmarks import storage
 from benchmarks.models import Point
-from benchmarks.points import stored_requests
+from benchmarks.storage import columnar
+from benchmarks.storage.points import stored_requests
 from runner.schema.records import RequestRecord
 
 # What adapter_rows reads of each stored request.
@@ -38,7 +38,7 @@ def adapter_rows(point: Point) -> list[AdapterFigures]:
     if blob is None:
         return []
     # A few columns, never the records: their chunk times are most of a point's bytes.
-    columns = storage.request_columns(blob, _FIELDS)
+    columns = columnar.request_columns(blob, _FIELDS)
     adapter, error, status, tokens, ttft, e2el = (columns.values[f] for f in _FIELDS)
     chunks = columns.lengths["chunk_times"].tolist()
     requests = [

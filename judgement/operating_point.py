@@ -1,6 +1,6 @@
 """The run's operating point: choosing one (knee, SLO, Pareto, override), the one the run page
 shows (stored, or the knee by default) with its sentence, and the Pareto frontier it is chosen
-on. Storing a choice is the data layer's (benchmarks.operating_points)."""
+on. Storing a choice is the data layer's (benchmarks.storage.operating_points)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from analysis import AnalysisError, noise, repeats, selection, sentences
 from analysis.selection_json import evidence_from_json
 from analysis.types import ParetoPoint, PointFigures, Selection, SelectionEvidence
 from benchmarks.models import Benchmark, OperatingPoint
-from benchmarks.operating_points import current_operating_point
+from benchmarks.storage.operating_points import current_operating_point
 from runner.schema.search_record import SearchSpec
 
 

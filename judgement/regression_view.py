@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from benchmarks import regression_record
 from benchmarks.models import Benchmark
+from benchmarks.storage import regression_record
 from runner.regression import RegressionReport
 
 

@@ -10,7 +10,7 @@ first token actual_send + ttft and the last actual_send + e2el (vLLM's TTFT and 
 from the actual send; the first chunk with choices, which on chat is the role chunk). A
 request with no first token (failed) ends at completed_at instead.
 
-Only those columns are read (benchmarks.points.stored_request_arrays): milliseconds for a
+Only those columns are read (benchmarks.storage.points.stored_request_arrays): milliseconds for a
 32,768-request point (docs/performance.md, "Request timeline"). Beyond `lanes` requests, an
 evenly spaced sample in the order they were due is drawn, the first and the last among them,
 and the page says so; the medians count every request.
@@ -27,7 +27,7 @@ import numpy as np
 
 from analysis.sentences import Sentence
 from benchmarks.models import Point
-from benchmarks.points import stored_request_arrays
+from benchmarks.storage.points import stored_request_arrays
 from judgement import charts
 from judgement.rows import samples_blob
 
@@ -101,7 +101,7 @@ class RequestTimeline:
 
 
 def _listed(values: np.ndarray) -> list[Any]:
-    """JSON's values: a missing float (NaN) or count (-1, benchmarks.storage) as None."""
+    """JSON's values: a missing float (NaN) or count (-1, benchmarks.storage.columnar) as None."""
     if values.dtype.kind == "f":
         return [None if math.isnan(v) else v for v in values.tolist()]
     return [None if v < 0 else v for v in values.tolist()]

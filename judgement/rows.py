@@ -1,5 +1,5 @@
 """Every query the judgement layer makes, each a named read: the other modules take rows from
-here (or from the data layer's own reads, benchmarks.operating_points) and never write."""
+here (or from the data layer's own reads, benchmarks.storage.operating_points) and never write."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from benchmarks.models import CapacityPlan as CapacityPlan
 from benchmarks.models import ExternalReference as ExternalReference
 from benchmarks.models import Point as Point
 from benchmarks.models import PointData
-from benchmarks.storage import decode_samples
+from benchmarks.storage.columnar import decode_samples
 from runner.schema.records import EngineSample
 
 

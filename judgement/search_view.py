@@ -12,7 +12,7 @@ from analysis.noise import Interval
 from analysis.repeats import setting_of
 from analysis.search_interval import answer_interval
 from analysis.types import PointFigures
-from benchmarks.estimates import SECONDS_PER_HOUR, duration_label, gpu_hours_label, gpus_held
+from benchmarks.launch.estimates import SECONDS_PER_HOUR, duration_label, gpu_hours_label, gpus_held
 from benchmarks.models import Benchmark, Point
 from judgement.operating_point import Shown
 from runner.schema.plan import SweepPlan

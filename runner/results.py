@@ -179,10 +179,10 @@ def iter_points_into(
 ) -> Iterator[tuple[PointResult, SinkT | None]]:
     """iter_points, but each point's batched records, validated as they are read, go to a sink
     of new_sink()'s a batch at a time instead of into point.requests, so that a reader that
-    encodes them as they come (benchmarks.storage.RequestEncoder) never holds a point's records
-    whole. Each point comes with the sink its batches went to (point.requests then empty), or
-    None when it had no batches (a file older than batches: its requests are in its line).
-    The sink of batches whose point line never came is dropped unseen. new_sink None: no batch
+    encodes them as they come (benchmarks.storage.columnar.RequestEncoder) never holds a point's
+    records whole. Each point comes with the sink its batches went to (point.requests then empty),
+    or None when it had no batches (a file older than batches: its requests are in its line). The
+    sink of batches whose point line never came is dropped unseen. new_sink None: no batch
     is read.
 
     Each line is parsed whole, into several times its size (a list of tiny samples, about 100

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchmarks import plans
+from benchmarks.launch import plans
 from benchmarks.models import Benchmark, Checkpoint, Node, Runtime, Workload
 from runner.schema.engine_config import Checkpoint as CheckpointSpec
 from runner.schema.engine_config import EngineConfig

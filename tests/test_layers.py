@@ -63,6 +63,20 @@ def test_a_module_importing_upwards_breaks_the_layers(tree: Path, module: str, i
     assert "Layers: each package imports only those below it BROKEN" in out.stdout
 
 
+@pytest.mark.parametrize(("module", "imports"), [
+    ("benchmarks/storage/misplaced.py", "benchmarks.worker.beats"),
+    ("benchmarks/launch/misplaced.py", "benchmarks.storage.points"),
+    ("benchmarks/models/misplaced.py", "benchmarks.security.vault"),
+])
+def test_a_benchmarks_module_reaching_across_its_groups_breaks_them(tree: Path, module: str,
+                                                                     imports: str):
+    out = lint(tree, {module: f"import {imports}\n"})
+    assert out.returncode == 1
+    assert f"{module.removesuffix('.py').replace('/', '.')} -> {imports}" in out.stdout
+    assert "benchmarks by job: the worker above launch, storage and security, each apart BROKEN" \
+        in " ".join(out.stdout.split())
+
+
 def test_a_page_module_reaching_the_rules_directly_is_refused(tree: Path):
     # One run for both: a report module that names the data layer's models is refused too.
     out = lint(tree, {"dashboard/misplaced.py": "import analysis.verdicts\n",

@@ -18,8 +18,8 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
-from benchmarks import tasks
 from benchmarks.models import ResultImport
+from benchmarks.worker import tasks
 
 WORKER_START_TIMEOUT_S = 120
 
@@ -113,5 +113,5 @@ def run_imports_inline(monkeypatch, settings, tmp_path):
 def launches(monkeypatch) -> list:
     """The runs handed to the queue; none reaches a broker."""
     sent: list = []
-    monkeypatch.setattr("benchmarks.tasks.enqueue_benchmark", sent.append)
+    monkeypatch.setattr("benchmarks.worker.tasks.enqueue_benchmark", sent.append)
     return sent

@@ -1,8 +1,8 @@
 """Store PointData's blobs without PostgreSQL's own compression (STORAGE EXTERNAL).
 
-The blobs are already compressed where compression pays (benchmarks/storage.py): what is left
-is timestamps' low bytes, which no compressor shrinks. PostgreSQL would still run pglz over
-every large value before giving up: 0.7-1 s of server CPU per 32,768-request point
+The blobs are already compressed where compression pays (benchmarks/storage/columnar.py): what
+is left is timestamps' low bytes, which no compressor shrinks. PostgreSQL would still run pglz
+over every large value before giving up: 0.7-1 s of server CPU per 32,768-request point
 (bench/dashboard_pages.py, docs/performance.md). Reads are unchanged. SQLite has no such
 setting.
 """

@@ -28,10 +28,10 @@ def _summary(values: list[float]) -> list[float | None]:
 def _vllm_families(blob: bytes) -> dict[str, list[float]]:
     # Decoding through the app's storage module keeps one reader of the blob format; records
     # of that era stored chunk_times of content chunks and the actual send time.
-    from benchmarks import storage
+    from benchmarks.storage import columnar
 
     families: dict[str, list[float]] = {"ttft": [], "e2el": [], "itl": []}
-    for r in storage.decode_requests(blob):
+    for r in columnar.decode_requests(blob):
         if r.error is not None or r.actual_send is None or not r.chunk_times:
             continue
         families["ttft"].append(r.chunk_times[0] - r.actual_send)

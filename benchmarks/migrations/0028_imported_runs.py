@@ -4,7 +4,7 @@
   and it has no verdict. Before this, every import's "plan" ({name, imported_from}) gave one
   key, so an engineer accepting any import set the baseline, and the verdicts, of everyone's.
 - A point in Headroom's own format that arrived through an import gets the headroom-import
-  caveat that benchmarks.points now adds on import (the other sources had theirs already).
+  caveat that benchmarks.storage.points now adds on import (the other sources had theirs already).
 """
 
 from django.conf import settings

@@ -284,7 +284,7 @@ class EngineStart(models.Model):
     """How long an engine of this checkpoint took to start on this node: from launching its
     process until /health answered (runner.engine.process.start_engine; the slowest replica of a
     node
-    run). The launch estimate reads the last KEPT (benchmarks/estimates.py); older ones are
+    run). The launch estimate reads the last KEPT (benchmarks/launch/estimates.py); older ones are
     dropped as new ones come (EngineStart.objects.record)."""
 
     # Their median is not set by one or two cold starts (weights not yet in the page cache).
@@ -317,7 +317,7 @@ class Endpoint(models.Model):
     load, reads /version, /v1/models and /metrics, and starts nothing. The checkpoint and runtime
     say what the endpoint is registered as serving; the worker checks them against what the
     server reports before the first point. The API key and extra headers are secrets: stored
-    encrypted (benchmarks/vault.py), given to the runner only in the worker's memory, never
+    encrypted (benchmarks/security/vault.py), given to the runner only in the worker's memory, never
     shown again, never in a plan, a result, a log, an export or a report.
     """
 

@@ -1,8 +1,8 @@
 """What ran and what it measured: workloads, runs (benchmarks), their points and caveats.
 
 Integrity lives in the database (constraints in Meta). Per-request records and engine samples
-sit in PointData as compressed column arrays (see benchmarks/storage.py) so that listing and
-charting runs never reads them.
+sit in PointData as compressed column arrays (see benchmarks/storage/columnar.py) so that
+listing and charting runs never reads them.
 """
 
 from __future__ import annotations
@@ -213,7 +213,7 @@ class Benchmark(models.Model):
     # Engine configs the launch form left out of the plan because vLLM would refuse them, each
     # as a sentence naming the config and the rule (shown on the run page).
     plan_notes = models.JSONField(default=list, blank=True)
-    # The launch's estimate (benchmarks/estimates.py), shown beside the actual after the run.
+    # The launch's estimate (benchmarks/launch/estimates.py), shown beside the actual after the run.
     estimated_wall_s = models.FloatField(null=True, blank=True)
     estimated_gpu_hours = models.FloatField(null=True, blank=True)
     estimate_basis = models.CharField(max_length=500, blank=True)
@@ -241,7 +241,7 @@ class Benchmark(models.Model):
     hardware = models.CharField(max_length=200, blank=True, help_text="e.g. 8 x NVIDIA H200")
     best_output_throughput = models.FloatField(null=True, blank=True)
 
-    # Regression watch (benchmarks/regression_record.py): runs of one plan share its key
+    # Regression watch (benchmarks/storage/regression_record.py): runs of one plan share its key
     # (runner.regression.plan_key, set on save from the plan); one of them may be the plan's
     # accepted baseline, and each other finished run keeps its verdict against it, for the list.
     # An imported run was launched from no plan: its key is blank, and it is never a baseline.
@@ -297,7 +297,8 @@ class Benchmark(models.Model):
             models.Index(fields=["state", "-created_at"], name="benchmark_state_created"),
             # Run list filtered by hardware.
             models.Index(fields=["hardware", "-created_at"], name="benchmark_hardware_created"),
-            # Regression watch: the runs of one plan (benchmarks.regression_record.refresh_plan).
+            # Regression watch: the runs of one plan
+            # (benchmarks.storage.regression_record.refresh_plan).
             models.Index(fields=["plan_key"], name="benchmark_plan_key"),
             # The reaper: running runs with an old heartbeat.
             models.Index(
@@ -493,7 +494,7 @@ class PointData(models.Model):
     """The bulky part of a point, read only for downloads and the per-point samples chart.
 
     `requests` and `samples` are zlib-compressed .npz archives of column arrays
-    (benchmarks/storage.py): one array per RequestRecord / EngineSample field.
+    (benchmarks/storage/columnar.py): one array per RequestRecord / EngineSample field.
     """
 
     point = models.OneToOneField(Point, models.CASCADE, primary_key=True, related_name="data")

@@ -40,7 +40,7 @@ class Unreachable(EngineError):
 
 
 # Makes the transport of each client probe() opens: the dashboard's check passes one that
-# connects only where it may send requests (benchmarks/outbound.py).
+# connects only where it may send requests (benchmarks/security/outbound.py).
 TransportFactory = Callable[[], httpx.BaseTransport]
 
 

@@ -85,7 +85,7 @@ def iter_result_file(
     streamed formats build whole (a JSONL line, a download's point without its requests, one
     request) is held to max_document_bytes too, as it is read. None sets no limit (a file of
     one's own on the command line). A bad line raises when it is reached: a caller that stores
-    points stores them in one transaction (benchmarks.imports), so nothing is half-kept.
+    points stores them in one transaction (benchmarks.storage.imports), so nothing is half-kept.
 
     companion: the file that came with this one (runner.importer.companions: AIPerf's
     gpu_telemetry_export.jsonl with its profile_export.jsonl, inference-perf's

@@ -32,7 +32,7 @@ class CompactArray(array.array):
 
     A field annotated with a subclass is ragged: one array per request, of any length
     (`ragged_fields`), stored flat with per-request lengths by runner.results and
-    benchmarks.storage without naming it.
+    benchmarks.storage.columnar without naming it.
     """
 
     TYPECODE: ClassVar[str]

@@ -164,7 +164,8 @@ class TelemetrySample(Schema):
 
     t: float
     replica: int = Field(default=0, ge=0)
-    # Never negative: benchmarks.storage stores None as -1, so a -1 would read back as None.
+    # Never negative: benchmarks.storage.columnar stores None as -1, so a -1 would read back as
+    # None.
     gpu: int | None = Field(default=None, ge=0,
                             description="GPU index; None: a CPU-engine reading")
     utilization_pct: float | None = Field(default=None, description="GPU busy, 0-100")

@@ -198,7 +198,7 @@ def base_rows() -> dict[str, models.Model]:
         OperatingPoint,
         ResultImport,
     )
-    from benchmarks.points import store_point
+    from benchmarks.storage.points import store_point
     from reports.models import Report, ReportVersion
     from runner.schema.engine_config import EngineConfig
     from tests import factories

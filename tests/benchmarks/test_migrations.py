@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from analysis.caveats import HEADROOM_IMPORT_TEXT
-from benchmarks import storage
+from benchmarks.storage import columnar
 from runner.schema.records import RequestRecord
 from tests.migrations import migrate
 
@@ -46,8 +46,8 @@ def test_old_points_move_schedule_figures_to_their_names_and_get_vllm_figures_re
         median_ttft_ms=100.0, median_e2el_ms=300.0, mean_itl_ms=200 / 3, median_tpot_ms=200 / 3,
     )
     PointData.objects.create(point=point, request_count=1, sample_count=0,
-                             requests=storage.encode_requests([old_era_record()]),
-                             samples=storage.encode_samples([]))
+                             requests=columnar.encode_requests([old_era_record()]),
+                             samples=columnar.encode_samples([]))
     imported = Point.objects.create(
         benchmark=benchmark, key="i", source="vllm-bench-import", engine_label="defaults",
         engine_config={}, load_label="burst 1", load={}, offered_concurrency=1, workload={},

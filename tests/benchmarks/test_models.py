@@ -2,7 +2,7 @@ import pytest
 from django.db import IntegrityError, transaction
 
 from benchmarks.models import Benchmark, Caveat, Checkpoint, ExternalReference
-from benchmarks.points import store_point
+from benchmarks.storage.points import store_point
 from tests.rows import make_benchmark, make_checkpoint, make_point_result, make_workload
 
 pytestmark = pytest.mark.django_db

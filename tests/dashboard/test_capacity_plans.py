@@ -12,7 +12,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from benchmarks.models import Benchmark, CapacityPlan, Comparison
-from benchmarks.points import store_point
+from benchmarks.storage.points import store_point
 from judgement.capacity_view import answer, source_points, stored_inputs, stored_plan
 from runner.schema.engine_config import EngineConfig
 from runner.schema.plan import LoadSpec, SweepPlan

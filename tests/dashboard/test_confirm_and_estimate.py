@@ -13,7 +13,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from benchmarks import estimates
+from benchmarks.launch import estimates
 from benchmarks.models import (
     AuditEvent,
     Benchmark,
@@ -23,7 +23,7 @@ from benchmarks.models import (
     Node,
     Workload,
 )
-from benchmarks.points import store_point
+from benchmarks.storage.points import store_point
 from runner.schema.engine_config import Checkpoint as CheckpointSpec
 from runner.schema.engine_config import EngineConfig, EngineLaunch
 from runner.schema.plan import LoadSpec, SweepPlan
@@ -49,7 +49,7 @@ HOUR = 3600.0
 def launches(monkeypatch) -> list[Benchmark]:
     """The runs handed to the broker, in order (none reaches Redis)."""
     sent: list[Benchmark] = []
-    monkeypatch.setattr("benchmarks.tasks.enqueue_benchmark", sent.append)
+    monkeypatch.setattr("benchmarks.worker.tasks.enqueue_benchmark", sent.append)
     return sent
 
 

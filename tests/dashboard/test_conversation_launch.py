@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from analysis.convert import workload_shape
-from benchmarks import points, storage
 from benchmarks.models import Benchmark, Point
+from benchmarks.storage import columnar, points
 from runner.schema.engine_config import Checkpoint, EngineConfig
 from runner.schema.plan import LoadSpec, SweepPlan, WorkloadSpec
 from runner.schema.result import ConversationSummary, PointResult, TurnSummary
@@ -118,9 +118,9 @@ def test_a_point_keeps_its_conversation_figures_and_each_requests_turn():
 
 
 def test_requests_stored_before_conversations_existed_read_back_without_them():
-    arrays = storage._unpack(storage.encode_requests(conversation_point().requests))
+    arrays = columnar._unpack(columnar.encode_requests(conversation_point().requests))
     del arrays["conversation"], arrays["turn"]
-    old = storage.decode_requests(storage._pack(arrays))
+    old = columnar.decode_requests(columnar._pack(arrays))
     assert all(r.conversation is None and r.turn is None for r in old)
 
 

@@ -18,8 +18,10 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client, override_settings
 
-from benchmarks import outbound, plans, tasks, vault
+from benchmarks.launch import plans
 from benchmarks.models import AuditEvent, Benchmark, Endpoint, Node, Point, PointData
+from benchmarks.security import outbound, vault
+from benchmarks.worker import tasks
 from dashboard.forms_catalog import EndpointForm
 from runner.engine import process
 from runner.engine.process import RunningEngine, measure_rtt
@@ -46,7 +48,7 @@ TENANT = "tenant-secret-91d2"  # a header value is a secret too
 def fleet_networks(settings) -> None:
     """The endpoints here are on a lab fleet's private range or are this host's test servers on
     loopback: both named, as a deployment names its fleet's ranges (by default both are
-    refused, tests/benchmarks/test_outbound.py)."""
+    refused, tests/benchmarks/security/test_outbound.py)."""
     settings.HEADROOM_OUTBOUND_NETWORKS = ["public", "10.0.0.0/8", "127.0.0.0/8"]
 
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from benchmarks.points import point_to_result, store_point
+from benchmarks.storage.points import point_to_result, store_point
 from runner.schema.result import PointResult
 from tests.rows import make_benchmark, make_point_result
 
@@ -35,15 +35,15 @@ def test_the_download_is_every_point_in_full_in_pieces(owner_client):
 def test_the_download_writes_requests_as_blocks_are_decoded_never_a_whole_point(
     owner_client, monkeypatch
 ):
-    from benchmarks import storage
+    from benchmarks.storage import columnar
 
     benchmark = make_benchmark(state="succeeded")
     store_point(benchmark, make_point_result(requests=40))
     stored = point_to_result(benchmark.points.get())
     # 4 chunk times and 4 token counts a request: 2 requests a block
-    monkeypatch.setattr(storage, "RAGGED_BLOCK_VALUES", 20)
+    monkeypatch.setattr(columnar, "RAGGED_BLOCK_VALUES", 20)
     blocks = []
-    iter_blocks = storage.iter_request_blocks
+    iter_blocks = columnar.iter_request_blocks
 
     def spy(blob):
         for block in iter_blocks(blob):
@@ -53,8 +53,8 @@ def test_the_download_writes_requests_as_blocks_are_decoded_never_a_whole_point(
     def refuse(*args, **kwargs):
         raise AssertionError("the download decoded a point's records whole")
 
-    monkeypatch.setattr(storage, "iter_request_blocks", spy)
-    monkeypatch.setattr(storage, "decode_requests", refuse)
+    monkeypatch.setattr(columnar, "iter_request_blocks", spy)
+    monkeypatch.setattr(columnar, "decode_requests", refuse)
     response = owner_client.get(f"/runs/{benchmark.code}.json")
     (point,) = json.loads(b"".join(response.streaming_content))["points"]
     assert point == json.loads(stored.model_dump_json())

@@ -543,7 +543,7 @@ def launch_form(node) -> dict[str, Any]:
 
 def test_a_launch_is_recorded_with_its_launcher(engineer, monkeypatch):
     sent = []
-    monkeypatch.setattr("benchmarks.tasks.enqueue_benchmark", sent.append)
+    monkeypatch.setattr("benchmarks.worker.tasks.enqueue_benchmark", sent.append)
     response = client_for(engineer).post("/runs/new/", launch_form(make_node("gpu-l")))
     assert response.status_code == 302
     benchmark = Benchmark.objects.get()
@@ -556,7 +556,7 @@ def test_a_launch_the_broker_refused_leaves_neither_run_nor_record(engineer, mon
     def refuse(benchmark):
         raise BrokerError("connection refused")
 
-    monkeypatch.setattr("benchmarks.tasks.enqueue_benchmark", refuse)
+    monkeypatch.setattr("benchmarks.worker.tasks.enqueue_benchmark", refuse)
     response = client_for(engineer).post("/runs/new/", launch_form(make_node("gpu-l")))
     assert response.status_code == 400
     assert not Benchmark.objects.exists() and not AuditEvent.objects.exists()

@@ -15,7 +15,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.utils.html import escape
 
-from benchmarks import plans
+from benchmarks.launch import plans
 from benchmarks.models import Benchmark, Workload
 from dashboard import plan_files
 from dashboard.forms_launch import LaunchForm

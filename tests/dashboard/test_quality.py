@@ -12,8 +12,8 @@ from django.utils.html import escape
 
 from analysis import caveats
 from analysis.sentences import QUALITY_ON_CPU_ENGINE
-from benchmarks import points
 from benchmarks.models import Benchmark, Caveat, Point
+from benchmarks.storage import points
 from runner.schema.plan import QualitySpec, SweepPlan
 from runner.schema.result import PointResult, QualityResult, QualityRow
 from tests.dashboard.test_endpoints import (

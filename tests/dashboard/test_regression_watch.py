@@ -8,10 +8,10 @@ from django.db import IntegrityError, transaction
 from django.test import Client
 from django.urls import reverse
 
-from benchmarks import imports, regression_record
 from benchmarks.models import AuditEvent, Benchmark, Node
-from benchmarks.points import store_point
-from benchmarks.tasks import _judge_against_baseline
+from benchmarks.storage import imports, regression_record
+from benchmarks.storage.points import store_point
+from benchmarks.worker.tasks import _judge_against_baseline
 from tests.dashboard.test_plan_files import form_post
 from tests.rows import (
     launch_form_data,
@@ -149,7 +149,7 @@ def test_accepting_needs_a_post(owner_client):
 
 def test_run_again_on_another_runtime_revision_and_node_is_the_same_plan(owner_client,
                                                                           monkeypatch):
-    monkeypatch.setattr("benchmarks.tasks.enqueue_benchmark", lambda benchmark: None)
+    monkeypatch.setattr("benchmarks.worker.tasks.enqueue_benchmark", lambda benchmark: None)
     first_node, other_node = make_node("gpu-a", gpu_count=2), make_node("gpu-b", gpu_count=2)
     data = launch_form_data(first_node, max_num_seqs="64, 256", load_levels="8, 32",
                             repeats="2")

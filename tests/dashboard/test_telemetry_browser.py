@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.models import Benchmark
-from benchmarks.points import store_point
-from tests.benchmarks.test_telemetry import CPU_READINGS, gpu_point, with_telemetry
+from benchmarks.storage.points import store_point
+from tests.benchmarks.storage.test_telemetry import CPU_READINGS, gpu_point, with_telemetry
 from tests.rows import make_benchmark, make_point_result
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.models import Benchmark
-from benchmarks.points import store_point
+from benchmarks.storage.points import store_point
 from tests.rows import make_benchmark
 
 from .test_trace_launch import lengths_point

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import points, storage
 from benchmarks.models import Benchmark, Point
+from benchmarks.storage import columnar, points
 from judgement import charts
 from runner.schema.plan import SweepPlan
 from runner.schema.result import LengthComparison, LengthHistogram, PointResult
@@ -179,9 +179,9 @@ def test_a_point_keeps_its_length_comparison_and_each_requests_max_tokens():
 
 
 def test_requests_stored_before_max_tokens_existed_read_back_without_it():
-    arrays = storage._unpack(storage.encode_requests(lengths_point().requests))
+    arrays = columnar._unpack(columnar.encode_requests(lengths_point().requests))
     del arrays["max_tokens"]
-    assert all(r.max_tokens is None for r in storage.decode_requests(storage._pack(arrays)))
+    assert all(r.max_tokens is None for r in columnar.decode_requests(columnar._pack(arrays)))
 
 
 def test_the_run_page_draws_the_files_lengths_beside_the_sent(engineer):

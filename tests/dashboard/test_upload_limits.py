@@ -21,13 +21,15 @@ from django.test import Client, RequestFactory
 from django.test.client import BOUNDARY, MULTIPART_CONTENT, encode_multipart
 from kombu.exceptions import OperationalError as BrokerError
 
-from benchmarks import imports, tasks
-from benchmarks.cpu_limit import cpu_time_limit
-from benchmarks.imports import ImportFileError, ImportProgress, import_points
 from benchmarks.models import AuditEvent, Benchmark, Point, ResultImport
+from benchmarks.storage import imports
+from benchmarks.storage.imports import ImportFileError, import_points
+from benchmarks.worker import import_jobs, tasks
+from benchmarks.worker.cpu_limit import cpu_time_limit
+from benchmarks.worker.import_jobs import ImportProgress
 from dashboard import views_imports
 from runner.importer.files import MAX_JSON_DEPTH
-from tests.benchmarks.test_import import VLLM_BENCH, results_jsonl, status_page
+from tests.benchmarks.storage.test_import import VLLM_BENCH, results_jsonl, status_page
 from tests.personas import grant_role
 from tests.rows import make_point_result
 
@@ -326,7 +328,7 @@ def test_an_unexpected_error_fails_the_import_without_saying_more_than_its_type(
     def broken(benchmark, point, **kwargs):
         raise ValueError("/secret/path/on/the/worker")
 
-    monkeypatch.setattr("benchmarks.imports.store_point", broken)
+    monkeypatch.setattr("benchmarks.storage.imports.store_point", broken)
     data = results_jsonl(make_point_result())
     result_import, _ = status_page(owner_client, post_file(owner_client, "one.jsonl", data))
     assert result_import.state == "failed"
@@ -386,7 +388,7 @@ def test_an_import_past_its_cpu_limit_is_stopped_with_the_reason_and_stores_noth
     owner_client, settings, monkeypatch, run_imports_inline
 ):
     settings.HEADROOM_IMPORT_CPU_LIMIT_S = 1
-    monkeypatch.setattr(imports, "import_file", import_then_spin)
+    monkeypatch.setattr(import_jobs, "import_file", import_then_spin)
     data = results_jsonl(make_point_result())
     SPUN_CPU_S.clear()
     result_import, page = status_page(owner_client, post_file(owner_client, "slow.jsonl", data))
@@ -405,13 +407,13 @@ def test_the_worker_takes_its_next_import_as_it_was_after_one_is_stopped(
 ):
     settings.HEADROOM_IMPORT_CPU_LIMIT_S = 1
     limit, handler = resource.getrlimit(resource.RLIMIT_CPU), signal.getsignal(signal.SIGXCPU)
-    monkeypatch.setattr(imports, "import_file", import_then_spin)
+    monkeypatch.setattr(import_jobs, "import_file", import_then_spin)
     data = results_jsonl(make_point_result())
     stopped, _ = status_page(owner_client, post_file(owner_client, "slow.jsonl", data))
     assert "took more than 1 s of CPU" in stopped.error_message
     assert (resource.getrlimit(resource.RLIMIT_CPU), signal.getsignal(signal.SIGXCPU)) == (
         limit, handler)
-    monkeypatch.setattr(imports, "import_file", IMPORT_FILE)
+    monkeypatch.setattr(import_jobs, "import_file", IMPORT_FILE)
     ResultImport.objects.all().delete()
     result_import, _ = status_page(owner_client, post_file(owner_client, "next.jsonl", data))
     assert (result_import.state, result_import.progress) == ("succeeded", 1)

@@ -11,9 +11,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
 from benchmarks.models import Benchmark
-from benchmarks.points import store_point
+from benchmarks.storage.points import store_point
 from runner.schema.result import PointResult
-from tests.benchmarks.test_import import VLLM_BENCH
+from tests.benchmarks.storage.test_import import VLLM_BENCH
 from tests.rows import make_benchmark, make_node, make_point_result
 
 pytestmark = pytest.mark.django_db

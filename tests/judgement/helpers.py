@@ -6,7 +6,7 @@ from typing import Any
 
 from analysis.capacity_types import Demand, PlanInputs
 from benchmarks.models import Benchmark, CapacityPlan, Point
-from benchmarks.points import store_point
+from benchmarks.storage.points import store_point
 from judgement.capacity_view import answer, row_fields, source_points
 from runner.schema.engine_config import EngineConfig
 from runner.schema.plan import LoadSpec

@@ -1,5 +1,5 @@
 """The judgement layer reads rows and never writes them: a write belongs to the data layer
-(benchmarks, e.g. benchmarks.operating_points) or to the command that asks for it (demo)."""
+(benchmarks, e.g. benchmarks.storage.operating_points) or to the command that asks for it (demo)."""
 
 from __future__ import annotations
 

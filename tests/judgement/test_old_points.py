@@ -9,7 +9,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 import judgement.figures
 from benchmarks.models import Benchmark
-from benchmarks.points import store_point
+from benchmarks.storage.points import store_point
 from judgement.figures import figures_by_key
 from runner.schema.plan import LoadSpec
 from runner.schema.result import point_key

@@ -144,7 +144,7 @@ def test_every_parity_sentence_has_a_korean_translation_with_its_placeholders():
 
 def test_parity_reads_a_few_stored_columns_never_the_records(monkeypatch):
     from analysis.parity import KeptOutput
-    from benchmarks import storage
+    from benchmarks.storage import columnar
 
     records = with_outputs()
     records[1] = records[1].model_copy(update={"output_ids": []})  # completed without ids
@@ -155,7 +155,7 @@ def test_parity_reads_a_few_stored_columns_never_the_records(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("parity decoded the point's records")
 
-    monkeypatch.setattr(storage, "decode_requests", refuse)
+    monkeypatch.setattr(columnar, "decode_requests", refuse)
     outputs, texts = _kept(point)
     assert set(outputs.outputs) == set(range(REQUESTS)) - {1, 3}
     assert outputs.completed_without_ids == 1

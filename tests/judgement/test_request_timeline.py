@@ -8,8 +8,8 @@ import random
 import numpy as np
 import pytest
 
-from benchmarks import storage
-from benchmarks.points import store_point
+from benchmarks.storage import columnar
+from benchmarks.storage.points import store_point
 from judgement.request_timeline import (
     ALL_DRAWN,
     PHASE_MEDIANS,
@@ -123,8 +123,8 @@ def test_the_json_view_reads_the_few_columns_and_never_the_records(owner_client,
     def refuse(*args, **kwargs):
         raise AssertionError("the timeline built request records")
 
-    monkeypatch.setattr(storage, "decode_requests", refuse)
-    monkeypatch.setattr(storage, "iter_request_blocks", refuse)
+    monkeypatch.setattr(columnar, "decode_requests", refuse)
+    monkeypatch.setattr(columnar, "iter_request_blocks", refuse)
     url = f"/runs/{point.benchmark.code}/points/{point.pk}/timeline.json"
     figure = owner_client.get(url).json()
     assert figure["requests"] == 12 and len(figure["lanes"]["due"]) == 12

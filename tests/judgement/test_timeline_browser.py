@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.points import store_point
+from benchmarks.storage.points import store_point
 from runner.schema.records import EngineSample, RequestRecord
 from tests.rows import make_benchmark, make_point_result
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from benchmarks.models import Benchmark, Point
-from benchmarks.points import store_point
+from benchmarks.storage.points import store_point
 from runner.schema.engine_config import Checkpoint, EngineConfig
 from runner.schema.plan import LoadSpec, WorkloadSpec
 from runner.schema.result import (

@@ -4,7 +4,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from benchmarks.models import Benchmark, Point
-from benchmarks.points import store_point
+from benchmarks.storage.points import store_point
 from reports import publishing
 from reports.models import Item, Report, ReportCaveat
 from runner.schema.plan import LoraShare, WorkloadSpec

@@ -9,8 +9,8 @@ import pytest
 from django.test import Client
 
 from analysis.caveats import HEADROOM_IMPORT_TEXT
-from benchmarks import imports
 from benchmarks.models import Caveat, Comparison, ExternalReference
+from benchmarks.storage import imports
 from reports.models import Report, token_digest
 from tests.reports.conftest import point, point_result
 from tests.reports.helpers import make_report

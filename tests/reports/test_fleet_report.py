@@ -9,7 +9,7 @@ import pytest
 from django.test import Client
 
 from benchmarks.models import CapacityPlan
-from benchmarks.points import store_point
+from benchmarks.storage.points import store_point
 from reports.models import Item, Report
 from runner.schema.engine_config import EngineConfig
 from runner.schema.plan import LoadSpec

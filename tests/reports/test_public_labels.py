@@ -8,7 +8,7 @@ import pytest
 from django.test import Client
 
 from benchmarks.models import Benchmark, ExternalReference, Point
-from benchmarks.points import store_point
+from benchmarks.storage.points import store_point
 from reports.facts import public_engine_key, public_engine_label, public_point_key
 from runner.schema.result import point_key
 from tests import rows as factories

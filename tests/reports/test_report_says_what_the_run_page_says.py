@@ -11,8 +11,8 @@ import pytest
 from django.test import Client
 
 from benchmarks.models import Benchmark, ExternalReference, Point
-from benchmarks.operating_points import save_operating_point
-from benchmarks.points import store_point
+from benchmarks.storage.operating_points import save_operating_point
+from benchmarks.storage.points import store_point
 from judgement.figures import figures, figures_by_key
 from judgement.lora_view import adapter_rows
 from judgement.operating_point import select

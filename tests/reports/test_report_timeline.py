@@ -10,7 +10,7 @@ import pytest
 from django.test import Client
 
 from benchmarks.models import PointData
-from benchmarks.points import store_point
+from benchmarks.storage.points import store_point
 from judgement.request_timeline import REPORT_TIMELINE_LANES, request_timeline
 from reports import publishing
 from reports.models import ReportVersion

@@ -10,7 +10,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from benchmarks.models import AuditEvent, ExternalReference, OperatingPoint, Point
-from benchmarks.operating_points import save_operating_point
+from benchmarks.storage.operating_points import save_operating_point
 from judgement.figures import figures_by_key
 from judgement.operating_point import select
 from reports import publishing

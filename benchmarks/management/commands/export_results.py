@@ -1,5 +1,5 @@
 """python manage.py export_results RUN_CODE --format llm-d [--out FILE]: a run in a common
-format others read (benchmarks.exports)."""
+format others read (benchmarks.storage.exports)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from uuid import UUID
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from benchmarks.exports import llm_d_documents
 from benchmarks.models import Benchmark
+from benchmarks.storage.exports import llm_d_documents
 
 FORMATS = ("llm-d",)
 

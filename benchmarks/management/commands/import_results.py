@@ -9,8 +9,8 @@ import pydantic
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
-from benchmarks.imports import ImportFileError, StatedFacts, import_file
 from benchmarks.models import AuditEvent, Benchmark
+from benchmarks.storage.imports import ImportFileError, StatedFacts, import_file
 
 # StatedFacts field -> the flag that states it; each fills only what a file does not record.
 STATED_FLAGS = {

@@ -13,8 +13,8 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
-from benchmarks import tasks
 from benchmarks.models import AuditEvent, Checkpoint, Node, Runtime
+from benchmarks.worker import tasks
 from dashboard.forms_launch import LaunchForm
 
 # Small enough to finish in a few minutes on two cores, large enough to show the effect: at

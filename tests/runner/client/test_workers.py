@@ -244,7 +244,7 @@ def test_it_leaves_a_collector_someone_else_set_up_as_it_was(fake_vllm):
 @pytest.mark.parametrize("processes", [1, 2])
 def test_the_points_client_health_records_the_clients_idle_nap(fake_vllm, processes):
     """In the caller's process and in spawned workers alike: the nap can delay every stamp, so
-    the point says it ran with one (benchmarks.points then gives it the client-nap caveat)."""
+    the point says it ran with one (benchmarks.storage.points then gives it the client-nap caveat)."""
     load = LoadSpec(num_requests=4)
     napping = ClientSpec(request_timeout_s=10, stall_timeout_s=5, processes=processes,
                          idle_nap_us=250)

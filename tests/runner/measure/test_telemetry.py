@@ -540,5 +540,6 @@ def test_a_file_written_before_telemetry_existed_reads_as_none_taken():
 def test_a_dcgm_address_must_be_plain_http_without_credentials(url):
     with pytest.raises(pydantic.ValidationError, match="dcgm_exporter_url") as caught:
         EngineLaunch(style="serve", dcgm_exporter_url=url)
-    # What the dashboard shows of it (benchmarks.plans.pydantic_message) never repeats the URL.
+    # What the dashboard shows of it (benchmarks.launch.plans.pydantic_message) never repeats the
+    # URL.
     assert all("secret" not in error["msg"] for error in caught.value.errors())

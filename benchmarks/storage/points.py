@@ -16,8 +16,8 @@ from django.db.models import F, Field, Q
 from django.db.models.functions import Greatest
 
 from analysis.caveats import automatic_caveats
-from benchmarks import blobs, storage
 from benchmarks.models import Benchmark, Caveat, Point, PointData
+from benchmarks.storage import blobs, columnar
 from runner.schema.result import Metrics, PointResult, Window
 from runner.schema.samples import TelemetrySummary
 from runner.search.observation import Observation, observe
@@ -41,7 +41,7 @@ def telemetry_cells(stored: dict[str, object]) -> list[object]:
 
 
 def store_point(
-    benchmark: Benchmark, result: PointResult, *, requests: storage.RequestEncoder | None = None
+    benchmark: Benchmark, result: PointResult, *, requests: columnar.RequestEncoder | None = None
 ) -> Point:
     """Save one point, its compressed records, its automatic caveats; bump the run's counters.
 
@@ -51,13 +51,13 @@ def store_point(
     """
     with contextlib.ExitStack() as stack:
         if requests is None:
-            requests = stack.enter_context(storage.RequestEncoder())
+            requests = stack.enter_context(columnar.RequestEncoder())
             requests.add(result.requests)
         return _store_point(benchmark, result, requests)
 
 
 def _store_point(
-    benchmark: Benchmark, result: PointResult, requests: storage.RequestEncoder
+    benchmark: Benchmark, result: PointResult, requests: columnar.RequestEncoder
 ) -> Point:
     metrics = result.metrics.model_dump()
     window = result.window
@@ -102,8 +102,8 @@ def _store_point(
             "request_count": requests.count,
             "sample_count": len(result.samples),
             "requests": requests.blob(),
-            "samples": storage.encode_samples(result.samples),
-            "telemetry": storage.encode_telemetry(result.telemetry_samples),
+            "samples": columnar.encode_samples(result.samples),
+            "telemetry": columnar.encode_telemetry(result.telemetry_samples),
         })
         Caveat.objects.bulk_create(
             Caveat(point=point, code=code, kind=kind, text=text, automatic=True)
@@ -119,7 +119,7 @@ def _insert_point_data(values: dict[str, Any]) -> None:
 
     On PostgreSQL (psycopg 3) the row goes in by COPY ... FROM STDIN (FORMAT BINARY) on a plain
     psycopg cursor of the same connection, inside the same transaction, its bytes written as
-    the blob's layout makes them (storage.Layout.pieces): the blob of a 100,000 x 1,000 point
+    the blob's layout makes them (columnar.Layout.pieces): the blob of a 100,000 x 1,000 point
     (590 MB) is never held whole, nor copied into libpq's buffer as a bound parameter would
     be. (Django's own cursors bind client-side, a blob travelling as a hex literal twice its
     size: about 1.2 s more per 32,768-request point; bench/dashboard_pages.py.) Elsewhere
@@ -157,7 +157,7 @@ def _copy_row(values: dict[str, Any], fields: Sequence[Field]) -> Iterator[bytes
     for field in fields:
         value = values[field.name]
         db_type = field.db_type(connection)
-        if isinstance(value, storage.Layout):
+        if isinstance(value, columnar.Layout):
             yield struct.pack(">i", value.size)
             yield from value.pieces()
         elif isinstance(value, (bytes, bytearray)):
@@ -219,7 +219,7 @@ HEAD_READ_BYTES = 16 << 10
 
 
 def stored_request_arrays(point: Point, fields: Sequence[str]) -> dict[str, np.ndarray] | None:
-    """A few numeric fields of the point's requests (storage.request_arrays); None when it has
+    """A few numeric fields of the point's requests (columnar.request_arrays); None when it has
     no PointData row.
 
     On PostgreSQL only the blob's head and those fields' arrays are read: substring() of the
@@ -231,7 +231,7 @@ def stored_request_arrays(point: Point, fields: Sequence[str]) -> dict[str, np.n
 
     if connection.vendor != "postgresql" or not is_psycopg3:
         blob = stored_requests(point)
-        return None if blob is None else storage.request_arrays(blob, fields)
+        return None if blob is None else columnar.request_arrays(blob, fields)
     import psycopg
     from psycopg import sql
 
@@ -256,13 +256,13 @@ def stored_request_arrays(point: Point, fields: Sequence[str]) -> dict[str, np.n
         length = blobs.head_length(head)
         if length is None:  # format 1: one zlib stream, read whole
             blob = stored_requests(point)
-            return None if blob is None else storage.request_arrays(blob, fields)
+            return None if blob is None else columnar.request_arrays(blob, fields)
         if length > len(head):
             head = read([(0, length)])[0]
         spans = blobs.array_spans(head)
         names = [name for name in dict.fromkeys(("index", *fields)) if name in spans]
         pieces = read([spans[name] for name in names])
-    return storage.request_arrays(blobs.subset(head, dict(zip(names, pieces, strict=True))),
+    return columnar.request_arrays(blobs.subset(head, dict(zip(names, pieces, strict=True))),
                                   fields)
 
 
@@ -299,7 +299,7 @@ def point_to_result(
     out and PointData is never read: the judgement layer needs only the aggregates on the Point
     row (the telemetry summary among them). With requests=False only the per-request records
     are: the JSON download writes them from the blob a block at a time
-    (storage.iter_requests), never holding a point's records whole.
+    (columnar.iter_requests), never holding a point's records whole.
     """
     window = None
     if point.window_start is not None and point.window_end is not None:
@@ -322,10 +322,10 @@ def point_to_result(
             "client": point.client,
             "per_replica": point.per_replica,
             "provenance": point.provenance,
-            "samples": storage.decode_samples(data.samples) if data else [],
+            "samples": columnar.decode_samples(data.samples) if data else [],
             "telemetry": point.telemetry,
-            "telemetry_samples": storage.decode_telemetry(data.telemetry) if data else [],
-            "requests": storage.decode_requests(data.requests) if data and requests else [],
+            "telemetry_samples": columnar.decode_telemetry(data.telemetry) if data else [],
+            "requests": columnar.decode_requests(data.requests) if data and requests else [],
             "source": point.source,
             "notes": point.notes,
             "lengths": point.lengths,

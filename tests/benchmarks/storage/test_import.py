@@ -364,7 +364,7 @@ def download(client, benchmark) -> bytes:
 def a_judged_run():
     """A launched run of one ladder (three load levels, so each has a verdict), one point
     whose client fell behind and one whose throughput disagrees with its tokens (caveats)."""
-    from benchmarks.points import store_point
+    from benchmarks.storage.points import store_point
     from tests.rows import make_benchmark
 
     benchmark = make_benchmark(state="succeeded")
@@ -378,7 +378,7 @@ def a_judged_run():
 
 def what_the_run_page_shows(benchmark):
     """Each point in full, its figures, its verdict (or why it has none) and its caveats."""
-    from benchmarks.points import METRIC_FIELDS, point_to_result
+    from benchmarks.storage.points import METRIC_FIELDS, point_to_result
     from judgement.figures import figures_by_key
     from judgement.verdict_rows import verdict_rows
 

@@ -1,5 +1,5 @@
 """The rules a launch keeps: checked by the launch form as it is filled in, and by the node's
-worker again before it runs a stored plan (benchmarks.plans.launchable_plan).
+worker again before it runs a stored plan (benchmarks.launch.plans.launchable_plan).
 
 A rule returns its problem rather than raising: a sentence, or a Problem whose `about` names the
 field at fault (of the workload or the launch), so the form can put the message on its field and

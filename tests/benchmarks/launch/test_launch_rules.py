@@ -1,5 +1,6 @@
-"""The rules a launch keeps (benchmarks.launch_rules), each on its own: what it lets through and
-the sentence it says when it does not. The form's and the worker's tests show them in place."""
+"""The rules a launch keeps (benchmarks.launch.launch_rules), each on its own: what it lets
+through and the sentence it says when it does not. The form's and the worker's tests show them
+in place."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks import launch_rules as rules
+from benchmarks.launch import launch_rules as rules
 from benchmarks.models import Endpoint, Node, Runtime, Workload
 from runner.schema.engine_config import EngineConfig
 from runner.schema.plan import SweepPlan

@@ -2,9 +2,9 @@
 one engine config at the rate the plan promises each replica (analysis.capacity_verify.
 verify_plan), on the source run's node, runtime, checkpoint and workload.
 
-The row is created here; the caller enqueues it after the commit (benchmarks.tasks.
+The row is created here; the caller enqueues it after the commit (benchmarks.worker.tasks.
 enqueue_benchmark), as a launch from the form is, and the worker checks the stored plan again
-(benchmarks.plans.launchable_plan) before any engine starts.
+(benchmarks.launch.plans.launchable_plan) before any engine starts.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from django.db import transaction
 from analysis.capacity_types import ConfigPlan, PlanInputs
 from analysis.capacity_verify import verify_plan
 from analysis.errors import AnalysisError
-from benchmarks import estimates, launch_rules, plans
+from benchmarks.launch import estimates, launch_rules, plans
 from benchmarks.models import AuditEvent, Benchmark, CapacityPlan
 from runner.schema.plan import SweepPlan
 

@@ -19,8 +19,8 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
-from benchmarks import lifecycle
 from benchmarks.models import Benchmark
+from benchmarks.worker import lifecycle
 from runner.sweep import Progress
 
 log = logging.getLogger(__name__)

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import yaml
 
 from benchmarks.models import Benchmark, PointData
-from benchmarks.points import point_to_result
+from benchmarks.storage.points import point_to_result
 from runner import llm_d_export
 
 

@@ -3,6 +3,10 @@
 The task takes an id, claims the row with a conditional UPDATE and hands the work to one plain
 function, execute_benchmark(), which calls the runner through its one seam (run_plan) and stores
 each point as soon as it arrives: a worker killed mid-sweep keeps every finished point.
+
+Each task's name is written out and never changes: queued messages, beat schedules and
+CELERY_TASK_ROUTES name a task by it, so it is the name the task was first registered under, not
+its module's path.
 """
 
 from __future__ import annotations
@@ -20,10 +24,13 @@ from celery.signals import worker_ready
 from django.conf import settings
 from django.db import DatabaseError, connection
 
-from benchmarks import estimates, imports, lifecycle, plans, regression_record, storage, vault
-from benchmarks.beats import NodeHeartbeat, RunMonitor
+from benchmarks.launch import estimates, plans
 from benchmarks.models import Benchmark, Endpoint, EngineStart, ResultImport
-from benchmarks.points import store_point, stored_observations
+from benchmarks.security import vault
+from benchmarks.storage import columnar, regression_record
+from benchmarks.storage.points import store_point, stored_observations
+from benchmarks.worker import import_jobs, lifecycle
+from benchmarks.worker.beats import NodeHeartbeat, RunMonitor
 from runner.engine.endpoint import NO_CREDENTIALS, Credentials, redact
 from runner.engine.provenance import collect_hardware
 from runner.schema.plan import SweepPlan
@@ -130,7 +137,7 @@ def execute_benchmark(benchmark_id: int) -> str:
                 # The records are the point's largest part (docs/performance.md, "Memory of
                 # large points"): given up to the encoder, they are freed a block at a time as
                 # they are spilled, never held beside their blob.
-                with storage.RequestEncoder() as requests:
+                with columnar.RequestEncoder() as requests:
                     requests.take(result.requests)
                     store_point(benchmark, result, requests=requests)
         except EndControlMissed as exc:
@@ -251,4 +258,4 @@ def enqueue_import(result_import: ResultImport) -> None:
 @shared_task(name="benchmarks.tasks.import_result_file")
 def import_result_file(import_id: int) -> None:
     """Parse and store an uploaded result file, on a worker that reads the web's import folder."""
-    imports.run_result_import(import_id)
+    import_jobs.run_result_import(import_id)

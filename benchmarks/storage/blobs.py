@@ -1,6 +1,6 @@
 """The column blob format: named numpy arrays packed into one blob, and read back from it.
 
-benchmarks.storage makes a point's records, engine samples and telemetry readings into such
+benchmarks.storage.columnar makes a point's records, engine samples and telemetry readings into such
 arrays; this module only lays arrays out and reads them back, whole or a piece at a time.
 
 Format 2 (what layout and pack write), all integers little-endian:
@@ -24,7 +24,8 @@ MAGIC (a zlib stream starts with 0x78, so the two cannot be confused).
 Writing: `layout` decides each part's codec and holds the compressed parts; a raw part is
 made again from its array as the blob is written (`Layout.pieces`), so a blob can be written
 out, a piece at a time, without ever being held whole. An array may be a numpy array or a
-`Spooled` file of values (a ragged field of a large point, benchmarks.storage.RequestEncoder).
+`Spooled` file of values (a ragged field of a large point,
+benchmarks.storage.columnar.RequestEncoder).
 Reading: `readers` gives each array a reader that returns its values whole or front to back,
 inflating a zlib part only as far as it has been read.
 """
@@ -361,7 +362,7 @@ def head_length(prefix: bytes | bytearray | memoryview) -> int | None:
 def array_spans(head: bytes | bytearray | memoryview) -> dict[str, tuple[int, int]]:
     """Each array of a format 2 blob as (offset in the blob, bytes): its parts lie back to back
     there, so a reader that needs a few arrays of a large blob can fetch only those bytes
-    (benchmarks.points.stored_request_arrays) and make a blob of them with `subset`."""
+    (benchmarks.storage.points.stored_request_arrays) and make a blob of them with `subset`."""
     view = memoryview(head)
     length = head_length(view)
     if length is None or len(view) < length:

@@ -13,10 +13,10 @@ import yaml
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 
-from benchmarks.imports import import_points
 from benchmarks.models import Benchmark
-from benchmarks.points import point_to_result
-from tests.benchmarks.test_import import status_page
+from benchmarks.storage.imports import import_points
+from benchmarks.storage.points import point_to_result
+from tests.benchmarks.storage.test_import import status_page
 from tests.runner.importer.test_peer_versions import KUBECON
 from tests.runner.test_llm_d_export import QUEUE_FIGURES, point, schema
 

@@ -10,8 +10,8 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.db import DatabaseError
 from django.utils import timezone
 
-from benchmarks import beats, lifecycle, tasks
 from benchmarks.models import Benchmark, EngineStart, Node
+from benchmarks.worker import beats, lifecycle, tasks
 from runner.schema.search_record import SearchCell, SearchRecord, SearchSpec
 from runner.sweep import Cancelled, EndControlMissed, Progress
 from tests.rows import make_benchmark, make_checkpoint, make_node, make_point_result
@@ -182,7 +182,7 @@ def test_a_soft_time_limit_fails_the_run_with_the_reason(monkeypatch):
 
 
 def test_resuming_skips_the_points_already_stored(monkeypatch):
-    from benchmarks.points import store_point
+    from benchmarks.storage.points import store_point
 
     benchmark = make_benchmark()
     stored = store_point(benchmark, make_point_result(max_num_seqs=256))
@@ -213,7 +213,7 @@ def test_a_search_keeps_its_record_on_the_run_as_it_goes(monkeypatch):
 
 
 def test_a_resumed_search_reads_its_stored_points_instead_of_skipping_them_blind(monkeypatch):
-    from benchmarks.points import store_point
+    from benchmarks.storage.points import store_point
 
     benchmark = make_benchmark()
     with_search(benchmark)

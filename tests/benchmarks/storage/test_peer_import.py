@@ -12,9 +12,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 
 from benchmarks.models import Benchmark
-from benchmarks.points import point_to_result
+from benchmarks.storage.points import point_to_result
 from runner.importer.files import load_result_file
-from tests.benchmarks.test_import import status_page
+from tests.benchmarks.storage.test_import import status_page
 from tests.runner.importer.test_peer_files import (
     AIPERF_RECORDS,
     GUIDELLM,
@@ -148,7 +148,7 @@ def test_the_command_refuses_telemetry_it_cannot_use(files, telemetry, message):
 
 
 def test_the_command_takes_aiperfs_server_metrics_with_its_summary():
-    folder = Path(__file__).parents[1] / "data" / "peers" / "aiperf" / "0.13-server-metrics"
+    folder = Path(__file__).parents[2] / "data" / "peers" / "aiperf" / "0.13-server-metrics"
     export = json.loads((folder / "server_metrics_export.json").read_text())
     waiting = export["metrics"]["vllm:num_requests_waiting"]["series"][0]["stats"]
     call_command("import_results", str(folder / "profile_export_aiperf.json"),

@@ -15,10 +15,10 @@ import pytest
 from django.contrib.messages import get_messages
 from django.utils import timezone
 
-from benchmarks import beats, lifecycle, tasks
 from benchmarks.models import Benchmark, Node
 from benchmarks.models.runs import BenchmarkQuerySet
-from benchmarks.points import store_point
+from benchmarks.storage.points import store_point
+from benchmarks.worker import beats, lifecycle, tasks
 from tests.rows import (
     launch_form_data,
     make_benchmark,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from django.db import transaction
 
 from benchmarks.models import Benchmark
-from benchmarks.points import point_to_result
+from benchmarks.storage.points import point_to_result
 from runner.regression import RegressionReport, compare_runs
 from runner.schema.result import PointResult
 

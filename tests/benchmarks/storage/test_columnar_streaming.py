@@ -11,10 +11,10 @@ import zlib
 import numpy as np
 import pytest
 
-from benchmarks import blobs, storage
-from benchmarks.imports import import_file
 from benchmarks.models import PointData
-from benchmarks.points import store_point
+from benchmarks.storage import blobs, columnar
+from benchmarks.storage.imports import import_file
+from benchmarks.storage.points import store_point
 from judgement import request_timeline
 from runner import results
 from runner.schema.records import RequestRecord, ragged_fields
@@ -59,20 +59,20 @@ def whole_array_blob(records: list[RequestRecord]) -> bytes:
     """Format 2 as encode_requests wrote it before blocks and spilled files: every array made
     whole, every plane judged and compressed whole by zlib.compress."""
     arrays: dict[str, np.ndarray] = {}
-    for name in storage._REQUEST_FLOATS:
+    for name in columnar._REQUEST_FLOATS:
         values = [getattr(r, name) for r in records]
         arrays[name] = np.array([math.nan if v is None else v for v in values], np.float64)
-    for name in storage._REQUEST_INTS:
+    for name in columnar._REQUEST_INTS:
         values = [getattr(r, name) for r in records]
         arrays[name] = np.array([-1 if v is None else v for v in values], np.int64)
-    for name in storage._REQUEST_STRINGS:
+    for name in columnar._REQUEST_STRINGS:
         arrays[name] = np.array([getattr(r, name) or "" for r in records], np.str_)
     for name, kind in ragged_fields(RequestRecord).items():
         lengths = np.array([len(getattr(r, name)) for r in records], np.int64)
         if name not in ("chunk_times", "chunk_tokens") and not lengths.any():
             continue
         arrays[name] = np.array([v for r in records for v in getattr(r, name)], kind.DTYPE)
-        arrays[storage._lengths_name(name)] = lengths
+        arrays[columnar._lengths_name(name)] = lengths
     entries, parts = [], []
     for name, array in arrays.items():
         shuffled = array.dtype.kind in "fiu" and array.itemsize > 1
@@ -94,21 +94,21 @@ def whole_array_blob(records: list[RequestRecord]) -> bytes:
         entries.append({"name": name, "dtype": array.dtype.str, "shuffled": shuffled,
                         "parts": codecs})
     header = json.dumps({"version": 2, "arrays": entries}).encode()
-    return storage.MAGIC + struct.pack("<I", len(header)) + header + b"".join(parts)
+    return columnar.MAGIC + struct.pack("<I", len(header)) + header + b"".join(parts)
 
 
 @pytest.fixture
 def small_blocks(monkeypatch):
     """Blocks of a few requests, pieces of 1,000 bytes (or values), and every ragged field
     spilled to disk past 4 KB."""
-    monkeypatch.setattr(storage, "RAGGED_BLOCK_VALUES", 1000)
+    monkeypatch.setattr(columnar, "RAGGED_BLOCK_VALUES", 1000)
     monkeypatch.setattr(blobs, "PIECE_BYTES", 1000)
-    monkeypatch.setattr(storage, "SPOOL_MEMORY_BYTES", 4096)
+    monkeypatch.setattr(columnar, "SPOOL_MEMORY_BYTES", 4096)
 
 
 def test_the_blob_is_the_one_made_of_whole_arrays():
     made = varied_records()
-    blob = storage.encode_requests(made)
+    blob = columnar.encode_requests(made)
     codecs = {c for entry in json.loads(blob[12 : 12 + int.from_bytes(blob[8:12], "little")])[
         "arrays"] for c, _ in entry["parts"]}
     assert codecs == {"raw", "zlib"}  # both kinds of part are exercised
@@ -118,8 +118,8 @@ def test_the_blob_is_the_one_made_of_whole_arrays():
 def test_blocks_and_spilled_files_make_the_same_blob_every_way(small_blocks):
     made = varied_records()
     expected = whole_array_blob(made)
-    assert storage.encode_requests(made) == expected
-    with storage.RequestEncoder() as encoder:
+    assert columnar.encode_requests(made) == expected
+    with columnar.RequestEncoder() as encoder:
         for start in range(0, len(made), 37):  # batches as a file's lines bring them
             encoder.add(made[start : start + 37])
         assert encoder.count == len(made)
@@ -129,14 +129,14 @@ def test_blocks_and_spilled_files_make_the_same_blob_every_way(small_blocks):
         assert len(pieces) > 50 and b"".join(bytes(p) for p in pieces) == expected
         assert encoder.blob().tobytes() == expected  # laid out once, written as often as asked
     given = list(made)
-    with storage.RequestEncoder() as encoder:
+    with columnar.RequestEncoder() as encoder:
         encoder.take(given)
         assert given == [] and encoder.blob().tobytes() == expected
-    assert storage.decode_requests(expected) == made
+    assert columnar.decode_requests(expected) == made
 
 
 def test_an_encoder_refuses_records_after_its_blob_is_laid_out():
-    with storage.RequestEncoder() as encoder:
+    with columnar.RequestEncoder() as encoder:
         encoder.add(varied_records(3))
         encoder.blob()
         with pytest.raises(RuntimeError):
@@ -150,7 +150,7 @@ def test_store_point_stores_the_blob_encode_requests_makes(small_blocks):
     point = store_point(make_benchmark(state="succeeded"), result)
     data = PointData.objects.get(point=point)
     assert bytes(data.requests) == whole_array_blob(result.requests)
-    assert data.request_count == 120 and bytes(data.samples) == storage.encode_samples(
+    assert data.request_count == 120 and bytes(data.samples) == columnar.encode_samples(
         result.samples)
 
 
@@ -159,7 +159,7 @@ def test_a_point_whose_records_were_given_up_is_stored_whole(small_blocks):
     result = make_point_result()
     result.requests = varied_records(120)
     expected = whole_array_blob(result.requests)
-    with storage.RequestEncoder() as requests:
+    with columnar.RequestEncoder() as requests:
         requests.take(result.requests)  # as the worker gives up a point it measured
         point = store_point(make_benchmark(state="succeeded"), result, requests=requests)
     assert result.requests == []
@@ -178,13 +178,13 @@ def test_an_import_encodes_each_batch_as_it_reads_it(tmp_path, monkeypatch, smal
     joined = []
     monkeypatch.setattr(results.RecordList, "add", lambda self, records: joined.append(records))
     added = []
-    add = storage.RequestEncoder.add
+    add = columnar.RequestEncoder.add
 
     def spy(self, records):
         added.append(len(records))
         add(self, records)
 
-    monkeypatch.setattr(storage.RequestEncoder, "add", spy)
+    monkeypatch.setattr(columnar.RequestEncoder, "add", spy)
     benchmark = import_file(path)
     data = PointData.objects.get(point__benchmark=benchmark)
     assert bytes(data.requests) == whole_array_blob(result.requests)
@@ -194,7 +194,7 @@ def test_an_import_encodes_each_batch_as_it_reads_it(tmp_path, monkeypatch, smal
 
 @pytest.mark.django_db
 def test_every_imported_record_is_still_validated(tmp_path, monkeypatch):
-    from benchmarks.imports import ImportFileError
+    from benchmarks.storage.imports import ImportFileError
 
     monkeypatch.setattr(results, "BATCH_VALUES", 2000)
     result = make_point_result()
@@ -211,7 +211,7 @@ def test_every_imported_record_is_still_validated(tmp_path, monkeypatch):
 
 @pytest.mark.django_db
 def test_a_stored_blob_is_read_back_whole_from_its_pieces(monkeypatch):
-    from benchmarks import points
+    from benchmarks.storage import points
 
     monkeypatch.setattr(points, "READ_PIECE_BYTES", 4096)  # tens of pieces
     result = make_point_result()
@@ -229,7 +229,7 @@ TIMELINE_FIELDS = request_timeline.FIELDS
 
 @pytest.mark.django_db
 def test_a_few_columns_are_read_alone_and_equal_the_whole_blobs(monkeypatch):
-    from benchmarks import points
+    from benchmarks.storage import points
 
     monkeypatch.setattr(points, "HEAD_READ_BYTES", 64)  # the head takes a second read
     result = make_point_result()
@@ -241,7 +241,7 @@ def test_a_few_columns_are_read_alone_and_equal_the_whole_blobs(monkeypatch):
         sum(map(len, arrays.values()))) or subset(head, arrays))
     found = points.stored_request_arrays(point, TIMELINE_FIELDS)
     whole = points.stored_requests(point)
-    expected = storage.request_arrays(whole, TIMELINE_FIELDS)
+    expected = columnar.request_arrays(whole, TIMELINE_FIELDS)
     assert found.keys() == expected.keys()
     for name in TIMELINE_FIELDS:
         assert found[name].dtype == expected[name].dtype
@@ -254,12 +254,12 @@ def test_a_few_columns_are_read_alone_and_equal_the_whole_blobs(monkeypatch):
 
 @pytest.mark.django_db
 def test_a_format_1_blob_gives_its_columns_read_whole():
-    from benchmarks import points
+    from benchmarks.storage import points
     from tests.rows import format_1_blob
 
     records = varied_records(40)
     point = store_point(make_benchmark(state="succeeded"), make_point_result())
-    old = format_1_blob(storage._unpack(storage.encode_requests(records)))
+    old = format_1_blob(columnar._unpack(columnar.encode_requests(records)))
     PointData.objects.filter(point=point).update(requests=old)
     found = points.stored_request_arrays(point, TIMELINE_FIELDS)
     assert found["index"].tolist() == list(range(40))
@@ -267,10 +267,10 @@ def test_a_format_1_blob_gives_its_columns_read_whole():
 
 
 def test_a_subset_blob_refuses_an_array_of_the_wrong_size():
-    blob = storage.encode_requests(varied_records(10))
+    blob = columnar.encode_requests(varied_records(10))
     head = bytes(blob[: blobs.head_length(blob[: blobs.HEAD_PREFIX_BYTES])])
     offset, size = blobs.array_spans(head)["index"]
-    assert storage.request_arrays(
+    assert columnar.request_arrays(
         blobs.subset(head, {"index": blob[offset : offset + size]}), ["ttft"]
     )["ttft"].shape == (10,)  # a field the subset lacks reads as missing
     with pytest.raises(ValueError, match=r"index: .* not its stored size"):

@@ -18,8 +18,8 @@ import httpx
 import pytest
 from django.test import Client
 
-from benchmarks import outbound
 from benchmarks.models import Endpoint
+from benchmarks.security import outbound
 from runner.engine import process
 from tests.dashboard.test_catalog import client_for, person
 from tests.dashboard.test_endpoints import register, register_data

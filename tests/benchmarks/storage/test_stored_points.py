@@ -2,9 +2,9 @@ import json
 
 import pytest
 
-from benchmarks import storage
 from benchmarks.models import Caveat, PointData
-from benchmarks.points import point_to_result, store_point
+from benchmarks.storage import columnar
+from benchmarks.storage.points import point_to_result, store_point
 from runner.schema.records import EngineSample, RequestRecord
 from runner.schema.result import Metrics
 from tests.rows import (
@@ -20,11 +20,11 @@ def test_requests_survive_the_column_encoding_with_missing_values_and_ragged_chu
     records = make_requests(6, output_tokens=3, failed=2)
     records.append(RequestRecord(index=6, intended_send=1.0, chunk_times=[1.5],
                                         chunk_tokens=[5], output_tokens=5, status=200))
-    assert storage.decode_requests(storage.encode_requests(records)) == records
+    assert columnar.decode_requests(columnar.encode_requests(records)) == records
 
 
 def test_the_request_encoding_covers_every_field_of_the_schema():
-    assert set(storage.REQUEST_FIELDS) == set(RequestRecord.model_fields)
+    assert set(columnar.REQUEST_FIELDS) == set(RequestRecord.model_fields)
 
 
 def test_samples_keep_every_schema_field_including_the_newer_ones():
@@ -34,7 +34,7 @@ def test_samples_keep_every_schema_field_including_the_newer_ones():
         for name, field in EngineSample.model_fields.items()
         if name not in ("t", "running", "replica")
     }, replica=2)
-    assert storage.decode_samples(storage.encode_samples([sample])) == [sample]
+    assert columnar.decode_samples(columnar.encode_samples([sample])) == [sample]
 
 
 def test_samples_stored_before_the_newer_fields_read_them_as_unknown():
@@ -42,28 +42,28 @@ def test_samples_stored_before_the_newer_fields_read_them_as_unknown():
     sample = EngineSample(
         t=1.0, running=3, waiting=2, prefix_cache_hits_total=40.0,
         queue_time_buckets={"0.3": 1.0, "+Inf": 1.0}, replica=1)
-    arrays = storage._unpack(storage.encode_samples([sample]))
+    arrays = columnar._unpack(columnar.encode_samples([sample]))
     old = {name: array for name, array in arrays.items()
            if not name.startswith(("prefix_cache", "queue_time", "waiting_", "estimated_"))}
-    (read,) = storage.decode_samples(storage._pack(old))
+    (read,) = columnar.decode_samples(columnar._pack(old))
     assert (read.t, read.running, read.waiting, read.replica) == (1.0, 3, 2, 1)
     assert read.prefix_cache_hits_total is None and read.queue_time_buckets == {}
 
 
 def test_an_empty_point_encodes_to_empty_lists():
-    assert storage.decode_requests(storage.encode_requests([])) == []
-    assert storage.decode_samples(storage.encode_samples([])) == []
+    assert columnar.decode_requests(columnar.encode_requests([])) == []
+    assert columnar.decode_samples(columnar.encode_samples([])) == []
 
 
 def test_samples_survive_the_column_encoding():
     samples = make_samples(30)
-    assert storage.decode_samples(storage.encode_samples(samples)) == samples
+    assert columnar.decode_samples(columnar.encode_samples(samples)) == samples
 
 
 def test_a_large_point_is_stored_far_smaller_than_its_json():
     records = make_requests(4096, output_tokens=64)
     json_size = sum(len(r.model_dump_json()) for r in records)
-    assert len(storage.encode_requests(records)) < json_size / 4
+    assert len(columnar.encode_requests(records)) < json_size / 4
 
 
 @pytest.mark.django_db
@@ -194,17 +194,17 @@ def test_every_metrics_aggregate_has_its_own_point_column():
 def test_points_stored_in_format_1_still_read_back():
     records = make_requests(5, output_tokens=3, failed=1)
     samples = make_samples(7)
-    old_requests = format_1_blob(storage._unpack(storage.encode_requests(records)))
-    old_samples = format_1_blob(storage._unpack(storage.encode_samples(samples)))
-    assert storage.format_version(old_requests) == 1
-    assert storage.decode_requests(old_requests) == records
-    assert storage.decode_samples(old_samples) == samples
+    old_requests = format_1_blob(columnar._unpack(columnar.encode_requests(records)))
+    old_samples = format_1_blob(columnar._unpack(columnar.encode_samples(samples)))
+    assert columnar.format_version(old_requests) == 1
+    assert columnar.decode_requests(old_requests) == records
+    assert columnar.decode_samples(old_samples) == samples
 
 
 def test_new_blobs_are_format_2():
-    blob = storage.encode_requests(make_requests(3))
-    assert blob.startswith(storage.MAGIC)
-    assert storage.format_version(blob) == 2
+    blob = columnar.encode_requests(make_requests(3))
+    assert blob.startswith(columnar.MAGIC)
+    assert columnar.format_version(blob) == 2
 
 
 def test_timestamp_noise_is_stored_raw_and_the_shared_high_bytes_compressed():
@@ -212,8 +212,8 @@ def test_timestamp_noise_is_stored_raw_and_the_shared_high_bytes_compressed():
 
     rng = np.random.default_rng(0)
     times = 100.0 + np.cumsum(rng.gamma(4.0, 0.006, 200_000))
-    blob = storage._pack({"t": times})
-    start = len(storage.MAGIC) + 4
+    blob = columnar._pack({"t": times})
+    start = len(columnar.MAGIC) + 4
     header = json.loads(blob[start : start + int.from_bytes(blob[start - 4 : start], "little")])
     codecs = [codec for codec, _ in header["arrays"][0]["parts"]]
     # Byte k of every value is part k (little-endian): low mantissa bytes are noise, kept raw;
@@ -221,13 +221,13 @@ def test_timestamp_noise_is_stored_raw_and_the_shared_high_bytes_compressed():
     assert codecs[:4] == ["raw"] * 4
     assert codecs[6:] == ["zlib"] * 2
     assert len(blob) < 7 * len(times)
-    assert np.array_equal(storage._unpack(blob)["t"], times)
+    assert np.array_equal(columnar._unpack(blob)["t"], times)
 
 
 def test_chunk_token_counts_other_than_one_survive_the_all_ones_shortcut():
     records = make_requests(4, output_tokens=5)
     records[3] = records[3].model_copy(update={"chunk_tokens": [1, 1, 1, 1, 2]})
-    decoded = storage.decode_requests(storage.encode_requests(records))
+    decoded = columnar.decode_requests(columnar.encode_requests(records))
     assert [r.chunk_tokens for r in decoded] == [[1] * 5] * 3 + [[1, 1, 1, 1, 2]]
 
 
@@ -260,8 +260,8 @@ def test_the_run_page_never_reads_the_request_records(owner_client, monkeypatch)
     def refuse(*args, **kwargs):
         raise AssertionError("the run page decoded stored records")
 
-    monkeypatch.setattr(storage, "decode_requests", refuse)
-    monkeypatch.setattr(storage, "_unpack", refuse)
+    monkeypatch.setattr(columnar, "decode_requests", refuse)
+    monkeypatch.setattr(columnar, "_unpack", refuse)
     with CaptureQueriesContext(connection) as queries:
         response = owner_client.get(f"/runs/{benchmark.code}/")
     assert response.status_code == 200

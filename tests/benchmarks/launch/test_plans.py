@@ -1,11 +1,11 @@
-"""A launch request (benchmarks.plans.LaunchRequest) becomes its plan field by field, and the
+"""A launch request (benchmarks.launch.plans.LaunchRequest) becomes its plan field by field, and the
 launch form builds its plan from the one request it checked."""
 
 from __future__ import annotations
 
 import pytest
 
-from benchmarks import plans
+from benchmarks.launch import plans
 from dashboard.forms_launch import LaunchForm
 from runner.schema.engine_config import EngineConfig
 from runner.schema.plan import StabilitySpec

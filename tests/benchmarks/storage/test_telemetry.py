@@ -8,9 +8,10 @@ import json
 
 import pytest
 
-from benchmarks import plans, storage
+from benchmarks.launch import plans
 from benchmarks.models import Benchmark, Point, PointData
-from benchmarks.points import point_to_result, store_point
+from benchmarks.storage import columnar
+from benchmarks.storage.points import point_to_result, store_point
 from judgement.cost_view import joules_per_output_token
 from runner.measure.telemetry_summary import summarize_telemetry
 from runner.schema.result import PointResult, Window
@@ -51,7 +52,7 @@ def test_readings_survive_the_column_encoding_with_missing_values():
         TelemetrySample(t=0.7, replica=1, gpu=3, power_w=250.0),  # the rest missing
         *CPU_READINGS,
     ]
-    assert storage.decode_telemetry(storage.encode_telemetry(readings)) == readings
+    assert columnar.decode_telemetry(columnar.encode_telemetry(readings)) == readings
 
 
 @pytest.mark.parametrize("field", ["gpu", "replica"])
@@ -64,8 +65,8 @@ def test_a_negative_gpu_or_replica_is_refused_as_storage_marks_a_missing_one_wit
 
 
 def test_no_readings_store_as_an_empty_blob():
-    assert storage.encode_telemetry([]) == b""
-    assert storage.decode_telemetry(b"") == [] and storage.decode_telemetry(memoryview(b"")) == []
+    assert columnar.encode_telemetry([]) == b""
+    assert columnar.decode_telemetry(b"") == [] and columnar.decode_telemetry(memoryview(b"")) == []
 
 
 def test_the_telemetry_encoding_covers_every_field_of_the_schema():
@@ -73,7 +74,7 @@ def test_the_telemetry_encoding_covers_every_field_of_the_schema():
         name: 7.0 for name in TelemetrySample.model_fields
         if name not in ("t", "replica", "gpu")
     })
-    assert storage.decode_telemetry(storage.encode_telemetry([sample])) == [sample]
+    assert columnar.decode_telemetry(columnar.encode_telemetry([sample])) == [sample]
 
 
 @pytest.mark.django_db

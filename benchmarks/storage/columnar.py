@@ -3,8 +3,8 @@
 A point can hold 32,768 requests with 256 chunk times each: 8.4 million timestamps. One row per
 request would be 32,768 INSERTs and a join on every page; JSON would be hundreds of megabytes.
 Instead each field becomes one numpy array, and the arrays are packed into one blob of
-benchmarks.blobs' format (byte-shuffled planes, zlib where it helps; format 1 blobs still read),
-lossless: values come back bit for bit.
+benchmarks.storage.blobs' format (byte-shuffled planes, zlib where it helps; format 1 blobs still
+read), lossless: values come back bit for bit.
 
 Missing values: NaN for floats, -1 for counts and status codes, "" for strings. Chunk times and
 chunk token counts are ragged; they are stored flat with a per-request length array.
@@ -29,12 +29,12 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks import blobs
-from benchmarks.blobs import FORMAT_VERSION as FORMAT_VERSION
-from benchmarks.blobs import MAGIC as MAGIC
-from benchmarks.blobs import Layout as Layout
-from benchmarks.blobs import Reader, Spooled
-from benchmarks.blobs import format_version as format_version
+from benchmarks.storage import blobs
+from benchmarks.storage.blobs import FORMAT_VERSION as FORMAT_VERSION
+from benchmarks.storage.blobs import MAGIC as MAGIC
+from benchmarks.storage.blobs import Layout as Layout
+from benchmarks.storage.blobs import Reader, Spooled
+from benchmarks.storage.blobs import format_version as format_version
 from runner.schema.records import CompactArray, EngineSample, RequestRecord, ragged_fields
 from runner.schema.samples import TelemetrySample
 

@@ -7,7 +7,7 @@ from typing import Any, cast
 
 import pydantic
 
-from benchmarks import launch_rules
+from benchmarks.launch import launch_rules
 from benchmarks.models import Benchmark, Checkpoint, Endpoint, Node, Runtime, Workload
 from runner.schema.engine_config import Checkpoint as CheckpointSpec
 from runner.schema.engine_config import EngineConfig, EngineLaunch, LaunchStyle
