@@ -20,9 +20,8 @@ GPUs on both sides it is node GPUs x (candidate capacity / baseline capacity - 1
 given only in one currency, always with the price's date beside it; a price older than
 PRICE_MAX_AGE_DAYS, or a different price on each side, is said next to it.
 
-The sentences a report shows are sentences.Sentence templates, listed in COST_TEMPLATES so the
-Korean catalog is held to every one. They stay here, beside the arithmetic they word, as the
-operating-point templates stay beside theirs in sentences.
+The sentences a report shows are listed in COST_TEMPLATES so the Korean catalog is held to every
+one.
 """
 
 from __future__ import annotations
