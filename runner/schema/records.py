@@ -28,7 +28,7 @@ class CompactArray(array.array):
     little-endian arrays. Validation accepts a list, tuple, array or numpy array (files and
     tests write lists) and refuses anything that is not a number of the type; a record already
     holding the type keeps it as is, uncopied. It compares equal to a list or tuple of the same
-    values, as the list it replaced did. JSON output is a plain list of numbers.
+    values, as a list does. JSON output is a plain list of numbers.
 
     A field annotated with a subclass is ragged: one array per request, of any length
     (`ragged_fields`), stored flat with per-request lengths by runner.results and
@@ -84,7 +84,7 @@ class CompactArray(array.array):
             return len(self) == len(other) and self.tolist() == list(other)
         return super().__eq__(other)
 
-    __hash__ = None  # mutable, as the list it replaced
+    __hash__ = None  # mutable, as a list
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.tolist()!r})"
