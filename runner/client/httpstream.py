@@ -122,12 +122,11 @@ class _Reads:
 
     With a nap set (nap_while_streaming) and a response being read, the loop never blocks in
     epoll_wait: a pass that found no read sleeps nap_s on the client's own timer, and the next
-    pass polls without waiting.
-    A client blocked in epoll_wait has to be woken by the server's write, and on loopback that
-    wake-up (a cross-CPU interrupt) is charged to the API server, on the core it shares with
-    the engine; an efficient client sleeps between chunks more often than vLLM's, so it cost
-    the server more (docs/performance.md, "Waking the client"). Busy passes do not nap, so
-    capacity is untouched; a stamp can be late by at most one nap."""
+    pass polls without waiting. Why: a client blocked in epoll_wait has to be woken by the
+    server's write, and on loopback that wake-up (a cross-CPU interrupt) is charged to the API
+    server, on the core it shares with the engine; a client fast enough to sleep between most
+    chunks costs the server that on every chunk (docs/performance.md, "Waking the client").
+    Busy passes do not nap, so capacity is untouched; a stamp can be late by at most one nap."""
 
     def __init__(self) -> None:
         self.queued: deque[tuple[_Connection, bytes, float]] = deque()
