@@ -198,9 +198,9 @@ class RequestRecord(Schema):
 
     def model_post_init(self, context: Any, /) -> None:
         # pydantic gives every instance its own set of the field names it was given: the
-        # collector names all 22, a 2.3 KB set per record (230 MB for 100,000 requests). Every
-        # record shares one set of all names instead; nothing reads a record's unset fields
-        # (exclude_unset), and a name pydantic adds on assignment is already in it.
+        # collector names nearly all, a set of about 2 KB per record (over 200 MB for 100,000
+        # requests). Every record shares one set of all names instead; nothing reads a record's
+        # unset fields (exclude_unset), and a name pydantic adds on assignment is already in it.
         object.__setattr__(self, "__pydantic_fields_set__", _ALL_RECORD_FIELDS)
 
     @property
