@@ -6,7 +6,7 @@ each measured point as soon as it finishes. The engine is restarted for every en
 share that engine, run in ascending load order.
 
 With `plan.replicas > 1` every point is a node run: N independent engines (one per GPU, or per
-tensor-parallel group), one client process per replica, all released at one common instant.
+tensor-parallel group), each with its own client processes, all released at one common instant.
 Node throughput is all completed output tokens over ONE common window, from the first request
 sent to the last completion, never the sum of per-replica rates.
 
