@@ -5,10 +5,10 @@ priced at its node's GPU-hour price:
 
     price per GPU-hour x GPUs used / (output tokens/s x 3600) x 1,000,000
 
-GPUs used are the point's own (replicas x tensor parallel size, as convert.devices_used counts
-them), not the host's. A CPU engine used no GPU-hours, an attached endpoint's GPUs are not its
-worker node's, and an invalid run's throughput counts missing work: none of them gets a
-figure, each gets the reason instead.
+GPUs used are the point's own (replicas x tensor parallel size, as
+runner.fixed_factors.devices_used counts them), not the host's. A CPU engine used no GPU-hours,
+an attached endpoint's GPUs are not its worker node's, and an invalid run's throughput counts
+missing work: none of them gets a figure, each gets the reason instead.
 
 What a tuning is worth: each side's cost at its setting's capacity, and the additional GPUs
 the tuned setting's capacity equals on the candidate's node:
@@ -20,9 +20,8 @@ GPUs on both sides it is node GPUs x (candidate capacity / baseline capacity - 1
 given only in one currency, always with the price's date beside it; a price older than
 PRICE_MAX_AGE_DAYS, or a different price on each side, is said next to it.
 
-The sentences a report shows are sentences.Sentence templates, listed in COST_TEMPLATES so the
-Korean catalog is held to every one. They stay here, beside the arithmetic they word, as the
-operating-point templates stay beside theirs in sentences.
+The sentences a report shows are listed in COST_TEMPLATES so the Korean catalog is held to every
+one.
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
 """How close a point came to what its GPU can physically do: the peak table and the shares.
 
 The engine's side is vLLM's own estimate of the work each GPU did (FLOPs, and bytes read and
-written, per second over the point's window; runner.schema.samples.QueueSummary). This module holds
-the
-other side: the datasheet peaks of the GPUs people serve on, and the rules that set the two
-against each other.
+written, per second over the point's window; runner.schema.samples.QueueSummary). This module
+holds the other side: the datasheet peaks of the GPUs people serve on, and the rules that set
+the two against each other.
 
 Every figure is per GPU and dense (no 2:4 structured sparsity: inference kernels do not use
 it). NVIDIA prints most Tensor Core figures with sparsity; those are halved here, and each entry
@@ -17,9 +16,8 @@ The peak is matched to the exact name nvidia-smi reports, never to a part of it:
 NVL" is another board than "NVIDIA H200" (lower power, lower clocks). A GPU not in the table,
 and the CPU engine, get no peak and the page says so instead of guessing one.
 
-The figures were transcribed from the NVIDIA documents named in each Peak's source; they could
-not be re-read online where this table was written, so `published` is the edition the figure
-comes from, not a date it was checked.
+Each figure comes from the NVIDIA document named in its Peak's source; `published` is that
+document's edition, not a date the figure was checked.
 """
 
 from __future__ import annotations

@@ -96,7 +96,7 @@ class Sentence:
 
     template: str
     values: Mapping[str, str | Sentence]
-    # False for text kept from before its template existed: no catalog has it.
+    # False for a template no catalog has: a bare value, joined clauses, a stored old sentence.
     translatable: bool = True
 
     def __str__(self) -> str:

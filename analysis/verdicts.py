@@ -77,9 +77,9 @@ KV_FULL = 0.95
 # pass with nothing waiting or not at all, so they do not count against it.
 PINNED_SHARE = 0.5
 # Only for a point that kept no engine samples to find that record in (analysis.convert):
-# mean running >= this fraction of max_num_seqs counts as pinned. Mean running / cap where
-# requests waited: 0.93-0.99 on the ground-truth recordings the cap bound, 0.80-0.88 on the
-# demo's cap (issue 40), 0.09-0.17 where the token budget or KV held the queue: 0.5, mid-gap.
+# mean running >= this fraction of max_num_seqs counts as pinned. Where requests waited, mean
+# running / cap sits at 0.8-1 when the cap binds and under 0.2 when the token budget or KV holds
+# the queue: 0.5 is mid-gap.
 PINNED_FRACTION = 0.5
 
 # Requests wait when on average at least one is waiting. The peak alone would call every burst

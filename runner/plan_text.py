@@ -1,13 +1,12 @@
 """A plan file's text as data, JSON for a .json name and YAML otherwise, read within bounds.
 
-The CLI (runner.cli.commands.load_plan) and the dashboard's plan upload (dashboard.plan_files) both
-read
-plans here, so a file one takes the other takes too. A plan is a few hundred values nested four
-or five deep. PyYAML's pure-Python scanner spends time on every token for each flow collection
-still open, so a file of "[[[[..." costs far more than its size; its composer is recursive; and
-a few hundred bytes of nested aliases expand into millions of values once validated. The loader
-here refuses each of those as soon as it meets it, so any plan file is read or refused within a
-second.
+The CLI (runner.cli.commands.load_plan) and the dashboard's plan upload (dashboard.plan_files)
+both read plans here, so a file one takes the other takes too. A plan is a few hundred values
+nested four or five deep. PyYAML's pure-Python scanner spends time on every token for each flow
+collection still open, so a file of "[[[[..." costs far more than its size; its composer is
+recursive; and a few hundred bytes of nested aliases expand into millions of values once
+validated. The loader here refuses each of those as soon as it meets it, so any plan file is
+read or refused within a second.
 """
 
 from __future__ import annotations

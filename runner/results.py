@@ -9,13 +9,11 @@ most BATCH_VALUES ragged values (chunk times, chunk token counts, ...) each:
 
 `records` holds each request's scalar fields as JSON; `arrays` holds each ragged field
 (runner.schema.records.ragged_fields) of the batch's requests as {"dtype", "lengths" (one per
-request),
-"data" (base64 of the values back to back, little-endian)}: values come back bit for bit, and
-no line holds more than one batch, so neither writing nor reading a point of 100,000 requests
-builds one giant JSON text. The point's line commits the point: batch lines whose point line
-never came (a run killed mid-write) are skipped with a warning, wherever they are, as is a last
-line cut short. Files written before batches existed, each point one line with its requests
-inline, read as they always did.
+request), "data" (base64 of the values back to back, little-endian)}: values come back bit for
+bit, and no line holds more than one batch, so neither writing nor reading a point of 100,000
+requests builds one giant JSON text. The point's line commits the point: batch lines whose point
+line never came (a run killed mid-write) are skipped with a warning, wherever they are, as is a
+last line cut short. A point line with its requests inline, and no batches, reads too.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ each measured point as soon as it finishes. The engine is restarted for every en
 share that engine, run in ascending load order.
 
 With `plan.replicas > 1` every point is a node run: N independent engines (one per GPU, or per
-tensor-parallel group), one client process per replica, all released at one common instant.
+tensor-parallel group), each with its own client processes, all released at one common instant.
 Node throughput is all completed output tokens over ONE common window, from the first request
 sent to the last completion, never the sum of per-replica rates.
 
@@ -146,27 +146,26 @@ def run_plan(
 ) -> Iterator[PointResult]:
     """Run every point of the plan not in skip_keys, yielding each one as soon as it finishes.
 
-    Engine logs go under workdir/logs. An engine config whose engine fails to start, or dies
-    mid-point, is recorded and the sweep moves on to the next config; SweepIncomplete is raised
-    at the end naming them. The end control (StabilitySpec.end_control) starts the first config
-    again after the last: when only its start fails, EndControlMissed is raised at the end
-    instead, every other point having been yielded. Cancelled is raised when cancel is set
-    (engines stopped first).
-    ValueError, before any engine starts, when the plan's client CPUs are not on this host or
-    its dataset, trace or length log is not a regular file inside data_dir (the node's data
-    directory, given for a plan from the dashboard; None: the operator's own plan, whose file
-    is a path), or its trace or conversations cannot serve its loads (runner.workloads.traces
-    check_source, runner.workloads.conversations check_conversations), or its
-    quality set cannot be read (runner.measure.quality.load_quality: file:line).
-    credentials: an attached server's API key and headers, sent with every call to it and
-    never recorded (the plan is stored and downloadable; these are secrets).
-    on_engine_started: called in the caller's thread, once per engine config started, with the
-    seconds its replicas took to start (started_s); never for an attached server.
-    A plan with a search (runner.search) measures only the points the search asks for, each
-    with its SearchStep; on_search gets the search's record after every point and engine
-    config, and once more at the end; known: a resumed search's stored points, by key, read
-    instead of measured (skip_keys is for a grid); start_prior_s: what an engine start of the
-    checkpoint took on this node lately, which prices the search's first start (None: unknown).
+    An engine config whose engine fails to start, or dies mid-point, is recorded and the sweep
+    moves on to the next config. Raised at the end, after every other point was yielded:
+    SweepIncomplete naming those configs, or EndControlMissed when only the end control's extra
+    engine start failed. Cancelled when cancel is set (engines stopped first). ValueError before
+    any engine starts: the client CPUs are not on this host, the dataset, trace or length log is
+    not a regular file inside data_dir, the trace or conversations cannot serve the loads
+    (runner.workloads.traces check_source, runner.workloads.conversations check_conversations),
+    or the quality set cannot be read (runner.measure.quality.load_quality: file:line).
+
+    workdir: engine logs go under workdir/logs. data_dir: the node's data directory for a plan
+    from the dashboard; None for the operator's own plan, whose files are paths. credentials: an
+    attached server's API key and headers, sent with every call to it and never recorded (the
+    plan is stored and downloadable). on_engine_started: called in the caller's thread once per
+    engine config started, with the seconds its replicas took (never for an attached server).
+
+    A plan with a search (runner.search) measures only the points the search asks for, each with
+    its SearchStep. on_search gets the search's record after every point and engine config, and
+    once more at the end; known: a resumed search's stored points by key, read instead of
+    measured (skip_keys is for a grid); start_prior_s: what an engine start of the checkpoint
+    took on this node lately, which prices the search's first start (None: unknown).
     """
     check_client_cpus(plan.client)
     inputs = _Inputs(

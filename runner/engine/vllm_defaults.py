@@ -4,7 +4,7 @@ is not given, so a verdict judges the limits the engine really ran with.
 vLLM 0.32's rule for its OpenAI server (UsageContext.OPENAI_API_SERVER), as
 EngineArgs.get_batch_defaults in vllm/engine/arg_utils.py writes it, by the total memory of one
 GPU: at least 160 GiB, 1024 sequences / 16384 batched tokens; at least 70 GiB and not an A100
-(larger budgets were slower there, vLLM PR #17885), 1024 / 8192; any other GPU 256 / 2048. Its
+(larger budgets were slower there), 1024 / 8192; any other GPU 256 / 2048. Its
 CPU backend has its own, 128 / 2048 times the world size (tensor x pipeline parallel). Chunked
 prefill is always on for these models, so the budget is not raised to max_model_len, and
 `--performance-mode throughput`, which doubles both, is not a flag a plan may pass.

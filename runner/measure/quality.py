@@ -103,8 +103,7 @@ def load_quality(spec: QualitySpec | None, data_dir: Path | None) -> QualitySet 
     """The spec's file read and checked (DatasetError naming file:line); None without a spec.
 
     The file follows a dataset's rule (runner.workloads.prompts.dataset_file): with a data
-    directory,
-    a name inside it; without one, a path the operator gave.
+    directory, a name inside it; without one, a path the operator gave.
     """
     if spec is None:
         return None

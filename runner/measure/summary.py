@@ -1,7 +1,8 @@
-"""The summary a runner command prints when it ends: two tables that fit 80 columns, and notes.
+"""The summary a runner command prints when it ends: tables that fit 80 columns, and notes.
 
-Cells hold figures and short marks such as "no (1)"; a reason or caveat, however long, is a
-numbered note below the tables, so nothing wraps one cell over many lines.
+Latencies and the engine's queue get a table each, and a conversation point one by turn. Cells
+hold figures and short marks such as "no (1)"; a reason or caveat, however long, is a numbered
+note below the tables, so nothing wraps one cell over many lines.
 """
 
 from __future__ import annotations
@@ -21,9 +22,8 @@ def slo_text(slos: dict[str, float]) -> str:
     return ", ".join(f"{name} <= {ms:g} ms" for name, ms in slos.items())
 
 
-# The summary must read in an 80-column terminal: cells hold figures and short marks like
-# "no (1)"; anything longer is a numbered note below the tables. A point key longer than this
-# is broken at its "|" onto lines of the point column.
+# A point key longer than this is broken at its "|" onto lines of the point column, so the
+# tables stay within 80 columns.
 POINT_COLUMN_WIDTH = 24
 LATENCY_CAPTION = (
     "ms from the actual send: TTFT, TPOT and E2EL as vllm bench serve computes them (latency "

@@ -33,9 +33,9 @@ NAMED_ENGINE_FLAGS = {
 # switch), 1, or "+" (one or more). A flag outside this list is refused before any engine starts,
 # so a typo costs a clear message instead of a minute of engine start-up and a log to read.
 # tests/runner/engine/test_engine_flags.py checks every entry against vLLM's own parser.
-# --swap-space, --disable-log-requests, --cuda-graph-sizes, --max-num-partial-prefills and
-# --calculate-kv-scales no longer exist there; use --no-enable-log-requests and
-# --cudagraph-capture-sizes / --max-cudagraph-capture-size instead.
+# vLLM 0.32 has no --swap-space, --disable-log-requests, --cuda-graph-sizes,
+# --max-num-partial-prefills or --calculate-kv-scales; its spellings are --no-enable-log-requests
+# and --cudagraph-capture-sizes / --max-cudagraph-capture-size.
 FlagValues = Literal[0, 1, "+"]
 ALLOWED_EXTRA_FLAGS: dict[str, FlagValues] = {
     "--dtype": 1,

@@ -142,10 +142,10 @@ class WorkloadSpec(Schema):
 
     kind "conversation" replays a multi-turn JSONL file (ShareGPT or OpenAI messages style;
     runner.workloads.conversations) turn by turn on the chat endpoint: each turn sends the
-    conversation
-    so far, with the model's own replies from this run, then the next user message, so the
-    prefix cache sees what it sees in production. A request is one turn (num_requests counts
-    turns); the input range is not used (the history decides each prompt's length).
+    conversation so far, with the model's own replies from this run, then the next user
+    message, so the prefix cache sees what it sees in production. A request is one turn
+    (num_requests counts turns); the input range is not used (the history decides each prompt's
+    length).
     """
 
     kind: WorkloadKind = "case_study"
@@ -423,8 +423,7 @@ class QualitySpec(Schema):
     A JSONL file, one item a line: {"prompt": ..., "expected": ..., "rule": "exact" |
     "contains", "max_tokens": N}; rule defaults to exact, max_tokens to this spec's. It is named
     as a dataset is (runner.workloads.prompts.dataset_file: relative to the node's data directory
-    for a
-    plan from the dashboard) and read before any engine starts.
+    for a plan from the dashboard) and read before any engine starts.
     """
 
     path: str = Field(min_length=1, description="JSONL file of at most 200 items, in the data "

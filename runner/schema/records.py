@@ -28,7 +28,7 @@ class CompactArray(array.array):
     little-endian arrays. Validation accepts a list, tuple, array or numpy array (files and
     tests write lists) and refuses anything that is not a number of the type; a record already
     holding the type keeps it as is, uncopied. It compares equal to a list or tuple of the same
-    values, as the list it replaced did. JSON output is a plain list of numbers.
+    values, as a list does. JSON output is a plain list of numbers.
 
     A field annotated with a subclass is ragged: one array per request, of any length
     (`ragged_fields`), stored flat with per-request lengths by runner.results and
@@ -84,7 +84,7 @@ class CompactArray(array.array):
             return len(self) == len(other) and self.tolist() == list(other)
         return super().__eq__(other)
 
-    __hash__ = None  # mutable, as the list it replaced
+    __hash__ = None  # mutable, as a list
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.tolist()!r})"
@@ -198,9 +198,9 @@ class RequestRecord(Schema):
 
     def model_post_init(self, context: Any, /) -> None:
         # pydantic gives every instance its own set of the field names it was given: the
-        # collector names all 22, a 2.3 KB set per record (230 MB for 100,000 requests). Every
-        # record shares one set of all names instead; nothing reads a record's unset fields
-        # (exclude_unset), and a name pydantic adds on assignment is already in it.
+        # collector names nearly all, a set of about 2 KB per record (over 200 MB for 100,000
+        # requests). Every record shares one set of all names instead; nothing reads a record's
+        # unset fields (exclude_unset), and a name pydantic adds on assignment is already in it.
         object.__setattr__(self, "__pydantic_fields_set__", _ALL_RECORD_FIELDS)
 
     @property

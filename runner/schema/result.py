@@ -25,8 +25,7 @@ class Metrics(Schema):
     Keys that `vllm bench serve --save-result` also writes mean what vLLM 0.32 computes for the
     same stream (`calculate_metrics` in `vllm/benchmarks/serve.py`);
     tests/runner/measure/test_vllm_parity.py feeds recorded streams to both and checks it.
-    Headroom's
-    own figures have their own names: `sched_*` (latency from the intended send time),
+    Headroom's own figures have their own names: `sched_*` (latency from the intended send time),
     `token_itl` (per-token gaps), `incomplete_responses`, `short_responses`, `valid`, `connect`.
     """
 
@@ -239,10 +238,9 @@ class LengthComparison(Schema):
 
 class TurnSummary(Schema):
     """One turn number of a conversation workload, over every conversation that reached it
-    (runner.workloads.conversations.conversation_summary). Latencies (vLLM's: from the actual send)
-    and
-    token counts are of its completed requests; prompt tokens grow turn by turn, since each
-    turn carries the conversation so far."""
+    (runner.workloads.conversations.conversation_summary). Latencies (vLLM's: from the actual
+    send) and token counts are of its completed requests; prompt tokens grow turn by turn, since
+    each turn carries the conversation so far."""
 
     turn: int = Field(description="1: the first user message")
     requests: int

@@ -1,6 +1,6 @@
 """Turn a WorkloadSpec into request prompts.
 
-Three kinds, as the schema names them:
+The kinds, as the schema names them:
 
 - case_study: one technical-guide text, prefixed with a request id ("Request 17: ...") and cut to
   a word count that lands the prompt inside [input_tokens_min, input_tokens_max]. This mirrors the
@@ -9,10 +9,11 @@ Three kinds, as the schema names them:
 - dataset: a JSONL file in ShareGPT style, OpenAI "messages" style, or {"prompt": ...}. Only a
   regular file is read (not a device, a FIFO or a directory). A plan from the dashboard names
   it relative to the node's data directory (`data_dir`, the worker's HEADROOM_DATA_DIR) and it
-  must resolve inside it; without a data directory (`runner bench --dataset FILE`, the node
-  operator's own tool) the path is taken as given.
+  must resolve inside it; without a data directory (`python -m runner bench --dataset FILE`,
+  the node operator's own tool) the path is taken as given.
 - trace and lengths: a request trace replayed, or a request log's length distribution; their
   files follow the dataset's rule, and their prompts are token ids (runner.workloads.traces).
+- conversation: each turn of a multi-turn file (runner.workloads.conversations builds them).
 
 Token counts: pass `count_tokens` (see `server_token_counter`, which asks the vLLM server's own
 /tokenize, so counts match the `usage.prompt_tokens` the server reports). Calibration is done once
