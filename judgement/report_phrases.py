@@ -62,6 +62,8 @@ def _(msgid: str, /, **values: Words) -> Phrase:
 
 
 def plural(singular: str, many: str, count: int, /, **values: Words) -> Phrase:
+    """A sentence with a singular and a plural msgid (ngettext), the count picking the form;
+    makemessages finds both with --keyword=plural:1,2."""
     return Phrase(singular, values, plural=many, count=count)
 
 
