@@ -1,6 +1,6 @@
 """What each request of a point went through, one lane per request, with the engine's waiting
 and running counts on the same clock beneath: the run page's request timeline
-(dashboard.views.point_timeline) and each side's in a report (reports.sections.queue).
+(dashboard.views.point_timeline) and each side's in a report (judgement.report_sweep.queue).
 
 A lane runs from the time its request was due (its intended send) to sent, to its first token,
 to its last, in three phases: waiting for its send, in flight before the first token (the
@@ -57,7 +57,8 @@ MILLISECONDS = "%(value)s ms"
 TIMELINE_TEMPLATES = (ALL_DRAWN, SAMPLE_DRAWN, PHASE_MEDIANS, NO_FIRST_TOKEN, SECONDS,
                       MILLISECONDS)
 
-# The run page's words for the phases and axes; a report translates its own (reports.content).
+# The run page's words for the phases and axes; a report translates its own
+# (judgement.report_view.CHART_LABELS).
 PHASE_NAMES = {
     "waiting": "waiting for its send",
     "in_flight": "in flight before the first token",

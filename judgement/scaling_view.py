@@ -42,3 +42,15 @@ def node_scaling_refusal(node_point: Point) -> str | None:
     except (AnalysisError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
         return str(exc)
     return None
+
+
+def scaling_problem(node: Point, reference: Point) -> str | None:
+    """Why these two points cannot make a report's scaling section (for its build form), or
+    None."""
+    if node.replicas < 2:
+        return "The node run must have at least two replicas."
+    try:
+        scaling_for(node, reference)
+    except (AnalysisError, ValueError) as exc:
+        return str(exc)
+    return None

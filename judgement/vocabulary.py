@@ -15,6 +15,7 @@ from analysis.types import (
     UNIT_OUTPUT_TPS_PER_GPU,
     CapacityEstimate,
     PointFigures,
+    ScalingResult,
     Verdict,
 )
 
@@ -23,6 +24,9 @@ from analysis.types import (
 pct = sentences.pct
 percent = sentences.percent
 pct_decimals = sentences.pct_decimals
+
+# A sentence as its template and values, which a report translates (reports.wording.say).
+Sentence = sentences.Sentence
 
 # The selection form's defaults, as the rules define them.
 DEFAULT_LATENCY_GROWTH_PCT = selection.DEFAULT_LATENCY_GROWTH_PCT
@@ -44,6 +48,8 @@ __all__ = [
     "CapacityEstimate",
     "Parity",
     "PointFigures",
+    "ScalingResult",
+    "Sentence",
     "Verdict",
     "pct",
     "pct_decimals",

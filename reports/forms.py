@@ -19,9 +19,9 @@ from benchmarks.models import (
 )
 from dashboard.form_fields import declared_field
 from judgement.comparison_view import compare_points
+from judgement.scaling_view import scaling_problem
 from judgement.vocabulary import AnalysisError
 from reports import publishing
-from reports.content import scaling_problem
 from reports.models import Item, Report, ReportCaveat
 
 # Caveats no engineer may leave out: they change what every number on the page means.

@@ -1,43 +1,24 @@
-"""How the report words and formats what the judgement layer returns.
+"""How the report writes what the judgement layer decided, in the report's language.
 
-Numbers go through Django's formats (grouped thousands, the language's dates), sentences through
-gettext; call these inside translation.override(language). The comparison-guard readers work
-with every shape of comparison result: what they cannot find on it they read from its factor
-rows, so no ratio or percentage is ever printed across input/output specs.
+judgement.report_view returns every sentence as Words (judgement.report_phrases): a msgid and
+its values. say() looks the msgid up with gettext and fills in the values, numbers through
+Django's formats (grouped thousands, the language's dates), engine labels as the customer may
+read them (reports.facts). Call these inside translation.override(language).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import date, datetime
 from typing import Any
 
 from django.utils import formats
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy
+from django.utils.translation import ngettext
 
-from judgement.rows import Point
-from judgement.vocabulary import pct_decimals
+from judgement.report_phrases import Figure, Joined, Phrase, Words
+from judgement.vocabulary import Sentence, pct_decimals
 from reports import facts
-
-FACTOR_LABELS = {
-    "gpu_sku": gettext_lazy("GPU"),
-    "gpu_count": gettext_lazy("GPU count"),
-    "runtime": gettext_lazy("runtime"),
-    "runtime_version": gettext_lazy("runtime version"),
-    "checkpoint": gettext_lazy("checkpoint"),
-    "checkpoint_revision": gettext_lazy("checkpoint revision"),
-    "precision": gettext_lazy("precision"),
-    "kv_dtype": gettext_lazy("KV cache dtype"),
-    "request_count": gettext_lazy("request count"),
-    "workload": gettext_lazy("input/output spec"),
-    "host": gettext_lazy("host"),
-}
-# Factors whose value is never printed: only whether the two sides matched.
-HIDDEN_FACTOR_VALUES = {"host"}
-
-# ---------------------------------------------------------------------------------------------
-# Formatting
-# ---------------------------------------------------------------------------------------------
 
 
 def num(value: float | None, decimals: int = 0) -> str:
@@ -78,124 +59,42 @@ def tokens_per_s(value: float | None) -> str:
     return _("%(value)s output tokens/s") % {"value": num(value)}
 
 
-def cpu_label(cpu: bool) -> str:
-    return _(" (CPU engine)") if cpu else ""
+# How each Figure style is written.
+_STYLES: dict[str, Callable[[Any], str]] = {
+    "num": num,
+    "num1": lambda value: num(value, 1),
+    "num2": lambda value: num(value, 2),
+    "seconds": seconds,
+    "percent": percent,
+    "change": pct,
+    "ratio": lambda value: "-" if value is None else ratio(value),
+    "tokens_per_s": tokens_per_s,
+    "day": day,
+    "engine": facts.public_engine_label,
+    "point_key": facts.public_point_key,
+}
 
 
-def latency_sentence(before_ms: float, after_ms: float) -> str:
-    if after_ms < before_ms:
-        text = _("Median request latency fell from %(before)s to %(after)s.")
-    elif after_ms > before_ms:
-        text = _("Median request latency rose from %(before)s to %(after)s.")
-    else:
-        text = _("Median request latency stayed at %(before)s.")
-    return text % {"before": seconds(before_ms), "after": seconds(after_ms)}
+def say(words: Words) -> str:
+    """Words in the active language: a msgid translated and filled, figures formatted."""
+    if isinstance(words, str):
+        return words
+    if isinstance(words, Figure):
+        return _STYLES[words.style](words.value)
+    if isinstance(words, Joined):
+        return words.separator.join(say(part) for part in words.parts)
+    if isinstance(words, Sentence):
+        return words.translated(_)
+    return _phrase(words)
 
 
-def queue_value(point: Point, name: str) -> float | None:
-    value = (point.queue or {}).get(name)
-    return None if value is None else float(value)
+def _phrase(phrase: Phrase) -> str:
+    template = (ngettext(phrase.msgid, phrase.plural, phrase.count) if phrase.plural
+                else _(phrase.msgid))
+    if not phrase.values:
+        return template
+    return template % {name: say(value) for name, value in phrase.values.items()}
 
 
-def kv_text(point: Point) -> str:
-    value = queue_value(point, "peak_kv_usage")
-    return percent(None if value is None else value * 100)
-
-
-def spec_text(point: Point) -> str:
-    workload = point.workload or {}
-    low, high = workload.get("input_tokens_min"), workload.get("input_tokens_max")
-    inputs = f"{low}" if low == high else f"{low}-{high}"
-    return _("%(input)s in / %(output)s out") % {"input": inputs,
-                                                  "output": workload.get("output_tokens")}
-
-
-# ---------------------------------------------------------------------------------------------
-# The comparison guard, read the same way whatever the result's shape
-# ---------------------------------------------------------------------------------------------
-
-
-def same_spec(result: Any) -> bool:
-    """Both sides recorded the same input/output spec: the only case with a ratio or percentage.
-
-    Read from the result's workload factor row, which every shape of result carries; newer
-    results also leave their ratios None otherwise, older ones do not, and guarded() covers both.
-    """
-    row = workload_row(result)
-    return row is not None and row.status == "match"
-
-
-def is_controlled(result: Any) -> bool:
-    flagged = getattr(result, "controlled", None)
-    if flagged is not None:
-        return bool(flagged)
-    return not result.differing and not result.unknown
-
-
-def guarded(result: Any, name: str) -> float | None:
-    """A ratio or percentage of the result, or None unless both sides ran the same spec."""
-    if not same_spec(result):
-        return None
-    value = getattr(result, name, None)
-    return None if value is None else float(value)
-
-
-def factor_label(row: Any) -> str:
-    return str(FACTOR_LABELS.get(row.name, row.label))
-
-
-def factor_value(name: str, value: str | None) -> str:
-    if value is None:
-        return "-"
-    if name == "checkpoint":
-        return facts.public_model_name(value) or "-"
-    return value
-
-
-def factor_phrase(row: Any) -> str:
-    """'runtime version: 0.31.0 -> 0.32.0', or the label alone for hidden values."""
-    if row.name in HIDDEN_FACTOR_VALUES or row.status != "differ":
-        return factor_label(row)
-    return f"{factor_label(row)}: {factor_value(row.name, row.baseline)} → " \
-           f"{factor_value(row.name, row.candidate)}"
-
-
-def labels(result: Any, status: str) -> list[str]:
-    return [factor_label(row) for row in result.factors if row.status == status]
-
-
-def guard_text(controlled: bool, differing: list[str], unknown: str | None,
-                lead: str = "") -> str:
-    """'Controlled.' or 'Not controlled.', then what differs and what was not recorded."""
-    parts = [_("Controlled.") if controlled else _("Not controlled.")]
-    if lead:
-        parts.append(lead)
-    if differing:
-        parts.append(_("Differs: %(list)s.") % {"list": "; ".join(differing)})
-    if unknown:
-        parts.append(unknown)
-    return " ".join(parts)
-
-
-def differs_text(result: Any, lead: str = "") -> str:
-    unknown = labels(result, "unknown")
-    return guard_text(
-        is_controlled(result),
-        [factor_phrase(r) for r in result.factors if r.status == "differ"],
-        _("Not recorded: %(list)s.") % {"list": ", ".join(unknown)} if unknown else None,
-        lead,
-    )
-
-
-def spec_sentence(row: Any) -> str:
-    """What replaces a ratio when the two sides' specs differ or one was not recorded."""
-    values = {"before": row.baseline or "-", "after": row.candidate or "-"}
-    if row.status == "differ":
-        return _("The input/output specs differ (%(before)s against %(after)s): no ratio or "
-                 "percentage is given.") % values
-    return _("The input/output spec was not recorded on both sides (%(before)s against "
-             "%(after)s): no ratio or percentage is given.") % values
-
-
-def workload_row(result: Any) -> Any:
-    return next((row for row in result.factors if row.name == "workload"), None)
+def say_or_none(words: Words | None) -> str | None:
+    return None if words is None else say(words)

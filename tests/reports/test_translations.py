@@ -14,6 +14,7 @@ from django.utils import translation
 from django.utils.translation import trans_real
 
 from benchmarks.models import ExternalReference
+from judgement import report_method, report_phrases, report_references, report_sweep, report_view
 from tests.judgement.helpers import make_capacity_plan
 from tests.reports.helpers import drafting_lora_sides, make_report
 from tests.rows import make_benchmark
@@ -26,6 +27,12 @@ def _catalog() -> dict:
     found = gettext_module.translation("django", localedir=str(settings.LOCALE_PATHS[0]),
                                        languages=["ko"])
     return found._catalog  # type: ignore[attr-defined]
+
+
+def _fragments(looked_up: list[str]) -> list[str]:
+    """Msgids that begin with a separator: a clause glued onto a sentence translated apart
+    from it (", %(gib)s GiB each"), which fixes English's word order for every language."""
+    return sorted({m for m in looked_up if m[:1] in (" ", ",", ";", ".")})
 
 
 @pytest.fixture
@@ -62,6 +69,7 @@ def test_a_korean_report_with_every_item_has_no_untranslated_sentence(sweep, own
     body = Client().get(f"/r/{report.issued_token}/").content.decode()
     assert "귀사 설비에 주는 의미" in body and "이 트래픽에" in body
     assert looked_up, "the recorder saw no lookup: the test would pass on anything"
+    assert _fragments(looked_up) == []
     catalog = _catalog()
     missing = sorted({m for m in looked_up if m not in catalog and (m, 0) not in catalog})
     assert missing == []
@@ -74,6 +82,7 @@ def test_a_korean_report_of_drafting_lora_engines_has_no_untranslated_sentence(
     report = make_report(benchmark, owner, language="ko", **drafting_lora_sides(benchmark))
     body = Client().get(f"/r/{report.issued_token}/").content.decode()
     assert "추측 디코딩" in body and "LoRA 어댑터" in body
+    assert _fragments(looked_up) == []
     catalog = _catalog()
     missing = sorted({m for m in looked_up if m not in catalog and (m, 0) not in catalog})
     assert missing == []
@@ -93,6 +102,35 @@ def test_every_template_the_run_page_writes_has_a_korean_translation(module, tem
         # The same placeholders, so the values fill the Korean as they fill the English.
         assert sorted(re.findall(r"%\((\w+)\)s", catalog[template])) == \
             sorted(re.findall(r"%\((\w+)\)s", template)), template
+
+
+# The report's sentences that were clauses glued together, each now one msgid (named
+# placeholders), so a translation may order its parts as its language does.
+WHOLE_SENTENCES = (
+    *report_phrases.SIDE_TITLES.values(), *report_phrases.LATENCY_SENTENCES.values(),
+    *report_method.GPU_LINES.values(),
+    *(label.msgid for label in report_view.CPU_SIDE_LABELS.values()),
+    report_view.SCALING, report_view.SCALING_CPU, report_sweep.SELECTED,
+    report_sweep.SELECTED_CPU, report_references.REFERENCE_LATENCY,
+    report_references.REFERENCE_LATENCY_CHANGE,
+    "%(hardware)s; the host has %(count)s GPUs", "CPU only (%(cpu)s), %(layout)s",
+    "CPU only, %(layout)s", "%(engine)s %(version)s, image %(image)s",
+    "%(setting)s on", "%(setting)s off",
+)
+
+
+@pytest.mark.parametrize("msgid", WHOLE_SENTENCES)
+def test_every_whole_sentence_has_a_korean_translation_with_its_placeholders(msgid):
+    catalog = _catalog()
+    assert msgid in catalog
+    assert sorted(re.findall(r"%\((\w+)\)s", catalog[msgid])) == \
+        sorted(re.findall(r"%\((\w+)\)s", msgid))
+
+
+def test_the_hardware_layout_is_one_plural_sentence_in_korean():
+    catalog = _catalog()
+    assert catalog[("%(count)s replica x tensor parallel %(tp)s", 0)] == \
+        "복제본 %(count)s개 x 텐서 병렬 %(tp)s"
 
 
 def test_a_knee_step_that_lost_throughput_reads_as_a_loss_in_korean():
