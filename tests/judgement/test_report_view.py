@@ -8,7 +8,7 @@ from datetime import date
 import pytest
 
 from benchmarks.models import Benchmark, ExternalReference, Point
-from benchmarks.points import store_point
+from benchmarks.storage.points import store_point
 from judgement.report_method import GPU_LINES
 from judgement.report_phrases import AFTER, BEFORE, Figure, Phrase, joined, seconds
 from judgement.report_view import SCALING_CPU, ReportAsk, report_view
