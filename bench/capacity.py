@@ -106,9 +106,9 @@ def attach_plan(url: str, model: str, config: EngineConfig, loads: list[LoadSpec
         stability=StabilitySpec(redraw_disturbed=1, control_point=False))
 
 
-def rate_load(rate: float) -> LoadSpec:
+def rate_load(rate: float, point_s: float) -> LoadSpec:
     return LoadSpec(shape="rate", rate=round(rate, 3),
-                    num_requests=max(MIN_REQUESTS, round(rate * POINT_S)))
+                    num_requests=max(MIN_REQUESTS, round(rate * point_s)))
 
 
 def measure(plan: SweepPlan, workdir: Path) -> list[PointResult]:
@@ -135,8 +135,8 @@ def one_config(args: argparse.Namespace, seqs: int, workdir: Path,
                         workdir / f"burst{seqs}")[0]
         most = burst.metrics.request_throughput
         shares = LADDER[-3:] if args.quick else LADDER
-        ladder = attach_plan(url, args.model, config, [rate_load(most * x) for x in shares],
-                             args.ladder_repeats)
+        loads = [rate_load(most * x, args.point_s) for x in shares]
+        ladder = attach_plan(url, args.model, config, loads, args.ladder_repeats)
         points = measure(ladder, workdir / f"ladder{seqs}")
         figs = [from_point_result(p) for p in points]
         ladders.extend(figs)
@@ -228,6 +228,8 @@ def main(argv: list[str] | None = None) -> int:
                         metavar="MAX_NUM_SEQS")
     parser.add_argument("--ladder-repeats", type=int, default=2)
     parser.add_argument("--check-repeats", type=int, default=3)
+    parser.add_argument("--point-s", type=float, default=POINT_S,
+                        help="seconds of arrivals a level sends (and each check, the same count)")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--model", default=os.environ.get(
         "HEADROOM_TINY_MODEL", str(ROOT / "var" / "tiny-model")))

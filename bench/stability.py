@@ -107,9 +107,9 @@ def plan_for(args: argparse.Namespace, name: str) -> SweepPlan:
                               output_tokens=args.output_tokens),
         client=ClientSpec(request_timeout_s=300, stall_timeout_s=120, cpus=[CLIENT_CPU]),
         warmup_requests=4,
-        # As the figures in docs/performance.md were measured: without the end control (one
-        # engine start more a run), whose effect on the intervals this bench has not measured.
-        stability=StabilitySpec(end_control=False),
+        # The product's default on a CPU engine is on: the first config's first level again at
+        # the end, on a fresh start, whose drift widens every interval of the run.
+        stability=StabilitySpec(end_control=args.end_control and not args.quick),
     )
 
 
@@ -184,6 +184,10 @@ def print_flags(drawn: list[Drawn]) -> None:
         print(f"| {label} | {len(group)} | {flagged} | {flagged / len(group):.0%} | {spread} |")
 
 
+def run_noise(drawn: list[Drawn]) -> noise.RunNoise:
+    return noise.run_noise([from_point_result(d.point) for d in drawn])
+
+
 def headline(drawn: list[Drawn]) -> noise.RatioInterval | None:
     """max_num_seqs 32 over 4 at the top level, from the run's own draws and noise."""
     figs = [from_point_result(d.point) for d in drawn]
@@ -198,14 +202,16 @@ def headline(drawn: list[Drawn]) -> noise.RatioInterval | None:
 
 def print_headlines(runs: dict[str, tuple[bool, list[Drawn]]]) -> None:
     estimates = {name: headline(drawn) for name, (_, drawn) in runs.items()}
-    print("\n| run | hog | ratio | 95% interval |")
-    print("|---|---|---|---|")
-    for name, (disturbed, _) in runs.items():
+    print("\n| run | hog | ratio | 95% interval | end control's drift |")
+    print("|---|---|---|---|---|")
+    for name, (disturbed, drawn) in runs.items():
         found = estimates[name]
         # No interval where the run's control points were disturbed: nothing else measured it.
         shown = ("- | -" if found is None
                  else f"{found.ratio:.2f}x | {found.low:.2f}x-{found.high:.2f}x")
-        print(f"| {name} | {'yes' if disturbed else 'no'} | {shown} |")
+        end = run_noise(drawn).end_drift
+        drift = "-" if end is None else f"{end.change_pct:+.1f}%"
+        print(f"| {name} | {'yes' if disturbed else 'no'} | {shown} | {drift} |")
     quiet = [name for name, (disturbed, _) in runs.items() if not disturbed]
     print("\n| quiet pair | each interval holds the other's ratio |")
     print("|---|---|")
@@ -221,6 +227,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=4)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--output-tokens", type=int, default=64)
+    parser.add_argument("--end-control", action=argparse.BooleanOptionalAction, default=True,
+                        help="measure the first config's first level again at the end")
     parser.add_argument("--model", default=os.environ.get(
         "HEADROOM_TINY_MODEL", str(ROOT / "var" / "tiny-model")))
     args = parser.parse_args(argv)
