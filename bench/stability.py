@@ -6,7 +6,8 @@
 
 Each run is the demo's shape on a vLLM CPU engine serving the tiny model: two engine configs
 (max_num_seqs 4 and 32) over burst levels, one draw per level, each config ending with its
-control point, through the runner's own run_plan. Runs alternate quiet and disturbed. In a
+control point and the sweep with its end control (--no-end-control: without), through the
+runner's own run_plan. Runs alternate quiet and disturbed. In a
 disturbed run the bench starts a CPU hog of its own, a busy loop pinned to the engine's core
 that stops itself after HOG_LIMIT_S, for every other point of the plan and stops it before the
 next: those points are the ones other processes disturbed, the rest are quiet.
