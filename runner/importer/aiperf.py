@@ -44,6 +44,17 @@ MEASURED_PHASE = "profiling"
 COMPLETED_NAMES = ("completed_request_count", "request_count")
 MS = 1e-3
 NS = 1e-9
+# What one file alone cannot say; an artifact folder's point has the other file
+# (runner.importer.aiperf_folder), which leaves these out.
+NO_PER_REQUEST_DATA = (
+    "AIPerf's summary has no per-request data: vLLM-named latency statistics are left "
+    "empty (import profile_export.jsonl for them)"
+)
+LOAD_NOT_IN_RECORDS = (
+    "the load is not in the per-request file: shown as a closed loop of the most requests "
+    "that were in flight at once"
+)
+ENDPOINT_NOT_IN_RECORDS = "the endpoint is not in the per-request file: shown as completions"
 
 
 def is_summary(document: Any) -> bool:
@@ -99,11 +110,7 @@ def from_summary(
             "output_tokens": max(int(figures.get("output_sequence_length.max", 1)), 1),
         }
     )
-    notes = [
-        "AIPerf's summary has no per-request data: vLLM-named latency statistics are left "
-        "empty (import profile_export.jsonl for them)",
-        *_token_count_notes(config, document),
-    ]
+    notes = [NO_PER_REQUEST_DATA, *_token_count_notes(config, document)]
     telemetry, telemetry_figures, telemetry_units = aiperf_telemetry.summary_telemetry(document)
     point = peer_point(
         tool="aiperf",
@@ -241,9 +248,8 @@ def from_records(
         "output tokens are the server's usage counts"
         if server_counts
         else "output tokens are AIPerf's client-side counts (the server's usage was not recorded)",
-        "the load is not in the per-request file: shown as a closed loop of the most requests "
-        "that were in flight at once",
-        "the endpoint is not in the per-request file: shown as completions",
+        LOAD_NOT_IN_RECORDS,
+        ENDPOINT_NOT_IN_RECORDS,
     ]
     point = peer_point(
         tool="aiperf",
