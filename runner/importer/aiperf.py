@@ -181,7 +181,8 @@ def _total(document: dict[str, Any], kind: str, source: str) -> float:
 def _token_count_notes(config: dict[str, Any], document: dict[str, Any]) -> list[str]:
     endpoint = config.get("endpoint") or {}
     if _avg(document, "total_usage_completion_tokens") is None:
-        # AIPerf 0.3 wrote no usage totals: total_isl and total_osl are its tokenizer's counts.
+        # AIPerf 0.3 and 0.4 (no --use-server-token-count) wrote no usage totals: total_isl and
+        # total_osl are its tokenizer's counts.
         return ["token totals are AIPerf's own tokenizer's counts of the prompts and the "
                 "generated text (total_isl, total_osl): the summary has no server usage totals"]
     if endpoint.get("use_server_token_count"):
@@ -201,8 +202,12 @@ def _model(config: dict[str, Any]) -> str | None:
 
 
 def _load(config: dict[str, Any], num_requests: int) -> LoadSpec:
-    phases = [p for p in config.get("phases") or [] if p.get("kind") == MEASURED_PHASE]
-    # The first releases kept the load under loadgen, without phases.
+    # From 0.12 a phase names its kind (its name is free); 0.9 to 0.11 named it by its name.
+    phases = [
+        p for p in config.get("phases") or []
+        if p.get("kind", p.get("name")) == MEASURED_PHASE
+    ]  # fmt: skip
+    # Releases before 0.9 kept the load under loadgen, without phases.
     phase = phases[0] if phases else config.get("loadgen") or {}
     concurrency = phase.get("concurrency")
     rate = number(phase.get("rate") or phase.get("request_rate"))

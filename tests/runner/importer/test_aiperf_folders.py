@@ -75,15 +75,30 @@ def test_a_zip_of_an_aiperf_folder_imports_as_the_folder(tmp_path):
     assert len(point.requests) == 24 and point.telemetry.source == "aiperf-dcgm"
 
 
-def test_the_files_aiperf_writes_beside_them_are_not_read(tmp_path):
-    folder = tmp_path / "artifacts"
-    shutil.copytree(TELEMETRY, folder)
-    (folder / "inputs.json").write_text(json.dumps({"data": [{"session_id": "a", "payloads": []}]}))
-    (folder / "profile_export_aiperf.csv").write_text("Metric,avg\n")
-    (folder / "logs").mkdir()
-    (folder / "logs" / "aiperf.log").write_text("INFO started\n")
+def test_a_whole_aiperf_folder_gives_requests_queue_and_gpu_telemetry_in_one_point():
+    # AIPerf 0.13's folder as it wrote it (README.md): the four files Headroom reads beside
+    # inputs.json, the CSV copy and .aiperf_results_ready.json, which are not read.
+    folder = PEERS / "0.13-folder"
+    summary, export = _json(folder / SUMMARY), _json(folder / SERVER)
     [point] = load_result_file(folder)
-    assert len(point.requests) == 24
+    assert point.provenance is not None
+    assert point.provenance.client_version == "NVIDIA AIPerf 0.13.0"
+    assert len(point.requests) == summary["completed_request_count"]["avg"] == 16
+    assert point.load.concurrency == 8
+    assert point.metrics.median_ttft_ms == pytest.approx(summary["time_to_first_token"]["p50"])
+    readings = (folder / READINGS).read_text().splitlines()
+    assert len(point.telemetry_samples) == len(readings) and point.telemetry.source == "aiperf-dcgm"
+    assert point.telemetry.gpus and point.telemetry.energy_j is not None
+    waiting = export["metrics"]["vllm:num_requests_waiting"]["series"][0]["stats"]
+    assert (point.queue.mean_waiting, point.queue.peak_waiting) == (waiting["avg"], waiting["max"])
+    assert point.peer is not None and point.peer.server is not None
+    assert point.peer.server.file == f"0.13-folder/{SERVER}" and point.peer.server.lacks == []
+    assert point.peer.figures["server.vllm:num_requests_running.max"] == (
+        export["metrics"]["vllm:num_requests_running"]["series"][0]["stats"]["max"])
+    # AIPerf's own GPU statistics stay under its names beside Headroom's from the readings.
+    [endpoint] = summary["telemetry_data"]["endpoints"].values()
+    power = endpoint["gpus"]["gpu_0"]["metrics"]["nvidia_power_usage"]
+    assert point.peer.figures["gpu_telemetry.gpu_0.nvidia_power_usage.max"] == power["max"]
 
 
 def test_records_that_do_not_match_the_summary_are_refused_naming_both():
