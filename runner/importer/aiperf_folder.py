@@ -20,7 +20,7 @@ that holds a summary or records is one run (AIPerf's multi-run folders hold one 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,7 +31,7 @@ from runner.importer.aiperf import (
     NO_PER_REQUEST_DATA,
 )
 from runner.importer.companions import Companion, Reader, read_companion
-from runner.importer.peers import import_notes
+from runner.importer.peers import SOURCES, import_notes
 from runner.importer.vllm_document import ImportFileError
 from runner.schema.result import PointResult
 
@@ -40,6 +40,7 @@ RECORDS_FILE = "profile_export.jsonl"
 SERVER_FILE = "server_metrics_export.json"
 TELEMETRY_FILE = "gpu_telemetry_export.jsonl"
 RUN_FILES = (SUMMARY_FILE, RECORDS_FILE)
+AIPERF_SOURCE = SOURCES["aiperf"]
 # The summary's token totals and the per-request figure each sums (aiperf/metrics/types/).
 TOKEN_TOTALS = (
     ("output tokens (the server's usage)", "total_usage_completion_tokens.avg",
@@ -83,17 +84,27 @@ def read_run(run: AiperfRun, label: Labeller, limit: int | None, read: Reader) -
     server = _companion(run.server, label, limit)
     if run.records is None:
         assert run.summary is not None  # aiperf_runs keeps only folders with one of the two
-        [point] = read(run.summary, label(run.summary), limit, server)
-        return point
+        return _one_point(read(run.summary, label(run.summary), limit, server),
+                          label(run.summary))  # fmt: skip
     telemetry = _companion(run.telemetry, label, limit)
-    [records] = read(run.records, label(run.records), limit, telemetry)
+    records = _one_point(read(run.records, label(run.records), limit, telemetry),
+                         label(run.records))  # fmt: skip
     if run.summary is None:
         if server is not None:
             aiperf_server.read_server_metrics(server.data, name=server.name).attach(records)
         return records
-    [summary] = read(run.summary, label(run.summary), limit, server)
+    summary = _one_point(read(run.summary, label(run.summary), limit, server), label(run.summary))
     _cross_check(summary, records, label(run.summary), label(run.records))
     return _combined(summary, records, label(run.folder))
+
+
+def _one_point(points: Iterator[PointResult], name: str) -> PointResult:
+    """The one AIPerf point a file under AIPerf's name gives; a file of another kind under that
+    name is refused, not read as part of the run."""
+    found = list(points)
+    if len(found) != 1 or found[0].source != AIPERF_SOURCE or found[0].peer is None:
+        raise ImportFileError(f"{name}: not AIPerf's file, though it has AIPerf's name")
+    return found[0]
 
 
 def _companion(path: Path | None, label: Labeller, limit: int | None) -> Companion | None:

@@ -156,3 +156,14 @@ def test_a_folder_of_several_aiperf_runs_is_a_point_a_run(tmp_path):
     points = load_result_file(tmp_path / "profile_runs")
     assert [p.peer.file for p in points if p.peer] == [
         "profile_runs/run_0001", "profile_runs/run_0002"]
+
+
+def test_another_tools_file_under_aiperfs_name_is_refused(tmp_path):
+    folder = tmp_path / "run"
+    shutil.copytree(TELEMETRY, folder)
+    vllm = Path(__file__).parents[2] / "data" / "peers" / "vllm" / "0.9.2" / "append.json"
+    shutil.copy(vllm, folder / RECORDS)
+    (folder / READINGS).unlink()  # else the readings are refused first, with that file
+    with pytest.raises(ImportFileError, match=(
+            r"^run/profile_export\.jsonl: not AIPerf's file, though it has AIPerf's name$")):
+        load_result_file(folder)
