@@ -44,6 +44,17 @@ MEASURED_PHASE = "profiling"
 COMPLETED_NAMES = ("completed_request_count", "request_count")
 MS = 1e-3
 NS = 1e-9
+# What one file alone cannot say; an artifact folder's point has the other file
+# (runner.importer.aiperf_folder), which leaves these out.
+NO_PER_REQUEST_DATA = (
+    "AIPerf's summary has no per-request data: vLLM-named latency statistics are left "
+    "empty (import profile_export.jsonl for them)"
+)
+LOAD_NOT_IN_RECORDS = (
+    "the load is not in the per-request file: shown as a closed loop of the most requests "
+    "that were in flight at once"
+)
+ENDPOINT_NOT_IN_RECORDS = "the endpoint is not in the per-request file: shown as completions"
 
 
 def is_summary(document: Any) -> bool:
@@ -99,11 +110,7 @@ def from_summary(
             "output_tokens": max(int(figures.get("output_sequence_length.max", 1)), 1),
         }
     )
-    notes = [
-        "AIPerf's summary has no per-request data: vLLM-named latency statistics are left "
-        "empty (import profile_export.jsonl for them)",
-        *_token_count_notes(config, document),
-    ]
+    notes = [NO_PER_REQUEST_DATA, *_token_count_notes(config, document)]
     telemetry, telemetry_figures, telemetry_units = aiperf_telemetry.summary_telemetry(document)
     point = peer_point(
         tool="aiperf",
@@ -174,7 +181,8 @@ def _total(document: dict[str, Any], kind: str, source: str) -> float:
 def _token_count_notes(config: dict[str, Any], document: dict[str, Any]) -> list[str]:
     endpoint = config.get("endpoint") or {}
     if _avg(document, "total_usage_completion_tokens") is None:
-        # AIPerf 0.3 wrote no usage totals: total_isl and total_osl are its tokenizer's counts.
+        # AIPerf 0.3 and 0.4 (no --use-server-token-count) wrote no usage totals: total_isl and
+        # total_osl are its tokenizer's counts.
         return ["token totals are AIPerf's own tokenizer's counts of the prompts and the "
                 "generated text (total_isl, total_osl): the summary has no server usage totals"]
     if endpoint.get("use_server_token_count"):
@@ -194,8 +202,12 @@ def _model(config: dict[str, Any]) -> str | None:
 
 
 def _load(config: dict[str, Any], num_requests: int) -> LoadSpec:
-    phases = [p for p in config.get("phases") or [] if p.get("kind") == MEASURED_PHASE]
-    # The first releases kept the load under loadgen, without phases.
+    # From 0.12 a phase names its kind (its name is free); 0.9 to 0.11 named it by its name.
+    phases = [
+        p for p in config.get("phases") or []
+        if p.get("kind", p.get("name")) == MEASURED_PHASE
+    ]  # fmt: skip
+    # Releases before 0.9 kept the load under loadgen, without phases.
     phase = phases[0] if phases else config.get("loadgen") or {}
     concurrency = phase.get("concurrency")
     rate = number(phase.get("rate") or phase.get("request_rate"))
@@ -241,9 +253,8 @@ def from_records(
         "output tokens are the server's usage counts"
         if server_counts
         else "output tokens are AIPerf's client-side counts (the server's usage was not recorded)",
-        "the load is not in the per-request file: shown as a closed loop of the most requests "
-        "that were in flight at once",
-        "the endpoint is not in the per-request file: shown as completions",
+        LOAD_NOT_IN_RECORDS,
+        ENDPOINT_NOT_IN_RECORDS,
     ]
     point = peer_point(
         tool="aiperf",

@@ -1,7 +1,7 @@
 """AIPerf's server metrics export (server_metrics_export.json) as the point's engine queue
 evidence, labelled as AIPerf's scrape.
 
-AIPerf scrapes the server's Prometheus /metrics while it runs (on by default from 0.8; every
+AIPerf scrapes the server's Prometheus /metrics while it runs (on by default from 0.4; every
 AIPERF_SERVER_METRICS_COLLECTION_INTERVAL, 333 ms) and writes each metric's statistics over
 the profiling phase (checked against AIPerf 0.13's aiperf/server_metrics/export_stats.py):
 

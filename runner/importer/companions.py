@@ -19,6 +19,7 @@ refused, rather than dropped, with any file it does not belong to.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from typing import Any
 from runner.importer import aiperf_telemetry
 from runner.importer.detect import Detected, detect
 from runner.importer.vllm_document import ImportFileError
+from runner.schema.result import PointResult
 
 # A companion's kind -> the kind of result file it goes with, and how a refusal names both.
 BELONGS_TO = {
@@ -63,6 +65,11 @@ class Companion:
             f"{source}: {self.detected.tool}'s {self.detected.version} {self.name} is read "
             f"only with {belongs}, not with {found}"
         )
+
+
+# How a folder reads one of its files (runner.importer.files.read_documents): path, the name
+# messages call it, the document limit, and the file that came with it.
+Reader = Callable[[Path, str, "int | None", "Companion | None"], Iterator[PointResult]]
 
 
 def check_size(path: Path, name: str, limit: int | None, what: str) -> None:

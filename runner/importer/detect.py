@@ -13,10 +13,10 @@ tool's complaint. The formats, and the keys that tell them apart:
   run keys such as backend, model_id, num_prompts, request_rate; vLLM does not write its own
   version. `vllm bench sweep` adds run_number and the swept settings to each run=N.json and
   writes their list as summary.json (and summary.csv, runner.importer.vllm_sweep).
-- NVIDIA AIPerf: its summary (profile_export_aiperf.json) names aiperf_version (0.8 does, 0.3
+- NVIDIA AIPerf: its summary (profile_export_aiperf.json) names aiperf_version (from 0.4; 0.3
   does not); the first releases kept the metrics in a `records` map; per-request records have
   metadata and metrics; gpu_telemetry_export.jsonl lines have timestamp_ns, gpu_index and
-  telemetry_data; server_metrics_export.json (from 0.8) has a summary of endpoints_configured
+  telemetry_data; server_metrics_export.json (from 0.4) has a summary of endpoints_configured
   and metrics that each hold series (it names aiperf_version too, so it is told apart first).
 - GuideLLM: a `benchmarks` list; its metadata names guidellm_version (0.5.4 does, 0.4 has no
   metadata); 0.4 has each benchmark's config and metrics (request_totals among them) as later
@@ -191,7 +191,7 @@ def _aiperf(document: dict[str, Any], _name: str) -> Detected | None:
         for value in document.values()
     ):
         return Detected(kind="aiperf-summary", tool="NVIDIA AIPerf",
-                        version="summary before 0.8 (the file does not name its version)")
+                        version="summary before 0.4 (the file does not name its version)")
     if isinstance(document.get("metadata"), dict) and isinstance(document.get("metrics"), dict):
         metadata = document["metadata"]
         if "request_start_ns" in metadata:

@@ -6,6 +6,9 @@
 - vllm bench sweep: each run=N.json under the sweep's SERVE-.../BENCH-... folders is a point
   (warmup.json and each combination's summary.json, the list of its runs, are not read again);
   a sweep folder with only its summary.csv gives that file's rows.
+- AIPerf: each directory holding profile_export_aiperf.json or profile_export.jsonl is one run,
+  its summary, records, server metrics and GPU telemetry read as one point
+  (runner.importer.aiperf_folder); its other files (inputs.json, CSV copies, logs) are not read.
 - anything else: every .json, .jsonl, .yaml and .yml file, in name order.
 
 The folder is walked to at most MAX_DEPTH levels and MAX_FILES files; each file is held to the
@@ -15,10 +18,11 @@ document limit as a file of its own would be.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
-from runner.importer.companions import Companion, read_companion
+from runner.importer.aiperf_folder import aiperf_runs, read_run
+from runner.importer.companions import Reader, read_companion
 from runner.importer.detect import STAGE_NAME
 from runner.importer.vllm_document import ImportFileError
 from runner.schema.result import PointResult
@@ -27,8 +31,6 @@ MAX_DEPTH = 4
 MAX_FILES = 5_000
 RESULT_SUFFIXES = (".json", ".jsonl", ".yaml", ".yml")
 SWEEP_RUN = re.compile(r"^run=(\d+)\.json$")
-
-Reader = Callable[[Path, str, "int | None", "Companion | None"], Iterator[PointResult]]
 
 
 def iter_folder(
@@ -44,10 +46,14 @@ def iter_folder(
     if stages:
         yield from _inference_perf(stages, folder, name, limit, read)
         return
-    runs = sorted((path for path in files if SWEEP_RUN.match(path.name)), key=_sweep_order)
-    if runs:
-        for path in runs:
+    sweep_runs = sorted((path for path in files if SWEEP_RUN.match(path.name)), key=_sweep_order)
+    if sweep_runs:
+        for path in sweep_runs:
             yield from read(path, _label(name, folder, path), limit, None)
+        return
+    if aiperf := aiperf_runs(files):
+        for run in aiperf:
+            yield read_run(run, lambda path: _label(name, folder, path), limit, read)
         return
     chosen = [p for p in files if p.name == "summary.csv"] or [
         p for p in files if p.suffix.lower() in RESULT_SUFFIXES
@@ -78,7 +84,7 @@ def _files(folder: Path, name: str) -> list[Path]:
 
 
 def _label(name: str, folder: Path, path: Path) -> str:
-    return f"{name}/{path.relative_to(folder).as_posix()}"
+    return name if path == folder else f"{name}/{path.relative_to(folder).as_posix()}"
 
 
 def _sweep_order(path: Path) -> tuple[str, int]:

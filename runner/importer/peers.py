@@ -163,6 +163,17 @@ def most_in_flight(records: Iterable[RequestRecord]) -> int:
     return max(most, 1)
 
 
+def import_notes(tool: PeerTool, source: str) -> list[str]:
+    """The notes every point imported from the tool's file `source` starts with."""
+    name = IMPORT_CLIENTS[SOURCES[tool]]
+    return [
+        f"imported from {name} file {source}",
+        f"vLLM-named figures are Headroom's, computed from {name}'s per-request records; "
+        f"{name}'s own figures are kept under its names",
+        "engine settings are not recorded by this tool; shown as 'defaults'",
+    ]
+
+
 def peer_point(
     *,
     tool: PeerTool,
@@ -190,13 +201,7 @@ def peer_point(
         client = f"{name} {format_label} (version not recorded in the file)"
     else:
         client = f"{name} (version not recorded in the file)"
-    notes = [
-        f"imported from {name} file {source}",
-        f"vLLM-named figures are Headroom's, computed from {name}'s per-request records; "
-        f"{name}'s own figures are kept under its names",
-        "engine settings are not recorded by this tool; shown as 'defaults'",
-        *notes,
-    ]
+    notes = [*import_notes(tool, source), *notes]
     return PointResult(
         key=key,
         plan_name=f"{tool}-import",

@@ -38,7 +38,7 @@ def _json(path: Path) -> dict:
 
 
 @pytest.mark.parametrize(("release", "label", "version"), [
-    ("0.3", "NVIDIA AIPerf summary before 0.8 (the file does not name its version) "
+    ("0.3", "NVIDIA AIPerf summary before 0.4 (the file does not name its version) "
      "(version not recorded in the file)", None),
     ("0.8", "NVIDIA AIPerf 0.8.0", "0.8.0"),
 ])  # fmt: skip
