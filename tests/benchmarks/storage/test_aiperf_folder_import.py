@@ -13,13 +13,13 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 
 from benchmarks.models import Benchmark
-from benchmarks.points import point_to_result
-from tests.benchmarks.test_import import status_page
+from benchmarks.storage.points import point_to_result
+from tests.benchmarks.storage.test_import import status_page
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("run_imports_inline")]
 
 # AIPerf 0.13's artifact folder (tests/data/peers/aiperf/README.md).
-FOLDER = Path(__file__).parents[1] / "data" / "peers" / "aiperf" / "0.13-folder"
+FOLDER = Path(__file__).parents[2] / "data" / "peers" / "aiperf" / "0.13-folder"
 
 
 def _check(benchmark: Benchmark) -> None:
