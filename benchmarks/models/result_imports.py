@@ -49,7 +49,7 @@ class ResultImport(models.Model):
     size = models.PositiveBigIntegerField(help_text="bytes received, both files together")
     name = models.CharField(max_length=200, blank=True, help_text="the run's name, if given")
     stated = models.JSONField(
-        default=dict, blank=True, help_text="benchmarks.imports.StatedFacts given at upload"
+        default=dict, blank=True, help_text="benchmarks.storage.imports.StatedFacts given at upload"
     )
     state = models.CharField(max_length=10, choices=State.choices, default=State.QUEUED)
     progress = models.PositiveIntegerField(default=0, help_text="points read so far")
