@@ -73,10 +73,10 @@ def _stored_evidence(stored: OperatingPoint) -> SelectionEvidence | None:
         return None
 
 
-def _stored_sentence(stored: OperatingPoint) -> sentences.Sentence:
+def _stored_sentence(stored: OperatingPoint, evidence: SelectionEvidence | None
+                     ) -> sentences.Sentence:
     """A saved choice's sentence, rebuilt from its stored params and evidence so it reads as a
     fresh one does; a row whose evidence predates a field the sentence needs keeps its text."""
-    evidence = _stored_evidence(stored)
     try:
         if evidence is not None:
             return sentences.operating_point_sentence(
@@ -91,7 +91,7 @@ def operating_point_sentence(shown: Shown) -> sentences.Sentence:
     report can translate the template and say the same thing. Only for a shown point
     (shown.error is None)."""
     if shown.stored is not None:
-        return _stored_sentence(shown.stored)
+        return _stored_sentence(shown.stored, shown.evidence)
     assert shown.evidence is not None  # a fresh choice always has its evidence
     return sentences.operating_point_sentence(shown.method, shown.params, shown.evidence,
                                               shown.reason)
@@ -100,13 +100,14 @@ def operating_point_sentence(shown: Shown) -> sentences.Sentence:
 def shown_operating_point(benchmark: Benchmark, figs: Sequence[PointFigures]) -> Shown:
     stored = current_operating_point(benchmark)
     if stored is not None:
+        evidence = _stored_evidence(stored)
         return Shown(
             key=stored.point.key,
             method=stored.method,
-            sentence=str(_stored_sentence(stored)),
+            sentence=str(_stored_sentence(stored, evidence)),
             reason=stored.reason,
             params=stored.params,
-            evidence=_stored_evidence(stored),
+            evidence=evidence,
             stored=stored,
             error=None,
         )
