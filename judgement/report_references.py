@@ -53,6 +53,17 @@ class ReferenceView:
     cpu_engine: bool
     no_match: Phrase | None
     latency: Words | None
+    # The two lines the report prints, each one whole sentence for the translator.
+    dated: Phrase
+    figures: Phrase
+
+
+def _dated(row: ExternalReference) -> Phrase:
+    if row.no_longer_listed_on:
+        return _("Recorded on %(recorded)s; no longer listed since %(gone)s.",
+                 recorded=Figure(row.recorded_on, "day"),
+                 gone=Figure(row.no_longer_listed_on, "day"))
+    return _("Recorded on %(recorded)s.", recorded=Figure(row.recorded_on, "day"))
 
 
 def _compared_at_same_spec(points: list[tuple[Phrase, Point]], row: ExternalReference
@@ -118,25 +129,39 @@ def reference_rows(references: Sequence[ExternalReference], points: list[tuple[P
             "no_longer_listed_on": Figure(row.no_longer_listed_on, "day")
             if row.no_longer_listed_on else None,
             "reference_value": number(row.value), "unit": unit, "spec": spec,
-            "local_spec": local_specs,
+            "local_spec": local_specs, "dated": _dated(row),
         }
         if result is None or chosen is None:
             rows.append(ReferenceView(
                 **common, local_label=None, local_value=None, ratio=None,
                 difference=None, controlled=False, matching=[], differing=[],
                 not_recorded=[], cpu_engine=False, latency=None,
+                figures=_("Reference: %(value)s %(unit)s (%(spec)s)",
+                          value=common["reference_value"], unit=unit, spec=spec),
                 no_match=_("No point in this report was measured at the reference's "
                            "input/output spec (%(reference)s; this report: %(local)s), so no "
                            "ratio is given.", reference=spec, local=local_specs),
             ))
             continue
         label, point = chosen
+        local_label = side_title(label, point.engine_label)
+        local_value = number(result.local_value)
+        ratio = Figure(guarded(result, "ratio") or 0.0, "ratio")
+        difference = change(guarded(result, "difference_pct"))
+        against = {"value": common["reference_value"], "unit": unit, "spec": spec,
+                   "local": local_label, "local_value": local_value, "ratio": ratio,
+                   "change": difference or ""}
         rows.append(ReferenceView(
             **common,
-            local_label=side_title(label, point.engine_label),
-            local_value=number(result.local_value),
-            ratio=Figure(guarded(result, "ratio") or 0.0, "ratio"),
-            difference=change(guarded(result, "difference_pct")),
+            local_label=local_label,
+            local_value=local_value,
+            ratio=ratio,
+            difference=difference,
+            figures=_("Reference: %(value)s %(unit)s (%(spec)s); %(local)s: %(local_value)s "
+                      "%(unit)s (CPU engine) (%(ratio)s, %(change)s)", **against)
+            if is_cpu_engine(point) else
+            _("Reference: %(value)s %(unit)s (%(spec)s); %(local)s: %(local_value)s %(unit)s "
+              "(%(ratio)s, %(change)s)", **against),
             controlled=is_controlled(result),
             matching=labels(result, "match"),
             differing=[factor_phrase(r) for r in result.factors if r.status == "differ"],

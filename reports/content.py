@@ -141,7 +141,8 @@ def _reference(row: ReferenceView) -> ReferenceRow:
         matching=[say(label) for label in row.matching],
         differing=[say(label) for label in row.differing],
         not_recorded=[say(label) for label in row.not_recorded], cpu_engine=row.cpu_engine,
-        no_match=say_or_none(row.no_match), latency_text=say_or_none(row.latency))
+        no_match=say_or_none(row.no_match), latency_text=say_or_none(row.latency),
+        dated_text=say(row.dated), figures_text=say(row.figures))
 
 
 def _curve(content: ReportContent, view: CurveView) -> None:

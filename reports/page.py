@@ -91,6 +91,10 @@ class ReferenceRow:
     no_match: str | None = None
     # The reference's published latency beside the same statistic of this result, when stated.
     latency_text: str | None = None
+    # The date line and the figures line, each one translated sentence. Empty in versions
+    # published before them, which print the pieces they stored.
+    dated_text: str = ""
+    figures_text: str = ""
 
 
 @dataclass

@@ -150,6 +150,24 @@ def test_a_reference_is_judged_against_the_report_point_of_its_own_spec(owner):
                                          {"config": Figure(after.engine_label, "engine")})
     assert unmatched.ratio is None and unmatched.no_match is not None
     assert view.sources["references"] == {str(same.pk): after.pk, str(other.pk): None}
+    # Each line is one whole sentence, the CPU engine said inside it.
+    assert matched.dated == Phrase("Recorded on %(recorded)s.",
+                                   {"recorded": Figure(date(2025, 3, 1), "day")})
+    assert matched.figures.msgid == ("Reference: %(value)s %(unit)s (%(spec)s); %(local)s: "
+                                     "%(local_value)s %(unit)s (CPU engine) (%(ratio)s, "
+                                     "%(change)s)")
+    assert matched.figures.values["ratio"] == matched.ratio
+    assert matched.figures.values["change"] == matched.difference
+    assert unmatched.figures.msgid == "Reference: %(value)s %(unit)s (%(spec)s)"
+    after.provenance["engine"]["launch_style"] = "docker"
+    after.provenance["hardware"].update(gpu_count=1, gpu_name="NVIDIA H200")
+    after.save(update_fields=["provenance"])
+    view = report_view(_ask(sweep, point(sweep, 8, 32), after, references=[same]))
+    assert view.references is not None
+    (on_gpu,) = view.references
+    assert on_gpu.figures.msgid == ("Reference: %(value)s %(unit)s (%(spec)s); %(local)s: "
+                                    "%(local_value)s %(unit)s (%(ratio)s, %(change)s)")
+    assert on_gpu.figures.values["ratio"] == on_gpu.ratio
 
 
 def test_it_is_asked_for_exactly_the_items_a_report_can_show():

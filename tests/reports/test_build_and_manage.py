@@ -11,7 +11,7 @@ from django.test import Client
 from analysis.caveats import HEADROOM_IMPORT_TEXT
 from benchmarks.models import Caveat, Comparison, ExternalReference
 from benchmarks.storage import imports
-from reports.models import Report, token_digest
+from reports.models import Report, ReportVersion, token_digest
 from tests.reports.conftest import point, point_result
 from tests.reports.helpers import make_report
 
@@ -157,6 +157,33 @@ def test_references_are_shown_with_their_recording_dates(sweep, owner_client):
     assert "Not a controlled comparison." in body
     assert "Matches: GPU count" in body
     assert "Differs: GPU: NVIDIA H200 → CPU only (Test CPU)" in body
+
+
+def _references_section(body: str) -> str:
+    return body[body.index('<section id="references">'):body.index('<section id="methodology">')]
+
+
+def test_a_version_published_before_the_reference_sentences_prints_its_pieces_alike(
+    sweep, owner
+):
+    gone = ExternalReference.objects.create(
+        source="Vendor", url="https://vendor.example/a", value=20000.0, recorded_on="2025-03-01",
+        no_longer_listed_on="2025-06-01", gpu_name="NVIDIA H200",
+        workload_spec="63-66 in / 256 out")
+    listed = ExternalReference.objects.create(
+        source="Vendor 1k", url="https://vendor.example/b", value=9000.0,
+        recorded_on="2025-03-01", gpu_name="NVIDIA H200", workload_spec="1000 in / 1000 out")
+    report = make_report(sweep, owner, language="en", references=[gone, listed])
+    link = f"/r/{report.issued_token}/"
+    now = _references_section(Client().get(link).content.decode())
+    assert "Recorded on March 1, 2025; no longer listed since June 1, 2025." in now
+    assert "Recorded on March 1, 2025.\n" in now
+    version = report.versions.get()
+    for stored in version.content.values():  # as a version published before the sentences
+        for row in stored["references"]:
+            assert row.pop("dated_text") and row.pop("figures_text")
+    ReportVersion.objects.filter(pk=version.pk).update(content=version.content)
+    assert _references_section(Client().get(link).content.decode()) == now
 
 
 def test_my_reports_lists_only_mine(sweep, owner, teammate, owner_client):
