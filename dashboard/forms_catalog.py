@@ -190,9 +190,8 @@ class NodeForm(forms.ModelForm):
 
     def clean_dcgm_exporter_url(self) -> str:
         """Checked as the plan checks it (runner.schema.engine_config.EngineLaunch): the address
-        goes into
-        every plan launched on this node, which is stored and downloadable. One typed as a
-        number must lie where the dashboard may send requests, as an endpoint's must."""
+        goes into every plan launched on this node, which is stored and downloadable. One typed
+        as a number must lie where the dashboard may send requests, as an endpoint's must."""
         url: str = self.cleaned_data["dcgm_exporter_url"].strip()
         if url:
             try:

@@ -27,7 +27,7 @@ from judgement.vocabulary import (
 
 RECENT_RUNS_FOR_CHOICES = 20
 # The selects list at most this many points and runs, the most recent first, plus any already
-# chosen: a 10,000-point run among the recent ones made /comparisons/new/ take 8 s for everyone.
+# chosen: one large run among the recent ones must not make /comparisons/new/ slow for everyone.
 MAX_POINT_CHOICES = 500
 MAX_RUN_CHOICES = 200
 

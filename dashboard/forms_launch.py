@@ -610,9 +610,9 @@ class LaunchForm(SearchFields):
 
 
 def _stability(data: dict[str, Any]) -> StabilitySpec:
-    """What the sweep does about a noisy host, from its fields (a form posted without them,
-    as a plan review's was before they existed, takes the defaults). The end control left "by
-    engine" is left unset: the plan sets it by its launch style (SweepPlan)."""
+    """What the sweep does about a noisy host, from its fields (a form posted without them takes
+    the defaults). The end control left "by engine" is left unset: the plan sets it by its
+    launch style (SweepPlan)."""
     defaults = StabilitySpec()
     redraws, cap = data.get("redraw_disturbed"), data.get("max_repeats")
     end_control = data.get("end_control")

@@ -1,10 +1,10 @@
 """Plan files in and out of the dashboard: a run's plan is the file `python -m runner sweep` runs.
 
 Out: a stored plan (runner.schema.plan.SweepPlan, as the launch stored it) as the YAML file
-runner.cli.commands.load_plan reads. In: a plan file uploaded on the launch page, read as the CLI
-reads
-one and laid onto the launch form's fields for review, with a sentence for each part of the file
-the form cannot express. Nothing here launches anything: the engineer submits the form.
+runner.cli.commands.load_plan reads. In: a plan file uploaded on the launch page, read as the
+CLI reads one and laid onto the launch form's fields for review, with a sentence for each part
+of the file the form cannot express. Nothing here launches anything: the engineer submits the
+form.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Django's default upload handlers take a file of any size: up to FILE_UPLOAD_MAX_MEMORY_SIZE in
 memory, beyond it into a temporary file, and a view can only look at the size once the whole
 body is on disk. ResultFileUploadHandler enforces HEADROOM_MAX_UPLOAD_BYTES while the body
-arrives, in Django's two ways (django/http/multipartparser.py):
+arrives, in the two ways Django's multipart parser offers:
 
 - A body whose Content-Length already passes the limit is refused when its file part begins,
   with StopUpload(connection_reset=True): the file is never read, the fields before it (the CSRF

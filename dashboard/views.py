@@ -67,10 +67,10 @@ from runner.schema.result import PointResult
 RUNS_PER_PAGE = 50
 AUDIT_EVENTS_PER_PAGE = 100
 # The run page lists this many points at a time, the rest a page away (?page=N): each row
-# costs milliseconds to render, and a 10,000-point import made the page take 25 s.
+# costs milliseconds to render, so a run of thousands of points would take seconds.
 POINTS_PER_PAGE = 100
 # Beyond this many points a run's page is a summary, without the verdicts, operating point and
-# charts, which read every point (about 1.4 ms each); its CSV and JSON downloads hold them all.
+# charts, which read every point; its CSV and JSON downloads hold them all.
 MAX_JUDGED_POINTS = 1_000
 
 
@@ -135,7 +135,7 @@ def run_detail(request: HttpRequest, code: UUID) -> HttpResponse:
     }
     ctx.update(views_judgement.run_detail_context(request, benchmark) if judged
                else {"judgement": None})
-    # Each point row finds its verdict in one lookup (a loop in the template was quadratic).
+    # Each point row finds its verdict in one lookup, not a loop over the verdicts in the template.
     judgement: RunPage | None = ctx["judgement"]
     rows = {row.point.pk: row for row in (judgement.rows if judgement else [])}
     page = Paginator(stored if points is None else _decisions_first(points, rows),

@@ -1,6 +1,7 @@
 """A capacity plan for the pages and the report: the points a plan reads, its inputs from what
-a person asked, the rule's answer (analysis.capacity_plan, the function the CLI calls too) kept
-as JSON on the row, and every line, cell and sentence the plan page and the report show.
+a person asked, the rule's answer (analysis.capacity_plan.plan_capacity, which the CLI calls
+too) kept as JSON on the row, and every line, cell and sentence the plan page and the report
+show.
 
 A stored plan is shown as it was answered; only the check against the engine is judged on
 every view, from the check run's points, like any other measured run.

@@ -1,7 +1,7 @@
-"""Figure data for the run page. Plain dicts and lists of the values as typed: the chart_data
-template filter escapes them for Plotly (plotly_data) as it writes them into the page, and
-static/js/run.js turns them into Plotly traces. Every title and line shape is set here, so the
-script only draws."""
+"""Figure data for the run page and a report's charts. Plain dicts and lists of the values as
+typed: the chart_data template filter escapes them for Plotly (plotly_data) as it writes them
+into the page, and static/js/run.js (or report.js) turns them into Plotly traces. Every title and
+line shape is set here, so the scripts only draw."""
 
 from __future__ import annotations
 

@@ -32,8 +32,8 @@ def point_result(point: Point) -> PointResult:
 
 def with_samples(pairs: Sequence[tuple[Point, PointResult]]) -> None:
     """Give the results that need their engine samples to judge (analysis.convert.needs_samples:
-    a queue summary stored before the sampler kept its record of running while requests
-    waited) those samples, read for all of them in one query; the others read none."""
+    a queue summary without the record of running while requests waited) those samples, read
+    for all of them in one query; the others read none."""
     wanting = [(point, result) for point, result in pairs if needs_samples(result)]
     if not wanting:
         return

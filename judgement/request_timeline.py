@@ -11,7 +11,7 @@ from the actual send; the first chunk with choices, which on chat is the role ch
 request with no first token (failed) ends at completed_at instead.
 
 Only those columns are read (benchmarks.storage.points.stored_request_arrays): milliseconds for a
-32,768-request point (docs/performance.md, "Request timeline"). Beyond `lanes` requests, an
+32,768-request point (docs/performance.md, "Dashboard"). Beyond `lanes` requests, an
 evenly spaced sample in the order they were due is drawn, the first and the last among them,
 and the page says so; the medians count every request.
 """

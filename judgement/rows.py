@@ -1,5 +1,6 @@
 """Every query the judgement layer makes, each a named read: the other modules take rows from
-here (or from the data layer's own reads, benchmarks.storage.operating_points) and never write."""
+here (or from the data layer's own reads in benchmarks.storage: a point's blobs, its operating
+point, a plan's baseline) and never write."""
 
 from __future__ import annotations
 

@@ -92,7 +92,6 @@ def _settings_in_words(named: str) -> str:
 
 def public_point_key(key: str) -> str:
     """A point key ("<engine label>|<load>|r<repeat>", runner.schema.result.point_key) with its
-    engine
-    label as public_engine_label shows it."""
+    engine label as public_engine_label shows it."""
     label, separator, rest = key.partition("|")
     return public_engine_label(label) + separator + rest

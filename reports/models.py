@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from benchmarks.models import Benchmark, CapacityPlan, ExternalReference, Point
 
-# 32 random bytes = 256 bits, urlsafe base64 = 43 characters. The issue asks for at least 128.
+# 32 random bytes = 256 bits (a link's only key), urlsafe base64 = 43 characters.
 TOKEN_BYTES = 32
 
 

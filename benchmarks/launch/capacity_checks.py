@@ -1,10 +1,11 @@
 """A capacity plan's check against the engine, as a run of its own: the plan's source run cut to
-one engine config at the rate the plan promises each replica (analysis.capacity_verify.
-verify_plan), on the source run's node, runtime, checkpoint and workload.
+one engine config at the rate the plan promises each replica
+(analysis.capacity_verify.verify_plan), on the source run's node, runtime, checkpoint and
+workload.
 
-The row is created here; the caller enqueues it after the commit (benchmarks.worker.tasks.
-enqueue_benchmark), as a launch from the form is, and the worker checks the stored plan again
-(benchmarks.launch.plans.launchable_plan) before any engine starts.
+The row is created here and enqueued by the caller after the commit
+(benchmarks.worker.tasks.enqueue_benchmark), as a launch is, and the worker checks the stored
+plan again (benchmarks.launch.plans.launchable_plan) before any engine starts.
 """
 
 from __future__ import annotations

@@ -8,13 +8,12 @@ hardware:
   (EngineStart: launch to /health answering), kept by every run that started an engine, failed
   and cancelled ones too. With none, each earlier run's wall time less the measured durations
   of its points, over its engine starts (start-up, warm-up and the gaps between points all land
-  there; runs from before starts were measured). The measured start comes first because it is
-  the start itself and current, though it leaves out the warm-up and gaps the runs' figure
-  holds. On a GPU node another checkpoint's starts are not used: a start is mostly loading and
-  compiling that model, seconds for a small one and many minutes for a large one. A CPU node
-  serves only small models, whose start is mostly vLLM's own: there the node's starts of other
-  checkpoints come next, and before any start at all the CPU engine's start as measured here,
-  not a GPU's default (the first demo sweep was estimated at an hour and took three minutes);
+  there). The measured start comes first because it is the start itself and current, though it
+  leaves out the warm-up and gaps the runs' figure holds. On a GPU node another checkpoint's
+  starts are not used: a start is mostly loading and compiling that model, seconds for a small
+  one and many minutes for a large one. A CPU node serves only small models, whose start is
+  mostly vLLM's own: there the node's starts of other checkpoints come next, and before any
+  start at all the CPU engine's start as measured here, not the far slower GPU default;
 - per point: the planned output tokens over the output tokens/s, per replica, that the earlier
   runs of the checkpoint (started the same way: engines of their own, or the same endpoint)
   measured at the nearest load level (the same engine config when they ran it, the same load
@@ -47,9 +46,8 @@ from runner.sweep import plan_points
 # With no earlier run: an engine start as slow as a large checkpoint loading from a cold disk,
 # and a decode rate far below any GPU's, so a default never promises a short run.
 DEFAULT_ENGINE_START_S = 600.0
-# A CPU engine before this node measured any start: the tiny model's CPU engine starts in 34 s
-# with a warm compile cache and about a minute cold on two cores (docs/vllm.md, "vLLM on a
-# CPU"); the slow side of that.
+# A CPU engine before this node measured any start: the slow side of the tiny model's CPU engine
+# start, warm or cold compile cache (docs/vllm.md, "vLLM on a CPU").
 DEFAULT_CPU_ENGINE_START_S = 90.0
 DEFAULT_OUTPUT_TOKENS_PER_S_PER_GPU = 50.0
 # The most recent earlier runs read: enough to average noise, few enough to follow changes.

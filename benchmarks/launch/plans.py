@@ -1,4 +1,5 @@
-"""Turn the dashboard's rows into the runner's SweepPlan (runner.schema), the one thing it runs."""
+"""The dashboard's rows made into the runner's SweepPlan (runner.schema), the one thing it runs,
+and the worker's check of a stored plan before it runs one."""
 
 from __future__ import annotations
 

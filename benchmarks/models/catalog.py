@@ -283,9 +283,8 @@ class EngineStartQuerySet(models.QuerySet["EngineStart"]):
 class EngineStart(models.Model):
     """How long an engine of this checkpoint took to start on this node: from launching its
     process until /health answered (runner.engine.process.start_engine; the slowest replica of a
-    node
-    run). The launch estimate reads the last KEPT (benchmarks/launch/estimates.py); older ones are
-    dropped as new ones come (EngineStart.objects.record)."""
+    node run). The launch estimate reads the last KEPT (benchmarks/launch/estimates.py); older
+    ones are dropped as new ones come (EngineStart.objects.record)."""
 
     # Their median is not set by one or two cold starts (weights not yet in the page cache).
     KEPT = 5

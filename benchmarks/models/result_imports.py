@@ -18,7 +18,7 @@ class ResultImport(models.Model):
 
     The web stores the file (stored_path) and this row, then enqueues the id; a worker beside
     the web parses the file there and stores its points. States and the only transitions, each
-    one conditional UPDATE (benchmarks/storage/imports.py):
+    one conditional UPDATE (benchmarks/worker/import_jobs.py):
 
         queued  -> running     a worker claims it
         running -> succeeded   every point stored as one run (benchmark), in one transaction

@@ -171,7 +171,7 @@ class Benchmark(models.Model):
 
     States and the only allowed transitions, each made by one conditional UPDATE:
 
-        queued  -> running     the worker claims it (claim_benchmark)
+        queued  -> running     the worker claims it (lifecycle.claim)
         queued  -> cancelled   cancelled before any worker picked it up
         running -> succeeded   run_plan finished every point
         running -> failed      the runner raised, a time limit hit, or the reaper found its
@@ -350,8 +350,7 @@ class Point(models.Model):
     """One measured point: an engine config under one load level, one repeat, N replicas.
 
     Every aggregate of runner.schema.result.Metrics is a real column so points sort, filter and
-    chart
-    without decoding anything; the per-request records and samples are in PointData.
+    chart without decoding anything; the per-request records and samples are in PointData.
     """
 
     # Not columns: the run page's view sets them on the points it lists, for its template.

@@ -1,7 +1,7 @@
 """The column blob format: named numpy arrays packed into one blob, and read back from it.
 
-benchmarks.storage.columnar makes a point's records, engine samples and telemetry readings into such
-arrays; this module only lays arrays out and reads them back, whole or a piece at a time.
+benchmarks.storage.columnar makes a point's records, engine samples and telemetry readings into
+such arrays; this module only lays arrays out and reads them back, whole or a piece at a time.
 
 Format 2 (what layout and pack write), all integers little-endian:
 
@@ -13,7 +13,7 @@ of every value, then byte 1, ...), as Blosc and HDF5's shuffle filter do, and ea
 is one part. Timestamps share their exponent and high mantissa bytes, so those planes compress
 to a few percent; their low mantissa bytes are measurement noise that no compressor shrinks.
 Each plane is therefore compressed only when a sample of it shrinks to under half: zlib spent
-on noise was most of the time a 32,768-request point took to encode, for under 1% of its size.
+on noise takes most of a large point's encoding time and saves under 1% of its size.
 A string array (numpy unicode) is one part, compressed by the same test. Lossless: values come
 back bit for bit.
 
@@ -26,6 +26,7 @@ made again from its array as the blob is written (`Layout.pieces`), so a blob ca
 out, a piece at a time, without ever being held whole. An array may be a numpy array or a
 `Spooled` file of values (a ragged field of a large point,
 benchmarks.storage.columnar.RequestEncoder).
+
 Reading: `readers` gives each array a reader that returns its values whole or front to back,
 inflating a zlib part only as far as it has been read.
 """
@@ -411,5 +412,5 @@ def _unpack_format_1(view: memoryview) -> dict[str, np.ndarray]:
 
 
 def format_version(blob: bytes | bytearray | memoryview) -> int:
-    """2 for what encode_* write now, 1 for blobs stored before format 2."""
+    """2 for what layout and pack write, 1 for a format 1 (.npz) blob."""
     return FORMAT_VERSION if bytes(memoryview(blob)[: len(MAGIC)]) == MAGIC else 1

@@ -71,10 +71,10 @@ _TELEMETRY_FLOATS = tuple(
     name for name in TelemetrySample.model_fields if name not in _TELEMETRY_INTS
 )
 # The ragged per-request fields (runner.schema.records.ragged_fields: chunk times, chunk token
-# counts,
-# output token ids, ...): each stored flat with a per-request length array named
-# "<field>:lengths"; the two older than that rule keep their names. A ragged field no request
-# fills (output ids outside output parity) is not stored, and reads back empty.
+# counts, output token ids, ...): each stored flat with a per-request length array named
+# "<field>:lengths", except the chunk fields' own names in _LENGTHS, which stored blobs use. A
+# ragged field no request fills (output ids outside output parity) is not stored, and reads
+# back empty.
 _RAGGED = ragged_fields(RequestRecord)
 _LENGTHS = {"chunk_times": "chunk_lengths", "chunk_tokens": "token_lengths"}
 # Requests read or made at a time: as many as hold this many ragged values together, so that

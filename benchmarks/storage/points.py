@@ -121,9 +121,8 @@ def _insert_point_data(values: dict[str, Any]) -> None:
     psycopg cursor of the same connection, inside the same transaction, its bytes written as
     the blob's layout makes them (columnar.Layout.pieces): the blob of a 100,000 x 1,000 point
     (590 MB) is never held whole, nor copied into libpq's buffer as a bound parameter would
-    be. (Django's own cursors bind client-side, a blob travelling as a hex literal twice its
-    size: about 1.2 s more per 32,768-request point; bench/dashboard_pages.py.) Elsewhere
-    (SQLite) an ordinary save() of the blob made whole.
+    be, nor sent as the hex literal twice its size that Django's client-side binding makes.
+    Elsewhere (SQLite) an ordinary save() of the blob made whole.
     """
     from django.db.backends.postgresql.psycopg_any import is_psycopg3
 
@@ -180,10 +179,10 @@ def stored_requests(point: Point) -> bytes | bytearray | None:
 
     On PostgreSQL (psycopg 3) it is read into one buffer in pieces of READ_PIECE_BYTES, as
     binary results, on a plain psycopg cursor of Django's connection: Django's own query has
-    bytea come back as hex text, so a 590 MB blob would pass through libpq as 1.2 GB of text
-    and be copied twice more on its way to bytes (2.3 GB at once). substring() of the column,
-    stored uncompressed (EXTERNAL), reads only the TOAST chunks a piece needs, and the pieces
-    come one row at a time (cursor.stream). Elsewhere (SQLite) the ORM's value.
+    bytea come back as hex text, twice the blob's size, copied twice more on its way to bytes.
+    substring() of the column, stored uncompressed (EXTERNAL), reads only the TOAST chunks a
+    piece needs, and the pieces come one row at a time (cursor.stream). Elsewhere (SQLite) the
+    ORM's value.
     """
     from django.db.backends.postgresql.psycopg_any import is_psycopg3
 
@@ -223,9 +222,9 @@ def stored_request_arrays(point: Point, fields: Sequence[str]) -> dict[str, np.n
     no PointData row.
 
     On PostgreSQL only the blob's head and those fields' arrays are read: substring() of the
-    uncompressed (EXTERNAL) column reads only the TOAST chunks they lie in, about 2 MB of the
-    43 MB blob of 32,768 requests of 256 chunks (docs/performance.md, "Request timeline"). A
-    format 1 blob, and any blob elsewhere (SQLite), is read whole.
+    uncompressed (EXTERNAL) column reads only the TOAST chunks they lie in, a few percent of a
+    large blob (docs/performance.md, "Dashboard"). A format 1 blob, and any blob elsewhere
+    (SQLite), is read whole.
     """
     from django.db.backends.postgresql.psycopg_any import is_psycopg3
 

@@ -26,7 +26,8 @@ from runner.sweep import Progress
 log = logging.getLogger(__name__)
 State = Benchmark.State
 
-# The worker's node heartbeat also runs the reaper, but not on every beat (every ~30 s).
+# The worker's node heartbeat also runs the reaper, but not on every beat (30 s at the default
+# HEADROOM_HEARTBEAT_S).
 REAP_EVERY_BEATS = 15
 
 

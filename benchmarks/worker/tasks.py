@@ -1,8 +1,10 @@
-"""The Celery side: one task that runs a benchmark, and the worker's node registration.
+"""The Celery side: the task that runs a benchmark, the one that imports an upload, and the
+worker's node registration.
 
-The task takes an id, claims the row with a conditional UPDATE and hands the work to one plain
-function, execute_benchmark(), which calls the runner through its one seam (run_plan) and stores
-each point as soon as it arrives: a worker killed mid-sweep keeps every finished point.
+The benchmark task takes an id, claims the row with a conditional UPDATE and hands the work to
+one plain function, execute_benchmark(), which calls the runner through its one seam (run_plan)
+and stores each point as soon as it arrives: a worker killed mid-sweep keeps every finished
+point.
 
 Each task's name is written out and never changes: queued messages, beat schedules and
 CELERY_TASK_ROUTES name a task by it, so it is the name the task was first registered under, not
