@@ -4,8 +4,9 @@ The report's shape changed twice (runner.importer.detect tells them apart): 0.3 
 benchmark's request_totals, run_stats and strategy (args.strategy) on the benchmark, its
 requests' times as start_time, first_token_time and last_token_time; from 0.4 a benchmark has
 its config (strategy, backend) and metrics (request_totals among them) and its requests' times
-under info.timings; from 0.7 the report's metadata names guidellm_version. Reports of 0.3 to
-0.6 do not name their version: the provenance names the format.
+under info.timings; from 0.5 the report's metadata names guidellm_version (0.7 puts the run's
+settings under a top-level config, 0.4 to 0.6 under args; neither is read). Reports of 0.3 and
+0.4 do not name their version: the provenance names the format.
 
 Every benchmark of the report (each stream count or rate of a sweep) is one point. GuideLLM's
 own statistics are kept under its names ("time_to_first_token_ms.successful.p99"): its

@@ -1,5 +1,5 @@
-"""Files the real AIPerf 0.3, 0.8 and 0.13, GuideLLM 0.4, 0.5 and 0.6 and inference-perf 0.5 and
-0.6 wrote against the CPU engine
+"""Files the real AIPerf 0.3, 0.8 and 0.13, GuideLLM 0.4, 0.5, 0.6 and 0.7 and inference-perf 0.5
+and 0.6 wrote against the CPU engine
 (tests/data/peers/*/README.md): each imports with the tool and the version or format it has,
 its figures under the tool's names equal to the file's, a figure the release does not state
 absent; and AIPerf's server metrics export is the point's queue, labelled as AIPerf's scrape."""
@@ -172,7 +172,7 @@ def test_the_server_metrics_export_goes_only_with_aiperfs_summary(result, found)
 
 
 # ---------------------------------------------------------------------------------------------
-# GuideLLM 0.4, 0.5 and 0.6 (0.3: test_peer_versions.py, 0.8: test_peer_files.py)
+# GuideLLM 0.4, 0.5, 0.6 and 0.7 (0.3: test_peer_versions.py, 0.8: test_peer_files.py)
 # ---------------------------------------------------------------------------------------------
 
 
@@ -180,6 +180,7 @@ def test_the_server_metrics_export_goes_only_with_aiperfs_summary(result, found)
     ("0.4", "GuideLLM 0.4 report format (version not recorded in the file)", None),
     ("0.5", "GuideLLM 0.5.4", "0.5.4"),
     ("0.6", "GuideLLM 0.6.1", "0.6.1"),
+    ("0.7", "GuideLLM 0.7.4", "0.7.4"),
 ])  # fmt: skip
 def test_a_guidellm_report_of_a_release_keeps_its_figures_under_guidellms_names(
     release, label, version
@@ -192,6 +193,12 @@ def test_a_guidellm_report_of_a_release_keeps_its_figures_under_guidellms_names(
     for name in ("time_to_first_token_ms", "request_latency", "inter_token_latency_ms"):
         for statistic, value in flat_figures(metrics[name]["successful"]).items():
             assert point.peer.figures[f"{name}.successful.{statistic}"] == value
+    # Every statistic the release states of its successful requests, those it added included
+    # (0.7's time_to_first_output_token_ms), is kept as the file states it.
+    stated = {f"{name}.successful.{statistic}": value
+              for name, tree in metrics.items() if isinstance(tree.get("successful"), dict)
+              for statistic, value in flat_figures(tree["successful"]).items()}  # fmt: skip
+    assert {key: point.peer.figures[key] for key in stated} == stated
     assert point.metrics.completed == metrics["request_totals"]["successful"] == 12
     assert point.load.concurrency == 4
     # Its requests are all in the report: vLLM's figures are Headroom's, from them.
