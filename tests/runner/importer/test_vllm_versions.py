@@ -353,3 +353,24 @@ def test_vllm_0_29s_rtfx_is_kept_as_its_own_figure():
     [point] = load_result_file(OLDER / "0.29.0" / "plain.json")
     [note] = [n for n in point.notes if n.startswith("vLLM figures without a Headroom field")]
     assert f"rtfx={stated['rtfx']:g}" in note
+
+
+def test_a_vllm_0_29_sweep_folder_is_a_point_a_run_with_its_setting_and_repeat():
+    folder = OLDER / "0.29.0" / "sweep" / "demo"
+    points = load_result_file(folder)
+    rows = list(csv.DictReader((folder / "summary.csv").read_text().splitlines()))
+    assert len(points) == len(rows) == 8
+    for point in points:
+        stated = json.loads((folder / point.key.split("/", 1)[1].split(":")[0]).read_text())
+        _same_as_stated(point, stated)
+        assert point.engine_config.max_num_seqs == stated["max_num_seqs"]
+        assert point.repeat == stated["run_number"]
+        assert point.load.rate == stated["request_rate"]
+        assert point.provenance is not None
+        assert point.provenance.client_version == (
+            "vllm bench serve (vllm) (vllm bench serve format, a vllm bench sweep run; vLLM's "
+            "version is not in the file)"
+        )
+    for point, row in zip(load_result_file(folder / "summary.csv"), rows, strict=True):
+        assert point.metrics.output_throughput == float(row["output_throughput"])
+        assert point.engine_config.max_num_seqs == int(row["max_num_seqs"])
