@@ -355,8 +355,9 @@ def test_vllm_0_29s_rtfx_is_kept_as_its_own_figure():
     assert f"rtfx={stated['rtfx']:g}" in note
 
 
-def test_a_vllm_0_29_sweep_folder_is_a_point_a_run_with_its_setting_and_repeat():
-    folder = OLDER / "0.29.0" / "sweep" / "demo"
+@pytest.mark.parametrize("version", ["0.12.0", "0.29.0"])
+def test_an_older_sweep_folder_is_a_point_a_run_with_its_setting_and_repeat(version):
+    folder = OLDER / version / "sweep" / "demo"
     points = load_result_file(folder)
     rows = list(csv.DictReader((folder / "summary.csv").read_text().splitlines()))
     assert len(points) == len(rows) == 8
