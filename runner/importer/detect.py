@@ -354,8 +354,11 @@ def _vllm_bench(document: dict[str, Any], _name: str) -> Detected | None:
 def vllm_bench_format(document: Mapping[str, Any]) -> str:
     """The vLLM releases whose vllm bench serve result has these keys (vLLM does not write its
     own version): 0.3's benchmark_serving.py misspelt request_inthroughput; `vllm bench serve`
-    writes endpoint_type. The per-request arrays: benchmark_serving.py wrote them in every file
-    up to vLLM 0.7, and from 0.8 only with --save-detailed."""
+    writes endpoint_type. The per-request arrays (tests/data/peers/vllm/README.md, "Format
+    versions"): benchmark_serving.py wrote them in every file up to vLLM 0.8.4 (0.8.0 to 0.8.4
+    took --save-detailed but deleted the arrays before adding them), and from 0.8.5 only with
+    --save-detailed; `vllm bench serve` in every file of 0.8.0 to 0.9.0, the releases that also
+    wrote best_of, and from 0.9.1 only with --save-detailed."""
     if "request_inthroughput" in document:
         era = "vLLM 0.3 benchmark_serving.py format"
     elif "endpoint_type" in document:
@@ -363,9 +366,12 @@ def vllm_bench_format(document: Mapping[str, Any]) -> str:
     else:
         era = "benchmark_serving.py format"
     detailed = ""
-    if "ttfts" in document and "endpoint_type" in document:
+    if "ttfts" in document and "endpoint_type" in document and "best_of" in document:
+        detailed = ", with per-request arrays (every file of vLLM 0.8.0 to 0.9.0)"
+    elif "ttfts" in document and "endpoint_type" in document:
         detailed = ", with --save-detailed arrays"
     elif "ttfts" in document:
-        detailed = ", with per-request arrays (every file to vLLM 0.7, --save-detailed from 0.8)"
+        detailed = (", with per-request arrays (every file to vLLM 0.8.4, --save-detailed from "
+                    "0.8.5)")
     sweep = ", a vllm bench sweep run" if "run_number" in document else ""
     return f"({era}{detailed}{sweep}; vLLM's version is not in the file)"

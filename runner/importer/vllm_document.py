@@ -257,6 +257,9 @@ def bench_provenance(
 ) -> Provenance:
     name, note = _engine_name(doc, metadata, source)
     notes.append(note)
+    # vLLM 0.8 to 0.10 chose the request function with --endpoint-type, 0.11 on with --backend
+    # (and writes it under both names).
+    backend = doc.backend or doc.endpoint_type or "unknown backend"
     return Provenance(
         hardware=from_metadata(Hardware, metadata.group("hardware"), source, host=UNKNOWN_HOST),
         engine=from_metadata(
@@ -265,8 +268,7 @@ def bench_provenance(
         checkpoint=from_metadata(
             Checkpoint, metadata.group("checkpoint"), source, model=doc.model_id or UNKNOWN_MODEL
         ),
-        client_version=(f"vllm bench serve ({doc.backend or 'unknown backend'}) "
-                        f"{format_label}").strip(),
+        client_version=f"vllm bench serve ({backend}) {format_label}".strip(),
         started_at=_iso_date(doc.date),
     )
 

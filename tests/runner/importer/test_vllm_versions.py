@@ -1,7 +1,8 @@
 """The files vLLM's own benchmark code wrote: 0.32's `vllm bench serve` and `vllm bench sweep
-serve`, 0.6.3, 0.7.3, 0.8.5 and 0.9.2's benchmark_serving.py, 0.11.0's `vllm bench serve`
-(tests/data/peers/vllm/, README.md there): each run's figures are vLLM's as it stated them, the
-sweep's repeats and swept settings come with each point."""
+serve`, 0.6.3, 0.7.3, 0.8.4, 0.8.5 and 0.9.2's benchmark_serving.py, `vllm bench serve` of 0.9.0,
+0.9.1, 0.10.2, 0.11.0, 0.14.1, 0.16.0, 0.29.0 and 0.33.0 (tests/data/peers/vllm/, README.md
+there): each run's figures are vLLM's as it stated them, the sweep's repeats and swept settings
+come with each point."""
 
 from __future__ import annotations
 
@@ -110,8 +111,9 @@ STATED_BEFORE_08 = ("duration", "completed", "total_input_tokens", "total_output
                     "mean_ttft_ms", "median_ttft_ms", "std_ttft_ms", "p99_ttft_ms",
                     "mean_tpot_ms", "p99_tpot_ms", "median_itl_ms", "p99_itl_ms",
                     "mean_e2el_ms", "median_e2el_ms", "p99_e2el_ms")  # fmt: skip
-ARRAYS_ALWAYS = ("benchmark_serving.py format, with per-request arrays (every file to vLLM 0.7, "
-                 "--save-detailed from 0.8); vLLM's version is not in the file")  # fmt: skip
+BS_ARRAYS = ("benchmark_serving.py format, with per-request arrays (every file to vLLM 0.8.4, "
+             "--save-detailed from 0.8.5)")  # fmt: skip
+ARRAYS_ALWAYS = f"{BS_ARRAYS}; vLLM's version is not in the file"
 
 
 @pytest.mark.parametrize("path", [
@@ -178,11 +180,9 @@ STATED_08_TO_011 = (*STATED_BEFORE_08, "median_tpot_ms", "std_tpot_ms", "mean_it
                     "std_itl_ms", "std_e2el_ms")  # fmt: skip
 LABELS = {
     ("0.8.5", "plain.json"): "benchmark_serving.py format",
-    ("0.8.5", "detailed.json"): "benchmark_serving.py format, with per-request arrays (every "
-                                "file to vLLM 0.7, --save-detailed from 0.8)",
+    ("0.8.5", "detailed.json"): BS_ARRAYS,
     ("0.9.2", "plain.json"): "benchmark_serving.py format",
-    ("0.9.2", "detailed.json"): "benchmark_serving.py format, with per-request arrays (every "
-                                "file to vLLM 0.7, --save-detailed from 0.8)",
+    ("0.9.2", "detailed.json"): BS_ARRAYS,
     ("0.11.0", "plain.json"): "vllm bench serve format",
     ("0.11.0", "detailed.json"): "vllm bench serve format, with --save-detailed arrays",
 }  # fmt: skip
@@ -250,3 +250,128 @@ def test_vllm_0_8_goodput_written_with_a_colon_is_its_request_goodput_and_0_9_dr
     # 0.9.2 writes the key without the colon (null: run without --goodput).
     later = json.loads((OLDER / "0.9.2" / "plain.json").read_text())
     assert "request_goodput:" not in later and later["request_goodput"] is None
+
+
+# ---------------------------------------------------------------------------------------------
+# A release of each format version the files above leave out (README.md, "Format versions"):
+# benchmark_serving.py 0.8.4; `vllm bench serve` 0.9.0, 0.9.1, 0.10.2, 0.14.1, 0.16.0, 0.29.0,
+# 0.33.0
+# ---------------------------------------------------------------------------------------------
+
+ALWAYS_08_TO_090 = ("vllm bench serve format, with per-request arrays (every file of vLLM 0.8.0 "
+                    "to 0.9.0)")  # fmt: skip
+SERVE_DETAILED = "vllm bench serve format, with --save-detailed arrays"
+# (version, file) -> (the request function named in the provenance, the format it recognised)
+FORMATS = {
+    ("0.8.4", "plain.json"): ("vllm", BS_ARRAYS),
+    ("0.8.4", "detailed.json"): ("vllm", BS_ARRAYS),
+    ("0.9.0", "plain.json"): ("openai-comp", ALWAYS_08_TO_090),
+    ("0.9.1", "plain.json"): ("vllm", "vllm bench serve format"),
+    ("0.9.1", "detailed.json"): ("vllm", SERVE_DETAILED),
+    ("0.10.2", "plain.json"): ("vllm", "vllm bench serve format"),
+    ("0.10.2", "detailed.json"): ("vllm", SERVE_DETAILED),
+    ("0.14.1", "plain.json"): ("vllm", "vllm bench serve format"),
+    ("0.14.1", "detailed.json"): ("vllm", SERVE_DETAILED),
+    ("0.16.0", "plain.json"): ("vllm", "vllm bench serve format"),
+    ("0.16.0", "detailed.json"): ("vllm", SERVE_DETAILED),
+    ("0.29.0", "plain.json"): ("vllm", "vllm bench serve format"),
+    ("0.29.0", "detailed.json"): ("vllm", SERVE_DETAILED),
+    ("0.33.0", "plain.json"): ("vllm", "vllm bench serve format"),
+    ("0.33.0", "detailed.json"): ("vllm", SERVE_DETAILED),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(("version", "name"), sorted(FORMATS))
+def test_a_file_of_each_format_version_has_vllms_own_figures_under_its_format(version, name):
+    path = OLDER / version / name
+    stated = json.loads(path.read_text())
+    [point] = load_result_file(path)
+    for key in (*STATED_08_TO_011, "failed"):
+        if key in stated:
+            assert getattr(point.metrics, key) == pytest.approx(stated[key]), key
+    if "failed" not in stated:
+        assert point.metrics.failed == 0
+        assert any("file has no 'failed' key" in note for note in point.notes)
+    assert point.load.label() == "rate 4.0/s x 8"
+    backend, label = FORMATS[version, name]
+    assert point.provenance is not None
+    assert point.provenance.client_version == (
+        f"vllm bench serve ({backend}) ({label}; vLLM's version is not in the file)"
+    )
+    assert len(point.requests) == (8 if "ttfts" in stated else 0)
+    assert [r.ttft or 0.0 for r in point.requests] == pytest.approx(stated.get("ttfts", []))
+
+
+def test_benchmark_serving_0_8_4_writes_the_requests_without_save_detailed():
+    # 0.8.0 to 0.8.4 deleted the arrays from result_json before merging them into it.
+    stated = json.loads((OLDER / "0.8.4" / "plain.json").read_text())
+    [point] = load_result_file(OLDER / "0.8.4" / "plain.json")
+    assert "ttfts" in stated and "best_of" not in stated
+    assert len(point.requests) == 8 and all(r.ok for r in point.requests)
+    assert point.metrics.request_goodput == stated["request_goodput:"]
+
+
+def test_vllm_bench_serve_0_9_0_writes_the_requests_and_names_no_engine():
+    stated = json.loads((OLDER / "0.9.0" / "plain.json").read_text())
+    [point] = load_result_file(OLDER / "0.9.0" / "plain.json")
+    assert stated["endpoint_type"] == "openai-comp" and "backend" not in stated
+    assert "best_of" in stated and len(point.requests) == 8
+    assert point.provenance is not None and point.provenance.engine.name is None
+    assert any("backend 'openai-comp' is a request format" in note for note in point.notes)
+    assert point.metrics.request_goodput == stated["request_goodput:"]
+
+
+@pytest.mark.parametrize("version", ["0.9.1", "0.10.2"])
+def test_vllm_bench_serve_before_0_11_names_vllm_by_its_endpoint_type(version):
+    stated = json.loads((OLDER / version / "plain.json").read_text())
+    [point] = load_result_file(OLDER / version / "plain.json")
+    assert stated["endpoint_type"] == "vllm" and "backend" not in stated
+    assert point.provenance is not None and point.provenance.engine.name == "vllm"
+
+
+def test_every_run_vllm_bench_serve_0_9_1_appended_is_a_point():
+    path = OLDER / "0.9.1" / "append.json"
+    lines = path.read_text().splitlines()
+    points = load_result_file(path)
+    assert len(points) == len(lines) == 2
+    for point, line in zip(points, lines, strict=True):
+        _same_as_stated_08_to_011(point, json.loads(line))
+    assert [p.load.label() for p in points] == ["rate 4.0/s x 8", "concurrency 2 x 8"]
+
+
+def test_vllm_0_16s_start_times_place_each_request():
+    stated = json.loads((OLDER / "0.16.0" / "detailed.json").read_text())
+    [point] = load_result_file(OLDER / "0.16.0" / "detailed.json")
+    first = min(stated["start_times"])
+    sends = [start - first for start in stated["start_times"]]
+    assert [r.intended_send for r in point.requests] == pytest.approx(sends)
+    assert not any("file has no start_times" in note for note in point.notes)
+
+
+def test_vllm_0_29s_rtfx_is_kept_as_its_own_figure():
+    stated = json.loads((OLDER / "0.29.0" / "plain.json").read_text())
+    [point] = load_result_file(OLDER / "0.29.0" / "plain.json")
+    [note] = [n for n in point.notes if n.startswith("vLLM figures without a Headroom field")]
+    assert f"rtfx={stated['rtfx']:g}" in note
+
+
+@pytest.mark.parametrize("version", ["0.12.0", "0.29.0"])
+def test_an_older_sweep_folder_is_a_point_a_run_with_its_setting_and_repeat(version):
+    folder = OLDER / version / "sweep" / "demo"
+    points = load_result_file(folder)
+    rows = list(csv.DictReader((folder / "summary.csv").read_text().splitlines()))
+    assert len(points) == len(rows) == 8
+    for point in points:
+        stated = json.loads((folder / point.key.split("/", 1)[1].split(":")[0]).read_text())
+        _same_as_stated(point, stated)
+        assert point.engine_config.max_num_seqs == stated["max_num_seqs"]
+        assert point.repeat == stated["run_number"]
+        assert point.load.rate == stated["request_rate"]
+        assert point.provenance is not None
+        assert point.provenance.client_version == (
+            "vllm bench serve (vllm) (vllm bench serve format, a vllm bench sweep run; vLLM's "
+            "version is not in the file)"
+        )
+    for point, row in zip(load_result_file(folder / "summary.csv"), rows, strict=True):
+        assert point.metrics.output_throughput == float(row["output_throughput"])
+        assert point.engine_config.max_num_seqs == int(row["max_num_seqs"])
