@@ -375,3 +375,24 @@ def test_an_older_sweep_folder_is_a_point_a_run_with_its_setting_and_repeat(vers
     for point, row in zip(load_result_file(folder / "summary.csv"), rows, strict=True):
         assert point.metrics.output_throughput == float(row["output_throughput"])
         assert point.engine_config.max_num_seqs == int(row["max_num_seqs"])
+
+
+def test_a_sweep_of_named_parameter_sets_is_a_point_a_run_named_by_its_set():
+    # vLLM 0.29.0's sweep with {"small": ...} serve and {"slow": ..., "fast": ...} bench sets:
+    # each combination's folder is named after the sets, each run carries _benchmark_name.
+    folder = OLDER / "0.29.0" / "sweep" / "named"
+    points = load_result_file(folder)
+    rows = list(csv.DictReader((folder / "summary.csv").read_text().splitlines()))
+    assert [p.key.split("/")[1] for p in points] == ["SERVE--small-BENCH--fast",
+                                                     "SERVE--small-BENCH--slow"]  # fmt: skip
+    for point in points:
+        stated = json.loads((folder / point.key.split("/", 1)[1].split(":")[0]).read_text())
+        _same_as_stated(point, stated)
+        assert point.engine_config.max_num_seqs == stated["max_num_seqs"] == 2
+        assert point.load.rate == stated["request_rate"]
+        assert f"_benchmark_name={stated['_benchmark_name']}" in " ".join(point.notes)
+    from_csv = sorted(load_result_file(folder / "summary.csv"), key=lambda p: -p.load.rate)
+    assert len(from_csv) == len(rows) == 2
+    for point, run in zip(from_csv, points, strict=True):
+        _same_as_stated(point, {name: getattr(run.metrics, name) for name in STATED})
+        assert point.engine_config.max_num_seqs == 2
