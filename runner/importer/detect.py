@@ -12,7 +12,10 @@ tool's complaint. The formats, and the keys that tell them apart:
 - vllm bench serve --save-result (vLLM 0.3 benchmark_serving.py to 0.33 `vllm bench serve`):
   run keys such as backend, model_id, num_prompts, request_rate; vLLM does not write its own
   version. `vllm bench sweep` adds run_number and the swept settings to each run=N.json and
-  writes their list as summary.json (and summary.csv, runner.importer.vllm_sweep).
+  writes their list as summary.json (and summary.csv, runner.importer.vllm_sweep). From 0.32 it
+  may also write warmup.json (--warmup-num-prompts: a run with run_number -1, which vLLM leaves
+  out of its summary) and, with --continue-on-error, failure records (error_type, error and the
+  overrides, no figures): both are refused by name, never read as a measured run.
 - NVIDIA AIPerf: its summary (profile_export_aiperf.json) names aiperf_version (from 0.4; 0.3
   does not); the first releases kept the metrics in a `records` map; per-request records have
   metadata and metrics; gpu_telemetry_export.jsonl lines have timestamp_ns, gpu_index and
@@ -116,7 +119,8 @@ def detect(document: Any, name: str = "") -> Detected:
         return _detect_list(document)
     if not isinstance(document, dict):
         return UNKNOWN
-    for probe in (_headroom, _aiperf, _guidellm, _inference_perf, _llm_d, _vllm_bench):
+    for probe in (_headroom, _aiperf, _guidellm, _inference_perf, _llm_d, _vllm_sweep_failure,
+                  _vllm_bench):  # fmt: skip
         found = probe(document, name)
         if found is not None:
             return found
@@ -341,11 +345,31 @@ def _llm_d(document: dict[str, Any], _name: str) -> Detected | None:
 # ---------------------------------------------------------------------------------------------
 
 
+def _vllm_sweep_failure(document: dict[str, Any], _name: str) -> Detected | None:
+    # vLLM 0.32's sweep/serve.py run_comb / run_combs with --continue-on-error.
+    if not ({"error_type", "error", "serve_overrides"} <= document.keys()):
+        return None
+    what = "a failed server combination"
+    if "bench_overrides" in document:
+        what = "a failed warmup run" if document.get("run_number") == -1 else "a failed run"
+    return Detected(
+        kind="unknown", tool="vllm bench sweep", version="--continue-on-error failure record",
+        refusal=f"{what} ({document.get('error_type')}): it holds no figures, and Headroom does "
+        "not import failures; import the sweep's folder or its run=N.json files",
+    )  # fmt: skip
+
+
 def _vllm_bench(document: dict[str, Any], _name: str) -> Detected | None:
     signature = VLLM_BENCH_KEYS & document.keys()
     required = [key for key in VLLM_BENCH_REQUIRED if key in document]
     if len(signature) < 2 and len(required) < len(VLLM_BENCH_REQUIRED):
         return None
+    if document.get("run_number") == -1:  # vLLM 0.32's sweep/serve.py run_comb, warmup.json
+        return Detected(
+            kind="vllm-bench", tool="vllm bench sweep", version="warmup.json",
+            refusal="the unmeasured warmup run (--warmup-num-prompts, run_number -1) that vLLM "
+            "leaves out of its summary; Headroom does not import it as a measured run",
+        )  # fmt: skip
     missing = tuple(key for key in VLLM_BENCH_REQUIRED if key not in document)
     return Detected(kind="vllm-bench", tool="vllm bench serve", version=vllm_bench_format(document),
                     lacks=missing)  # fmt: skip

@@ -5,6 +5,8 @@
   summary reports, per-request reports and config.yaml are not points.
 - vllm bench sweep: each run=N.json under the sweep's SERVE-.../BENCH-... folders is a point
   (warmup.json and each combination's summary.json, the list of its runs, are not read again);
+  vLLM 0.32's --continue-on-error failure records (run=N.failure.json, warmup.failure.json,
+  SERVE-...-failure.json) hold no figures and are not read: each point names them in a note;
   a sweep folder with only its summary.csv gives that file's rows.
 - AIPerf: each directory holding profile_export_aiperf.json or profile_export.jsonl is one run,
   its summary, records, server metrics and GPU telemetry read as one point
@@ -31,6 +33,7 @@ MAX_DEPTH = 4
 MAX_FILES = 5_000
 RESULT_SUFFIXES = (".json", ".jsonl", ".yaml", ".yml")
 SWEEP_RUN = re.compile(r"^run=(\d+)\.json$")
+SWEEP_FAILURE = re.compile(r"^(?:run=\d+\.failure|warmup\.failure|SERVE-.*-failure)\.json$")
 
 
 def iter_folder(
@@ -48,8 +51,14 @@ def iter_folder(
         return
     sweep_runs = sorted((path for path in files if SWEEP_RUN.match(path.name)), key=_sweep_order)
     if sweep_runs:
+        failures = [_label(name, folder, p) for p in files if SWEEP_FAILURE.match(p.name)]
+        note = (f"this sweep also recorded {len(failures)} failure(s) (vLLM's --continue-on-error "
+                f"records, no figures; not imported): {', '.join(sorted(failures))}")  # fmt: skip
         for path in sweep_runs:
-            yield from read(path, _label(name, folder, path), limit, None)
+            for point in read(path, _label(name, folder, path), limit, None):
+                if failures:
+                    point = point.model_copy(update={"notes": [*point.notes, note]})
+                yield point
         return
     if aiperf := aiperf_runs(files):
         for run in aiperf:

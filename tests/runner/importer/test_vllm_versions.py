@@ -2,12 +2,14 @@
 serve`, 0.6.3, 0.7.3, 0.8.4, 0.8.5 and 0.9.2's benchmark_serving.py, `vllm bench serve` of 0.9.0,
 0.9.1, 0.10.2, 0.11.0, 0.14.1, 0.16.0, 0.29.0 and 0.33.0 (tests/data/peers/vllm/, README.md
 there): each run's figures are vLLM's as it stated them, the sweep's repeats and swept settings
-come with each point."""
+come with each point; 0.29.0's named parameter sets and 0.32's warmup and failure files are read
+or refused as vLLM meant them."""
 
 from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -396,3 +398,45 @@ def test_a_sweep_of_named_parameter_sets_is_a_point_a_run_named_by_its_set():
     for point, run in zip(from_csv, points, strict=True):
         _same_as_stated(point, {name: getattr(run.metrics, name) for name in STATED})
         assert point.engine_config.max_num_seqs == 2
+
+
+FAILURES = VLLM / "sweep" / "failures"
+
+
+def test_a_sweep_with_warmup_and_failures_is_its_measured_runs_naming_the_failures():
+    # vLLM 0.32's sweep with --warmup-num-prompts 2 --continue-on-error: one measured run, its
+    # warmup.json, a refused bench set (run and warmup failure records) and a server set that
+    # failed (SERVE-broken-failure.json).
+    [point] = load_result_file(FAILURES)
+    stated = json.loads((FAILURES / "SERVE--small-BENCH--fast" / "run=0.json").read_text())
+    _same_as_stated(point, stated)
+    assert point.key.startswith("import:failures/SERVE--small-BENCH--fast/run=0.json:")
+    assert point.repeat == 0 and point.load.rate == 16.0
+    assert point.notes[-1] == (
+        "this sweep also recorded 3 failure(s) (vLLM's --continue-on-error records, no figures; "
+        "not imported): failures/SERVE--small-BENCH--refused/run=0.failure.json, "
+        "failures/SERVE--small-BENCH--refused/warmup.failure.json, "
+        "failures/SERVE-broken-failure.json"
+    )
+    [row] = load_result_file(FAILURES / "summary.csv")
+    _same_as_stated(row, stated)
+
+
+@pytest.mark.parametrize(("path", "why"), [
+    ("SERVE-broken-failure.json", "a failed server combination (ValueError)"),
+    ("SERVE--small-BENCH--refused/run=0.failure.json", "a failed run (CalledProcessError)"),
+    ("SERVE--small-BENCH--refused/warmup.failure.json",
+     "a failed warmup run (CalledProcessError)"),
+])  # fmt: skip
+def test_a_sweep_failure_record_is_refused_by_name(path, why):
+    with pytest.raises(ImportFileError, match=(
+        rf"vllm bench sweep --continue-on-error failure record: {re.escape(why)}: it holds no "
+        "figures, and Headroom does not import failures"
+    )):  # fmt: skip
+        load_result_file(FAILURES / path)
+
+
+def test_a_sweeps_warmup_is_refused_as_unmeasured_not_read_as_run_0():
+    with pytest.raises(ImportFileError, match=r"warmup\.json: vllm bench sweep warmup\.json: the "
+                       r"unmeasured warmup run \(--warmup-num-prompts, run_number -1\)"):  # fmt: skip
+        load_result_file(FAILURES / "SERVE--small-BENCH--fast" / "warmup.json")
