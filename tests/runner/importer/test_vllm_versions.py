@@ -440,3 +440,26 @@ def test_a_sweeps_warmup_is_refused_as_unmeasured_not_read_as_run_0():
     with pytest.raises(ImportFileError, match=r"warmup\.json: vllm bench sweep warmup\.json: the "
                        r"unmeasured warmup run \(--warmup-num-prompts, run_number -1\)"):  # fmt: skip
         load_result_file(FAILURES / "SERVE--small-BENCH--fast" / "warmup.json")
+
+
+@pytest.mark.parametrize("sweep", [OLDER / "0.29.0" / "sweep" / "workload"])
+def test_a_serve_workload_or_sla_sweep_is_a_point_a_run_at_its_load(sweep):
+    # vllm bench sweep serve_workload (0.17.0 on: folders ...-WL--request_rate=N) and serve_sla
+    # (0.11.1-0.16.0: a k=v/ folder per tried value): each run=N.json is a point at the load it
+    # states, with vLLM's own figures; summary.csv gives the same.
+    points = load_result_file(sweep)
+    runs = sorted(sweep.rglob("run=*.json"))
+    rows = list(csv.DictReader((sweep / "summary.csv").read_text().splitlines()))
+    assert len(points) == len(runs) == len(rows) >= 2
+    for point in points:
+        stated = json.loads((sweep / point.key.split("/", 1)[1].split(":")[0]).read_text())
+        _same_as_stated(point, stated)
+        assert point.load.rate == stated["request_rate"]
+        assert point.load.max_concurrency == stated["max_concurrency"]
+        assert point.repeat == stated["run_number"]
+    by_date = {p.key.rsplit(":", 1)[1]: p for p in points}
+    for row_point in load_result_file(sweep / "summary.csv"):
+        run = by_date[row_point.key.rsplit(":", 1)[1]]
+        _same_as_stated(row_point, {name: getattr(run.metrics, name) for name in STATED})
+        assert (row_point.load.rate, row_point.load.max_concurrency) == (
+            run.load.rate, run.load.max_concurrency)  # fmt: skip
