@@ -4,7 +4,8 @@
   stage_N_prometheus_metrics.json when that is beside it (runner.importer.companions); the
   summary reports, per-request reports and config.yaml are not points.
 - vllm bench sweep: each run=N.json under the sweep's SERVE-.../BENCH-... folders is a point
-  (warmup.json and each combination's summary.json, the list of its runs, are not read again);
+  (warmup.json, an unmeasured run, is not read; each combination's summary.json and
+  serve_sla's SLA--*.json, lists of its runs, are not read again);
   vLLM 0.32's --continue-on-error failure records (run=N.failure.json, warmup.failure.json,
   SERVE-...-failure.json) hold no figures and are not read: each point names them in a note;
   a sweep folder with only its summary.csv gives that file's rows.

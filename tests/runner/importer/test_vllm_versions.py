@@ -442,7 +442,9 @@ def test_a_sweeps_warmup_is_refused_as_unmeasured_not_read_as_run_0():
         load_result_file(FAILURES / "SERVE--small-BENCH--fast" / "warmup.json")
 
 
-@pytest.mark.parametrize("sweep", [OLDER / "0.29.0" / "sweep" / "workload"])
+@pytest.mark.parametrize("sweep", [
+    OLDER / "0.29.0" / "sweep" / "workload", OLDER / "0.12.0" / "sweep" / "sla",
+])  # fmt: skip
 def test_a_serve_workload_or_sla_sweep_is_a_point_a_run_at_its_load(sweep):
     # vllm bench sweep serve_workload (0.17.0 on: folders ...-WL--request_rate=N) and serve_sla
     # (0.11.1-0.16.0: a k=v/ folder per tried value): each run=N.json is a point at the load it
@@ -457,9 +459,22 @@ def test_a_serve_workload_or_sla_sweep_is_a_point_a_run_at_its_load(sweep):
         assert point.load.rate == stated["request_rate"]
         assert point.load.max_concurrency == stated["max_concurrency"]
         assert point.repeat == stated["run_number"]
+        assert point.engine_config.max_num_seqs == stated.get("max_num_seqs")
     by_date = {p.key.rsplit(":", 1)[1]: p for p in points}
     for row_point in load_result_file(sweep / "summary.csv"):
         run = by_date[row_point.key.rsplit(":", 1)[1]]
         _same_as_stated(row_point, {name: getattr(run.metrics, name) for name in STATED})
         assert (row_point.load.rate, row_point.load.max_concurrency) == (
             run.load.rate, run.load.max_concurrency)  # fmt: skip
+
+
+def test_a_serve_sla_sweeps_sla_file_is_the_list_of_every_run_it_tried():
+    # vLLM 0.12.0's serve_sla writes SLA--<constraint>.json beside the k=v/ folders: every run
+    # of its search, in the order it ran them (as summary.json lists a combination's runs).
+    [sla_file] = (OLDER / "0.12.0" / "sweep" / "sla").rglob("SLA--*.json")
+    runs = json.loads(sla_file.read_text())
+    points = load_result_file(sla_file)
+    assert len(points) == len(runs) >= 2
+    for point, run in zip(points, runs, strict=True):
+        _same_as_stated(point, run)
+        assert point.load.rate == run["request_rate"]
