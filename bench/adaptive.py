@@ -262,7 +262,8 @@ def cmd_live(args: argparse.Namespace) -> int:
     for point in points:
         if point.engine_config.label() == best.label and point.metrics.valid:
             levels.setdefault(point.load.label(), []).append(point.metrics.output_throughput)
-    values = next((v for v in levels.values() if min(v) == best.answer), [])
+    at = next((level for level, v in levels.items() if min(v) == best.answer), None)
+    values = levels[at] if at is not None else []
     interval = answer_interval(searched, values)
     starts = sum(1 for c in searched.cells if c.engine_start_s is not None)
     print(f"grid   {full.value:.1f} tok/s at {full.config} | {full.level}; engine time "
@@ -273,7 +274,6 @@ def cmd_live(args: argparse.Namespace) -> int:
     if interval is not None and full.value is not None:
         print(f"interval {interval.low:.1f}-{interval.high:.1f}: the grid's answer "
               f"{'inside' if interval.contains(full.value) else 'outside'}")
-    at = next((level for level, v in levels.items() if min(v) == best.answer), None)
     if at is not None:
         print(f"choice {_choice_in_grid(grid, full, best.label, at)}")
     again = _again(grid, full)
