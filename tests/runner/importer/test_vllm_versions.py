@@ -225,7 +225,7 @@ def test_a_vllm_0_8_to_0_11_detailed_files_requests_give_back_its_e2el(version):
     assert sum(e2els) / len(e2els) * 1000 == pytest.approx(stated["mean_e2el_ms"], rel=1e-3)
 
 
-@pytest.mark.parametrize("version", ["0.8.5", "0.9.2", "0.11.0"])
+@pytest.mark.parametrize("version", ["0.8.5", "0.9.1", "0.9.2", "0.11.0"])
 def test_every_run_a_vllm_0_8_to_0_11_appended_is_a_point(version):
     path = OLDER / version / "append.json"
     lines = path.read_text().splitlines()
@@ -329,16 +329,6 @@ def test_vllm_bench_serve_before_0_11_names_vllm_by_its_endpoint_type(version):
     [point] = load_result_file(OLDER / version / "plain.json")
     assert stated["endpoint_type"] == "vllm" and "backend" not in stated
     assert point.provenance is not None and point.provenance.engine.name == "vllm"
-
-
-def test_every_run_vllm_bench_serve_0_9_1_appended_is_a_point():
-    path = OLDER / "0.9.1" / "append.json"
-    lines = path.read_text().splitlines()
-    points = load_result_file(path)
-    assert len(points) == len(lines) == 2
-    for point, line in zip(points, lines, strict=True):
-        _same_as_stated_08_to_011(point, json.loads(line))
-    assert [p.load.label() for p in points] == ["rate 4.0/s x 8", "concurrency 2 x 8"]
 
 
 def test_vllm_0_16s_start_times_place_each_request():
