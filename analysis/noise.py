@@ -7,8 +7,9 @@ the draws of each setting (a setting's repeats and its control point), pooled ov
 settings by their degrees of freedom. A control point (runner.sweep) is its config's first
 level measured once more after the last, on the same engine: the pair measures the drift over
 the config's points. The end control (StabilitySpec.end_control) is the first config's first
-level once more after the last config, on a fresh engine start: against that level's first draw
-it measures the drift over the whole sweep, across engine starts. A figure's interval is never
+level once more after the last config, on a fresh engine start (a search's: its answer point
+once more after the search): against that point's first draw it measures the drift over the
+whole sweep, across engine starts. A figure's interval is never
 narrower than the widest of these pairs implies.
 With one draw per level and no control point nothing measured the noise, and no interval is
 given rather than a made-up one.
@@ -50,6 +51,7 @@ class Drift:
     same level."""
 
     config_label: str
+    load_label: str
     first_key: str
     control_key: str
     change_pct: float
@@ -114,8 +116,9 @@ def _drift(judged: Sequence[PointFigures], control: PointFigures | None,
     beyond = None
     if repeat_sd is not None:
         beyond = not within_band(change, band_pct(repeat_sd, math.sqrt(2)))
-    return Drift(config_label=first.config_label, first_key=first.key,
-                 control_key=control.key, change_pct=change, beyond_spread=beyond)
+    return Drift(config_label=first.config_label, load_label=first.load_label,
+                 first_key=first.key, control_key=control.key, change_pct=change,
+                 beyond_spread=beyond)
 
 
 def _drifts(points: Sequence[PointFigures], repeat_sd: float | None) -> tuple[Drift, ...]:
@@ -128,8 +131,9 @@ def _drifts(points: Sequence[PointFigures], repeat_sd: float | None) -> tuple[Dr
     return tuple(out)
 
 
-def _end_drift(points: Sequence[PointFigures], repeat_sd: float | None) -> Drift | None:
-    """The end control against its setting's first draw, by the per-config controls' rule."""
+def end_drift(points: Sequence[PointFigures], repeat_sd: float | None = None) -> Drift | None:
+    """The end control against its setting's first draw, by the per-config controls' rule
+    (beyond_spread None without repeat_sd)."""
     for group in group_by_setting(points).values():
         judged = judged_repeats(group)
         end = next((p for p in judged if p.end_control), None)
@@ -155,15 +159,15 @@ def run_noise(points: Sequence[PointFigures]) -> RunNoise:
         _draws(points, lambda p: p.output_throughput, controls=True))
     latency_sd, _ = pooled_log_sd(_draws(points, lambda p: p.median_e2el_ms, controls=True))
     drifts = _drifts(points, repeat_sd)
-    end_drift = _end_drift(points, repeat_sd)
-    pairs = (*drifts, *([end_drift] if end_drift is not None else []))
+    end = end_drift(points, repeat_sd)
+    pairs = (*drifts, *([end] if end is not None else []))
     return RunNoise(
         throughput_sd=_at_least_pairs(throughput_sd, pairs),
         latency_sd=_at_least_pairs(latency_sd, pairs),
         repeat_sd=repeat_sd,
         draws=draws,
         drifts=drifts,
-        end_drift=end_drift,
+        end_drift=end,
     )
 
 
@@ -211,9 +215,12 @@ def ratio_interval(
 # --- in words ----------------------------------------------------------------------------------
 
 
-def noise_sentences(noise: RunNoise, disturbed: Sequence[PointFigures]) -> tuple[Sentence, ...]:
+def noise_sentences(
+    noise: RunNoise, disturbed: Sequence[PointFigures], *, searched: bool = False
+) -> tuple[Sentence, ...]:
     """What a run's page says about how sure its figures are: the noise and where it came from,
-    the drift, and the disturbed points."""
+    the drift, and the disturbed points. searched: an adaptive sweep's run, whose end control is
+    its answer point (runner.search.state)."""
     out = []
     band = band_pct(noise.throughput_sd)
     controls = [d.change_pct for d in noise.drifts]
@@ -236,7 +243,7 @@ def noise_sentences(noise: RunNoise, disturbed: Sequence[PointFigures]) -> tuple
             out.append(Sentence(sentences.NO_DRIFT, {
                 "changes": sentences.changes_list(controls), "band": repeat_band}))
     if band is not None and noise.end_drift is not None:
-        out.append(_end_sentence(noise.end_drift, noise.repeat_sd))
+        out.append(_end_sentence(noise.end_drift, noise.repeat_sd, searched))
     if disturbed:
         names = sentences.join_names([f"{p.config_label} at {p.load_label or p.key}"
                                       for p in disturbed])
@@ -245,14 +252,20 @@ def noise_sentences(noise: RunNoise, disturbed: Sequence[PointFigures]) -> tuple
     return tuple(out)
 
 
-def _end_sentence(drift: Drift, repeat_sd: float | None) -> Sentence:
+def _end_sentence(drift: Drift, repeat_sd: float | None, searched: bool) -> Sentence:
     """The end control: beyond the repeats' band, inside it, or with no repeats to judge by."""
-    values = {"change": pct(drift.change_pct), "config": drift.config_label}
+    values = {"change": pct(drift.change_pct)}
+    if searched:
+        values["point"] = f"{drift.config_label} at {drift.load_label or drift.first_key}"
+        moved, drifted, steady = (sentences.SEARCH_END_MOVED, sentences.SEARCH_END_DRIFTED,
+                                  sentences.SEARCH_END_NO_DRIFT)
+    else:
+        values["config"] = drift.config_label
+        moved, drifted, steady = sentences.END_MOVED, sentences.END_DRIFTED, sentences.END_NO_DRIFT
     if repeat_sd is None or drift.beyond_spread is None:
-        return Sentence(sentences.END_MOVED, values)
+        return Sentence(moved, values)
     values["band"] = percent(band_pct(repeat_sd, math.sqrt(2)) or 0.0)
-    template = sentences.END_DRIFTED if drift.beyond_spread else sentences.END_NO_DRIFT
-    return Sentence(template, values)
+    return Sentence(drifted if drift.beyond_spread else steady, values)
 
 
 def figure_sentence(value: float, interval: Interval | None, unit: str) -> Sentence:

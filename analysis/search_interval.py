@@ -1,13 +1,20 @@
-"""An adaptive sweep's answer and its interval, from the search's record and the repeats of the
+"""An adaptive sweep's answer and its interval, from the search's record and the draws of the
 chosen point.
 
-The interval spans the chosen point's repeats, from the lowest to the highest, widened by the
+The interval spans the chosen point's draws, from the lowest to the highest, widened by the
 search's tolerance (the search located the answer to within it, so an unmeasured level or an
 unstarted config may differ from the measured answer by that much under its assumptions) and by
-the run's pooled repeat spread. Two repeats alone hold their point's mean only about half the
-time; widened on each side by the spread (about one standard deviation of a point, for two
-repeats), about 19 times in 20 when the scatter is normal. On a quiet node the spread is small
-and so is the widening; on a noisy one the interval says so.
+the larger of two spreads:
+- the run's pooled repeat spread. Two repeats alone hold their point's mean only about half the
+  time; widened on each side by the spread (about one standard deviation of a point, for two
+  repeats), about 19 times in 20 when the scatter is normal;
+- the spread between the end control (the answer point again on a fresh engine start after the
+  search, runner.search.state) and its setting's first draw. Repeats are taken seconds apart and
+  bound a point's scatter; the end control, minutes later, shows how far the host's speed moved
+  over the search, and an answer read in a fast or a slow spell is off by that much. Where the
+  end control was measured at the chosen point, its draw is inside the span too.
+On a quiet node both spreads are small and so is the widening; on a noisy one the interval says
+so.
 """
 
 from __future__ import annotations
@@ -16,22 +23,64 @@ import math
 from collections.abc import Sequence
 
 from analysis.errors import AnalysisError
-from analysis.noise import Interval
+from analysis.noise import Drift, Interval, end_drift
+from analysis.repeats import setting_of
+from analysis.types import PointFigures
 from runner.schema.search_record import SearchRecord
 
 
-def answer_interval(record: SearchRecord, capacity_values: Sequence[float]) -> Interval | None:
-    """The interval around the answer (output tokens/s); None without a valid repeat."""
-    values = [v for v in capacity_values if math.isfinite(v)]
+def answer_interval(
+    record: SearchRecord,
+    draws: Sequence[float],
+    drift: Drift | None = None,
+    control: float | None = None,
+) -> Interval | None:
+    """The interval around the answer (output tokens/s); None without a valid draw.
+
+    draws: the chosen point's repeats; drift: the run's end control against its first draw;
+    control: the end control's draw where it was measured at the chosen point."""
+    values = [v for v in draws if math.isfinite(v)]
     if not values:
         return None
-    if any(v < 0 for v in values):
-        raise AnalysisError(f"a throughput cannot be negative: {values}")
+    span = values + ([control] if control is not None and math.isfinite(control) else [])
+    if any(v < 0 for v in span):
+        raise AnalysisError(f"a throughput cannot be negative: {span}")
     noise = (record.noise_pct or 0.0) / 100
-    widen = record.spec.tolerance_pct / 100 + noise
+    moved = _pair_spread(drift.change_pct / 100) if drift is not None else 0.0
+    widen = record.spec.tolerance_pct / 100 + max(noise, moved)
     measured = ("one measurement" if len(values) == 1 else
                 f"the chosen point's {len(values)} repeats")
-    basis = (f"{measured}, widened by the search's {record.spec.tolerance_pct:g}% tolerance"
-             + (f" and the run's {record.noise_pct:.1f}% repeat spread" if noise else
-                "; no repeat in the run measured its spread"))
-    return Interval(min(values) * (1 - widen), max(values) * (1 + widen), len(values), basis)
+    if len(span) > len(values):
+        measured += " and its end control"
+    basis = f"{measured}, widened by the search's {record.spec.tolerance_pct:g}% tolerance"
+    if drift is not None and moved > noise:
+        basis += (f" and the {100 * moved:.1f}% spread between {drift.config_label}'s first draw "
+                  "and its end control after the search"
+                  + (f" (more than the run's {record.noise_pct:.1f}% repeat spread)" if noise
+                     else ""))
+    elif noise:
+        basis += f" and the run's {record.noise_pct:.1f}% repeat spread"
+    else:
+        basis += "; no repeat in the run measured its spread"
+    return Interval(min(span) * (1 - widen), max(span) * (1 + widen), len(span), basis)
+
+
+def chosen_point_interval(
+    record: SearchRecord, figs: Sequence[PointFigures], key: str | None
+) -> Interval | None:
+    """Around the point `key` (the run's shown operating point): its valid draws, its end
+    control where the search measured it there, and the run's end drift. None: no such point."""
+    chosen = next((f for f in figs if f.key == key), None)
+    if chosen is None:
+        return None
+    setting = setting_of(chosen)
+    same = [f for f in figs if f.valid and setting_of(f) == setting]
+    control = next((f.output_throughput for f in same if f.end_control), None)
+    return answer_interval(record, [f.output_throughput for f in same if not f.end_control],
+                           end_drift(figs), control)
+
+
+def _pair_spread(change: float) -> float:
+    """(max - min) / mean of a draw and another `change` (a fraction) away from it, the spread
+    the run's repeats are pooled by (runner.search.state)."""
+    return abs(change) / (1 + change / 2)

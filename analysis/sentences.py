@@ -639,6 +639,18 @@ END_NO_DRIFT = (
     "The end control (%(config)s's first load level, measured again on a fresh engine start "
     "after the last config) moved %(change)s, inside the ±%(band)s the repeats scatter by: no "
     "drift between the start and the end of the sweep.")
+SEARCH_END_MOVED = (
+    "The end control (the search's answer point, %(point)s, measured again on a fresh engine "
+    "start after the search) moved %(change)s from its first draw; with one draw per level "
+    "nothing tells that from noise, and every interval here is widened to include it.")
+SEARCH_END_DRIFTED = (
+    "Drifted by %(change)s over the search: its answer point, %(point)s, measured again on a "
+    "fresh engine start after the search, moved beyond the ±%(band)s its repeats scatter by. "
+    "Every interval here is widened to include it.")
+SEARCH_END_NO_DRIFT = (
+    "The end control (the search's answer point, %(point)s, measured again on a fresh engine "
+    "start after the search) moved %(change)s from its first draw, inside the ±%(band)s the "
+    "repeats scatter by: no drift over the search.")
 DISTURBED_POINTS = (
     "Other processes on the host disturbed %(count)s point(s) (%(points)s): they are drawn "
     "hollow, and the knee, the saturation tag and the sweep's story do not read their change as "
@@ -652,7 +664,8 @@ RATIO_WITHIN_NOISE = (
 RATIO_NO_INTERVAL = (
     "%(ratio)s from single draws, with no interval: nothing in either run measured its noise")
 NOISE_TEMPLATES = (NOISE_REPEATS, NOISE_CONTROLS, NOISE_NONE, DRIFTED, NO_DRIFT, NOISE_END_ONLY,
-                   END_MOVED, END_DRIFTED, END_NO_DRIFT, DISTURBED_POINTS,
+                   END_MOVED, END_DRIFTED, END_NO_DRIFT, SEARCH_END_MOVED,
+                   SEARCH_END_DRIFTED, SEARCH_END_NO_DRIFT, DISTURBED_POINTS,
                    FIGURE_INTERVAL, RATIO_INTERVAL, RATIO_WITHIN_NOISE, RATIO_NO_INTERVAL)
 
 

@@ -238,11 +238,17 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_live(args: argparse.Namespace) -> int:
-    from analysis.search_interval import answer_interval
+    from analysis.convert import from_point_result
+    from analysis.noise import end_drift
+    from analysis.search_interval import chosen_point_interval
 
     grid = record(args)
     spec = SearchSpec()
-    plan = grid.plan.model_copy(update={"search": spec})
+    # The search ends with its end control (the answer point again on a fresh engine start),
+    # as it does by default on a CPU engine; the grid measured without one.
+    plan = grid.plan.model_copy(update={
+        "search": spec, "stability": grid.plan.stability.model_copy(
+            update={"end_control": True})})
     records: list[SearchRecord] = []
     points = []
     with tempfile.TemporaryDirectory(prefix="headroom-search-") as workdir:
@@ -260,11 +266,20 @@ def cmd_live(args: argparse.Namespace) -> int:
     # The answer point's repeats: the level of the best config whose lowest repeat it is.
     levels: dict[str, list[float]] = {}
     for point in points:
-        if point.engine_config.label() == best.label and point.metrics.valid:
+        if (point.engine_config.label() == best.label and point.metrics.valid
+                and not point.end_control):
             levels.setdefault(point.load.label(), []).append(point.metrics.output_throughput)
     at = next((level for level, v in levels.items() if min(v) == best.answer), None)
-    values = levels[at] if at is not None else []
-    interval = answer_interval(searched, values)
+    figs = [from_point_result(p) for p in points]
+    key = next((p.key for p in points if p.engine_config.label() == best.label
+                and p.load.label() == at), None)
+    interval = chosen_point_interval(searched, figs, key)
+    drift = end_drift(figs)
+    if drift is not None:
+        print(f"end control {drift.change_pct:+.1f}% on {drift.config_label} | "
+              f"{drift.load_label} against its first draw")
+    else:
+        print(f"end control none {searched.end_control_note}")
     starts = sum(1 for c in searched.cells if c.engine_start_s is not None)
     print(f"grid   {full.value:.1f} tok/s at {full.config} | {full.level}; engine time "
           f"{grid.cost_s():.0f} s, {len(grid.points)} points, {len(grid.engine_start_s)} starts")

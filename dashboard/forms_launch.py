@@ -178,8 +178,9 @@ class LaunchForm(SearchFields):
         choices=[("", "by engine: on for a CPU engine, off on GPUs"), ("on", "on"),
                  ("off", "off")],
         help_text="measure the first engine config's first load level again after the last "
-        "config, on a fresh engine start: how far the host drifted over the whole sweep (one "
-        "engine start and one point more, for two or more configs)")
+        "config (a search: its answer point after its last point), on a fresh engine start: how "
+        "far the host drifted over the whole sweep (one engine start and one point more, for a "
+        "search or two or more configs)")
     converge_pct = forms.FloatField(
         label="Converge to (±%)", required=False, min_value=0.1, max_value=50,
         help_text="repeat each config's deciding load levels (the knee's operating point and its "

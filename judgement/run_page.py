@@ -140,7 +140,7 @@ def run_page(benchmark: Benchmark, query: Mapping[str, str]) -> RunPage | None:
     figs, unreadable = figures_by_key(points)
     fig_list = list(figs.values())
     shown = shown_operating_point(benchmark, fig_list)
-    stability = run_stability(fig_list)
+    stability = run_stability(fig_list, searched=benchmark.search is not None)
     found = verdict_rows(fig_list)
     summary, summary_error = sweep_change(found, fig_list)
     frontier = pareto_frontier(fig_list)

@@ -9,8 +9,7 @@ from dataclasses import dataclass, field
 import pydantic
 
 from analysis.noise import Interval
-from analysis.repeats import setting_of
-from analysis.search_interval import answer_interval
+from analysis.search_interval import chosen_point_interval
 from analysis.types import PointFigures
 from benchmarks.launch.estimates import SECONDS_PER_HOUR, duration_label, gpu_hours_label, gpus_held
 from benchmarks.models import Benchmark, Point
@@ -22,6 +21,7 @@ PHASES = {
     "probe": "probe: the highest load first",
     "refine": "refine: a level inside the interval that holds the answer",
     "repeat": "repeat: a deciding point",
+    "control": "end control: the answer point again on a fresh engine start",
 }
 
 
@@ -73,7 +73,7 @@ def search_view(
         record=record,
         steps=steps,
         cells=record.cells,
-        interval=_interval(record, figs, shown.key),
+        interval=chosen_point_interval(record, figs, shown.key),
         answer_key=shown.key,
         spent=duration_label(spent_s),
         grid=duration_label(grid_s),
@@ -98,16 +98,3 @@ def cost_basis(record: SearchRecord) -> str:
     else:
         start = "engine start not known (none measured on this node)"
     return f"{start}, points by their measured wall time"
-
-
-def _interval(
-    record: SearchRecord, figs: Sequence[PointFigures], key: str | None
-) -> Interval | None:
-    """Around the shown operating point: its valid repeats' throughputs
-    (analysis.search_interval)."""
-    chosen = next((f for f in figs if f.key == key), None)
-    if chosen is None:
-        return None
-    setting = setting_of(chosen)
-    values = [f.output_throughput for f in figs if f.valid and setting_of(f) == setting]
-    return answer_interval(record, values)

@@ -24,10 +24,13 @@ class RunStability:
     disturbed: frozenset[str]  # keys of the points other processes disturbed
 
 
-def run_stability(figs: Sequence[PointFigures]) -> RunStability:
+def run_stability(figs: Sequence[PointFigures], *, searched: bool = False) -> RunStability:
+    """searched: the run is an adaptive sweep (Benchmark.search), whose end control is its
+    answer point."""
     disturbed = [f for f in figs if f.disturbed]
     found = noise.run_noise(figs)
-    return RunStability(noise=found, sentences=noise.noise_sentences(found, disturbed),
+    return RunStability(noise=found,
+                        sentences=noise.noise_sentences(found, disturbed, searched=searched),
                         disturbed=frozenset(f.key for f in disturbed))
 
 
@@ -80,7 +83,7 @@ def comparison_stability(
         figs = _run_figures(point)
         mine = next((f for f in figs if f.key == point.key), None)
         draws = [] if mine is None else [f.output_throughput for f in _draws(mine, figs)]
-        sides.append((draws, run_stability(figs)))
+        sides.append((draws, run_stability(figs, searched=point.benchmark.search is not None)))
     (b, before), (c, after) = sides
     sentence = None
     if ratio is not None:

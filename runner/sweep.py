@@ -230,13 +230,25 @@ def run_plan(
             done += len(group) - measured  # the config's remaining points cannot be measured
     missed: str | None = None
     for planned in [p for p in todo if p.end_control]:
+        if PlannedPoint(planned.config, planned.load, 0).key not in measured_keys | skip_keys:
+            continue  # the first config's first draw failed: nothing to compare it with
         context = _PointContext(plan, planned, done, total, report)
-        missed = yield from _end_control(context, workdir, inputs, cancel, on_started,
-                                         measured_keys | skip_keys)
+        _, missed = yield from _end_control(context, workdir, inputs, cancel, on_started,
+                                            GRID_END_CONTROL)
     if failures:
         raise SweepIncomplete(failures + ([missed] if missed else []))
     if missed:
         raise EndControlMissed(missed)
+
+
+@dataclass(frozen=True)
+class _EndControlWords:
+    what: str  # the point measured again
+    after: str  # after what
+
+
+GRID_END_CONTROL = _EndControlWords("the first config's first load level", "the last config")
+SEARCH_END_CONTROL = _EndControlWords("the search's answer point", "the search")
 
 
 def _end_control(
@@ -245,14 +257,12 @@ def _end_control(
     inputs: _Inputs,
     cancel: threading.Event,
     on_started: Callable[[float], None],
-    measured: set[str] | frozenset[str],
-) -> Generator[PointResult, None, str | None]:
-    """The end control, measured on a fresh start of the first config's engine; returns why it
-    was not measured when that start failed, or None. Without the first config's first draw
-    (its engine failed) there is nothing to compare it with, and nothing is started."""
+    words: _EndControlWords,
+    step: SearchStep | None = None,
+) -> Generator[PointResult, None, tuple[PointResult | None, str | None]]:
+    """The end control, measured on a fresh start of its config's engine; returns the point, or
+    why it was not measured when that start failed."""
     plan, planned = context.plan, context.planned
-    if PlannedPoint(planned.config, planned.load, 0).key not in measured:
-        return None
     if cancel.is_set():
         raise Cancelled()
     label = planned.config.label()
@@ -266,12 +276,13 @@ def _end_control(
             point = _finished_point(timed, running, prompts, inputs, cancel)
     except EngineError as exc:
         log.warning("the end control's engine %s failed: %s", label, exc)
-        return f"end control ({label} started again after the last config): {exc}"
-    point.notes.append("end control: the first config's first load level measured again on "
-                       "a fresh engine start after the last config")
+        return None, f"end control ({label} started again after {words.after}): {exc}"
+    point.notes.append(f"end control: {words.what} measured again on a fresh engine start "
+                       f"after {words.after}")
+    point.search = step
     yield point
     context.report(Progress(context.done + 1, context.total, 0, 0, f"finished {planned.key}"))
-    return None
+    return point, None
 
 
 def _converging(
@@ -477,9 +488,49 @@ def _run_search(
             search.config_failed(str(exc))
         on_search(search.record())
     search.finish()
+    missed = None
+    if plan.has_end_control:
+        missed = yield from _search_end_control(search, plan, workdir, inputs, known, cancel,
+                                                report, on_started)
     on_search(search.record())
     if failures:
-        raise SweepIncomplete(failures)
+        raise SweepIncomplete(failures + ([missed] if missed else []))
+    if missed:
+        raise EndControlMissed(missed)
+
+
+def _search_end_control(
+    search: Search,
+    plan: SweepPlan,
+    workdir: Path,
+    inputs: _Inputs,
+    known: Mapping[str, Observation],
+    cancel: threading.Event,
+    report: Callable[[Progress], None],
+    on_started: Callable[[float], None],
+) -> Generator[PointResult, None, str | None]:
+    """The search's answer point once more on a fresh engine start (Search.end_control);
+    returns why it was not measured, or None. A resumed run that holds it measures nothing."""
+    request = search.end_control()
+    if request is None:
+        return None
+    config = plan.engine_configs[request.config]
+    planned = PlannedPoint(config, search.loads[request.level], request.repeat, end_control=True)
+    if planned.key in known:
+        return None
+    starts: list[float] = []
+
+    def started(seconds: float) -> None:
+        starts.append(seconds)
+        on_started(seconds)
+
+    context = _PointContext(plan, planned, request.order - 1, request.order, report)
+    point, missed = yield from _end_control(
+        context, workdir, inputs, cancel, started, SEARCH_END_CONTROL,
+        step=SearchStep(order=request.order, phase=request.phase, reason=request.reason))
+    if point is not None:
+        search.end_control_measured(starts[0] if starts else None, observe(point).wall_s)
+    return missed
 
 
 def _next_unknown(

@@ -126,7 +126,8 @@ def gpus_held(plan: SweepPlan) -> int:
 
 
 def engine_starts(plan: SweepPlan) -> int:
-    """One start per engine config, and one more for the end control (its first config again)."""
+    """One start per engine config, and one more for the end control (its first config again, or
+    a search's answer config)."""
     if not starts_engines(plan):
         return 0
     return len(plan.engine_configs) + int(plan.has_end_control)
@@ -134,7 +135,10 @@ def engine_starts(plan: SweepPlan) -> int:
 
 def end_control_note(plan: SweepPlan) -> str:
     """What the end control adds to the estimate, or why a plan that could have one has none;
-    "" where it cannot (one config, an endpoint, a search)."""
+    "" where it cannot (a grid of one config, an endpoint)."""
+    if plan.has_end_control and plan.search is not None:
+        return ("The end control adds one engine start (the answer point's config again after "
+                "the search) and one point.")
     if plan.has_end_control:
         return (f"The end control adds one engine start ({plan.engine_configs[0].label()} "
                 "again after the last config) and one point.")

@@ -467,8 +467,9 @@ class StabilitySpec(Schema):
     # engine (no extra start): the drift over the config's points. Only for two or more levels.
     control_point: bool = True
     # The first config's first load level measured once more after the last config, on a fresh
-    # start of that config's engine: the drift over the whole sweep, across engine starts. Only
-    # for a grid (no search) of two or more configs on engines the sweep starts (not attach).
+    # start of that config's engine: the drift over the whole sweep, across engine starts. For a
+    # grid of two or more configs, or a search (whose end control is its answer point again after
+    # its last point), on engines the sweep starts (not attach).
     # A plan that leaves it unset takes default_end_control(launch style) (SweepPlan fills it in).
     end_control: bool = False
     # Convergence (runner.convergence): after a config's repeats, its deciding levels (the knee's
@@ -547,9 +548,11 @@ class SweepPlan(Schema):
     @property
     def has_end_control(self) -> bool:
         """Whether the sweep ends with the end control (StabilitySpec.end_control): a grid of
-        two or more configs on engines it starts; an attached server is never restarted."""
-        return (self.stability.end_control and self.search is None
-                and len(self.engine_configs) > 1 and self.launch.style != "attach")
+        two or more configs, or a search, on engines it starts; an attached server is never
+        restarted."""
+        return (self.stability.end_control
+                and (self.search is not None or len(self.engine_configs) > 1)
+                and self.launch.style != "attach")
 
     @model_validator(mode="after")
     def _code_loading_needs_trust(self) -> SweepPlan:

@@ -96,8 +96,9 @@ class SearchSpec(Schema):
 
 
 # Why a point was measured: the highest load first (its throughput bounds the lower ones'),
-# then levels that halve the interval holding the answer, then repeats of deciding points.
-SearchPhase = Literal["probe", "refine", "repeat"]
+# then levels that halve the interval holding the answer, then repeats of deciding points; last,
+# with StabilitySpec.end_control, the answer point again on a fresh engine start (its drift).
+SearchPhase = Literal["probe", "refine", "repeat", "control"]
 
 
 class SearchStep(Schema):
@@ -145,6 +146,10 @@ class SearchRecord(Schema):
     )
     budget_spent: bool = False
     finished: bool = False
+    # The end control's engine start and point (runner.search.state.Search.end_control), counted
+    # in the search's engine time; 0: none measured. points_measured counts its point.
+    end_control_s: float = 0.0
+    end_control_note: str = ""  # why a budget left the end control out; "": it did not
     # The cost model's engine start (runner.search.costs): the prior it was given, the node's
     # last starts of the checkpoint, and the median of this run's; None: not known.
     start_prior_s: float | None = None
@@ -152,4 +157,4 @@ class SearchRecord(Schema):
 
     @property
     def spent_s(self) -> float:
-        return self.engine_start_s + self.point_s
+        return self.engine_start_s + self.point_s + self.end_control_s

@@ -14,6 +14,11 @@ Three rules decide what is measured:
   of runner.search.walk leaves unstarted the configs its neighbours bound;
 - repeats go to the points that decide the answer: the best config's answer point (its
   capacity needs a measured spread) and a deciding point inside the noise of its rule.
+
+After the last point, with StabilitySpec.end_control, runner.sweep measures end_control(): the
+answer point once more on a fresh engine start. Its repeats were taken seconds apart and bound
+a point's scatter; the control, minutes later, shows how far the host's speed moved meanwhile,
+and the answer's interval (analysis.search_interval) widens by it.
 """
 
 from __future__ import annotations
@@ -82,6 +87,8 @@ class Search:
         self.budget_spent = False
         self.budget_note = ""  # why the unstarted configs were left once a budget ran out
         self.finished = False
+        self.end_control_s: float | None = None  # its start and point; None: not measured
+        self.end_control_note = ""  # why a budget left it out
 
     # -- what the walk and the pruning read -----------------------------------------------
 
@@ -191,6 +198,33 @@ class Search:
         self._close_current()
         self.finished = True
 
+    def end_control(self) -> Request | None:
+        """The answer point once more, after the search (module docstring): the best config's
+        answer level, numbered past any repeat the search takes. None: no config has an answer."""
+        best = self.walk.best(self.answer)
+        level = None if best is None else self.states[best].levels.answer()
+        if best is None or level is None:
+            return None
+        spent = self._budget_spent()
+        if spent is not None:
+            self.end_control_note = f"no end control: the {spent} budget was spent"
+            return None
+        budget = self.spec.time_budget_s
+        if budget is not None:
+            needed = (self.costs.start_s() or 0.0) + (self.costs.point_s(level) or 0.0)
+            left = budget - self.spent_s()
+            if needed > left:
+                self.end_control_note = (
+                    f"no end control: an engine start and its point need about {needed:.0f} s, "
+                    f"and the time budget had {left:.0f} s left")
+                return None
+        return Request(best, level, self.max_repeats + 1, self.points_measured() + 1, "control",
+                       "the answer point again on a fresh engine start after the search: how "
+                       "far the host's speed moved since its first draw")
+
+    def end_control_measured(self, start_s: float | None, wall_s: float) -> None:
+        self.end_control_s = (start_s or 0.0) + wall_s
+
     # -- inside -----------------------------------------------------------------------------
 
     def _repeat(
@@ -217,8 +251,10 @@ class Search:
         return LevelChoice(level, "repeat", why)
 
     def spent_s(self) -> float:
-        """Seconds this search used on the node: its engine starts and its points."""
-        return sum(self.costs.starts) + sum(sum(walls) for walls in self.costs.walls.values())
+        """Seconds this search used on the node: its engine starts and its points, and its end
+        control's."""
+        return (sum(self.costs.starts) + sum(sum(walls) for walls in self.costs.walls.values())
+                + (self.end_control_s or 0.0))
 
     def _budget_spent(self) -> str | None:
         """Which budget is spent ("point" or "time"), or None while both have room."""
@@ -301,7 +337,7 @@ class Search:
         return SearchRecord(
             spec=self.spec,
             cells=cells,
-            points_measured=len(observations),
+            points_measured=len(observations) + int(self.end_control_s is not None),
             engine_start_s=sum(starts),
             point_s=sum(o.wall_s for o in observations),
             grid_points=len(self.configs) * len(self.loads) * self.max_repeats,
@@ -309,6 +345,8 @@ class Search:
             noise_pct=None if noise is None else noise * 100,
             budget_spent=self.budget_spent,
             finished=self.finished,
+            end_control_s=self.end_control_s or 0.0,
+            end_control_note=self.end_control_note,
             start_prior_s=self.costs.start_prior_s,
             start_measured_s=self.costs.measured_start_s(),
         )

@@ -3,6 +3,7 @@ intervals and their wording, each on hand-computed draws."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -327,3 +328,30 @@ def test_a_config_disturbed_throughout_is_still_walked_rather_than_left_without_
     assert chosen.chosen_key == ladder[1].key
     assert chosen.evidence.excluded_disturbed == ()
     assert chosen.evidence.disturbed_walked == (ladder[0].key, ladder[3].key)
+
+
+# --- a search's end control: its answer point again after the search ---------------------------
+
+@pytest.mark.parametrize(("end", "repeated", "expected"), [
+    (1150.0, True,
+     "The end control (the search's answer point, seqs=4 at burst 8, measured again on a fresh "
+     "engine start after the search) moved +15.0% from its first draw, inside the ±20.5% the "
+     "repeats scatter by: no drift over the search."),
+    (750.0, True,
+     "Drifted by -25.0% over the search: its answer point, seqs=4 at burst 8, measured again on "
+     "a fresh engine start after the search, moved beyond the ±20.5% its repeats scatter by. "
+     "Every interval here is widened to include it."),
+    (800.0, False,
+     "The end control (the search's answer point, seqs=4 at burst 8, measured again on a fresh "
+     "engine start after the search) moved -20.0% from its first draw; with one draw per level "
+     "nothing tells that from noise, and every interval here is widened to include it."),
+])
+def test_a_searchs_end_control_names_its_answer_point_not_the_first_config(
+    end, repeated, expected
+):
+    points = [dataclasses.replace(p, load_label="burst 8") if "|burst 8|" in p.key else p
+              for p in sweep_with_end(end, repeats=repeated)]
+    found = noise.run_noise(points)
+    assert str(noise.noise_sentences(found, [], searched=True)[-1]) == expected
+    # A grid's run still names its first config's first level.
+    assert "first load level" in str(noise.noise_sentences(found, [])[-1])

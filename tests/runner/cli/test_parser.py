@@ -74,7 +74,7 @@ def test_a_plan_that_leaves_the_end_control_unset_takes_its_engines_default(laun
     assert said.stability.end_control is (not taken)
 
 
-def test_the_end_control_needs_two_configs_a_grid_and_an_engine_it_starts():
+def test_the_end_control_needs_two_configs_or_a_search_and_an_engine_it_starts():
     two = SweepPlan(checkpoint=Checkpoint(model="m"), launch=EngineLaunch(style="serve"),
                     engine_configs=[EngineConfig(max_num_seqs=4), EngineConfig(max_num_seqs=8)],
                     loads=[LoadSpec(num_requests=8)],
@@ -84,9 +84,11 @@ def test_the_end_control_needs_two_configs_a_grid_and_an_engine_it_starts():
     one = two.model_copy(update={"engine_configs": [EngineConfig(max_num_seqs=4)]})
     attached = two.model_copy(update={"launch": EngineLaunch(style="attach",
                                                              base_url="http://127.0.0.1:8000")})
-    searched = two.model_copy(update={"search": SearchSpec()})
-    assert not any(plan.has_end_control for plan in (one, attached, searched))
+    assert not any(plan.has_end_control for plan in (one, attached))
     assert not any(p.end_control for p in plan_points(one) + plan_points(attached))
+    # A search's end control is its answer point again, so one config is enough.
+    assert one.model_copy(update={"search": SearchSpec()}).has_end_control
+    assert not attached.model_copy(update={"search": SearchSpec()}).has_end_control
 
 
 @pytest.mark.parametrize(("flags", "taken"), [

@@ -9,6 +9,7 @@ from analysis.search_interval import answer_interval
 from runner.schema.engine_config import EngineConfig
 from runner.schema.search_record import SearchSpec
 from runner.search.replay import RecordedGrid, grid_answer, replay
+from runner.search.state import Search
 
 from .grids import recorded_grid, saturating
 
@@ -364,3 +365,60 @@ def test_each_configs_status_reason_and_start_stay_its_own():
     assert why_first and why_second
     others = [c for i, c in enumerate(cells) if i not in (first, second)]
     assert all(c.engine_start_s is None and c.status == "not_started" for c in others)
+
+
+# --- the end control: the answer point again after the search ------------------------------------
+
+def searched(grid: RecordedGrid, spec: SearchSpec) -> Search:
+    """The search run to its end on the grid, as replay() does, its end control not yet asked."""
+    plan = grid.plan.model_copy(update={"search": spec})
+    search = Search(plan)
+    while (step := search.next_config()) is not None:
+        config = plan.engine_configs[step[0]]
+        search.config_started(grid.engine_start_s[config.label()])
+        while (request := search.next_point()) is not None:
+            load = search.loads[request.level]
+            search.observe(request, grid.point(config.label(), load.label(),
+                                               request.repeat).observation())
+    search.finish()
+    return search
+
+
+def test_the_end_control_is_the_answer_point_numbered_past_every_repeat():
+    grid = recorded_grid(saturating(capacity_by_seqs_and_tokens))
+    found = replay(grid, KNEE)
+    search = searched(grid, KNEE)
+    control = search.end_control()
+
+    assert control is not None and control.phase == "control"
+    assert (search.configs[control.config].label(), search.loads[control.level].label()) == (
+        found.answer_config, found.answer_level)
+    # The sweep's end-control key: past the repeats and the grid's control point.
+    assert control.repeat == grid.plan.repeats + 1
+    assert control.order == found.record.points_measured + 1
+    search.end_control_measured(30.0, 5.0)
+    record = search.record()
+    assert record.end_control_s == 35.0 and record.end_control_note == ""
+    assert record.points_measured == found.record.points_measured + 1
+    assert record.spent_s == pytest.approx(found.record.spent_s + 35.0)
+
+
+def test_a_spent_point_budget_leaves_the_end_control_out_and_says_so():
+    search = searched(recorded_grid(saturating(capacity_by_seqs_and_tokens)),
+                      SearchSpec(point_budget=3))
+    assert search.end_control() is None
+    assert search.record().end_control_note == "no end control: the point budget was spent"
+
+
+@pytest.mark.parametrize(("budget", "taken"), [(84.0, False), (85.0, True)])
+def test_the_end_control_is_taken_only_where_the_time_budget_has_room_for_it(budget, taken):
+    # The first config spends 50 s (a 30 s start, four 5 s points); the next config would need
+    # 50 s more and is not started; the end control needs a 30 s start and a 5 s point.
+    search = searched(recorded_grid(saturating(capacity_by_seqs_and_tokens)),
+                      SearchSpec(time_budget_s=budget))
+    assert search.spent_s() == 50.0
+    assert (search.end_control() is not None) is taken
+    if not taken:
+        assert search.record().end_control_note == (
+            "no end control: an engine start and its point need about 35 s, and the time "
+            "budget had 34 s left")
