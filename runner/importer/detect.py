@@ -345,6 +345,57 @@ def _llm_d(document: dict[str, Any], _name: str) -> Detected | None:
 # ---------------------------------------------------------------------------------------------
 
 
+# vLLM 0.32's sweep/server.py wait_until_ready: the server process exited before /health answered.
+SERVER_EXITED = re.compile(r"Server process crashed with return code (-?\d+)")
+# A failure's message as the folder's note quotes it: a failed command's message holds the whole
+# command line, so a longer one keeps its start and its end (the exit status).
+FAILURE_MESSAGE_CHARS = 300
+
+
+def vllm_sweep_failure(document: Any) -> str | None:
+    """What a vLLM 0.32 --continue-on-error failure record says failed, with vLLM's own message;
+    None when the document is no such record.
+
+    sweep/serve.py writes three: run_comb's run=N.failure.json and warmup.failure.json (a bench
+    run: run_number, bench_overrides) and run_combs' SERVE-<set>-failure.json (a serve set whose
+    server failed: no bench_overrides). A server process that exits before it is ready is
+    vLLM's RuntimeError "Server process crashed with return code N"; one that exits later is
+    not recorded as such: the bench runs after it are written as runs whose requests all failed
+    (0.32's `vllm bench serve` skips its ready check by default), or fail as runs.
+    """
+    if not isinstance(document, dict) or not (
+        {"error_type", "error", "serve_overrides"} <= document.keys()
+    ):
+        return None
+    vllm_says = f"vLLM: {document['error_type']}: {_shortened(str(document['error']))}"
+    serve = f"serve set {_set_name(document['serve_overrides'])}"
+    if "bench_overrides" in document:
+        run = document.get("run_number")
+        which = "the warmup run" if run == -1 else f"run {run}"
+        bench = f"bench set {_set_name(document['bench_overrides'])}"
+        return f"{serve}, {bench}, {which} failed; {vllm_says}"
+    if exited := SERVER_EXITED.fullmatch(str(document["error"])):
+        return (f"{serve}: its server process exited (return code {exited[1]}) before it was "
+                f"ready, so none of its runs was measured; {vllm_says}")  # fmt: skip
+    return f"{serve} failed before its runs; {vllm_says}"
+
+
+def _set_name(overrides: Any) -> str:
+    """A named parameter set by its name (vLLM's _benchmark_name), another by its settings."""
+    if not isinstance(overrides, dict) or not overrides:
+        return "(default)"
+    if "_benchmark_name" in overrides:
+        return str(overrides["_benchmark_name"])
+    return ", ".join(f"{key}={value}" for key, value in overrides.items())
+
+
+def _shortened(message: str) -> str:
+    if len(message) <= FAILURE_MESSAGE_CHARS:
+        return message
+    half = FAILURE_MESSAGE_CHARS // 2
+    return f"{message[:half]} ... {message[-half:]}"
+
+
 def _vllm_sweep_failure(document: dict[str, Any], _name: str) -> Detected | None:
     # vLLM 0.32's sweep/serve.py run_comb / run_combs with --continue-on-error.
     if not ({"error_type", "error", "serve_overrides"} <= document.keys()):

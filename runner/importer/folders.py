@@ -7,7 +7,8 @@
   (warmup.json, an unmeasured run, is not read; each combination's summary.json and
   serve_sla's SLA--*.json, lists of its runs, are not read again);
   vLLM 0.32's --continue-on-error failure records (run=N.failure.json, warmup.failure.json,
-  SERVE-...-failure.json) hold no figures and are not read: each point names them in a note;
+  SERVE-...-failure.json) hold no figures and are not points: each point's note names each one,
+  what failed (the run, or the serve set whose server process exited) and vLLM's message;
   a sweep folder with only its summary.csv gives that file's rows.
 - AIPerf: each directory holding profile_export_aiperf.json or profile_export.jsonl is one run,
   its summary, records, server metrics and GPU telemetry read as one point
@@ -20,13 +21,14 @@ document limit as a file of its own would be.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
 
 from runner.importer.aiperf_folder import aiperf_runs, read_run
-from runner.importer.companions import Reader, read_companion
-from runner.importer.detect import STAGE_NAME
+from runner.importer.companions import Reader, check_size, read_companion
+from runner.importer.detect import STAGE_NAME, vllm_sweep_failure
 from runner.importer.vllm_document import ImportFileError
 from runner.schema.result import PointResult
 
@@ -52,9 +54,10 @@ def iter_folder(
         return
     sweep_runs = sorted((path for path in files if SWEEP_RUN.match(path.name)), key=_sweep_order)
     if sweep_runs:
-        failures = [_label(name, folder, p) for p in files if SWEEP_FAILURE.match(p.name)]
+        failures = sorted(_failure(path, _label(name, folder, path), limit)
+                          for path in files if SWEEP_FAILURE.match(path.name))  # fmt: skip
         note = (f"this sweep also recorded {len(failures)} failure(s) (vLLM's --continue-on-error "
-                f"records, no figures; not imported): {', '.join(sorted(failures))}")  # fmt: skip
+                f"records, no figures; not imported): {'; '.join(failures)}")  # fmt: skip
         for path in sweep_runs:
             for point in read(path, _label(name, folder, path), limit, None):
                 if failures:
@@ -91,6 +94,16 @@ def _files(folder: Path, name: str) -> list[Path]:
                     raise ImportFileError(f"{name}: more than {MAX_FILES} files; import the "
                                           "tool's output folder itself")  # fmt: skip
     return found
+
+
+def _failure(path: Path, label: str, limit: int | None) -> str:
+    """A failure record named by its file and by what it says failed, in vLLM's words."""
+    check_size(path, label, limit, "a vllm bench sweep failure record")
+    try:
+        said = vllm_sweep_failure(json.loads(path.read_text(encoding="utf-8")))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        said = None
+    return f"{label}: {said or 'not a failure record vLLM wrote (unreadable)'}"
 
 
 def _label(name: str, folder: Path, path: Path) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -402,28 +403,81 @@ def test_a_sweep_with_warmup_and_failures_is_its_measured_runs_naming_the_failur
     _same_as_stated(point, stated)
     assert point.key.startswith("import:failures/SERVE--small-BENCH--fast/run=0.json:")
     assert point.repeat == 0 and point.load.rate == 16.0
-    assert point.notes[-1] == (
-        "this sweep also recorded 3 failure(s) (vLLM's --continue-on-error records, no figures; "
-        "not imported): failures/SERVE--small-BENCH--refused/run=0.failure.json, "
-        "failures/SERVE--small-BENCH--refused/warmup.failure.json, "
-        "failures/SERVE-broken-failure.json"
-    )
+    [note] = [n for n in point.notes if n.startswith("this sweep also recorded 3 failure(s) "
+                                                     "(vLLM's --continue-on-error records")]  # fmt: skip
+    said = note.split("not imported): ", 1)[1].split("; failures/")
+    assert said[0].startswith("failures/SERVE--small-BENCH--refused/run=0.failure.json: serve set "
+                              "small, bench set refused, run 0 failed; vLLM: CalledProcessError: "
+                              "Command '['nice', '-n', '19', ")  # fmt: skip
+    assert said[0].endswith("'--result-filename', 'run=0.json']' returned non-zero exit status 1.")
+    assert " ... " in said[0]  # vLLM's message holds the whole command: its middle is cut
+    assert said[1].startswith("SERVE--small-BENCH--refused/warmup.failure.json: serve set small, "
+                              "bench set refused, the warmup run failed; vLLM: "
+                              "CalledProcessError: ")  # fmt: skip
+    assert said[2] == ("SERVE-broken-failure.json: serve set broken failed before its runs; "
+                       "vLLM: ValueError: invalid literal for int() with base 10: 'none'")
     [row] = load_result_file(FAILURES / "summary.csv")
     _same_as_stated(row, stated)
 
 
+SERVER_EXIT = VLLM / "sweep" / "server-exit"
+
+
+def test_a_sweep_whose_server_exited_keeps_its_measured_runs_and_names_the_exit():
+    # vLLM 0.32's sweep with --continue-on-error over three serve sets: "steady" (two runs),
+    # "dies" (its server exits after answering 4 requests: run 0 partly failed, run 1 wholly)
+    # and "exits" (its server exits at once, code 2: SERVE-exits-failure.json, vLLM's
+    # RuntimeError from sweep/server.py wait_until_ready).
+    points = load_result_file(SERVER_EXIT)
+    assert [p.key.split(":")[1] for p in points] == [
+        "server-exit/SERVE--dies-BENCH--fast/run=0.json",
+        "server-exit/SERVE--dies-BENCH--fast/run=1.json",
+        "server-exit/SERVE--steady-BENCH--fast/run=0.json",
+        "server-exit/SERVE--steady-BENCH--fast/run=1.json",
+    ]
+    for point in points:
+        stated = json.loads((SERVER_EXIT / point.key.split(":")[1].split("/", 1)[1]).read_text())
+        _same_as_stated(point, stated)
+        assert point.repeat == stated["run_number"]
+        assert point.metrics.valid == (stated["failed"] == 0)
+        assert point.notes[-1] == (
+            "this sweep also recorded 1 failure(s) (vLLM's --continue-on-error records, no "
+            "figures; not imported): server-exit/SERVE-exits-failure.json: serve set exits: its "
+            "server process exited (return code 2) before it was ready, so none of its runs was "
+            "measured; vLLM: RuntimeError: Server process crashed with return code 2"
+        )
+    # The server that died mid-sweep left no record of its own: vLLM wrote the run after it
+    # as a run whose 8 requests all failed, which Headroom keeps as an invalid point.
+    assert (points[1].metrics.completed, points[1].metrics.failed) == (0, 8)
+    rows = load_result_file(SERVER_EXIT / "summary.csv")
+    assert sorted(p.metrics.duration for p in rows) == sorted(p.metrics.duration for p in points)
+
+
+def test_an_unreadable_failure_record_is_named_as_such_and_the_runs_still_import(tmp_path):
+    sweep = tmp_path / "server-exit"
+    shutil.copytree(SERVER_EXIT, sweep)
+    record = sweep / "SERVE-exits-failure.json"
+    record.write_text(record.read_text()[:40])  # cut short, as a sweep killed mid-write leaves it
+    points = load_result_file(sweep)
+    assert len(points) == 4
+    assert points[0].notes[-1].endswith("server-exit/SERVE-exits-failure.json: not a failure "
+                                        "record vLLM wrote (unreadable)")  # fmt: skip
+
+
 @pytest.mark.parametrize(("path", "why"), [
-    ("SERVE-broken-failure.json", "a failed server combination (ValueError)"),
-    ("SERVE--small-BENCH--refused/run=0.failure.json", "a failed run (CalledProcessError)"),
-    ("SERVE--small-BENCH--refused/warmup.failure.json",
+    (FAILURES / "SERVE-broken-failure.json", "a failed server combination (ValueError)"),
+    (FAILURES / "SERVE--small-BENCH--refused/run=0.failure.json",
+     "a failed run (CalledProcessError)"),
+    (FAILURES / "SERVE--small-BENCH--refused/warmup.failure.json",
      "a failed warmup run (CalledProcessError)"),
+    (SERVER_EXIT / "SERVE-exits-failure.json", "a failed server combination (RuntimeError)"),
 ])  # fmt: skip
 def test_a_sweep_failure_record_is_refused_by_name(path, why):
     with pytest.raises(ImportFileError, match=(
         rf"vllm bench sweep --continue-on-error failure record: {re.escape(why)}: it holds no "
         "figures, and Headroom does not import failures"
     )):  # fmt: skip
-        load_result_file(FAILURES / path)
+        load_result_file(path)
 
 
 def test_a_sweeps_warmup_is_refused_as_unmeasured_not_read_as_run_0():
