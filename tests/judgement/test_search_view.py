@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.models import Benchmark
-from runner.schema.search_record import SearchRecord
+from runner.schema.search_record import SearchRecord, SearchStep
 from tests.rows import make_benchmark
 
 from .helpers import adaptive_run, point, store
@@ -81,3 +81,27 @@ def test_a_halving_search_claims_no_cost_basis(owner_client):
     with_record(benchmark, method="bracket-bisect-walk/1", start_measured_s=60.0)
     page = owner_client.get(f"/runs/{benchmark.code}/").content.decode()
     assert 'id="search-cost-basis"' not in page
+
+
+def test_the_end_control_widens_the_answers_interval_by_the_hosts_drift(owner_client):
+    benchmark = adaptive_run()
+    # The answer point once more after the search, 20% below its first draw (3000 tok/s).
+    control = SearchStep(order=6, phase="control", reason="the answer point again")
+    store(benchmark, max_num_seqs=512, num_requests=2000, throughput=2400.0,
+          median_e2el_ms=4300.0, repeat=3, update={"search": control, "end_control": True})
+    with_record(benchmark, end_control_s=70.0, points_measured=6)
+    response = owner_client.get(f"/runs/{benchmark.code}/")
+    search = response.context["judgement"].search
+    page = response.content.decode()
+
+    # The draws 2950, 3000 and the control 2400, widened by the 2% tolerance and the pair
+    # (3000, 2400)'s spread, 600 / 2700: no repeat spread was recorded.
+    widen = 0.02 + 600 / 2700
+    assert search.interval.repeats == 3
+    assert search.interval.low == pytest.approx(2400 * (1 - widen))
+    assert search.interval.high == pytest.approx(3000 * (1 + widen))
+    assert "22.2% spread between seqs=512&#x27;s first draw and its end control" in page
+    assert [row.step.phase for row in search.steps][-1] == "control"
+    assert "Drifted by -20.0% over the search: its answer point, seqs=512 at burst 2000" in page
+    # Its start and point count in the search's engine time: 120 + 50 + 70 s.
+    assert search.spent == "4 min"
