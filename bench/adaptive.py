@@ -280,7 +280,9 @@ def cmd_live(args: argparse.Namespace) -> int:
               f"{drift.load_label} against its first draw")
     else:
         print(f"end control none {searched.end_control_note}")
-    starts = sum(1 for c in searched.cells if c.engine_start_s is not None)
+    # The end control's start is no config's: counted beside them.
+    starts = (sum(1 for c in searched.cells if c.engine_start_s is not None)
+              + int(searched.end_control_s > 0))
     print(f"grid   {full.value:.1f} tok/s at {full.config} | {full.level}; engine time "
           f"{grid.cost_s():.0f} s, {len(grid.points)} points, {len(grid.engine_start_s)} starts")
     print(f"search {best.answer or 0:.1f} tok/s at {best.label}; engine time "
