@@ -22,10 +22,11 @@ noise: the plan's points alone, each repeated --repeats times, with how far each
 scatter: how finely this host can tell two configs apart at all.
 
 live: records a grid, then runs the adaptive search on the same configs and loads, on the same
-host right after, and prints both answers and both engine times as measured, with every point
-the search measured and what it did with each config; then it measures the grid's answer point
-once more, which shows how far the host's speed moved meanwhile. The grid is kept as a recorded
-grid too.
+host right after, with its end control (the answer point again on a fresh engine start, which
+widens the interval by the drift it shows), and prints both answers and both engine times as
+measured, with every point the search measured and what it did with each config; then it
+measures the grid's answer point once more, which shows how far the host's speed moved
+meanwhile. The grid is kept as a recorded grid too.
 
 Targets: the answer within 2% of the grid's on every grid, the grid's answer inside the search's
 interval, the search's engine time at most 30% of the grid's on grids of 9 or more configs and
