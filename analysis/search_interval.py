@@ -27,6 +27,7 @@ from analysis.noise import Drift, Interval, end_drift
 from analysis.repeats import setting_of
 from analysis.types import PointFigures
 from runner.schema.search_record import SearchRecord
+from runner.search.state import relative_spread
 
 
 def answer_interval(
@@ -46,7 +47,9 @@ def answer_interval(
     if any(v < 0 for v in span):
         raise AnalysisError(f"a throughput cannot be negative: {span}")
     noise = (record.noise_pct or 0.0) / 100
-    moved = _pair_spread(drift.change_pct / 100) if drift is not None else 0.0
+    # The pair's spread, by the rule the search pools its repeats' spread by.
+    moved = (relative_spread([1.0, 1.0 + drift.change_pct / 100]) if drift is not None
+             else 0.0)
     widen = record.spec.tolerance_pct / 100 + max(noise, moved)
     measured = ("one measurement" if len(values) == 1 else
                 f"the chosen point's {len(values)} repeats")
@@ -79,8 +82,3 @@ def chosen_point_interval(
     return answer_interval(record, [f.output_throughput for f in same if not f.end_control],
                            end_drift(figs), control)
 
-
-def _pair_spread(change: float) -> float:
-    """(max - min) / mean of a draw and another `change` (a fraction) away from it, the spread
-    the run's repeats are pooled by (runner.search.state)."""
-    return abs(change) / (1 + change / 2)

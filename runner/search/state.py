@@ -119,8 +119,8 @@ class Search:
                 valid = [o for o in repeats if o.valid]
                 if len(valid) < 2:
                     continue
-                throughput.append(_spread([o.output_throughput for o in valid]))
-                spreads = [_spread([o.latency(n) or 0.0 for o in valid]) for n in names]
+                throughput.append(relative_spread([o.output_throughput for o in valid]))
+                spreads = [relative_spread([o.latency(n) or 0.0 for o in valid]) for n in names]
                 latency.append(max(spreads))
         prior = self.spec.tolerance
         return (statistics.median(throughput) if throughput else prior,
@@ -243,11 +243,11 @@ class Search:
         if best is not None and value < best * (1 - margin):
             return None  # it cannot be the answer: its capacity needs no spread
         repeats = [o.output_throughput for o in levels.seen[level] if o.valid]
-        if len(repeats) >= 2 and _spread(repeats) <= self.spec.tolerance:
+        if len(repeats) >= 2 and relative_spread(repeats) <= self.spec.tolerance:
             return None
         why = ("the answer point of the best config so far: a repeat gives its capacity a "
                "measured spread" if len(repeats) < 2 else
-               f"its repeats disagree by {_spread(repeats):.1%}, more than the tolerance")
+               f"its repeats disagree by {relative_spread(repeats):.1%}, more than the tolerance")
         return LevelChoice(level, "repeat", why)
 
     def spent_s(self) -> float:
@@ -365,7 +365,7 @@ class Search:
         return configs * start + configs * self.max_repeats * sum(per_level)
 
 
-def _spread(values: list[float]) -> float:
+def relative_spread(values: list[float]) -> float:
     """(max - min) / mean; 0 for values that are all 0."""
     mean = statistics.fmean(values)
     return (max(values) - min(values)) / mean if mean > 0 else 0.0
