@@ -105,3 +105,4 @@ def test_the_end_control_widens_the_answers_interval_by_the_hosts_drift(owner_cl
     assert "Drifted by -20.0% over the search: its answer point, seqs=512 at burst 2000" in page
     # Its start and point count in the search's engine time: 120 + 50 + 70 s.
     assert search.spent == "4 min"
+    assert "The engine time counts the end control's start and point." in page
