@@ -7,7 +7,9 @@ all three give the same numbers from the same points. Per engine config:
 - its levels are its single-replica points, one per load level: the lowest repeat
   (analysis.repeats.lowest_repeats), valid ones only;
 - one replica's capacity is the level the SLO selection chooses (analysis.selection.slo: the
-  most output within every limit) or, without limits, the throughput operating point
+  most output within every limit) among the levels that meet each limit by one draw's scatter
+  (a percentile near capacity turns on a few requests, and a level a few percent inside a
+  limit misses it when loaded again), or, without limits, the throughput operating point
   (selection.knee; with too few levels for a knee, the highest throughput measured). Its rate
   is a rate load's scheduled requests/s, else the completed requests over the window; its
   interval is the run's noise (analysis.noise.value_interval) over the level's draws;
@@ -52,6 +54,7 @@ from analysis.capacity_types import (
 from analysis.errors import AnalysisError
 from analysis.sentences import FIGURE_INTERVAL, Sentence, num, percent, setting_value_text
 from analysis.types import EXTRA_FLAGS, KneeEvidence, PointFigures
+from runner.convergence import Z, pooled_log_sd
 from runner.fixed_factors import factor_status
 
 # --- levels --------------------------------------------------------------------------------------
@@ -147,27 +150,95 @@ class _Config:
     inputs: PlanInputs
     noise: noise.RunNoise
     names: tuple[str, ...]
+    # Levels that meet every limit by their scatter (None: no limits), and each level's scatter
+    # per limit as a log-scale sd (a limit absent: nothing measured it).
+    qualified: frozenset[str] | None = None
+    scatter: dict[str, dict[str, float]] = field(default_factory=dict)
     out: list[Sentence] = field(default_factory=list)
 
 
-def _choose(c: _Config) -> tuple[PointFigures | None, Sentence]:
-    """The capacity level and its sentence; (None, why) when no level qualifies."""
+def _choose(c: _Config) -> tuple[PointFigures | None, list[Sentence]]:
+    """The capacity level and its sentences; (None, why) when no level qualifies."""
     limits = c.inputs.slos
-    if limits:
-        try:
-            chosen_key = selection.slo(c.levels, limits).chosen_key
-        except AnalysisError:
-            lowest = min(c.levels, key=level_rate)
-            return None, Sentence(words.SLO_UNMET, {
-                "limits": words.limits_text(limits), "rate": words.rate_text(level_rate(lowest)),
-                "load": lowest.load_label or lowest.key,
-                "reached": words.values_text(_figures(lowest, list(limits)))})
-        chosen = next(p for p in c.levels if p.key == chosen_key)
-        draws = _judged_draws(chosen, c.all_points)
-        return chosen, Sentence(words.CAPACITY_SLO, {
-            "rate": _rate_with_interval(level_rate(chosen), c.noise, draws),
-            "limits": words.limits_text(limits), "load": chosen.load_label or chosen.key})
-    return _operating_point(c)
+    if not limits:
+        chosen, said = _operating_point(c)
+        return chosen, [said]
+    try:
+        plain_key = selection.slo(c.levels, limits).chosen_key
+    except AnalysisError:
+        lowest = min(c.levels, key=level_rate)
+        return None, [Sentence(words.SLO_UNMET, {
+            "limits": words.limits_text(limits), "rate": words.rate_text(level_rate(lowest)),
+            "load": lowest.load_label or lowest.key,
+            "reached": words.values_text(_figures(lowest, list(limits)))})]
+    plain = next(p for p in c.levels if p.key == plain_key)
+    c.scatter = level_scatter(c.levels, c.all_points, limits)
+    c.qualified = frozenset(p.key for p in c.levels if _within_scatter(p, limits, c.scatter))
+    if not c.qualified:
+        return None, [Sentence(words.SLO_WITHIN_SCATTER, {
+            "limits": words.limits_text(limits), "rate": words.rate_text(level_rate(plain)),
+            "load": plain.load_label or plain.key,
+            "reached": words.values_text(_figures(plain, list(limits))),
+            "bands": _bands_text(c.scatter.get(plain.key, {}))})]
+    chosen_key = selection.slo([p for p in c.levels if p.key in c.qualified], limits).chosen_key
+    chosen = next(p for p in c.levels if p.key == chosen_key)
+    draws = _judged_draws(chosen, c.all_points)
+    out = [Sentence(words.CAPACITY_SLO, {
+        "rate": _rate_with_interval(level_rate(chosen), c.noise, draws),
+        "limits": words.limits_text(limits), "load": chosen.load_label or chosen.key})]
+    bands = c.scatter.get(chosen.key, {})
+    if bands:
+        out.append(Sentence(words.SCATTER_ALLOWED, {
+            "bands": _bands_text(bands), "load": chosen.load_label or chosen.key}))
+    return chosen, out
+
+
+# --- a limit's scatter ---------------------------------------------------------------------------
+
+
+def _draw_values(point: PointFigures, points: Sequence[PointFigures], name: str) -> list[float]:
+    """A figure over every judged draw of the point's setting."""
+    group = repeats.group_by_setting(points).get(repeats.setting_of(point), [point])
+    field_name = selection.latency_field(name)
+    return [v for p in repeats.judged_repeats(group)
+            if (v := getattr(p, field_name)) is not None]
+
+
+def level_scatter(levels: Sequence[PointFigures], points: Sequence[PointFigures],
+                  limits: dict[str, float]) -> dict[str, dict[str, float]]:
+    """Per level and limit, how far one draw of the limit's figure scatters (log-scale sd): the
+    wider of the level's own draws' and the pooled scatter of the config's levels whose figure
+    meets the limit. Near capacity a percentile turns on a few requests, so the level's own
+    draws count where they scatter more than the pool; a limit nothing measured is absent."""
+    out: dict[str, dict[str, float]] = {p.key: {} for p in levels}
+    for name, limit in limits.items():
+        field_name = selection.latency_field(name)
+        admitted = [p for p in levels
+                    if (v := getattr(p, field_name)) is not None and v <= limit]
+        pooled, _ = pooled_log_sd([_draw_values(p, points, name) for p in admitted])
+        for p in levels:
+            own, _ = pooled_log_sd([_draw_values(p, points, name)])
+            found = [sd for sd in (pooled, own) if sd is not None]
+            if found:
+                out[p.key][name] = max(found)
+    return out
+
+
+def _within_scatter(point: PointFigures, limits: dict[str, float],
+                    scatter: dict[str, dict[str, float]]) -> bool:
+    """Every figure, raised by its one-draw 95% band, stays within its limit."""
+    for name, limit in limits.items():
+        value = getattr(point, selection.latency_field(name))
+        sd = scatter.get(point.key, {}).get(name, 0.0)
+        if value is None or value * math.exp(Z * sd) > limit:
+            return False
+    return True
+
+
+def _bands_text(bands: dict[str, float]) -> str:
+    """'p95_e2el_ms +/-12.3%' per limit: one draw's 95% band."""
+    return ", ".join(f"{name} +/-{percent(math.expm1(Z * sd) * 100)}"
+                     for name, sd in bands.items())
 
 
 def _operating_point(c: _Config) -> tuple[PointFigures, Sentence]:
@@ -203,25 +274,28 @@ def _rate_with_interval(rate: float, found: noise.RunNoise, draws: int) -> Sente
 
 
 def _above(c: _Config, chosen: PointFigures) -> tuple[Level | None, Sentence | None]:
-    """The next faster level that missed a limit (the capacity lies between), or, when the
-    capacity is the fastest level measured, that nothing above it was measured."""
+    """The next faster level that missed a limit or met it by less than its scatter (the
+    capacity lies between), or, when the capacity is the fastest level measured, that nothing
+    above it was measured."""
     rate = level_rate(chosen)
     limits = c.inputs.slos
     faster = [p for p in c.levels if level_rate(p) > rate * (1 + SAME_RATE)]
     if not faster:
         return None, Sentence(words.NOT_ABOVE, {"rate": words.rate_text(rate)})
-    missed = [p for p in faster
-              if any((v := getattr(p, selection.latency_field(n))) is None or v > limit
-                     for n, limit in limits.items())]
+    qualified = c.qualified if c.qualified is not None else frozenset()
+    missed = [p for p in faster if p.key not in qualified]
     if not limits or not missed:
         return None, None
     following = min(missed, key=level_rate)
-    reached = {n: v for n, v in _figures(following, list(limits)).items()
-               if v is None or v > limits[n]}
+    values = _figures(following, list(limits))
+    reached = {n: v for n, v in values.items() if v is None or v > limits[n]}
     level = _level(following, c.names, _judged_draws(following, c.all_points))
-    return level, Sentence(words.NEXT_MISSED, {
-        "rate": words.rate_text(level.rate), "load": level.load_label,
-        "broken": words.values_text(reached)})
+    common = {"rate": words.rate_text(level.rate), "load": level.load_label}
+    if not reached:
+        return level, Sentence(words.NEXT_WITHIN_SCATTER, {
+            **common, "reached": words.values_text(values),
+            "bands": _bands_text(c.scatter.get(following.key, {}))})
+    return level, Sentence(words.NEXT_MISSED, {**common, "broken": words.values_text(reached)})
 
 
 def _efficiency(c: _Config) -> tuple[float | None, Sentence]:
@@ -344,7 +418,7 @@ def plan_config(c: _Config, today: date) -> ConfigPlan:
         return replace(head, sentences=(Sentence(words.NO_LEVELS, {}),))
     chosen, said = _choose(c)
     if chosen is None:
-        return replace(head, status="slo_unmet", sentences=(said,))
+        return replace(head, status="slo_unmet", sentences=tuple(said))
     draws = _judged_draws(chosen, c.all_points)
     capacity = _level(chosen, c.names, draws)
     interval = noise.value_interval(capacity.rate, c.noise.throughput_sd, draws, "")
@@ -356,7 +430,7 @@ def plan_config(c: _Config, today: date) -> ConfigPlan:
     share = sized_rate / replicas
     position, expected, where = _position(c, share)
     unit = words.unit(head.cpu_engine)
-    sentences = [said] + ([above] if above is not None else [])
+    sentences = said + ([above] if above is not None else [])
     sentences.append(Sentence(words.FLEET, {
         "sized": words.rate_text(sized_rate), "replicas": str(replicas),
         "per_replica": str(per_replica), "unit": unit, "gpus": str(replicas * per_replica),
@@ -377,10 +451,14 @@ def plan_config(c: _Config, today: date) -> ConfigPlan:
         sentences += _batch(c, capacity, replicas, efficiency, plan, unit)
     amount, priced = _cost(c, plan, head.cpu_engine, today)
     sentences += priced
+    if c.inputs.slos and not c.scatter.get(chosen.key):
+        sentences.append(Sentence(words.SCATTER_UNMEASURED, {}))
     return replace(
         head, status="sized", capacity=capacity, next_level=next_level,
         at_top=above is not None and above.template == words.NOT_ABOVE, efficiency=efficiency,
         share=share, position=position, expected=expected, cost=amount,
+        scatter_pct={n: math.expm1(Z * sd) * 100
+                     for n, sd in c.scatter.get(chosen.key, {}).items()},
         sentences=tuple(sentences), **plan)
 
 

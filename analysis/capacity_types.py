@@ -133,8 +133,8 @@ class ConfigPlan:
     capacity: Level | None = None
     capacity_low: float | None = None
     capacity_high: float | None = None
-    # The next faster level, which missed a limit; at_top: the capacity is the fastest level
-    # measured, so nothing above it was.
+    # The next faster level, which missed a limit or met it by less than its scatter; at_top:
+    # the capacity is the fastest level measured, so nothing above it was.
     next_level: Level | None = None
     at_top: bool = False
     efficiency: float | None = None
@@ -148,6 +148,9 @@ class ConfigPlan:
     hours: float | None = None
     in_system: float | None = None
     cost: Decimal | None = None
+    # Per limit, the +/- percent one draw of its figure scatters by at the capacity (95%), which
+    # the capacity meets the limit by; a limit absent: nothing measured it.
+    scatter_pct: dict[str, float] = field(default_factory=dict)
     sentences: tuple[Sentence, ...] = ()
 
     @property

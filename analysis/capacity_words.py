@@ -56,6 +56,21 @@ NOT_ABOVE = (
 SLO_UNMET = (
     "No measured level met %(limits)s: the lowest, %(rate)s requests/s (%(load)s), reached "
     "%(reached)s. Not measured below %(rate)s requests/s, so this config gets no plan.")
+SCATTER_ALLOWED = (
+    "A level counts only when each figure, raised by one draw's scatter, stays within its "
+    "limit: near capacity a percentile turns on a few requests. At %(load)s one draw scatters "
+    "by %(bands)s (95%%, the wider of the level's own draws and the levels within the limit).")
+SCATTER_UNMEASURED = (
+    "No level was measured twice, so nothing measured how far a latency percentile scatters "
+    "between draws: a capacity close to a limit may miss it when loaded again.")
+NEXT_WITHIN_SCATTER = (
+    "The next level measured, %(rate)s requests/s (%(load)s), reached %(reached)s, inside the "
+    "limits by less than one draw's scatter (%(bands)s): the capacity lies between the two "
+    "levels, and the plan counts the lower.")
+SLO_WITHIN_SCATTER = (
+    "No measured level met %(limits)s by more than one draw's scatter: the fastest within them, "
+    "%(rate)s requests/s (%(load)s), reached %(reached)s, and one draw there scatters by "
+    "%(bands)s. This config gets no plan; more draws of its levels would say whether it holds.")
 NO_LEVELS = "No valid load level of one replica was measured, so this config gets no plan."
 SPEC_DIFFERS = (
     "No plan across different specs: the demand %(demand)s, this config measured %(measured)s.")
@@ -139,7 +154,8 @@ CELL_NO_PLAN = "no plan"
 CAPACITY_TEMPLATES = (
     DEMAND_RATE, DEMAND_TRACE, DEMAND_BATCH, MARGIN, SPEC_ASSUMED, NO_SLO_INTERACTIVE,
     NO_INTERVAL, CAPACITY_SLO, CAPACITY_KNEE, CAPACITY_HIGHEST, NEXT_MISSED, NOT_ABOVE, SLO_UNMET,
-    NO_LEVELS, SPEC_DIFFERS, FLEET, FLEET_RANGE, SCALING_MEASURED, SCALING_ABOVE_ONE,
+    SCATTER_ALLOWED, SCATTER_UNMEASURED, NEXT_WITHIN_SCATTER, SLO_WITHIN_SCATTER, NO_LEVELS,
+    SPEC_DIFFERS, FLEET, FLEET_RANGE, SCALING_MEASURED, SCALING_ABOVE_ONE,
     SCALING_ASSUMED, AT_LEVEL, BETWEEN, BELOW, BATCH, LITTLE, COST_MONTH, COST_JOB,
     NO_COST_PRICE, NO_COST_CPU, UNIT_GPUS, UNIT_CPU_ENGINES, HEADLINE_FIRST_TRAFFIC,
     HEADLINE_NEXT_TRAFFIC, HEADLINE_FIRST_JOB, HEADLINE_NEXT_JOB, HEADLINE_FIRST_NONE,

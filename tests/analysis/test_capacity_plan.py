@@ -121,6 +121,68 @@ def test_a_capacity_at_the_highest_level_measured_is_not_scaled_beyond_it():
             "may sustain more.") in texts(large)
 
 
+def drawn(rate: float, *p95_ttft_ms: float) -> list[PointFigures]:
+    """Draws of one max_num_seqs 4 level; the first has the lowest throughput, so it is the
+    level's lowest repeat."""
+    return [level(4, rate, value, repeat=r, throughput=rate * 256 + r)
+            for r, value in enumerate(p95_ttft_ms)]
+
+
+def test_a_level_inside_its_limit_by_less_than_its_scatter_is_not_the_capacity():
+    points = [*drawn(2.0, 300.0, 310.0), *drawn(4.0, 1700.0, 2000.0), *drawn(8.0, 5000.0)]
+    only = plan(points, slos=P95_TTFT_2S).configs[0]
+    # At 4 requests/s the draws read 1,700 and 2,000 ms: sd = ln(2000 / 1700) / sqrt 2 = 0.115,
+    # and 1,700 x exp(1.96 x 0.115) = 2,130 ms is past 2 s. At 2, the pool of both levels within
+    # the limit, sqrt((ln(310/300)^2 + ln(2000/1700)^2) / 4) = 0.083: 300 x 1.18 = 353 ms.
+    assert (only.capacity.rate, only.next_level.rate, only.replicas) == (2.0, 4.0, 20)
+    pooled = math.sqrt((math.log(310 / 300) ** 2 + math.log(2000 / 1700) ** 2) / 4)
+    assert only.scatter_pct == {"p95_ttft_ms": pytest.approx(math.expm1(1.96 * pooled) * 100)}
+    assert texts(only)[1] == (
+        "A level counts only when each figure, raised by one draw's scatter, stays within its "
+        "limit: near capacity a percentile turns on a few requests. At rate 2.0/s x 100 one "
+        "draw scatters by p95_ttft_ms +/-17.6% (95%, the wider of the level's own draws and "
+        "the levels within the limit).")
+    assert texts(only)[2] == (
+        "The next level measured, 4.00 requests/s (rate 4.0/s x 100), reached p95_ttft_ms "
+        "1,700 ms, inside the limits by less than one draw's scatter (p95_ttft_ms +/-25.3%): "
+        "the capacity lies between the two levels, and the plan counts the lower.")
+
+
+def test_the_pooled_scatter_counts_where_a_levels_own_draws_agree():
+    # 4 requests/s read 1,800 ms twice; 2 requests/s scattered 300 to 390 ms. The pool,
+    # ln(1.3) / 2 = 0.131, raises 1,800 ms to 2,327 ms: past 2 s.
+    points = [*drawn(2.0, 300.0, 390.0), *drawn(4.0, 1800.0, 1800.0), *drawn(8.0, 5000.0)]
+    assert plan(points, slos=P95_TTFT_2S).configs[0].capacity.rate == 2.0
+    # Without the spread at 2 requests/s, 4 is the capacity: the rule reads the draws.
+    steady = [*drawn(2.0, 300.0, 300.0), *drawn(4.0, 1800.0, 1800.0), *drawn(8.0, 5000.0)]
+    assert plan(steady, slos=P95_TTFT_2S).configs[0].capacity.rate == 4.0
+
+
+def test_levels_past_the_limit_do_not_widen_the_scatter():
+    # 8 requests/s scattered 5 to 9 s, past the limit: pooled in, it would raise 1,500 ms past
+    # 2 s and take 4 requests/s from the plan.
+    points = [*drawn(2.0, 300.0, 300.0), *drawn(4.0, 1500.0, 1500.0),
+              *drawn(8.0, 5000.0, 9000.0)]
+    only = plan(points, slos=P95_TTFT_2S).configs[0]
+    assert only.capacity.rate == 4.0
+    assert only.next_level.rate == 8.0 and "reached p95_ttft_ms 5,000 ms:" in texts(only)[2]
+
+
+def test_with_every_level_inside_its_limit_by_less_than_its_scatter_there_is_no_plan():
+    points = [*drawn(2.0, 1700.0, 2000.0), *drawn(4.0, 1900.0, 1950.0)]
+    only = plan(points, slos=P95_TTFT_2S).configs[0]
+    assert (only.status, only.gpus) == ("slo_unmet", None)
+    assert texts(only)[0].startswith(
+        "No measured level met p95_ttft_ms <= 2,000 ms by more than one draw's scatter: the "
+        "fastest within them, 4.00 requests/s (rate 4.0/s x 100), reached p95_ttft_ms 1,900 ms")
+
+
+def test_with_one_draw_a_level_the_plan_says_no_scatter_was_measured():
+    small = plan(slos=P95_TTFT_2S).configs[0]
+    assert small.capacity.rate == 4.0 and small.scatter_pct == {}
+    assert str(words.SCATTER_UNMEASURED) in texts(small)
+
+
 def test_a_target_met_at_no_measured_level_gets_no_plan_and_says_how_far_off():
     found = plan(slos={"p95_ttft_ms": 100.0})
     assert not found.met and found.best is None
