@@ -50,6 +50,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -105,6 +106,10 @@ class Outcome:
     band: float | None = None  # one ladder draw's 95% band, a fraction; None: not measured
     below_noise: Check | None = None  # at the planned rate / (1 + band)
     past_noise: Check | None = None  # at 1.3x the planned rate x (1 + band)
+    # Median TPOT (ms) of the ladder's draws at the capacity level and of the check's draws at
+    # the planned rate: the engine's own speed then and later, at the same load.
+    ladder_tpot: tuple[float, ...] = ()
+    check_tpot: tuple[float, ...] = ()
 
 
 def attach_plan(url: str, model: str, config: EngineConfig, loads: list[LoadSpec],
@@ -194,12 +199,20 @@ def _plans(args: argparse.Namespace, config: EngineConfig, ladder: SweepPlan,
         found = check_points(checked[rate], slos)
         target = f"{name} <= {slos[name]:g} ms"
         if band is not None and len(found) == 4:
-            outcomes.append(Outcome(config.label(), target, plan, found[1], found[2], band,
-                                    found[0], found[3]))
+            outcome = Outcome(config.label(), target, plan, found[1], found[2], band,
+                              found[0], found[3])
         else:
-            outcomes.append(Outcome(config.label(), target, plan, found[0],
-                                    found[1] if len(found) > 1 else None))
+            outcome = Outcome(config.label(), target, plan, found[0],
+                              found[1] if len(found) > 1 else None)
+        outcome.ladder_tpot = _tpots(f for f in figs if f.load_label == capacity.load_label)
+        at_plan = outcome.at_plan.load_label if outcome.at_plan is not None else None
+        outcome.check_tpot = _tpots(p for p in checked[rate] if p.load_label == at_plan)
+        outcomes.append(outcome)
     return outcomes
+
+
+def _tpots(points: Iterable[PointFigures]) -> tuple[float, ...]:
+    return tuple(p.median_tpot_ms for p in points if p.median_tpot_ms is not None)
 
 
 def _held(check: Check | None) -> str:
@@ -209,8 +222,8 @@ def _held(check: Check | None) -> str:
 def print_outcomes(outcomes: list[Outcome]) -> None:
     print("\n| config | target | capacity requests/s (95% interval) | scatter allowed "
           "| next level not counted | held at 1x | held at 1.3x | one draw's noise "
-          "| held at 1x less it | held at 1.3x plus it |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "| held at 1x less it | held at 1.3x plus it | median TPOT ms at 1x, ladder; check |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for o in outcomes:
         c = o.plan.capacity
         interval = ("" if o.plan.capacity_low is None
@@ -223,7 +236,7 @@ def print_outcomes(outcomes: list[Outcome]) -> None:
         scatter = ", ".join(f"+/-{v:.1f}%" for v in o.plan.scatter_pct.values()) or "-"
         print(f"| {o.config} | {o.target} | {shown} | {scatter} | {missed} | {_held(o.at_plan)} "
               f"| {_held(o.at_overload)} | {band} | {_rated(o.below_noise)} "
-              f"| {_rated(o.past_noise)} |")
+              f"| {_rated(o.past_noise)} | {_ms(o.ladder_tpot)}; {_ms(o.check_tpot)} |")
     planned = [o for o in outcomes if o.at_plan is not None]
     print(f"\nthe planned rate held in every draw for {_held_all(planned, 'at_plan')} "
           f"(config, target); 1.3x missed in every draw for "
@@ -233,6 +246,10 @@ def print_outcomes(outcomes: list[Outcome]) -> None:
         print(f"against the host's noise: the planned rate less one draw's noise held in every "
               f"draw for {_held_all(noisy, 'below_noise')}; 1.3x plus it missed in every draw "
               f"for {_missed_all(noisy, 'past_noise')}")
+
+
+def _ms(values: tuple[float, ...]) -> str:
+    return ", ".join(f"{v:.1f}" for v in values) or "-"
 
 
 def _rated(check: Check | None) -> str:
