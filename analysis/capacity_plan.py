@@ -196,10 +196,10 @@ def _choose(c: _Config) -> tuple[PointFigures | None, list[Sentence]]:
 # --- a limit's scatter ---------------------------------------------------------------------------
 
 
-def _draw_values(point: PointFigures, points: Sequence[PointFigures], name: str) -> list[float]:
+def _draw_values(point: PointFigures, groups: dict[repeats.Setting, list[PointFigures]],
+                 field_name: str) -> list[float]:
     """A figure over every judged draw of the point's setting."""
-    group = repeats.group_by_setting(points).get(repeats.setting_of(point), [point])
-    field_name = selection.latency_field(name)
+    group = groups.get(repeats.setting_of(point), [point])
     return [v for p in repeats.judged_repeats(group)
             if (v := getattr(p, field_name)) is not None]
 
@@ -211,13 +211,14 @@ def level_scatter(levels: Sequence[PointFigures], points: Sequence[PointFigures]
     meets the limit. Near capacity a percentile turns on a few requests, so the level's own
     draws count where they scatter more than the pool; a limit nothing measured is absent."""
     out: dict[str, dict[str, float]] = {p.key: {} for p in levels}
+    groups = repeats.group_by_setting(points)
     for name, limit in limits.items():
         field_name = selection.latency_field(name)
         admitted = [p for p in levels
                     if (v := getattr(p, field_name)) is not None and v <= limit]
-        pooled, _ = pooled_log_sd([_draw_values(p, points, name) for p in admitted])
+        pooled, _ = pooled_log_sd([_draw_values(p, groups, field_name) for p in admitted])
         for p in levels:
-            own, _ = pooled_log_sd([_draw_values(p, points, name)])
+            own, _ = pooled_log_sd([_draw_values(p, groups, field_name)])
             found = [sd for sd in (pooled, own) if sd is not None]
             if found:
                 out[p.key][name] = max(found)
