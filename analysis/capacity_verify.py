@@ -11,6 +11,11 @@ many requests as the promise did.
 
 A target held when every draw was valid and met every limit: a draw that failed or came back
 short is a miss, since its latencies leave out the requests that never finished.
+
+The check also loads the level that measured the capacity, as it was measured, in every round:
+at the same load, its median TPOT against the plan's own draws of it says whether the engine ran
+at the speed the plan saw (speed_check). A host that slowed between the plan's run and the check
+misses targets the plan would have kept, and the page says so beside the verdict.
 """
 
 from __future__ import annotations
@@ -24,8 +29,10 @@ from analysis import repeats, selection
 from analysis.capacity_plan import level_rate
 from analysis.capacity_types import ConfigPlan
 from analysis.errors import AnalysisError
-from analysis.sentences import Sentence, num
+from analysis.noise import band_pct
+from analysis.sentences import Sentence, num, percent, within_band
 from analysis.types import PointFigures
+from runner.convergence import pooled_log_sd
 from runner.schema.plan import LoadSpec, StabilitySpec, SweepPlan
 
 
@@ -46,6 +53,8 @@ def verify_plan(source: SweepPlan, config: ConfigPlan, rates: Sequence[float], *
                      if load.label() == config.capacity.load_label), None)
     count = measured.num_requests if measured is not None else source.loads[0].num_requests
     loads = [_load(rate, count, measured, source, trace_rate) for rate in rates]
+    if measured is not None and measured.label() not in {load.label() for load in loads}:
+        loads.append(measured)  # the capacity level again, for speed_check
     return source.model_copy(update={
         "name": f"{source.name}: check of {config.name}",
         "engine_configs": [engine], "loads": loads, "repeats": repeats_each, "replicas": 1,
@@ -92,6 +101,16 @@ def check_points(points: Sequence[PointFigures], slos: Mapping[str, float]) -> t
     return tuple(checks)
 
 
+def promise_check(checks: Sequence[Check], config: ConfigPlan) -> Check:
+    """The check of the plan's promise: the loaded rate nearest each replica's share, the
+    capacity level loaded again for speed_check left out unless it is the only one."""
+    assert config.share is not None and checks
+    share = config.share
+    again = config.capacity.load_label if config.capacity is not None else None
+    candidates = [c for c in checks if c.load_label != again] or list(checks)
+    return min(candidates, key=lambda c: abs(c.rate - share))
+
+
 def _check(group: Sequence[PointFigures], slos: Mapping[str, float]) -> Check:
     first = group[0]
     rate, load = level_rate(first), first.load_label or first.key
@@ -121,6 +140,63 @@ def _check(group: Sequence[PointFigures], slos: Mapping[str, float]) -> Check:
     return Check(load_label=load, rate=rate, draws=len(group), held_draws=held,
                  invalid_draws=len(group) - len(valid), values=values,
                  held=len(valid) == len(group) and held == len(group), sentence=sentence)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SpeedCheck:
+    """The capacity level in the check against the plan's draws of it: geometric means of the
+    draws' median TPOT (ms), the change in percent (positive: slower now) and the +/- percent
+    inside which the change is the draws' own scatter (None: no setting was drawn twice)."""
+
+    load_label: str
+    then_ms: float
+    now_ms: float
+    change_pct: float
+    band_pct: float | None
+    sentence: Sentence
+
+
+def speed_check(plan_points: Sequence[PointFigures], check_points: Sequence[PointFigures],
+                config: ConfigPlan) -> SpeedCheck | None:
+    """The engine's per-token speed at the capacity level, when the plan measured it and in the
+    check (module docstring); None when either has no judged draw of it with a median TPOT."""
+    if config.capacity is None:
+        return None
+    label = config.capacity.load_label
+    then_groups, now_groups = _tpot_groups(plan_points, config), _tpot_groups(check_points, config)
+    then, now = then_groups.get(label, []), now_groups.get(label, [])
+    if not then or not now:
+        return None
+    sd, _ = pooled_log_sd([*then_groups.values(), *now_groups.values()])
+    then_ms, now_ms = _geometric_mean(then), _geometric_mean(now)
+    change = (now_ms / then_ms - 1) * 100
+    band = None if sd is None else band_pct(sd, math.sqrt(1 / len(then) + 1 / len(now)))
+    values = {"load": label, "then": num(then_ms), "now": num(now_ms),
+              "change": percent(abs(change)), "band": percent(band) if band is not None else ""}
+    if band is None:
+        template = words.VERIFY_SPEED_UNJUDGED
+    elif within_band(change, band):
+        template = words.VERIFY_SPEED_SAME
+    else:
+        template = words.VERIFY_SPEED_SLOWER if change > 0 else words.VERIFY_SPEED_FASTER
+    return SpeedCheck(load_label=label, then_ms=then_ms, now_ms=now_ms, change_pct=change,
+                      band_pct=band, sentence=Sentence(template, values))
+
+
+def _tpot_groups(points: Sequence[PointFigures], config: ConfigPlan) -> dict[str, list[float]]:
+    """The config's one-replica levels, by load label: their judged draws' median TPOT."""
+    ours = [p for p in points if p.config_label == config.config_label and p.replicas == 1]
+    out: dict[str, list[float]] = {}
+    for group in repeats.group_by_setting(ours).values():
+        values = [p.median_tpot_ms for p in repeats.judged_repeats(group)
+                  if p.median_tpot_ms is not None and p.median_tpot_ms > 0]
+        if values:
+            out.setdefault(group[0].load_label or group[0].key, []).extend(values)
+    return out
+
+
+def _geometric_mean(values: Sequence[float]) -> float:
+    return math.exp(math.fsum(math.log(v) for v in values) / len(values))
 
 
 def _ranges_text(values: Mapping[str, tuple[float, float]], slos: Mapping[str, float]) -> str:

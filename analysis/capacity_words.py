@@ -142,6 +142,25 @@ VERIFY_INVALID = (
     "Loaded at %(rate)s requests/s (%(load)s): %(invalid)s of %(draws)s draw(s) failed or came "
     "back short, so the targets did not hold.")
 
+VERIFY_SPEED_SAME = (
+    "The capacity level (%(load)s), loaded again in this check, ran at the speed the plan "
+    "measured: median TPOT %(now)s ms against %(then)s ms, within the draws' scatter "
+    "(+/-%(band)s).")
+VERIFY_SPEED_SLOWER = (
+    "The capacity level (%(load)s), loaded again in this check, ran each output token "
+    "%(change)s slower than when the plan measured it (median TPOT %(now)s ms against %(then)s "
+    "ms), beyond the draws' scatter (+/-%(band)s): a target missed here may be the host's "
+    "speed, not the plan's.")
+VERIFY_SPEED_FASTER = (
+    "The capacity level (%(load)s), loaded again in this check, ran each output token "
+    "%(change)s faster than when the plan measured it (median TPOT %(now)s ms against %(then)s "
+    "ms), beyond the draws' scatter (+/-%(band)s): a target held here may be the host's speed, "
+    "not the plan's.")
+VERIFY_SPEED_UNJUDGED = (
+    "The capacity level (%(load)s), loaded again in this check, read median TPOT %(now)s ms "
+    "against %(then)s ms when the plan measured it; no level was drawn twice, so nothing says "
+    "whether that is beyond the host's noise.")
+
 # --- a plan's table: one row per config ---------------------------------------------------------
 
 CELL_RATE = "%(rate)s requests/s"
@@ -160,7 +179,8 @@ CAPACITY_TEMPLATES = (
     NO_COST_PRICE, NO_COST_CPU, UNIT_GPUS, UNIT_CPU_ENGINES, HEADLINE_FIRST_TRAFFIC,
     HEADLINE_NEXT_TRAFFIC, HEADLINE_FIRST_JOB, HEADLINE_NEXT_JOB, HEADLINE_FIRST_NONE,
     HEADLINE_NEXT_NONE, HEADLINE_NOTHING_MET, VERIFY_HELD, VERIFY_MISSED, VERIFY_NO_SLO,
-    VERIFY_INVALID, CELL_RATE, CELL_RANGE, CELL_HOURS, CELL_MONTH, CELL_JOB, CELL_NO_PLAN,
+    VERIFY_INVALID, VERIFY_SPEED_SAME, VERIFY_SPEED_SLOWER, VERIFY_SPEED_FASTER,
+    VERIFY_SPEED_UNJUDGED, CELL_RATE, CELL_RANGE, CELL_HOURS, CELL_MONTH, CELL_JOB, CELL_NO_PLAN,
 )
 
 

@@ -50,7 +50,6 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -61,8 +60,15 @@ sys.path.insert(0, str(ROOT))
 from analysis import noise  # noqa: E402
 from analysis.capacity_plan import plan_capacity  # noqa: E402
 from analysis.capacity_types import ConfigPlan, Demand, PlanInputs  # noqa: E402
-from analysis.capacity_verify import Check, check_points, verify_plan  # noqa: E402
+from analysis.capacity_verify import (  # noqa: E402
+    Check,
+    SpeedCheck,
+    check_points,
+    speed_check,
+    verify_plan,
+)
 from analysis.convert import from_point_result  # noqa: E402
+from analysis.sentences import within_band  # noqa: E402
 from analysis.types import PointFigures  # noqa: E402
 from runner.engine.process import engines  # noqa: E402
 from runner.engine.provenance import utc_now  # noqa: E402
@@ -106,10 +112,8 @@ class Outcome:
     band: float | None = None  # one ladder draw's 95% band, a fraction; None: not measured
     below_noise: Check | None = None  # at the planned rate / (1 + band)
     past_noise: Check | None = None  # at 1.3x the planned rate x (1 + band)
-    # Median TPOT (ms) of the ladder's draws at the capacity level and of the check's draws at
-    # the planned rate: the engine's own speed then and later, at the same load.
-    ladder_tpot: tuple[float, ...] = ()
-    check_tpot: tuple[float, ...] = ()
+    # The engine's per-token speed at the capacity level, in the check against the ladder.
+    speed: SpeedCheck | None = None
 
 
 def attach_plan(url: str, model: str, config: EngineConfig, loads: list[LoadSpec],
@@ -204,15 +208,9 @@ def _plans(args: argparse.Namespace, config: EngineConfig, ladder: SweepPlan,
         else:
             outcome = Outcome(config.label(), target, plan, found[0],
                               found[1] if len(found) > 1 else None)
-        outcome.ladder_tpot = _tpots(f for f in figs if f.load_label == capacity.load_label)
-        at_plan = outcome.at_plan.load_label if outcome.at_plan is not None else None
-        outcome.check_tpot = _tpots(p for p in checked[rate] if p.load_label == at_plan)
+        outcome.speed = speed_check(figs, checked[rate], plan)
         outcomes.append(outcome)
     return outcomes
-
-
-def _tpots(points: Iterable[PointFigures]) -> tuple[float, ...]:
-    return tuple(p.median_tpot_ms for p in points if p.median_tpot_ms is not None)
 
 
 def _held(check: Check | None) -> str:
@@ -222,7 +220,8 @@ def _held(check: Check | None) -> str:
 def print_outcomes(outcomes: list[Outcome]) -> None:
     print("\n| config | target | capacity requests/s (95% interval) | scatter allowed "
           "| next level not counted | held at 1x | held at 1.3x | one draw's noise "
-          "| held at 1x less it | held at 1.3x plus it | median TPOT ms at 1x, ladder; check |")
+          "| held at 1x less it | held at 1.3x plus it | engine's per-token time at 1x, "
+          "check against ladder |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for o in outcomes:
         c = o.plan.capacity
@@ -236,7 +235,7 @@ def print_outcomes(outcomes: list[Outcome]) -> None:
         scatter = ", ".join(f"+/-{v:.1f}%" for v in o.plan.scatter_pct.values()) or "-"
         print(f"| {o.config} | {o.target} | {shown} | {scatter} | {missed} | {_held(o.at_plan)} "
               f"| {_held(o.at_overload)} | {band} | {_rated(o.below_noise)} "
-              f"| {_rated(o.past_noise)} | {_ms(o.ladder_tpot)}; {_ms(o.check_tpot)} |")
+              f"| {_rated(o.past_noise)} | {_speed(o.speed)} |")
     planned = [o for o in outcomes if o.at_plan is not None]
     print(f"\nthe planned rate held in every draw for {_held_all(planned, 'at_plan')} "
           f"(config, target); 1.3x missed in every draw for "
@@ -248,8 +247,15 @@ def print_outcomes(outcomes: list[Outcome]) -> None:
               f"for {_missed_all(noisy, 'past_noise')}")
 
 
-def _ms(values: tuple[float, ...]) -> str:
-    return ", ".join(f"{v:.1f}" for v in values) or "-"
+def _speed(found: SpeedCheck | None) -> str:
+    """'+45.1% (beyond +/-12.0%)': the check's median TPOT at the capacity level against the
+    ladder's (analysis.capacity_verify.speed_check)."""
+    if found is None:
+        return "-"
+    if found.band_pct is None:
+        return f"{found.change_pct:+.1f}%"
+    said = "within" if within_band(found.change_pct, found.band_pct) else "beyond"
+    return f"{found.change_pct:+.1f}% ({said} +/-{found.band_pct:.1f}%)"
 
 
 def _rated(check: Check | None) -> str:

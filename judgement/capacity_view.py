@@ -29,14 +29,15 @@ from analysis.capacity_types import (
     PlanInputs,
     trace_demand,
 )
-from analysis.capacity_verify import Check, check_points
+from analysis.capacity_verify import Check, check_points, promise_check, speed_check
 from analysis.capacity_words import Cells, cells
 from analysis.sentences import Sentence
+from analysis.types import PointFigures
 from benchmarks.models import Benchmark, Comparison, Node, Point
 from benchmarks.models import CapacityPlan as PlanRow
 from judgement.cost_view import node_price
 from judgement.figures import figures_by_key, parse_spec
-from judgement.rows import config_points, load_points, plan_runs_points
+from judgement.rows import config_points, load_points, plan_config_points, plan_runs_points
 from runner.schema.flags import parse_slos, slo_text
 from runner.workloads.prompts import DatasetError, dataset_file
 from runner.workloads.traces import TRACE_RATE_WINDOW_S, read_trace, trace_rate
@@ -236,12 +237,23 @@ def check_view(row: PlanRow, plan: CapacityPlan, gettext: Gettext = english) -> 
     points = [p for p in load_points(run) if p.engine_label == config.config_label]
     if not points:
         return view
-    found: tuple[Check, ...] = check_points(list(figures_by_key(points)[0].values()),
-                                            plan.inputs.slos)
+    measured = list(figures_by_key(points)[0].values())
+    found: tuple[Check, ...] = check_points(measured, plan.inputs.slos)
     view.sentences = [c.sentence.translated(gettext) for c in found]
-    closest = min(found, key=lambda c: abs(c.rate - share))
-    view.held = closest.held
+    speed = speed_check(_plan_points(row, config), measured, config)
+    if speed is not None:
+        view.sentences.append(speed.sentence.translated(gettext))
+    view.held = promise_check(found, config).held
     return view
+
+
+def _plan_points(row: PlanRow, config: ConfigPlan) -> list[PointFigures]:
+    """The points the plan read of the config, each run's read on its own: a plan over a
+    plan's runs holds one key in each."""
+    by_run: dict[int, list[Point]] = {}
+    for point in plan_config_points(row, config.config_label):
+        by_run.setdefault(point.benchmark_id, []).append(point)
+    return [f for points in by_run.values() for f in figures_by_key(points)[0].values()]
 
 
 def price_text(row: PlanRow) -> str | None:

@@ -99,6 +99,12 @@ def config_points(pairs: Sequence[tuple[Benchmark, str]]) -> list[Point]:
     return list(Point.objects.filter(where).order_by("benchmark_id", "id"))
 
 
+def plan_config_points(plan: CapacityPlan, engine_label: str) -> list[Point]:
+    """The points a stored capacity plan read of one engine config, by run."""
+    return list(Point.objects.filter(pk__in=plan.point_ids, engine_label=engine_label)
+                .order_by("benchmark_id", "id"))
+
+
 def capacity_plans(benchmark: Benchmark, limit: int = 20) -> list[CapacityPlan]:
     """The run's capacity plans, newest first."""
     return list(benchmark.capacity_plans.select_related("created_by")[:limit])

@@ -110,9 +110,10 @@ def test_the_check_is_written_as_a_plan_of_the_chosen_config_at_its_share(tmp_pa
     check = SweepPlan.model_validate(yaml.safe_load(out.read_text()))
     # The config needing fewest GPUs (max_num_seqs 64: 3 replicas, 40 / 3 requests/s each).
     assert [c.max_num_seqs for c in check.engine_configs] == [64]
-    assert [(load.shape, load.num_requests) for load in check.loads] == [("rate", 100)] * 2
-    # To four figures, as a person types a rate: 13.33 and 17.33 requests/s.
-    assert [load.rate for load in check.loads] == [13.33, 17.33]
+    assert [(load.shape, load.num_requests) for load in check.loads] == [("rate", 100)] * 3
+    # To four figures, as a person types a rate: 13.33 and 17.33 requests/s; then the level
+    # that measured the capacity, as measured, for the engine's speed then and now.
+    assert [load.rate for load in check.loads] == [13.33, 17.33, 16.0]
     assert (check.repeats, check.replicas, check.search, check.stability.control_point) == (
         3, 1, None, False)
 
@@ -133,6 +134,30 @@ def test_a_check_that_held_exits_0_and_one_that_missed_exits_4(tmp_path, capsys)
     (tmp_path / "check.jsonl").unlink()
     assert main([*args, str(_check_file(tmp_path, 2600.0))]) == EXIT_CHECK_MISSED
     assert "held in only 0 of 2 draw(s)" in capsys.readouterr().out
+
+
+def with_tpot(point: PointResult, median_tpot_ms: float) -> PointResult:
+    return point.model_copy(update={
+        "metrics": point.metrics.model_copy(update={"median_tpot_ms": median_tpot_ms})})
+
+
+def test_the_verdict_says_the_engines_speed_at_the_capacity_level_then_and_now(tmp_path,
+                                                                                capsys):
+    # The plan read max_num_seqs 64's capacity level, 16 requests/s, at 20 ms a token; the
+    # check loaded it again beside the share and read 30 and 31 ms. The share still held: the
+    # promise is judged on the share, not on the level loaded again (1,800 -> 2,600 ms).
+    plan_results = tmp_path / "results.jsonl"
+    for seqs, rate, ttft in LEVELS:
+        append_point(plan_results, with_tpot(rate_point(seqs, rate, ttft), 20.0))
+    check = tmp_path / "check.jsonl"
+    for repeat in (0, 1):
+        append_point(check, with_tpot(rate_point(64, 40 / 3, 1400.0, repeat=repeat), 25.0))
+        append_point(check, with_tpot(rate_point(64, 16.0, 2600.0, repeat=repeat),
+                                      30.0 + repeat))
+    assert main(["capacity", str(plan_results), "--rate", "40", "--slo", "ttft:p95:2000",
+                 "--verified", str(check)]) == 0
+    assert ("The capacity level (rate 16.0/s x 100), loaded again in this check, ran each "
+            "output token 52.5% slower than when the plan measured it") in capsys.readouterr().out
 
 
 def test_a_trace_demand_on_results_of_another_workload_gets_the_guards_words(tmp_path, capsys):

@@ -115,10 +115,11 @@ def test_the_check_queues_the_chosen_config_at_the_plans_rate(owner_client, run,
     check = row.check_run
     plan = SweepPlan.model_validate(check.plan)
     # One replica of seqs=512 at 1,000 / 5 = 200 requests/s, as many requests as the level
-    # that measured the capacity (burst 2000), three draws; the run's node and checkpoint.
+    # that measured the capacity (burst 2000), and that level again, three draws each; the
+    # run's node and checkpoint.
     assert [c.label() for c in plan.engine_configs] == ["seqs=512"]
     assert [(load.shape, load.rate, load.num_requests) for load in plan.loads] == [
-        ("rate", 200.0, 2000)]
+        ("rate", 200.0, 2000), ("burst", None, 2000)]
     assert (plan.repeats, plan.replicas, check.node, check.checkpoint) == (
         3, 1, run.node, run.checkpoint)
     assert (row.check_config, check.state) == ("seqs=512", "queued")
@@ -138,6 +139,25 @@ def test_the_checks_points_stand_beside_the_promise(owner_client, run, broker):
     page = owner_client.get(f"/capacity/{row.code}/").content.decode()
     assert ("the targets held in only 1 of 2 draw(s): median_e2el_ms 4,200-5,600 ms (&lt;= "
             "5,000 ms)") in page
+
+
+def test_the_check_says_when_the_engine_ran_slower_than_when_the_plan_measured_it(
+        owner_client, run, broker):
+    row = make_plan(owner_client, run)
+    owner_client.post(f"/capacity/{row.code}/check/", {"config": "seqs=512", "repeats": "2"})
+    row.refresh_from_db()
+    # The capacity level, burst 2000, read a median TPOT of 20 ms in the plan's run; again in
+    # the check, 29 and 31 ms: 50% slower per token, past the draws' own scatter.
+    level = LoadSpec(shape="burst", num_requests=2000)
+    for repeat, tpot in ((0, 29.0), (1, 31.0)):
+        result = make_point_result(max_num_seqs=512, num_requests=2000, repeat=repeat,
+                                   median_tpot_ms=tpot)
+        store_point(row.check_run, result.model_copy(update={
+            "load": level, "key": point_key(EngineConfig(max_num_seqs=512), level, repeat)}))
+    page = owner_client.get(f"/capacity/{row.code}/").content.decode()
+    assert ("The capacity level (burst 2000), loaded again in this check, ran each output token "
+            "49.9% slower than when the plan measured it (median TPOT 30.0 ms against 20.0 ms)"
+            ) in page
 
 
 def test_an_imported_run_is_checked_from_the_command_line(owner_client, run):
