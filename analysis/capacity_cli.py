@@ -164,7 +164,7 @@ def cmd_capacity(args: argparse.Namespace) -> int:
     if args.verify_plan is not None:
         _write_check(args, plan)
     if args.verified is not None:
-        return _judge_check(args, plan)
+        return _judge_check(args, plan, points)
     return 0 if plan.met else EXIT_NOT_MET
 
 
@@ -206,7 +206,8 @@ def _write_check(args: argparse.Namespace, plan: CapacityPlan) -> None:
           f"python -m runner sweep {args.verify_plan} --out CHECK.jsonl", file=sys.stderr)
 
 
-def _judge_check(args: argparse.Namespace, plan: CapacityPlan) -> int:
+def _judge_check(args: argparse.Namespace, plan: CapacityPlan,
+                 points: list[PointFigures]) -> int:
     config = _chosen(args, plan)
     measured = [p for p in figures_of([args.verified]) if p.config_label == config.config_label]
     if not measured:
@@ -215,7 +216,7 @@ def _judge_check(args: argparse.Namespace, plan: CapacityPlan) -> int:
     print(f"\nchecked against the engine, {config.name}:")
     for found in checks:
         print(f"  {found.sentence}")
-    speed = speed_check(figures_of(args.results), measured, config)
+    speed = speed_check(points, measured, config)
     if speed is not None:
         print(f"  {speed.sentence}")
     return 0 if promise_check(checks, config).held else EXIT_CHECK_MISSED

@@ -156,14 +156,14 @@ class SpeedCheck:
     sentence: Sentence
 
 
-def speed_check(plan_points: Sequence[PointFigures], check_points: Sequence[PointFigures],
+def speed_check(plan_points: Sequence[PointFigures], checked: Sequence[PointFigures],
                 config: ConfigPlan) -> SpeedCheck | None:
     """The engine's per-token speed at the capacity level, when the plan measured it and in the
     check (module docstring); None when either has no judged draw of it with a median TPOT."""
     if config.capacity is None:
         return None
     label = config.capacity.load_label
-    then_groups, now_groups = _tpot_groups(plan_points, config), _tpot_groups(check_points, config)
+    then_groups, now_groups = _tpot_groups(plan_points, config), _tpot_groups(checked, config)
     then, now = then_groups.get(label, []), now_groups.get(label, [])
     if not then or not now:
         return None
