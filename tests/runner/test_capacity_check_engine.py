@@ -54,21 +54,26 @@ def test_the_promised_rate_is_loaded_on_the_engine_and_judged(cpu_engine, tmp_pa
     plan = json.loads(capsys.readouterr().out)["plan"]
     (config,) = plan["configs"]
     check = SweepPlan.model_validate(yaml.safe_load((tmp_path / "check.yaml").read_text()))
-    assert [(load.shape, load.rate) for load in check.loads] == [("rate", config["share"])]
+    # The share, then the level that measured the capacity again, for the engine's speed.
+    capacity_rate = config["capacity"]["rate"]
+    assert [(load.shape, load.rate) for load in check.loads] == [
+        ("rate", config["share"]), ("rate", capacity_rate)]
     assert check.launch.base_url == engine.base_url and check.repeats == 2
 
     measure(check, tmp_path / "check.jsonl", tmp_path / "check")
     measured = read_points(tmp_path / "check.jsonl").points
-    assert [p.load.rate for p in measured] == [config["share"]] * 2
+    assert sorted(p.load.rate for p in measured) == [config["share"]] * 2 + [capacity_rate] * 2
     assert all(p.metrics.valid for p in measured)
     status = main([*args, "--verified", str(tmp_path / "check.jsonl")])
     out = capsys.readouterr().out
+    at_share = [p for p in measured if p.load.rate == config["share"]]
     held = all(p.metrics.p95_e2el_ms is not None and p.metrics.p95_e2el_ms <= round(target)
-               for p in measured)
-    # The exit status is what the check measured: 0 when every draw met the target.
+               for p in at_share)
+    # The exit status is what the check measured at the share: 0 when every draw met the target.
     assert status == (0 if held else EXIT_CHECK_MISSED)
     assert "Loaded at" in out
+    assert f"The capacity level ({config['capacity']['load_label']}), loaded again" in out
     print(f"ladder p95 E2EL ms: {[p.metrics.p95_e2el_ms for p in read_points(results).points]}; "
           f"target {target:.0f}; capacity {config['capacity']['rate']} requests/s, share "
           f"{config['share']:.2f}; check p95 E2EL ms "
-          f"{[p.metrics.p95_e2el_ms for p in measured]}, exit {status}")
+          f"{[p.metrics.p95_e2el_ms for p in at_share]}, exit {status}")
