@@ -126,16 +126,28 @@ def test_the_check_queues_the_chosen_config_at_the_plans_rate(owner_client, run,
     assert broker.llen(run.node.queue) == 1
 
 
-def test_the_checks_points_stand_beside_the_promise(owner_client, run, broker):
-    row = make_plan(owner_client, run)
-    owner_client.post(f"/capacity/{row.code}/check/", {"config": "seqs=512", "repeats": "2"})
+def checked_plan(client: Client, run: Benchmark) -> CapacityPlan:
+    """A plan whose check of seqs=512 was launched, two draws."""
+    row = make_plan(client, run)
+    client.post(f"/capacity/{row.code}/check/", {"config": "seqs=512", "repeats": "2"})
     row.refresh_from_db()
-    load = LoadSpec(shape="rate", rate=200.0, num_requests=2000)
-    for repeat, e2el in ((0, 4200.0), (1, 5600.0)):
+    return row
+
+
+def store_check_draws(row: CapacityPlan, load: LoadSpec, field: str,
+                      values: tuple[float, ...]) -> None:
+    """The check's draws of seqs=512 at a load, one metric set per draw."""
+    for repeat, value in enumerate(values):
         result = make_point_result(max_num_seqs=512, num_requests=2000, repeat=repeat,
-                                   median_e2el_ms=e2el)
+                                   **{field: value})
         store_point(row.check_run, result.model_copy(update={
             "load": load, "key": point_key(EngineConfig(max_num_seqs=512), load, repeat)}))
+
+
+def test_the_checks_points_stand_beside_the_promise(owner_client, run, broker):
+    row = checked_plan(owner_client, run)
+    store_check_draws(row, LoadSpec(shape="rate", rate=200.0, num_requests=2000),
+                      "median_e2el_ms", (4200.0, 5600.0))
     page = owner_client.get(f"/capacity/{row.code}/").content.decode()
     assert ("the targets held in only 1 of 2 draw(s): median_e2el_ms 4,200-5,600 ms (&lt;= "
             "5,000 ms)") in page
@@ -143,17 +155,11 @@ def test_the_checks_points_stand_beside_the_promise(owner_client, run, broker):
 
 def test_the_check_says_when_the_engine_ran_slower_than_when_the_plan_measured_it(
         owner_client, run, broker):
-    row = make_plan(owner_client, run)
-    owner_client.post(f"/capacity/{row.code}/check/", {"config": "seqs=512", "repeats": "2"})
-    row.refresh_from_db()
+    row = checked_plan(owner_client, run)
     # The capacity level, burst 2000, read a median TPOT of 20 ms in the plan's run; again in
     # the check, 29 and 31 ms: 50% slower per token, past the draws' own scatter.
-    level = LoadSpec(shape="burst", num_requests=2000)
-    for repeat, tpot in ((0, 29.0), (1, 31.0)):
-        result = make_point_result(max_num_seqs=512, num_requests=2000, repeat=repeat,
-                                   median_tpot_ms=tpot)
-        store_point(row.check_run, result.model_copy(update={
-            "load": level, "key": point_key(EngineConfig(max_num_seqs=512), level, repeat)}))
+    store_check_draws(row, LoadSpec(shape="burst", num_requests=2000), "median_tpot_ms",
+                      (29.0, 31.0))
     page = owner_client.get(f"/capacity/{row.code}/").content.decode()
     assert ("The capacity level (burst 2000), loaded again in this check, ran each output token "
             "49.9% slower than when the plan measured it (median TPOT 30.0 ms against 20.0 ms)"
