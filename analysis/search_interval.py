@@ -12,7 +12,12 @@ the larger of two spreads:
   search, runner.search.state) and its setting's first draw. Repeats are taken seconds apart and
   bound a point's scatter; the end control, minutes later, shows how far the host's speed moved
   over the search, and an answer read in a fast or a slow spell is off by that much. Where the
-  end control was measured at the chosen point, its draw is inside the span too.
+  end control was measured at the chosen point, its draw is inside the span too;
+- the spread of the repeats at the deciding step: the next load measured above the chosen point
+  on its config, whose figures decided that the answer stops below it (the knee, or the first
+  load over a latency limit). Where those repeats disagree by more than the run's pooled
+  spread, one of them may be an outlier that moved the answer by a whole load step, and the
+  answer is no surer than they are.
 On a quiet node both spreads are small and so is the widening; on a noisy one the interval says
 so.
 """
@@ -21,13 +26,22 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from analysis.errors import AnalysisError
 from analysis.noise import Drift, Interval, end_drift
-from analysis.repeats import setting_of
+from analysis.repeats import Setting, setting_of
 from analysis.types import PointFigures
 from runner.schema.search_record import SearchRecord
 from runner.search.state import relative_spread
+
+
+@dataclass(frozen=True)
+class StepSpread:
+    """The repeats at the load above the chosen point that decided the answer stops below it."""
+
+    load_label: str
+    spread: float  # relative_spread of their throughputs
 
 
 def answer_interval(
@@ -35,11 +49,13 @@ def answer_interval(
     draws: Sequence[float],
     drift: Drift | None = None,
     control: float | None = None,
+    step: StepSpread | None = None,
 ) -> Interval | None:
     """The interval around the answer (output tokens/s); None without a valid draw.
 
     draws: the chosen point's repeats; drift: the run's end control against its first draw;
-    control: the end control's draw where it was measured at the chosen point."""
+    control: the end control's draw where it was measured at the chosen point; step: the
+    deciding step's repeats (module docstring)."""
     values = [v for v in draws if math.isfinite(v)]
     if not values:
         return None
@@ -50,13 +66,19 @@ def answer_interval(
     # The pair's spread, by the rule the search pools its repeats' spread by.
     moved = (relative_spread([1.0, 1.0 + drift.change_pct / 100]) if drift is not None
              else 0.0)
-    widen = record.spec.tolerance_pct / 100 + max(noise, moved)
+    stepped = step.spread if step is not None else 0.0
+    widen = record.spec.tolerance_pct / 100 + max(noise, moved, stepped)
     measured = ("one measurement" if len(values) == 1 else
                 f"the chosen point's {len(values)} repeats")
     if len(span) > len(values):
         measured += " and its end control"
     basis = f"{measured}, widened by the search's {record.spec.tolerance_pct:g}% tolerance"
-    if drift is not None and moved > noise:
+    if step is not None and stepped > max(noise, moved):
+        basis += (f" and the {100 * stepped:.1f}% spread between the repeats at "
+                  f"{step.load_label}, the load above it that decided the answer"
+                  + (f" (more than the run's {record.noise_pct:.1f}% repeat spread)" if noise
+                     else ""))
+    elif drift is not None and moved > noise:
         basis += (f" and the {100 * moved:.1f}% spread between {drift.config_label}'s first draw "
                   "and its end control after the search"
                   + (f" (more than the run's {record.noise_pct:.1f}% repeat spread)" if noise
@@ -80,5 +102,28 @@ def chosen_point_interval(
     same = [f for f in figs if f.valid and setting_of(f) == setting]
     control = next((f.output_throughput for f in same if f.end_control), None)
     return answer_interval(record, [f.output_throughput for f in same if not f.end_control],
-                           end_drift(figs), control)
+                           end_drift(figs), control, deciding_step(figs, chosen))
 
+
+def deciding_step(figs: Sequence[PointFigures], chosen: PointFigures) -> StepSpread | None:
+    """The repeats at the next load measured above the chosen point on its config (same
+    replicas and workload), or None where there is no such load or it was drawn once. Loads
+    are ordered as the search's ladder orders them: by offered concurrency, then by rate."""
+    def order(f: PointFigures) -> tuple[float, float]:
+        return (f.offered_concurrency, f.offered_rate or 0.0)
+
+    here = setting_of(chosen)
+    above: dict[Setting, list[PointFigures]] = {}
+    for f in figs:
+        other = setting_of(f)
+        if (f.valid and not f.end_control and other.config_label == here.config_label
+                and other.replicas == here.replicas and other.workload == here.workload
+                and order(f) > order(chosen)):
+            above.setdefault(other, []).append(f)
+    if not above:
+        return None
+    nearest = min(above.values(), key=lambda group: order(group[0]))
+    if len(nearest) < 2:
+        return None
+    return StepSpread(nearest[0].load_label,
+                      relative_spread([f.output_throughput for f in nearest]))

@@ -161,12 +161,15 @@ def objectives(grid: RecordedGrid) -> list[SearchSpec]:
 
 
 def judge(grid: RecordedGrid, spec: SearchSpec) -> dict[str, object]:
-    from analysis.search_interval import answer_interval
+    from analysis.search_interval import StepSpread, answer_interval
+    from runner.search.state import relative_spread
 
     full = grid_answer(grid, spec)
     found = replay(grid, spec)
     halving = replay(grid, spec.model_copy(update={"method": "bracket-bisect-walk/1"}))
-    interval = answer_interval(found.record, found.capacity_values)
+    step = (StepSpread(found.step_level, relative_spread(list(found.step_values)))
+            if found.step_level is not None and len(found.step_values) >= 2 else None)
+    interval = answer_interval(found.record, found.capacity_values, step=step)
     row: dict[str, object] = {
         "grid": grid.name, "objective": spec.describe(), "configs": len(grid.plan.engine_configs),
         "grid_answer": full.value, "grid_at": f"{full.config}, {full.level}",

@@ -238,11 +238,25 @@ class Levels:
         growth_margin = (abs(growth - self.spec.latency_growth_pct)
                          / (100 + self.spec.latency_growth_pct))
         if gain_margin >= throughput_noise and growth_margin >= latency_noise:
-            return []
+            return self._fall_call(before, after, gain, throughput_noise)
         level = before if self.count(before) <= self.count(after) else after
         return [LevelChoice(level, "repeat", f"the knee step {self.labels[before]} -> "
                             f"{self.labels[after]} ({gain:+.1f}% throughput, {growth:+.0f}% "
                             "latency) is within the noise of the knee rule")]
+
+    def _fall_call(
+        self, before: int, after: int, gain: float, noise: float
+    ) -> list[LevelChoice]:
+        """A knee step whose higher load delivered less than the lower one by more than the
+        noise, on one draw: an engine that loses throughput under more load is a claim, and one
+        slow draw makes it as well. The repeat does not lift the level (its figures stay those
+        of its lowest draw) but measures how far its draws disagree, which the answer's
+        interval (analysis.search_interval) widens by."""
+        if self.count(after) != 1 or -gain / 100 <= noise:
+            return []
+        return [LevelChoice(after, "repeat", f"{self.labels[after]} delivered {gain:+.1f}% "
+                            f"against {self.labels[before]} on one draw, a fall beyond the "
+                            f"noise ({noise:.1%}): a repeat shows how far its draws disagree")]
 
     def _slo_close_calls(self, noise: float) -> list[LevelChoice]:
         calls = []

@@ -76,6 +76,9 @@ class Replay:
     answer_config: str | None
     answer_level: str | None
     capacity_values: tuple[float, ...]  # the answer point's valid repeats
+    # The next measured level above the answer on its config: its label and valid repeats.
+    step_level: str | None
+    step_values: tuple[float, ...]
     spent_s: float  # recorded engine starts plus recorded point times
 
 
@@ -107,6 +110,7 @@ def replay(
     levels = search.states[best].levels
     level = levels.answer()
     chosen = levels.seen.get(level, []) if level is not None else []
+    above = min((m for m in levels.seen if level is not None and m > level), default=None)
     return Replay(
         record=record,
         requests=requests,
@@ -114,6 +118,9 @@ def replay(
         answer_config=plan.engine_configs[best].label() if value is not None else None,
         answer_level=search.loads[level].label() if level is not None else None,
         capacity_values=tuple(o.output_throughput for o in chosen if o.valid),
+        step_level=search.loads[above].label() if above is not None else None,
+        step_values=tuple(o.output_throughput for o in levels.seen.get(above, []) if o.valid)
+        if above is not None else (),
         spent_s=record.spent_s,
     )
 

@@ -13,7 +13,8 @@ Three rules decide what is measured:
   can deliver, falls short of the best config's answer by more than the tolerance, and the walk
   of runner.search.walk leaves unstarted the configs its neighbours bound;
 - repeats go to the points that decide the answer: the best config's answer point (its
-  capacity needs a measured spread) and a deciding point inside the noise of its rule.
+  capacity needs a measured spread), a deciding point inside the noise of its rule, and a knee
+  step's higher load that fell below the lower one beyond the noise on one draw.
 
 After the last point, with StabilitySpec.end_control, runner.sweep measures end_control(): the
 answer point once more on a fresh engine start. Its repeats were taken seconds apart and bound

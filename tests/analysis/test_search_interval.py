@@ -99,3 +99,40 @@ def test_the_chosen_points_interval_reads_its_draws_and_the_runs_end_control_fro
     assert chosen_point_interval(record, figs[:2], figs[0].key) == answer_interval(
         record, [6201.0, 6850.0])
     assert chosen_point_interval(record, figs, "no such point") is None
+
+
+def at(load: int, repeat: int, throughput: float, config: str = "seqs=32", **kwargs) -> object:
+    return point(f"{config}|concurrency {load}|r{repeat}", load, throughput, repeat=repeat,
+                 config_label=config, load_label=f"concurrency {load}", **kwargs)
+
+
+def test_repeats_that_disagree_at_the_load_above_widen_the_chosen_points_interval():
+    # cpu-k: the answer at 32 in flight, decided by 64, whose draws read 7249 and 9228 (24.0%
+    # apart): one slow draw there moved the answer a whole load step down.
+    record = SearchRecord(spec=SearchSpec(tolerance_pct=2), cells=[], noise_pct=4.4)
+    figs = [at(16, 0, 6500.0), at(32, 0, 8575.0), at(32, 1, 8511.0), at(64, 0, 7249.0),
+            at(64, 1, 9228.0), at(128, 0, 4000.0), at(128, 1, 9000.0),
+            # Another config's and an invalid draw at 64 are no draws of this step.
+            at(64, 0, 100.0, config="seqs=8"), at(64, 2, 20000.0, valid=False)]
+    interval = chosen_point_interval(record, figs, figs[1].key)
+    spread = 1979.0 / 8238.5
+    assert interval is not None
+    assert (interval.low, interval.high) == (pytest.approx(8511.0 * (1 - 0.02 - spread)),
+                                             pytest.approx(8575.0 * (1 + 0.02 + spread)))
+    assert interval.contains(9175.0)
+    assert interval.basis == (
+        "the chosen point's 2 repeats, widened by the search's 2% tolerance and the 24.0% "
+        "spread between the repeats at concurrency 64, the load above it that decided the "
+        "answer (more than the run's 4.4% repeat spread)")
+
+
+def test_a_load_above_drawn_once_or_inside_the_runs_spread_widens_nothing():
+    record = SearchRecord(spec=SearchSpec(tolerance_pct=2), cells=[], noise_pct=4.4)
+    once = [at(32, 0, 8575.0), at(32, 1, 8511.0), at(64, 0, 7249.0)]
+    agreeing = [*once, at(64, 1, 7400.0)]
+    for figs in (once, agreeing):
+        assert chosen_point_interval(record, figs, figs[0].key) == answer_interval(
+            record, [8575.0, 8511.0])
+    # The top load has no load above it.
+    top = chosen_point_interval(record, agreeing, agreeing[2].key)
+    assert top == answer_interval(record, [7249.0, 7400.0])

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from analysis.search_interval import answer_interval
+from analysis.search_interval import StepSpread, answer_interval
 from runner.schema.engine_config import EngineConfig
 from runner.schema.search_record import SearchSpec
 from runner.search.replay import RecordedGrid, grid_answer, replay
-from runner.search.state import Search
+from runner.search.state import Search, relative_spread
 
 from .grids import recorded_grid, saturating
 
@@ -223,6 +223,47 @@ def test_a_knee_step_inside_the_noise_is_repeated():
     found = replay(grid, KNEE)
 
     assert any("the knee step" in reason for reason in repeats_of(found))
+
+
+def one_slow_probe(low: float):
+    """cpu-k's live search (docs/performance.md): the probe at 64 in flight read `low`, its
+    repeats 9228 and 9100; 32 in flight read 8575, 8511 and 8540."""
+
+    def figures(config: EngineConfig, level: int, repeat: int) -> tuple[float, float]:
+        curve = {4: 2000.0, 8: 4000.0, 16: 6500.0, 32: (8575.0, 8511.0, 8540.0)[repeat],
+                 64: (low, 9228.0, 9100.0)[repeat]}
+        return curve[level], 1000.0 * {32: 2.0, 64: 4.0}.get(level, 1.0)
+
+    return figures
+
+
+def test_a_fall_beyond_the_noise_on_one_draw_is_repeated_and_widens_the_interval():
+    grid = recorded_grid(one_slow_probe(7249.0), seqs=(32,), tokens=(2048,),
+                         levels=(4, 8, 16, 32, 64), repeats=3)
+    found = replay(grid, KNEE)
+
+    # Once: a second draw measures the disagreement, and a third would not lift the level.
+    falls = [r for r in found.requests if r.phase == "repeat" and "a fall" in r.reason]
+    assert [(r.level, r.repeat) for r in falls] == [(4, 1)]
+    assert falls[0].reason.startswith("concurrency 64 x 256 delivered -15.5% against "
+                                      "concurrency 32 x 128 on one draw")
+    # The answer stays at 32 (a level's figures are its lowest draw's) ...
+    assert found.answer == 8511.0 and found.step_values == (7249.0, 9228.0)
+    # ... and its interval, widened by the 24% between the draws at 64, holds the 9175 tok/s
+    # that another run read there.
+    step = StepSpread(str(found.step_level), relative_spread(list(found.step_values)))
+    interval = answer_interval(found.record, found.capacity_values, step=step)
+    assert interval is not None and interval.contains(9175.0)
+    assert interval.high == pytest.approx(8575.0 * (1.02 + 1979.0 / 8238.5))
+
+
+def test_a_fall_inside_the_noise_or_a_rise_is_not_repeated_for_it():
+    # 8480 against 8511 at 32: -0.4%, inside the 0.7% that 32's repeats scatter by; 9300: a
+    # rise.
+    for low in (8480.0, 9300.0):
+        grid = recorded_grid(one_slow_probe(low), seqs=(32,), tokens=(2048,),
+                             levels=(4, 8, 16, 32, 64), repeats=3)
+        assert not any("a fall" in reason for reason in repeats_of(replay(grid, KNEE)))
 
 
 def test_one_repeat_per_point_when_the_plan_asks_for_none():
