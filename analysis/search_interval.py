@@ -4,7 +4,7 @@ chosen point.
 The interval spans the chosen point's draws, from the lowest to the highest, widened by the
 search's tolerance (the search located the answer to within it, so an unmeasured level or an
 unstarted config may differ from the measured answer by that much under its assumptions) and by
-the larger of two spreads:
+the largest of three spreads:
 - the run's pooled repeat spread. Two repeats alone hold their point's mean only about half the
   time; widened on each side by the spread (about one standard deviation of a point, for two
   repeats), about 19 times in 20 when the scatter is normal;
