@@ -5,9 +5,11 @@ The check is a run of its own (runner.sweep.run_plan through the dashboard's lau
 `python -m runner sweep` on the plan `python -m analysis capacity --verify-plan` writes): the
 chosen engine config on one replica, an open-loop rate load at each replica's share of the
 demand on Headroom's schedule (runner.client.schedule), or, for a demand sized from a trace,
-the trace itself replayed at the speed that brings its sized rate to that share. The load
-sends as many requests as the level that measured the capacity, so its percentiles rest on as
-many requests as the promise did.
+the trace itself replayed at the speed that brings its sized rate to that share. A rate load
+sends for as long as the level that measured the capacity, and at least as many requests: past
+capacity an open-loop queue grows for as long as arrivals last, so 1.3x the rate over fewer
+seconds would ask an easier question than the plan's level answered, and the percentiles rest
+on at least as many requests as the promise did. A trace sends as many requests as that level.
 
 A target held when every draw was valid and met every limit: a draw that failed or came back
 short is a miss, since its latencies leave out the requests that never finished.
@@ -74,8 +76,11 @@ def _load(rate: float, count: int, measured: LoadSpec | None, source: SweepPlan,
     # As a person would type it: a load's label (and so its point key) shows the number as
     # given, and 1.3 x 13.32 is 17.316000000000003; four figures move it by under 0.05%.
     rate = _significant(rate)
-    burstiness = measured.burstiness if measured is not None and measured.shape == "rate" else 1.0
-    return LoadSpec(shape="rate", num_requests=count, rate=rate, burstiness=burstiness)
+    if measured is None or measured.shape != "rate" or measured.rate is None:
+        return LoadSpec(shape="rate", num_requests=count, rate=rate)
+    # The measured level's seconds of arrivals (module docstring), never fewer requests.
+    sent = max(count, round(count * rate / measured.rate))
+    return LoadSpec(shape="rate", num_requests=sent, rate=rate, burstiness=measured.burstiness)
 
 
 @dataclass(frozen=True, kw_only=True)

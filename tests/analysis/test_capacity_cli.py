@@ -110,10 +110,12 @@ def test_the_check_is_written_as_a_plan_of_the_chosen_config_at_its_share(tmp_pa
     check = SweepPlan.model_validate(yaml.safe_load(out.read_text()))
     # The config needing fewest GPUs (max_num_seqs 64: 3 replicas, 40 / 3 requests/s each).
     assert [c.max_num_seqs for c in check.engine_configs] == [64]
-    assert [(load.shape, load.num_requests) for load in check.loads] == [("rate", 100)] * 3
     # To four figures, as a person types a rate: 13.33 and 17.33 requests/s; then the level
-    # that measured the capacity, as measured, for the engine's speed then and now.
-    assert [load.rate for load in check.loads] == [13.33, 17.33, 16.0]
+    # that measured the capacity, as measured, for the engine's speed then and now. 17.33/s
+    # sends for the 6.25 s the 100 requests at 16/s took.
+    assert [(load.rate, load.num_requests) for load in check.loads] == [
+        (13.33, 100), (17.33, 108), (16.0, 100)]
+    assert {load.shape for load in check.loads} == {"rate"}
     assert (check.repeats, check.replicas, check.search, check.stability.control_point) == (
         3, 1, None, False)
 

@@ -84,6 +84,23 @@ def test_the_check_loads_the_capacity_level_again_unless_a_rate_already_is_it():
     assert [load.rate for load in verify_plan(source, config, [4.0]).loads] == [4.0]
 
 
+def test_a_faster_check_rate_sends_for_as_long_as_the_capacity_level_and_a_slower_no_fewer():
+    source = sweep_plan().model_copy(update={
+        "engine_configs": [EngineConfig(max_num_seqs=4)],
+        "loads": [LoadSpec(shape="rate", rate=r, num_requests=REQUESTS) for r in (2.0, 4.0)]})
+    points = [from_point_result(rate_point(4, 2.0, 300.0)),
+              from_point_result(rate_point(4, 4.0, 900.0))]
+    config = plan_capacity(points, PlanInputs(demand=Demand(kind="rate", rate=4.0),
+                                              slos={"p95_ttft_ms": 2000.0}),
+                           today=date.today()).configs[0]
+    assert config.capacity.rate == 4.0
+    # 100 requests at 4/s are 25 s of arrivals: 1.3x sends 130 in those 25 s, 5.0/s 125, and
+    # 3.1/s keeps the 100.
+    check = verify_plan(source, config, [3.1, 4.0, 5.2, 5.0])
+    assert [(load.rate, load.num_requests) for load in check.loads] == [
+        (3.1, REQUESTS), (4.0, REQUESTS), (5.2, 130), (5.0, 125)]
+
+
 def test_a_check_whose_engine_ran_slower_per_token_says_so():
     checked = [*tpot_level(4.0, 30.0, 31.0, 29.0)]
     found = speed_check(MEASURED, checked, planned())
