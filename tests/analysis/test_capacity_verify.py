@@ -23,7 +23,7 @@ from analysis.sentences import Sentence
 from analysis.types import PointFigures
 from runner.convergence import pooled_log_sd
 from runner.schema.engine_config import EngineConfig
-from runner.schema.plan import LoadSpec, WorkloadSpec
+from runner.schema.plan import LoadSpec, SweepPlan, WorkloadSpec
 from tests import factories
 from tests.analysis.test_capacity_cli import REQUESTS, rate_point, sweep_plan
 from tests.analysis.test_capacity_plan import level
@@ -69,15 +69,23 @@ def planned() -> ConfigPlan:
     return plan.configs[0]
 
 
-def test_the_check_loads_the_capacity_level_again_unless_a_rate_already_is_it():
+def two_rate_levels(demand_rate: float) -> tuple[SweepPlan, ConfigPlan]:
+    """A max_num_seqs 4 run of 2 and 4 requests/s, 100 requests each, and its plan for a demand:
+    4 requests/s meets p95 TTFT 2 s, so the capacity is 4."""
     source = sweep_plan().model_copy(update={
         "engine_configs": [EngineConfig(max_num_seqs=4)],
         "loads": [LoadSpec(shape="rate", rate=r, num_requests=REQUESTS) for r in (2.0, 4.0)]})
     points = [from_point_result(rate_point(4, 2.0, 300.0)),
               from_point_result(rate_point(4, 4.0, 900.0))]
-    config = plan_capacity(points, PlanInputs(demand=Demand(kind="rate", rate=3.0),
+    config = plan_capacity(points, PlanInputs(demand=Demand(kind="rate", rate=demand_rate),
                                               slos={"p95_ttft_ms": 2000.0}),
                            today=date.today()).configs[0]
+    assert config.capacity is not None and config.capacity.rate == 4.0
+    return source, config
+
+
+def test_the_check_loads_the_capacity_level_again_unless_a_rate_already_is_it():
+    source, config = two_rate_levels(3.0)
     check = verify_plan(source, config, [3.0])
     assert [(load.rate, load.num_requests) for load in check.loads] == [
         (3.0, REQUESTS), (4.0, REQUESTS)]
@@ -85,15 +93,7 @@ def test_the_check_loads_the_capacity_level_again_unless_a_rate_already_is_it():
 
 
 def test_a_faster_check_rate_sends_for_as_long_as_the_capacity_level_and_a_slower_no_fewer():
-    source = sweep_plan().model_copy(update={
-        "engine_configs": [EngineConfig(max_num_seqs=4)],
-        "loads": [LoadSpec(shape="rate", rate=r, num_requests=REQUESTS) for r in (2.0, 4.0)]})
-    points = [from_point_result(rate_point(4, 2.0, 300.0)),
-              from_point_result(rate_point(4, 4.0, 900.0))]
-    config = plan_capacity(points, PlanInputs(demand=Demand(kind="rate", rate=4.0),
-                                              slos={"p95_ttft_ms": 2000.0}),
-                           today=date.today()).configs[0]
-    assert config.capacity.rate == 4.0
+    source, config = two_rate_levels(4.0)
     # 100 requests at 4/s are 25 s of arrivals: 1.3x sends 130 in those 25 s, 5.0/s 125, and
     # 3.1/s keeps the 100.
     check = verify_plan(source, config, [3.1, 4.0, 5.2, 5.0])
