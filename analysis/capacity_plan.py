@@ -16,12 +16,15 @@ all three give the same numbers from the same points. Per engine config:
 - nothing is scaled: a capacity at the highest level measured is said to be "not measured
   above", the faster level that missed a limit is named, and a config whose every level
   missed a limit gets no plan;
-- replicas = ceil(demand x (1 + margin) / (capacity x efficiency)), the efficiency a node run
+- each replica is counted at the low end of the capacity's interval: a level measured once at
+  its rate is sustained on a draw as fast as that one, and a replica sized at the rate itself
+  misses the targets on the slower draws; without the run's noise, at the capacity itself;
+- replicas = ceil(demand x (1 + margin) / (that rate x efficiency)), the efficiency a node run
   of the config measured (analysis.scaling.node_efficiency, at most 1) or, without one, 1 said
   as an assumption; GPUs = replicas x the GPUs of one replica (tensor parallel);
 - each replica's share of the demand lies at a measured level, between two (figures
   interpolated linearly, naming both) or below the lowest (said not measured);
-- a batch job is done in requests / (replicas x capacity x efficiency) seconds, and each replica
+- a batch job is done in requests / (replicas x that rate x efficiency) seconds, and each replica
   keeps capacity x median latency requests in the system (Little's law);
 - cost: GPUs x price x 730 hours a month, or x the job's hours, with the price's date;
 - a demand whose workload differs from a config's is not planned on it: the controlled
@@ -426,7 +429,8 @@ def plan_config(c: _Config, today: date) -> ConfigPlan:
     next_level, above = _above(c, chosen)
     efficiency, scaled = _efficiency(c)
     sized_rate = c.inputs.sized_rate
-    replicas = _replicas(sized_rate, capacity.rate, efficiency)
+    promised = interval.low if interval is not None else capacity.rate
+    replicas = _replicas(sized_rate, promised, efficiency)
     per_replica = head.gpus_per_replica
     share = sized_rate / replicas
     position, expected, where = _position(c, share)
@@ -439,9 +443,10 @@ def plan_config(c: _Config, today: date) -> ConfigPlan:
     plan: dict[str, Any] = {"replicas": replicas, "gpus": replicas * per_replica}
     if interval is not None:
         low = _replicas(sized_rate, interval.high, efficiency) * per_replica
-        high = _replicas(sized_rate, interval.low, efficiency) * per_replica
+        high = replicas * per_replica
         plan |= {"gpus_low": low, "gpus_high": high, "capacity_low": interval.low,
                  "capacity_high": interval.high}
+        sentences.append(Sentence(words.SIZED_LOW, {"low": words.rate_text(interval.low)}))
         if low != high:
             sentences.append(Sentence(words.FLEET_RANGE, {"low": str(low), "high": str(high),
                                                           "unit": unit}))
@@ -449,7 +454,7 @@ def plan_config(c: _Config, today: date) -> ConfigPlan:
         sentences.append(scaled)
     sentences.append(where)
     if c.inputs.demand.kind == "batch":
-        sentences += _batch(c, capacity, replicas, efficiency, plan, unit)
+        sentences += _batch(c, capacity, promised, replicas, efficiency, plan, unit)
     amount, priced = _cost(c, plan, head.cpu_engine, today)
     sentences += priced
     if c.inputs.slos and not c.scatter.get(chosen.key):
@@ -463,16 +468,17 @@ def plan_config(c: _Config, today: date) -> ConfigPlan:
         sentences=tuple(sentences), **plan)
 
 
-def _batch(c: _Config, capacity: Level, replicas: int, efficiency: float | None,
-           plan: dict[str, Any], unit: Sentence) -> list[Sentence]:
-    """Hours to finish the job, and the queue that keeps each replica saturated."""
+def _batch(c: _Config, capacity: Level, promised: float, replicas: int,
+           efficiency: float | None, plan: dict[str, Any], unit: Sentence) -> list[Sentence]:
+    """Hours to finish the job at the rate each replica is counted at, and the queue that keeps
+    each replica saturated at the level measured."""
     assert c.inputs.demand.requests is not None
     applied = min(efficiency, 1.0) if efficiency is not None and replicas > 1 else 1.0
-    hours = c.inputs.demand.requests / (replicas * capacity.rate * applied) / SECONDS_PER_HOUR
+    hours = c.inputs.demand.requests / (replicas * promised * applied) / SECONDS_PER_HOUR
     plan["hours"] = hours
     out = [Sentence(words.BATCH, {"hours": num(hours), "gpus": str(plan["gpus"]), "unit": unit,
                                   "replicas": str(replicas),
-                                  "rate": words.rate_text(capacity.rate)})]
+                                  "rate": words.rate_text(promised)})]
     if capacity.median_e2el_ms is not None:
         in_system = capacity.rate * capacity.median_e2el_ms / 1000
         plan["in_system"] = in_system

@@ -157,6 +157,14 @@ class ConfigPlan:
     def sized(self) -> bool:
         return self.status == "sized"
 
+    @property
+    def promised_rate(self) -> float | None:
+        """Requests/s each replica is counted at: the low end of the capacity's interval, or
+        the capacity itself where nothing measured the run's noise."""
+        if self.capacity is None:
+            return None
+        return self.capacity_low if self.capacity_low is not None else self.capacity.rate
+
 
 @dataclass(frozen=True, kw_only=True)
 class CapacityPlan:

@@ -80,6 +80,9 @@ SPEC_DIFFERS = (
 FLEET = (
     "%(sized)s requests/s needs %(replicas)s replica(s), %(gpus)s %(unit)s in all "
     "(%(per_replica)s per replica), each replica taking %(share)s requests/s.")
+SIZED_LOW = (
+    "Each replica is counted at %(low)s requests/s, the low end of the capacity's 95%% "
+    "interval, so that a draw slower than the ones measured still keeps the targets.")
 FLEET_RANGE = (
     "Within the capacity's 95%% interval the same demand needs %(low)s to %(high)s %(unit)s.")
 SCALING_MEASURED = (
@@ -174,7 +177,7 @@ CAPACITY_TEMPLATES = (
     DEMAND_RATE, DEMAND_TRACE, DEMAND_BATCH, MARGIN, SPEC_ASSUMED, NO_SLO_INTERACTIVE,
     NO_INTERVAL, CAPACITY_SLO, CAPACITY_KNEE, CAPACITY_HIGHEST, NEXT_MISSED, NOT_ABOVE, SLO_UNMET,
     SCATTER_ALLOWED, SCATTER_UNMEASURED, NEXT_WITHIN_SCATTER, SLO_WITHIN_SCATTER, NO_LEVELS,
-    SPEC_DIFFERS, FLEET, FLEET_RANGE, SCALING_MEASURED, SCALING_ABOVE_ONE,
+    SPEC_DIFFERS, FLEET, SIZED_LOW, FLEET_RANGE, SCALING_MEASURED, SCALING_ABOVE_ONE,
     SCALING_ASSUMED, AT_LEVEL, BETWEEN, BELOW, BATCH, LITTLE, COST_MONTH, COST_JOB,
     NO_COST_PRICE, NO_COST_CPU, UNIT_GPUS, UNIT_CPU_ENGINES, HEADLINE_FIRST_TRAFFIC,
     HEADLINE_NEXT_TRAFFIC, HEADLINE_FIRST_JOB, HEADLINE_NEXT_JOB, HEADLINE_FIRST_NONE,

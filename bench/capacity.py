@@ -11,9 +11,10 @@ tiny model, started once and measured through the runner's own run_plan:
 2. a rate ladder in steps of 1.12x from about a third of that to a little past it, each level
    measured twice, is the run a plan reads;
 3. for each of two targets, the plan (analysis.capacity_plan, as the page and the CLI) sizes a
-   demand equal to one replica's capacity, so its per-replica rate is the capacity itself, and
-   the check plan (analysis.capacity_verify.verify_plan, as the Verify button and
-   --verify-plan) loads that rate and 1.3x it, each with its own draws;
+   demand equal to the rate it counts one replica at (the low end of the capacity's interval),
+   so its per-replica rate is that promise itself, and the check plan
+   (analysis.capacity_verify.verify_plan, as the Verify button and --verify-plan) loads that
+   rate and 1.3x it, each with its own draws;
 4. check_points judges each loaded rate against the target: the promise should hold at the
    planned rate and break at 1.3x. The plan counts a level only when its figure meets the target
    by one draw's scatter (analysis.capacity_plan.level_scatter), so a level a few percent inside
@@ -183,15 +184,15 @@ def _plans(args: argparse.Namespace, config: EngineConfig, ladder: SweepPlan,
         slos = {name: round(unloaded * multiple, 1)}
         probe = plan_capacity(figs, PlanInputs(demand=Demand(kind="rate", rate=1.0), slos=slos),
                               today=date.today())
-        capacity = probe.configs[0].capacity
-        if capacity is None:
+        promised = probe.configs[0].promised_rate
+        if promised is None:
             outcomes.append(Outcome(config.label(), f"{name} <= {slos[name]:g} ms",
                                     probe.configs[0], None, None))
             continue
-        plan = plan_capacity(figs, PlanInputs(demand=Demand(kind="rate", rate=capacity.rate),
+        plan = plan_capacity(figs, PlanInputs(demand=Demand(kind="rate", rate=promised),
                                               slos=slos),
                              today=date.today()).configs[0]
-        rate = plan.share or capacity.rate
+        rate = plan.share or promised
         if rate not in checked:
             check = verify_plan(ladder, plan, _rates(rate, band), repeats_each=args.check_repeats)
             points = measure(check, workdir / f"check{config.max_num_seqs}-{len(checked)}")

@@ -134,7 +134,9 @@ def test_a_level_inside_its_limit_by_less_than_its_scatter_is_not_the_capacity()
     # At 4 requests/s the draws read 1,700 and 2,000 ms: sd = ln(2000 / 1700) / sqrt 2 = 0.115,
     # and 1,700 x exp(1.96 x 0.115) = 2,130 ms is past 2 s. At 2, the pool of both levels within
     # the limit, sqrt((ln(310/300)^2 + ln(2000/1700)^2) / 4) = 0.083: 300 x 1.18 = 353 ms.
-    assert (only.capacity.rate, only.next_level.rate, only.replicas) == (2.0, 4.0, 20)
+    # 40 / 2 is 20 replicas, but the draws' throughputs differ by 1 tok/s, so the capacity's
+    # interval puts its low end just below 2 requests/s: 21.
+    assert (only.capacity.rate, only.next_level.rate, only.replicas) == (2.0, 4.0, 21)
     pooled = math.sqrt((math.log(310 / 300) ** 2 + math.log(2000 / 1700) ** 2) / 4)
     assert only.scatter_pct == {"p95_ttft_ms": pytest.approx(math.expm1(1.96 * pooled) * 100)}
     assert texts(only)[1] == (
@@ -331,6 +333,32 @@ def test_the_capacity_carries_the_runs_noise_as_an_interval_and_the_gpus_a_range
     assert (large.gpus, large.gpus_low, large.gpus_high) == (4, 3, 4)
     assert texts(large)[0].startswith(
         "One replica sustains 16.0 requests/s (95% interval 14.9-17.2, from 2 draw(s)) within")
+
+
+def test_replicas_are_counted_at_the_low_end_of_the_capacitys_interval():
+    points = [*SWEEP, level(64, 16.0, 1700.0, repeat=1, throughput=3800.0)]
+    large = plan(points, slos=P95_TTFT_2S, demand=Demand(kind="rate", rate=48.0)).configs[1]
+    low = large.capacity_low
+    # 48 / 16 is 3 replicas at the capacity; at its low end, 48 / 14.87 = 3.2 -> 4, each
+    # taking 12.0 requests/s.
+    assert low == pytest.approx(14.87, abs=0.01)
+    assert large.promised_rate == low
+    assert (large.replicas, large.gpus, large.gpus_low, large.gpus_high) == (4, 4, 3, 4)
+    assert large.share == pytest.approx(12.0)
+    assert ("Each replica is counted at 14.9 requests/s, the low end of the capacity's 95% "
+            "interval, so that a draw slower than the ones measured still keeps the "
+            "targets.") in texts(large)
+    # A batch job of 48 requests/s is timed at the same rate: 172,800 / (4 x 14.87/s) = 0.81 h.
+    job = plan(points, slos=P95_TTFT_2S,
+               demand=Demand(kind="batch", requests=172_800, hours=1.0)).configs[1]
+    assert job.replicas == 4
+    assert job.hours == pytest.approx(172_800 / (4 * low) / 3600)
+
+
+def test_without_the_runs_noise_a_replica_is_counted_at_the_capacity():
+    large = plan(slos=P95_TTFT_2S, demand=Demand(kind="rate", rate=48.0)).configs[1]
+    assert (large.capacity_low, large.promised_rate, large.replicas) == (None, 16.0, 3)
+    assert not any(t.startswith("Each replica is counted at") for t in texts(large))
 
 
 def test_with_nothing_measuring_the_noise_the_plan_says_so():
