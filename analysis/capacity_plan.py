@@ -16,9 +16,9 @@ all three give the same numbers from the same points. Per engine config:
 - nothing is scaled: a capacity at the highest level measured is said to be "not measured
   above", the faster level that missed a limit is named, and a config whose every level
   missed a limit gets no plan;
-- each replica is counted at the low end of the capacity's interval: a level measured once at
-  its rate is sustained on a draw as fast as that one, and a replica sized at the rate itself
-  misses the targets on the slower draws; without the run's noise, at the capacity itself;
+- each replica is counted at the low end of the capacity's interval (ConfigPlan.promised_rate):
+  the engine sustained the capacity on draws as fast as the ones measured, and a replica sized
+  at it misses its targets on a slower draw; without the run's noise, at the capacity itself;
 - replicas = ceil(demand x (1 + margin) / (that rate x efficiency)), the efficiency a node run
   of the config measured (analysis.scaling.node_efficiency, at most 1) or, without one, 1 said
   as an assumption; GPUs = replicas x the GPUs of one replica (tensor parallel);
