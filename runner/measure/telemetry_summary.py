@@ -230,8 +230,10 @@ def _counter_increase(
     """A running total's increase over [start, end], interpolated at both edges.
 
     Refused when the readings do not reach both edges, or when the total went backwards
-    between the readings that bracket the window (a reset or a wrap: the increase is unknown).
+    between the readings that bracket the window (a reset or a wrap: the increase is unknown),
+    after two readings stamped out of order are put back in order (_in_order).
     """
+    series = _in_order(series)
     problem = _covers(series, start, end, f"{what} readings")
     if problem:
         return None, problem
@@ -246,3 +248,17 @@ def _counter_increase(
     at_start, at_end = _at(series, start), _at(series, end)
     assert at_start is not None and at_end is not None
     return at_end - at_start, None
+
+
+def _in_order(series: Series) -> Series:
+    """A running total with each pair of neighbouring readings that went backwards swapped, where
+    the swap makes the total rise through the readings either side. A scraper with two fetches
+    in flight stamps each when it parses it (AIPerf's DCGM collector), so the later reading can
+    carry the earlier stamp; a reset or a wrap stays below the reading before it and is kept."""
+    values = [v for _, v in series]
+    for i in range(1, len(values) - 2):
+        before, first, second, after = values[i - 1 : i + 3]
+        if second < first and before <= second and after >= first:
+            values[i], values[i + 1] = second, first
+    return [(t, v) for (t, _), v in zip(series, values, strict=True)]
+

@@ -187,6 +187,22 @@ def test_a_counter_that_goes_backwards_is_refused_not_read_as_negative_energy():
     assert gpu.energy_note in summary.notes
     # The gauges are still read.
     assert gpu.mean_utilization_pct == pytest.approx(80.0)
+    # The reading after the reset is back above the one before it, but the reset reading is
+    # below the one before that too: not two readings out of order, whichever edge it is read from.
+    late = summarize_telemetry(reset, Window(start=0.5, end=2.0), 1350, source="nvml")
+    assert late.gpus[0].energy_j is None
+
+
+def test_two_counter_readings_stamped_out_of_order_are_read_in_order():
+    # A scraper with two fetches in flight stamped the later reading first: 0.5 s read the
+    # counter at 1.5 s's value and 1.5 s at 0.5 s's. Swapped back, the increase is as before.
+    samples = nvml_samples()
+    energy = {s.t: s.energy_j for s in samples}
+    swapped = [s.model_copy(update={"energy_j": energy[{0.5: 1.5, 1.5: 0.5}[s.t]]})
+               if s.t in (0.5, 1.5) else s for s in samples]
+    assert swapped != samples
+    gpu = summarize_telemetry(swapped, WINDOW, 1350, source="nvml").gpus[0]
+    assert (gpu.energy_j, gpu.energy_note) == (pytest.approx(675.0), None)
 
 
 def test_a_counter_reset_outside_the_window_does_not_matter():
