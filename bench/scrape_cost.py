@@ -43,11 +43,28 @@ import httpx
 from peer_vllm import ROOT, _descendant_cpus, _pinned, server_cpu_s, start_engine
 
 from runner.measure.sampler import FILTERED_METRICS_PATH, parse_metrics
+from runner.schema.records import EngineSample
 
 CLIENT_CPU = 1
 SCRAPES_PER_SECOND = 2  # the sweep's default sample interval, 0.5 s
 WARM_UP_REQUESTS = 64
 QUICK_WARM_UP_REQUESTS = 8  # still a value in every histogram the sampler reads
+SETTLE_PAUSE_S = 0.5  # longer than the engine core's stats step
+SETTLE_TIMEOUT_S = 20.0
+
+
+def settled_sample(client: httpx.Client) -> EngineSample:
+    """The whole page once two reads in a row agree: the engine core publishes the last request's
+    counters a moment after its response, so a read straight after it can be one step behind."""
+    last = parse_metrics(client.get("/metrics").text)
+    deadline = time.monotonic() + SETTLE_TIMEOUT_S
+    while time.monotonic() < deadline:
+        time.sleep(SETTLE_PAUSE_S)
+        sample = parse_metrics(client.get("/metrics").text)
+        if sample == last:
+            return sample
+        last = sample
+    raise SystemExit(f"/metrics still changing {SETTLE_TIMEOUT_S:.0f} s after the warm-up")
 
 
 def warm_up(client: httpx.Client, model: str, requests: int) -> None:
@@ -148,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         pids = tuple(_descendant_cpus())  # the guard, API server and engine
         with _pinned({CLIENT_CPU}), httpx.Client(base_url=engine.base_url, timeout=30) as client:
             warm_up(client, model, QUICK_WARM_UP_REQUESTS if args.quick else WARM_UP_REQUESTS)
-            whole = parse_metrics(client.get("/metrics").text)
+            whole = settled_sample(client)
             filtered = parse_metrics(client.get(FILTERED_METRICS_PATH).text)
             if whole != filtered:
                 print(f"the filtered page reads differently:\n  whole    {whole}\n"
