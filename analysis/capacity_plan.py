@@ -53,6 +53,7 @@ from analysis.capacity_types import (
     Level,
     PlanInputs,
     Position,
+    promised_rate,
 )
 from analysis.errors import AnalysisError
 from analysis.sentences import FIGURE_INTERVAL, Sentence, num, percent, setting_value_text
@@ -429,7 +430,7 @@ def plan_config(c: _Config, today: date) -> ConfigPlan:
     next_level, above = _above(c, chosen)
     efficiency, scaled = _efficiency(c)
     sized_rate = c.inputs.sized_rate
-    promised = interval.low if interval is not None else capacity.rate
+    promised = promised_rate(capacity.rate, interval.low if interval is not None else None)
     replicas = _replicas(sized_rate, promised, efficiency)
     per_replica = head.gpus_per_replica
     share = sized_rate / replicas

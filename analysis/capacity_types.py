@@ -163,7 +163,12 @@ class ConfigPlan:
         the capacity itself where nothing measured the run's noise."""
         if self.capacity is None:
             return None
-        return self.capacity_low if self.capacity_low is not None else self.capacity.rate
+        return promised_rate(self.capacity.rate, self.capacity_low)
+
+
+def promised_rate(capacity_rate: float, capacity_low: float | None) -> float:
+    """The one rule for what a replica is counted at, for a plan being made and a stored one."""
+    return capacity_low if capacity_low is not None else capacity_rate
 
 
 @dataclass(frozen=True, kw_only=True)
