@@ -9,8 +9,10 @@ all three give the same numbers from the same points. Per engine config:
 - one replica's capacity is the level the SLO selection chooses (analysis.selection.slo: the
   most output within every limit) among the levels that meet each limit by one draw's scatter
   (a percentile near capacity turns on a few requests, and a level a few percent inside a
-  limit misses it when loaded again), or, without limits, the throughput operating point
-  (selection.knee; with too few levels for a knee, the highest throughput measured). Its rate
+  limit misses it when loaded again; the scatter is the wider of the level's own draws and the
+  median of the levels' within the limit, level_scatter), or, without limits, the throughput
+  operating point (selection.knee; with too few levels for a knee, the highest throughput
+  measured). Its rate
   is a rate load's scheduled requests/s, else the completed requests over the window; its
   interval is the run's noise (analysis.noise.value_interval) over the level's draws;
 - nothing is scaled: a capacity at the highest level measured is said to be "not measured
@@ -34,6 +36,7 @@ all three give the same numbers from the same points. Per engine config:
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date
@@ -208,22 +211,47 @@ def _draw_values(point: PointFigures, groups: dict[repeats.Setting, list[PointFi
             if (v := getattr(p, field_name)) is not None]
 
 
+# The median of chi-square at 1 to 5 degrees of freedom: a sample sd over df degrees has median
+# sigma * sqrt(median / df), which _robust_log_sd divides out.
+CHI_SQUARE_MEDIANS = (0.454936, 1.386294, 2.365974, 3.356694, 4.351460)
+
+
+def _sd_median_ratio(freedom: int) -> float:
+    """Median of a sample sd over `freedom` degrees, in units of the true sd."""
+    if freedom <= len(CHI_SQUARE_MEDIANS):
+        return math.sqrt(CHI_SQUARE_MEDIANS[freedom - 1] / freedom)
+    return (1 - 2 / (9 * freedom)) ** 1.5  # Wilson-Hilferty
+
+
+def _robust_log_sd(groups: Sequence[Sequence[float]]) -> float | None:
+    """The median of the groups' own log-scale sds, each scaled to the true sd by its median
+    ratio: one wide pair moves it by one rank, where it would widen a pooled sd for every
+    level. None when no group has two draws."""
+    scaled = []
+    for values in groups:
+        sd, draws = pooled_log_sd([values])
+        if sd is not None:
+            scaled.append(sd / _sd_median_ratio(draws - 1))
+    return statistics.median(scaled) if scaled else None
+
+
 def level_scatter(levels: Sequence[PointFigures], points: Sequence[PointFigures],
                   limits: dict[str, float]) -> dict[str, dict[str, float]]:
     """Per level and limit, how far one draw of the limit's figure scatters (log-scale sd): the
-    wider of the level's own draws' and the pooled scatter of the config's levels whose figure
-    meets the limit. Near capacity a percentile turns on a few requests, so the level's own
-    draws count where they scatter more than the pool; a limit nothing measured is absent."""
+    wider of the level's own draws' and the typical scatter of the config's levels whose figure
+    meets the limit (the median of their own, _robust_log_sd). Near capacity a percentile turns
+    on a few requests, so the level's own draws count where they scatter more than the others;
+    a limit nothing measured is absent."""
     out: dict[str, dict[str, float]] = {p.key: {} for p in levels}
     groups = repeats.group_by_setting(points)
     for name, limit in limits.items():
         field_name = selection.latency_field(name)
         admitted = [p for p in levels
                     if (v := getattr(p, field_name)) is not None and v <= limit]
-        pooled, _ = pooled_log_sd([_draw_values(p, groups, field_name) for p in admitted])
+        typical = _robust_log_sd([_draw_values(p, groups, field_name) for p in admitted])
         for p in levels:
             own, _ = pooled_log_sd([_draw_values(p, groups, field_name)])
-            found = [sd for sd in (pooled, own) if sd is not None]
+            found = [sd for sd in (typical, own) if sd is not None]
             if found:
                 out[p.key][name] = max(found)
     return out

@@ -59,7 +59,8 @@ SLO_UNMET = (
 SCATTER_ALLOWED = (
     "A level counts only when each figure, raised by one draw's scatter, stays within its "
     "limit: near capacity a percentile turns on a few requests. At %(load)s one draw scatters "
-    "by %(bands)s (95%%, the wider of the level's own draws and the levels within the limit).")
+    "by %(bands)s (95%%, the wider of the level's own draws and the typical level within the "
+    "limit).")
 SCATTER_UNMEASURED = (
     "No level was measured twice, so nothing measured how far a latency percentile scatters "
     "between draws: a capacity close to a limit may miss it when loaded again.")

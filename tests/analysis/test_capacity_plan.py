@@ -5,6 +5,7 @@ every "not measured" path and the guard when the workloads differ."""
 from __future__ import annotations
 
 import math
+import statistics
 from datetime import date
 from decimal import Decimal
 from typing import Any
@@ -13,7 +14,8 @@ import pytest
 from pydantic import TypeAdapter
 
 from analysis import capacity_words as words
-from analysis.capacity_plan import plan_capacity
+from analysis import repeats
+from analysis.capacity_plan import level_scatter, plan_capacity
 from analysis.capacity_types import CapacityPlan, Demand, PlanInputs, trace_demand
 from analysis.convert import workload_shape
 from analysis.cost import GpuHourPrice
@@ -132,32 +134,64 @@ def test_a_level_inside_its_limit_by_less_than_its_scatter_is_not_the_capacity()
     points = [*drawn(2.0, 300.0, 310.0), *drawn(4.0, 1700.0, 2000.0), *drawn(8.0, 5000.0)]
     only = plan(points, slos=P95_TTFT_2S).configs[0]
     # At 4 requests/s the draws read 1,700 and 2,000 ms: sd = ln(2000 / 1700) / sqrt 2 = 0.115,
-    # and 1,700 x exp(1.96 x 0.115) = 2,130 ms is past 2 s. At 2, the pool of both levels within
-    # the limit, sqrt((ln(310/300)^2 + ln(2000/1700)^2) / 4) = 0.083: 300 x 1.18 = 353 ms.
+    # and 1,700 x exp(1.96 x 0.115) = 2,130 ms is past 2 s. At 2, the typical level within the
+    # limit: the median of both levels' sds, each over its median ratio at 1 degree (0.6745),
+    # (0.023 + 0.115) / 2 / 0.6745 = 0.102, raises 300 ms to 366 ms.
     # 40 / 2 is 20 replicas, but the draws' throughputs differ by 1 tok/s, so the capacity's
     # interval puts its low end just below 2 requests/s: 21.
     assert (only.capacity.rate, only.next_level.rate, only.replicas) == (2.0, 4.0, 21)
-    pooled = math.sqrt((math.log(310 / 300) ** 2 + math.log(2000 / 1700) ** 2) / 4)
-    assert only.scatter_pct == {"p95_ttft_ms": pytest.approx(math.expm1(1.96 * pooled) * 100)}
+    pair_sds = [math.log(310 / 300) / math.sqrt(2), math.log(2000 / 1700) / math.sqrt(2)]
+    typical = (pair_sds[0] + pair_sds[1]) / 2 / 0.674490
+    assert only.scatter_pct == {
+        "p95_ttft_ms": pytest.approx(math.expm1(1.96 * typical) * 100, rel=1e-5)}
     assert texts(only)[1] == (
         "A level counts only when each figure, raised by one draw's scatter, stays within its "
         "limit: near capacity a percentile turns on a few requests. At rate 2.0/s x 100 one "
-        "draw scatters by p95_ttft_ms +/-17.6% (95%, the wider of the level's own draws and "
-        "the levels within the limit).")
+        "draw scatters by p95_ttft_ms +/-22.2% (95%, the wider of the level's own draws and "
+        "the typical level within the limit).")
     assert texts(only)[2] == (
         "The next level measured, 4.00 requests/s (rate 4.0/s x 100), reached p95_ttft_ms "
         "1,700 ms, inside the limits by less than one draw's scatter (p95_ttft_ms +/-25.3%): "
         "the capacity lies between the two levels, and the plan counts the lower.")
 
 
-def test_the_pooled_scatter_counts_where_a_levels_own_draws_agree():
-    # 4 requests/s read 1,800 ms twice; 2 requests/s scattered 300 to 390 ms. The pool,
-    # ln(1.3) / 2 = 0.131, raises 1,800 ms to 2,327 ms: past 2 s.
+def test_the_typical_scatter_counts_where_a_levels_own_draws_agree():
+    # 4 requests/s read 1,800 ms twice; 2 requests/s scattered 300 to 390 ms. The median of
+    # ln(1.3) / sqrt 2 / 0.6745 = 0.275 and 0, 0.137, raises 1,800 ms to 2,356 ms: past 2 s.
     points = [*drawn(2.0, 300.0, 390.0), *drawn(4.0, 1800.0, 1800.0), *drawn(8.0, 5000.0)]
     assert plan(points, slos=P95_TTFT_2S).configs[0].capacity.rate == 2.0
     # Without the spread at 2 requests/s, 4 is the capacity: the rule reads the draws.
     steady = [*drawn(2.0, 300.0, 300.0), *drawn(4.0, 1800.0, 1800.0), *drawn(8.0, 5000.0)]
     assert plan(steady, slos=P95_TTFT_2S).configs[0].capacity.rate == 4.0
+
+
+def test_one_wide_pair_does_not_widen_the_scatter_of_every_level():
+    # 3 requests/s read 400 and 900 ms. Pooled with the other levels' near-equal pairs it gives
+    # sd 0.33, which raises 1,500 ms at 4 requests/s to 2,870 ms; the median of the levels'
+    # scaled sds (0, 0.014, 0.017, 0.85) is 0.016, which raises it to 1,546 ms.
+    points = [*drawn(1.0, 200.0, 200.0), *drawn(2.0, 300.0, 305.0), *drawn(3.0, 400.0, 900.0),
+              *drawn(4.0, 1500.0, 1520.0), *drawn(8.0, 5000.0)]
+    only = plan(points, slos=P95_TTFT_2S).configs[0]
+    assert only.capacity.rate == 4.0
+    # Its own pair still counts at the level itself: 400 ms raised by its own +/-207% is 1,230 ms.
+    assert level_scatter_pct(points, 3.0) == pytest.approx(
+        math.expm1(1.96 * math.log(900 / 400) / math.sqrt(2)) * 100)
+
+
+def test_a_level_of_three_draws_is_scaled_by_its_own_degrees():
+    # Three draws give 2 degrees of freedom: the sd's median ratio is sqrt(1.386 / 2) = 0.8326.
+    points = [*drawn(2.0, 300.0, 330.0, 360.0), *drawn(4.0, 1500.0), *drawn(8.0, 5000.0)]
+    sd = statistics.stdev(math.log(v) for v in (300.0, 330.0, 360.0))
+    assert level_scatter_pct(points, 4.0) == pytest.approx(
+        math.expm1(1.96 * sd / 0.832555) * 100, rel=1e-5)
+
+
+def level_scatter_pct(points: list[PointFigures], rate: float) -> float:
+    """One draw's 95% band of p95 TTFT at the level of that rate, as the plan allows it."""
+    levels = repeats.lowest_repeats(points)
+    found = level_scatter(levels, points, P95_TTFT_2S)
+    key = next(p.key for p in levels if p.offered_rate == rate)
+    return math.expm1(1.96 * found[key]["p95_ttft_ms"]) * 100
 
 
 def test_levels_past_the_limit_do_not_widen_the_scatter():
