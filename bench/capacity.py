@@ -3,6 +3,7 @@
     .venv/bin/python bench/capacity.py
     .venv/bin/python bench/capacity.py --configs 1 2 4 --check-repeats 3
     .venv/bin/python bench/capacity.py --quick     # one engine, a three-level ladder
+    .venv/bin/python bench/capacity.py --keep DIR  # keep every point's results.jsonl in DIR
 
 For each engine config (max_num_seqs 1, 2 and 4 by default) on a vLLM CPU engine serving the
 tiny model, started once and measured through the runner's own run_plan:
@@ -73,6 +74,7 @@ from analysis.sentences import within_band  # noqa: E402
 from analysis.types import PointFigures  # noqa: E402
 from runner.engine.process import engines  # noqa: E402
 from runner.engine.provenance import utc_now  # noqa: E402
+from runner.results import append_point  # noqa: E402
 from runner.schema.engine_config import Checkpoint, EngineConfig, EngineLaunch  # noqa: E402
 from runner.schema.plan import (  # noqa: E402
     ClientSpec,
@@ -137,8 +139,10 @@ def rate_load(rate: float, point_s: float) -> LoadSpec:
 
 
 def measure(plan: SweepPlan, workdir: Path) -> list[PointResult]:
+    """The plan's points, also written to workdir/results.jsonl (kept with --keep)."""
     points = list(run_plan(plan, workdir))
     for p in points:
+        append_point(workdir / "results.jsonl", p)
         m = p.metrics
         print(f"  {p.key}: {m.request_throughput:.2f} req/s, median TPOT "
               f"{m.median_tpot_ms or 0:.1f} ms, p95 E2EL {m.p95_e2el_ms or 0:.0f} ms"
@@ -322,11 +326,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--point-s", type=float, default=POINT_S,
                         help="seconds of arrivals a level sends (and each check, the same count)")
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--keep", type=Path, metavar="DIR",
+                        help="keep every point's results and the engines' logs in DIR (a new or "
+                             "empty directory), to read the ladders again")
     parser.add_argument("--model", default=os.environ.get(
         "HEADROOM_TINY_MODEL", str(ROOT / "var" / "tiny-model")))
     args = parser.parse_args(argv)
     if args.quick:
         args.configs, args.ladder_repeats, args.check_repeats = [4], 1, 1
+    if args.keep is not None and args.keep.exists() and any(args.keep.iterdir()):
+        parser.error(f"--keep {args.keep}: not empty")
     print(f"bench/capacity.py on {platform.node()}, {os.cpu_count()} CPUs, {utc_now()}",
           flush=True)
     started = time.monotonic()
@@ -335,9 +344,11 @@ def main(argv: list[str] | None = None) -> int:
     taken: list[float] = []
     loads: list[float] = []
     with tempfile.TemporaryDirectory(prefix="headroom-capacity-") as tmp:
+        workdir = args.keep or Path(tmp)
+        workdir.mkdir(parents=True, exist_ok=True)
         for seqs in args.configs:
             loads.append(os.getloadavg()[0])
-            outcomes += one_config(args, seqs, Path(tmp), ladders, taken)
+            outcomes += one_config(args, seqs, workdir, ladders, taken)
     loads.append(os.getloadavg()[0])
     print_outcomes(outcomes)
     print_noise(ladders, taken, loads)
