@@ -12,9 +12,9 @@ all three give the same numbers from the same points. Per engine config:
   limit misses it when loaded again; the scatter is the wider of the level's own draws and the
   median of the levels' within the limit, level_scatter), or, without limits, the throughput
   operating point (selection.knee; with too few levels for a knee, the highest throughput
-  measured). Its rate
-  is a rate load's scheduled requests/s, else the completed requests over the window; its
-  interval is the run's noise (analysis.noise.value_interval) over the level's draws;
+  measured). Its rate is a rate load's scheduled requests/s, else the completed requests over
+  the window; its interval is the run's noise (analysis.noise.value_interval) over the level's
+  draws;
 - nothing is scaled: a capacity at the highest level measured is said to be "not measured
   above", the faster level that missed a limit is named, and a config whose every level
   missed a limit gets no plan;
