@@ -10,7 +10,9 @@ all three give the same numbers from the same points. Per engine config:
   most output within every limit) among the levels that meet each limit by one draw's scatter
   (a percentile near capacity turns on a few requests, and a level a few percent inside a
   limit misses it when loaded again; the scatter is the wider of the level's own draws and the
-  median of the levels' within the limit, level_scatter), or, without limits, the throughput
+  median of the levels' within the limit, level_scatter), below the slowest level where a
+  draw missed a limit (counted_levels: a faster level that met them above it read low on its
+  draws, and is named), or, without limits, the throughput
   operating point (selection.knee; with too few levels for a knee, the highest throughput
   measured). Its rate is a rate load's scheduled requests/s, else the completed requests over
   the window; its interval is the run's noise (analysis.noise.value_interval) over the level's
@@ -180,8 +182,14 @@ def _choose(c: _Config) -> tuple[PointFigures | None, list[Sentence]]:
             "reached": words.values_text(_figures(lowest, list(limits)))})]
     plain = next(p for p in c.levels if p.key == plain_key)
     c.scatter = level_scatter(c.levels, c.all_points, limits)
-    c.qualified = frozenset(p.key for p in c.levels if _within_scatter(p, limits, c.scatter))
+    c.qualified = counted_levels(c.levels, c.all_points, limits, c.scatter)
     if not c.qualified:
+        missed = first_missed(c.levels, c.all_points, limits)
+        if missed is not None and any(_within_scatter(p, limits, c.scatter) for p in c.levels):
+            return None, [Sentence(words.SLO_MISSED_BELOW, {
+                "limits": words.limits_text(limits), "rate": words.rate_text(level_rate(missed)),
+                "load": missed.load_label or missed.key,
+                "reached": words.values_text(_worst_draws(missed, c.all_points, limits))})]
         return None, [Sentence(words.SLO_WITHIN_SCATTER, {
             "limits": words.limits_text(limits), "rate": words.rate_text(level_rate(plain)),
             "load": plain.load_label or plain.key,
@@ -255,6 +263,52 @@ def level_scatter(levels: Sequence[PointFigures], points: Sequence[PointFigures]
             if found:
                 out[p.key][name] = max(found)
     return out
+
+
+def counted_levels(levels: Sequence[PointFigures], points: Sequence[PointFigures],
+                   limits: dict[str, float],
+                   scatter: dict[str, dict[str, float]]) -> frozenset[str]:
+    """The levels a plan may promise: those meeting every limit by their scatter, below the
+    slowest level where a draw missed a limit (first_missed). A latency grows with the load, so
+    a faster level that met the limits above one that missed them read low on its draws."""
+    missed = first_missed(levels, points, limits)
+    below = [p for p in levels if missed is None or level_rate(p) < level_rate(missed)]
+    return frozenset(p.key for p in below if _within_scatter(p, limits, scatter))
+
+
+def first_missed(levels: Sequence[PointFigures], points: Sequence[PointFigures],
+                 limits: dict[str, float]) -> PointFigures | None:
+    """The slowest level where some judged draw's figure is past its limit."""
+    groups = repeats.group_by_setting(points)
+    for point in sorted(levels, key=level_rate):
+        for name, limit in limits.items():
+            if any(v > limit for v in _draw_values(point, groups, selection.latency_field(name))):
+                return point
+    return None
+
+
+def _worst_draws(point: PointFigures, points: Sequence[PointFigures],
+                 limits: dict[str, float]) -> dict[str, float | None]:
+    """Each limit's figure in the level's slowest judged draw."""
+    groups = repeats.group_by_setting(points)
+    return {name: max(_draw_values(point, groups, selection.latency_field(name)), default=None)
+            for name in limits}
+
+
+def _uncounted_above(c: _Config, chosen: PointFigures) -> Sentence | None:
+    """The fastest level that met every limit by its scatter but lies above a level where a
+    draw missed one, said so that the plan's engineer sees why it is not the capacity."""
+    if not c.inputs.slos or c.qualified is None:
+        return None
+    skipped = [p for p in c.levels if p.key not in c.qualified
+               and level_rate(p) > level_rate(chosen)
+               and _within_scatter(p, c.inputs.slos, c.scatter)]
+    if not skipped:
+        return None
+    fastest = max(skipped, key=level_rate)
+    return Sentence(words.ABOVE_UNCOUNTED, {
+        "rate": words.rate_text(level_rate(fastest)), "load": fastest.load_label or fastest.key,
+        "reached": words.values_text(_figures(fastest, list(c.inputs.slos)))})
 
 
 def _within_scatter(point: PointFigures, limits: dict[str, float],
@@ -464,7 +518,8 @@ def plan_config(c: _Config, today: date) -> ConfigPlan:
     share = sized_rate / replicas
     position, expected, where = _position(c, share)
     unit = words.unit(head.cpu_engine)
-    sentences = said + ([above] if above is not None else [])
+    skipped = _uncounted_above(c, chosen)
+    sentences = said + [s for s in (above, skipped) if s is not None]
     sentences.append(Sentence(words.FLEET, {
         "sized": words.rate_text(sized_rate), "replicas": str(replicas),
         "per_replica": str(per_replica), "unit": unit, "gpus": str(replicas * per_replica),

@@ -72,6 +72,15 @@ SLO_WITHIN_SCATTER = (
     "No measured level met %(limits)s by more than one draw's scatter: the fastest within them, "
     "%(rate)s requests/s (%(load)s), reached %(reached)s, and one draw there scatters by "
     "%(bands)s. This config gets no plan; more draws of its levels would say whether it holds.")
+SLO_MISSED_BELOW = (
+    "No level below %(rate)s requests/s (%(load)s) met %(limits)s by more than one draw's "
+    "scatter, and a draw there missed them (it reached %(reached)s): the plan counts no level "
+    "above one where a draw missed, since a latency grows with the load. This config gets no "
+    "plan; more draws of its levels would say whether it holds.")
+ABOVE_UNCOUNTED = (
+    "A faster level, %(rate)s requests/s (%(load)s), met the limits by more than one draw's "
+    "scatter (it reached %(reached)s), but the plan counts no level above one where a draw "
+    "missed them: a latency grows with the load, so that level's draws read low.")
 NO_LEVELS = "No valid load level of one replica was measured, so this config gets no plan."
 SPEC_DIFFERS = (
     "No plan across different specs: the demand %(demand)s, this config measured %(measured)s.")
@@ -177,7 +186,8 @@ CELL_NO_PLAN = "no plan"
 CAPACITY_TEMPLATES = (
     DEMAND_RATE, DEMAND_TRACE, DEMAND_BATCH, MARGIN, SPEC_ASSUMED, NO_SLO_INTERACTIVE,
     NO_INTERVAL, CAPACITY_SLO, CAPACITY_KNEE, CAPACITY_HIGHEST, NEXT_MISSED, NOT_ABOVE, SLO_UNMET,
-    SCATTER_ALLOWED, SCATTER_UNMEASURED, NEXT_WITHIN_SCATTER, SLO_WITHIN_SCATTER, NO_LEVELS,
+    SCATTER_ALLOWED, SCATTER_UNMEASURED, NEXT_WITHIN_SCATTER, SLO_WITHIN_SCATTER,
+    SLO_MISSED_BELOW, ABOVE_UNCOUNTED, NO_LEVELS,
     SPEC_DIFFERS, FLEET, SIZED_LOW, FLEET_RANGE, SCALING_MEASURED, SCALING_ABOVE_ONE,
     SCALING_ASSUMED, AT_LEVEL, BETWEEN, BELOW, BATCH, LITTLE, COST_MONTH, COST_JOB,
     NO_COST_PRICE, NO_COST_CPU, UNIT_GPUS, UNIT_CPU_ENGINES, HEADLINE_FIRST_TRAFFIC,

@@ -186,6 +186,43 @@ def test_a_level_of_three_draws_is_scaled_by_its_own_degrees():
         math.expm1(1.96 * sd / 0.832555) * 100, rel=1e-5)
 
 
+def test_no_level_above_one_where_a_draw_missed_is_the_capacity():
+    # 4 requests/s read 1,500 and 2,400 ms: a draw missed 2 s. 6 requests/s read 1,200 and
+    # 1,250 ms, inside 2 s by far more than its scatter, but a latency grows with the load: its
+    # draws read low, and the plan counts nothing above a level where a draw missed.
+    points = [*drawn(2.0, 300.0, 300.0), *drawn(4.0, 1500.0, 2400.0),
+              *drawn(6.0, 1200.0, 1250.0), *drawn(8.0, 5000.0)]
+    only = plan(points, slos=P95_TTFT_2S).configs[0]
+    assert (only.capacity.rate, only.next_level.rate) == (2.0, 4.0)
+    assert texts(only)[2].startswith("The next level measured, 4.00 requests/s")
+    assert texts(only)[3] == (
+        "A faster level, 6.00 requests/s (rate 6.0/s x 100), met the limits by more than one "
+        "draw's scatter (it reached p95_ttft_ms 1,200 ms), but the plan counts no level above "
+        "one where a draw missed them: a latency grows with the load, so that level's draws "
+        "read low.")
+    # With every draw at 4 requests/s inside 2 s, though by less than its scatter (1,500 and
+    # 1,990 ms), a level's noise is not a miss: the plan counts up to 6.
+    noisy = [*drawn(2.0, 300.0, 300.0), *drawn(4.0, 1500.0, 1990.0),
+             *drawn(6.0, 1200.0, 1250.0), *drawn(8.0, 5000.0)]
+    found = plan(noisy, slos=P95_TTFT_2S).configs[0]
+    assert found.capacity.rate == 6.0 and not any("A faster level" in t for t in texts(found))
+
+
+def test_with_a_draw_missing_below_every_counted_level_there_is_no_plan():
+    # 2 requests/s read 1,000 and 2,100 ms, a draw past 2 s; 3 and 4 requests/s agree within
+    # 1% and meet 2 s by their scatter, above a level where a draw missed.
+    points = [*drawn(2.0, 1000.0, 2100.0), *drawn(3.0, 1100.0, 1105.0),
+              *drawn(4.0, 1200.0, 1210.0)]
+    only = plan(points, slos=P95_TTFT_2S).configs[0]
+    assert (only.status, only.gpus) == ("slo_unmet", None)
+    assert texts(only) == [
+        "No level below 2.00 requests/s (rate 2.0/s x 100) met p95_ttft_ms <= 2,000 ms by more "
+        "than one draw's scatter, and a draw there missed them (it reached p95_ttft_ms 2,100 "
+        "ms): the plan counts no level above one where a draw missed, since a latency grows "
+        "with the load. This config gets no plan; more draws of its levels would say whether "
+        "it holds."]
+
+
 def level_scatter_pct(points: list[PointFigures], rate: float) -> float:
     """One draw's 95% band of p95 TTFT at the level of that rate, as the plan allows it."""
     levels = repeats.lowest_repeats(points)
