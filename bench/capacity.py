@@ -21,6 +21,17 @@ tiny model, started once and measured through the runner's own run_plan:
    by one draw's scatter (analysis.capacity_plan.level_scatter), so a level a few percent inside
    a target, which misses it as often as not when loaded again, is not promised.
 
+Restated against this host's noise (docs/performance.md has why): a p95 near capacity scatters
+by 10-30% between draws of one rate, so where the latency is flat for a level or two near the
+target, a plan that holds in every draw stands more than 1.3x below the rate that breaks, and
+the engine's own speed drifts by tens of percent within minutes. So each plan is also judged
+where the check read the engine at the plan's speed (speed_check: within the draws' scatter):
+there the planned rate should hold in every draw, and 1.3x it should break in some draw
+wherever a ladder draw at or below 1.3x the plan already missed the target (ladder_break; the
+plan promises no level above such a level). The
+other plans stand below a stretch the ladder kept within its scatter (the plan page says so of
+the next level); how far above the plan the ladder first broke is printed for each.
+
 On a host whose draws scatter by more than the 1.3x step allows, the same question is asked
 against the host's own noise too: the config's ladder says how far one draw's throughput
 scatters (its 95% band b, analysis.noise), and the check also loads the planned rate less that
@@ -59,8 +70,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from analysis import noise  # noqa: E402
-from analysis.capacity_plan import plan_capacity  # noqa: E402
+from analysis import noise, repeats  # noqa: E402
+from analysis.capacity_plan import first_missed, level_rate, plan_capacity  # noqa: E402
 from analysis.capacity_types import ConfigPlan, Demand, PlanInputs  # noqa: E402
 from analysis.capacity_verify import (  # noqa: E402
     Check,
@@ -118,6 +129,8 @@ class Outcome:
     past_noise: Check | None = None  # at 1.3x the planned rate x (1 + band)
     # The engine's per-token speed at the capacity level, in the check against the ladder.
     speed: SpeedCheck | None = None
+    # The slowest ladder level where a draw missed the target (requests/s); None: none did.
+    ladder_break: float | None = None
 
 
 def attach_plan(url: str, model: str, config: EngineConfig, loads: list[LoadSpec],
@@ -211,8 +224,29 @@ def _plans(args: argparse.Namespace, config: EngineConfig, ladder: SweepPlan,
         else:
             outcome = Outcome(config.label(), target, plan, found[0], found[1])
         outcome.speed = speed_check(figs, checked[rate], plan)
+        outcome.ladder_break = ladder_break(figs, slos)
         outcomes.append(outcome)
     return outcomes
+
+
+def ladder_break(figs: list[PointFigures], slos: dict[str, float]) -> float | None:
+    """The rate of the slowest ladder level where a draw missed a target, as the plan reads it
+    (analysis.capacity_plan.first_missed: no level above it is promised)."""
+    levels = [p for p in repeats.lowest_repeats(figs) if p.valid]
+    missed = first_missed(levels, figs, slos)
+    return None if missed is None else level_rate(missed)
+
+
+def at_plan_speed(outcome: Outcome) -> bool:
+    """The check read the engine's per-token time within the draws' scatter of the ladder's."""
+    found = outcome.speed
+    return found is not None and within_band(found.change_pct, found.band_pct)
+
+
+def broke_within_step(outcome: Outcome) -> bool:
+    """A ladder draw at or below the 1.3x check's rate already missed the target."""
+    broke, loaded = outcome.ladder_break, outcome.at_overload
+    return broke is not None and loaded is not None and broke <= loaded.rate * (1 + 1e-6)
 
 
 def _rates(rate: float, band: float | None) -> list[float]:
@@ -240,8 +274,8 @@ def print_outcomes(outcomes: list[Outcome]) -> None:
     print("\n| config | target | capacity requests/s (95% interval) | scatter allowed "
           "| next level not counted | held at 1x | held at 1.3x | one draw's noise "
           "| held at 1x less it | held at 1.3x plus it | engine's per-token time at 1x, "
-          "check against ladder |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "check against ladder | ladder first missed (x the planned rate) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for o in outcomes:
         c = o.plan.capacity
         interval = ("" if o.plan.capacity_low is None
@@ -254,18 +288,42 @@ def print_outcomes(outcomes: list[Outcome]) -> None:
         scatter = ", ".join(f"+/-{v:.1f}%" for v in o.plan.scatter_pct.values()) or "-"
         print(f"| {o.config} | {o.target} | {shown} | {scatter} | {missed} | {_rated(o.at_plan)} "
               f"| {_rated(o.at_overload)} | {band} | {_rated(o.below_noise)} "
-              f"| {_rated(o.past_noise)} | {_speed(o.speed)} |")
+              f"| {_rated(o.past_noise)} | {_speed(o.speed)} | {_first_missed(o)} |")
     planned = [o for o in outcomes if o.at_plan is not None]
     print(f"\nthe planned rate held in every draw for {_held_all(planned, 'at_plan')} "
           f"(config, target); 1.3x did not hold (a draw missed) for "
           f"{_not_held(planned, 'at_overload')}, and missed in every draw for "
           f"{_missed_all(planned, 'at_overload')}")
+    print_restated(planned)
     noisy = [o for o in planned if o.below_noise is not None]
     if noisy:
         print(f"against the host's noise: the planned rate less one draw's noise held in every "
               f"draw for {_held_all(noisy, 'below_noise')}; 1.3x plus it did not hold for "
               f"{_not_held(noisy, 'past_noise')}, and missed in every draw for "
               f"{_missed_all(noisy, 'past_noise')}")
+
+
+def print_restated(planned: list[Outcome]) -> None:
+    """The target against the host's noise (module docstring): judged where the check read the
+    engine at the plan's speed, 1.3x where the ladder broke within the step."""
+    steady = [o for o in planned if at_plan_speed(o)]
+    within = [o for o in steady if broke_within_step(o)]
+    flat = [_first_missed(o) for o in steady if not broke_within_step(o)]
+    print(f"restated against the host's noise: {len(steady)} of {len(planned)} checks read the "
+          f"engine at the plan's speed; of those the planned rate held in every draw for "
+          f"{_held_all(steady, 'at_plan')}; of the {len(within)} whose ladder broke the target at "
+          f"or below 1.3x the plan, 1.3x did not hold for {_not_held(within, 'at_overload')}"
+          + (f"; the other {len(flat)} stood below a stretch the ladder kept within its scatter, "
+             f"first missed at {', '.join(flat)}" if flat else ""))
+
+
+def _first_missed(outcome: Outcome) -> str:
+    broke, promised = outcome.ladder_break, outcome.plan.promised_rate
+    if promised is None:
+        return "-"
+    if broke is None:
+        return "none measured"
+    return f"{broke:.2f}/s ({broke / promised:.2f}x)"
 
 
 def _speed(found: SpeedCheck | None) -> str:

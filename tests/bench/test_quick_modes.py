@@ -204,6 +204,9 @@ def test_capacity_quick_mode_plans_and_loads_the_promise_on_one_engine(tiny_mode
     rows = table_rows(done.stdout, "| config | target |")
     assert [row.split("|")[2].strip().split(" ")[0] for row in rows] == [
         "p95_ttft_ms", "p95_e2el_ms"]
+    # Each plan says where its ladder first missed the target, and the restated verdict follows.
+    assert "| ladder first missed (x the planned rate) |" in done.stdout
+    assert "restated against the host's noise:" in done.stdout
     assert "host noise:" in done.stdout
 
 
