@@ -28,9 +28,9 @@ the engine's own speed drifts by tens of percent within minutes. So each plan is
 where the check read the engine at the plan's speed (speed_check: within the draws' scatter):
 there the planned rate should hold in every draw, and 1.3x it should break in some draw
 wherever a ladder draw at or below 1.3x the plan already missed the target (ladder_break; the
-plan promises no level above such a level). The
-other plans stand below a stretch the ladder kept within its scatter (the plan page says so of
-the next level); how far above the plan the ladder first broke is printed for each.
+plan promises no level above such a level). The other plans stand below a stretch the ladder
+kept within its scatter (the plan page says so of the next level); how far above the plan the
+ladder first missed is printed for each.
 
 On a host whose draws scatter by more than the 1.3x step allows, the same question is asked
 against the host's own noise too: the config's ladder says how far one draw's throughput
