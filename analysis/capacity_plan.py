@@ -182,9 +182,9 @@ def _choose(c: _Config) -> tuple[PointFigures | None, list[Sentence]]:
             "reached": words.values_text(_figures(lowest, list(limits)))})]
     plain = next(p for p in c.levels if p.key == plain_key)
     c.scatter = level_scatter(c.levels, c.all_points, limits)
-    c.qualified = counted_levels(c.levels, c.all_points, limits, c.scatter)
+    missed = first_missed(c.levels, c.all_points, limits)
+    c.qualified = counted_levels(c.levels, missed, limits, c.scatter)
     if not c.qualified:
-        missed = first_missed(c.levels, c.all_points, limits)
         if missed is not None and any(_within_scatter(p, limits, c.scatter) for p in c.levels):
             return None, [Sentence(words.SLO_MISSED_BELOW, {
                 "limits": words.limits_text(limits), "rate": words.rate_text(level_rate(missed)),
@@ -265,13 +265,13 @@ def level_scatter(levels: Sequence[PointFigures], points: Sequence[PointFigures]
     return out
 
 
-def counted_levels(levels: Sequence[PointFigures], points: Sequence[PointFigures],
+def counted_levels(levels: Sequence[PointFigures], missed: PointFigures | None,
                    limits: dict[str, float],
                    scatter: dict[str, dict[str, float]]) -> frozenset[str]:
     """The levels a plan may promise: those meeting every limit by their scatter, below the
-    slowest level where a draw missed a limit (first_missed). A latency grows with the load, so
-    a faster level that met the limits above one that missed them read low on its draws."""
-    missed = first_missed(levels, points, limits)
+    slowest level where a draw missed a limit (`missed`, first_missed). A latency grows with the
+    load, so a faster level that met the limits above one that missed them read low on its
+    draws."""
     below = [p for p in levels if missed is None or level_rate(p) < level_rate(missed)]
     return frozenset(p.key for p in below if _within_scatter(p, limits, scatter))
 
